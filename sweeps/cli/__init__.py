@@ -1,0 +1,1 @@
+"""The command line: argument parsing, progress, tables, exit codes. No formulas."""

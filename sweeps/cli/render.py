@@ -1,0 +1,120 @@
+"""Terminal rendering with rich: the summary, the catalog, validation and classification.
+
+Presentation only: every number comes from the library (the summary frame, catalog records).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from sweeps.config import Sweep
+
+
+def _si(value: float, unit: str) -> str:
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def _batch(value: float) -> str:
+    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
+
+
+def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
+    """The per-configuration summary of a finished run, and where its files went."""
+    from rich.table import Table
+
+    from sweeps.summary import summarize
+
+    frame = summarize(result.dataset)
+    fraction = sweep.options.ceiling_fraction
+    table = Table(title=f"{sweep.title}: decode summary", title_justify="left")
+    headers = ["model", "hardware", "tp", "context", "kv_heads", "kv_dtype", "weights",
+               "ceiling\n[FLOP/B]", "knee\nbatch", "max\nbatch", "ridge\nbatch",
+               f"{fraction:.0%} of ceiling\nbefore memory wall"]
+    for header in headers:
+        table.add_column(header, justify="right" if "\n" in header or header in ("tp", "context") else "left")
+    for row in frame.iter_rows(named=True):
+        if not row["fits"]:
+            verdict = "does not fit"
+        elif row["ceiling_reachable"]:
+            verdict = f"yes, at batch {_batch(row['ceiling_batch'])}"
+        else:
+            verdict = f"no: needs {_batch(row['ceiling_batch'])}"
+        table.add_row(
+            row["model"], row["hardware"], str(row["tp"]), f"{row['context']:,}", row["kv_heads"],
+            row["kv_dtype"], row["weight_dtype"], f"{row['ceiling']:.2f}", _batch(row["knee_batch"]),
+            f"{row['max_batch']:,}" if row["fits"] else "0",
+            "never" if row["ridge_batch"] is None else _batch(row["ridge_batch"]), verdict,
+        )
+    console.print(table)
+    rows = ", ".join(f"{name} {count:,} rows" for name, count in result.rows.items())
+    console.print(f"wrote {result.folder}/ ({rows}) in {sum(result.timings.values()):.2f} s")
+
+
+def print_validation(sweep: Sweep) -> None:
+    """One line per valid config: grid sizes and the memory a run needs."""
+    from sweeps.grid.build import estimate_bytes
+
+    click.echo(
+        f"{sweep.path}: ok: {sweep.name}: decode {sweep.decode_points:,} points, "
+        f"prefill {sweep.prefill_points:,} points, estimated memory "
+        f"{estimate_bytes(sweep) / 2**20:,.1f} MiB"
+    )
+
+
+def print_catalog(console: Any, what: str) -> None:
+    """The catalog as a table, with sources."""
+    from rich.table import Table
+
+    from sweeps.catalog import load_catalog, unique
+
+    catalog = load_catalog()
+    table = Table(title=f"catalog: {what}", title_justify="left", show_lines=False)
+    if what == "hardware":
+        for header in ("id", "name", "bf16 dense", "fp8 dense", "bandwidth", "memory", "ridge",
+                       "source"):
+            table.add_column(header, overflow="fold")
+        for hw in unique(catalog.hardware):
+            fp8 = hw.peak_flops.get("fp8")  # type: ignore[union-attr]
+            table.add_row(
+                hw.id, hw.name, _si(hw.peak_flops["bf16"], "FLOP/s"),  # type: ignore[union-attr]
+                _si(fp8, "FLOP/s") if fp8 else "-", _si(hw.bandwidth, "B/s"),  # type: ignore[union-attr]
+                f"{hw.memory / 2**30:,.1f} GiB", f"{hw.peak_flops['bf16'] / hw.bandwidth:.0f}",  # type: ignore[union-attr]
+                hw.source[:80],
+            )
+    elif what == "models":
+        for header in ("id", "params", "active", "layers", "heads", "kv heads", "head dim",
+                       "attention", "source"):
+            table.add_column(header, overflow="fold")
+        for m in unique(catalog.models):
+            table.add_row(
+                m.id, _si(m.params, ""), _si(m.active_params, ""), str(m.layers),  # type: ignore[union-attr]
+                str(m.heads), str(m.kv_heads), str(m.head_dim), m.attention, m.source[:80],  # type: ignore[union-attr]
+            )
+    else:
+        for header in ("name", "bits", "group", "scale bytes", "bytes/element", "description"):
+            table.add_column(header)
+        for d in catalog.dtypes.values():
+            table.add_row(d.name, f"{d.bits:g}", str(d.group_size or "-"), f"{d.scale_bytes:g}",
+                          f"{d.bytes_per_element:.6g}", d.description)
+    console.print(table)
+
+
+def print_classification(console: Any, result: dict[str, Any]) -> None:
+    """The textbook classification of one point."""
+    from rich.table import Table
+
+    table = Table(title=f"ridge point {result['ridge_point']} FLOP/byte", title_justify="left")
+    for header in ("phase", "FLOPs", "bytes", "AI [FLOP/B]", "bottleneck", "attainable",
+                   "utilization"):
+        table.add_column(header)
+    for phase in ("prefill", "decode"):
+        p = result[phase]
+        table.add_row(phase, _si(p["total_flops"], "FLOP"), _si(p["memory_bytes"], "B"),
+                      f"{p['arithmetic_intensity']}", p["bottleneck"],
+                      _si(p["achieved_flops"], "FLOP/s"), f"{p['utilization_percent']} %")
+    console.print(table)

@@ -1,0 +1,23 @@
+"""The package's exceptions. The CLI maps them to exit codes; the library only raises them."""
+
+from __future__ import annotations
+
+
+class SweepsError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class ConfigError(SweepsError, ValueError):
+    """A config file (or a value passed as one) is wrong: names the file, key and value."""
+
+
+class CatalogError(SweepsError, LookupError):
+    """A catalog id is unknown or a catalog data file is malformed."""
+
+
+class OutputExistsError(SweepsError, FileExistsError):
+    """The output folder exists and replacing it was not asked for (``--force``)."""
+
+
+class ImportModelError(SweepsError, ValueError):
+    """A Hugging Face ``config.json`` cannot be turned into a model spec."""

@@ -1,0 +1,21 @@
+"""Dataset to files: Parquet tables (Polars, straight from numpy), NetCDF, atomic folders."""
+
+from sweeps.export.atomic import atomic_folder, check_target
+from sweeps.export.frame import decode_frame, hardware_frame, models_frame, prefill_frame
+from sweeps.export.netcdf import to_netcdf
+from sweeps.export.parquet import column_info, frames, read_units, to_parquet, write_frame
+
+__all__ = [
+    "atomic_folder",
+    "check_target",
+    "column_info",
+    "decode_frame",
+    "frames",
+    "hardware_frame",
+    "models_frame",
+    "prefill_frame",
+    "read_units",
+    "to_netcdf",
+    "to_parquet",
+    "write_frame",
+]

@@ -1,0 +1,71 @@
+"""Parquet files of a grid: decode, prefill and the specs, with units in the schema metadata."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import xarray as xr
+
+from sweeps.export.frame import decode_frame, hardware_frame, models_frame, prefill_frame
+from sweeps.grid import REGISTRY, VARIABLES
+
+TABLES = ("decode", "prefill", "hardware", "models")
+
+
+def column_info(frame: pl.DataFrame) -> dict[str, dict[str, str]]:
+    """Unit and description of every column of ``frame``, from the registry."""
+    by_column = {}
+    for entry in VARIABLES:
+        by_column.setdefault(entry.column_name, entry)
+    info = {}
+    for column in frame.columns:
+        entry = by_column.get(column) or REGISTRY.get(column)
+        if column == "kv_heads_native":
+            info[column] = {"unit": "-", "description": "True where kv_heads is the model's own"}
+        elif entry is not None:
+            info[column] = {"unit": entry.unit, "description": entry.description}
+    return info
+
+
+def write_frame(frame: pl.DataFrame, path: Path) -> None:
+    """Write ``frame`` with its columns' units and descriptions as Parquet key-value metadata.
+
+    Keys: ``sweeps:columns`` (JSON of ``{column: {unit, description}}``) and one
+    ``unit:<column>`` per column, readable with DuckDB's ``parquet_kv_metadata``.
+    """
+    info = column_info(frame)
+    metadata = {"sweeps:columns": json.dumps(info)}
+    metadata.update({f"unit:{column}": entry["unit"] for column, entry in info.items()})
+    frame.write_parquet(path, metadata=metadata, statistics=True)
+
+
+def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
+    """The four tables of a result, by name."""
+    return {
+        "decode": decode_frame(ds),
+        "prefill": prefill_frame(ds),
+        "hardware": hardware_frame(ds),
+        "models": models_frame(ds),
+    }
+
+
+def to_parquet(ds: xr.Dataset, folder: str | Path) -> dict[str, int]:
+    """Write ``decode``, ``prefill``, ``hardware`` and ``models`` ``.parquet`` into ``folder``.
+
+    Returns the row count of each table.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = {}
+    for name, frame in frames(ds).items():
+        write_frame(frame, folder / f"{name}.parquet")
+        rows[name] = frame.height
+    return rows
+
+
+def read_units(path: str | Path) -> dict[str, dict[str, str]]:
+    """The ``{column: {unit, description}}`` map stored in a Parquet file by ``write_frame``."""
+    metadata = pl.read_parquet_metadata(path)
+    return json.loads(metadata["sweeps:columns"])

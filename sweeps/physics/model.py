@@ -1,0 +1,202 @@
+"""Bytes and FLOPs that belong to the model: weights, KV cache, attention, MoE experts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sweeps.physics._array import Array, where
+
+
+def weight_bytes(params: Array, bytes_per_param: Array) -> Array:
+    """Bytes of the weights, ``W = P * wb``.
+
+    Parameters
+    ----------
+    params : Number of parameters [1]
+    bytes_per_param : Bytes per weight, group-scale overhead included [byte]
+
+    Returns
+    -------
+    Weight bytes [byte]
+    """
+    return params * bytes_per_param
+
+
+def kv_bytes_per_token(layers: Array, kv_heads: Array, head_dim: Array, kv_bytes: Array) -> Array:
+    """KV-cache bytes one token adds, all layers, K and V: ``2 * h * d * kb * L``.
+
+    MQA is ``kv_heads = 1``, MHA is ``kv_heads = heads``, GQA anything between.
+
+    Parameters
+    ----------
+    layers : Transformer layers [1]
+    kv_heads : Key/value heads [1]
+    head_dim : Dimension of one head [1]
+    kv_bytes : Bytes per cached element, scale overhead included [byte]
+
+    Returns
+    -------
+    KV bytes per token [byte]
+    """
+    return 2 * kv_heads * head_dim * kv_bytes * layers
+
+
+def kv_cached_layer_tokens(
+    context: Array, layers: Array, local_layers: Array, window: Array
+) -> Array:
+    """Token-layers held in the cache: full layers keep ``S`` tokens, windowed ones ``min(S, w)``.
+
+    Parameters
+    ----------
+    context : Tokens in the context, ``S`` [token]
+    layers : Transformer layers [1]
+    local_layers : Layers with a sliding window (0 for none) [1]
+    window : Sliding-window length; any value for models without windows [token]
+
+    Returns
+    -------
+    Cached token-layers, ``(L - L_loc) * S + L_loc * min(S, w)`` [token]
+    """
+    return (layers - local_layers) * context + local_layers * np.minimum(context, window)
+
+
+def kv_bytes_per_sequence(
+    kv_elements_per_token_layer: Array, kv_bytes: Array, layer_tokens: Array
+) -> Array:
+    """KV-cache bytes of one sequence, ``KV_seq``.
+
+    Parameters
+    ----------
+    kv_elements_per_token_layer : Cached elements per token per layer: ``2 * h * d`` for
+        MHA/GQA/MQA, ``kv_lora_rank + qk_rope_head_dim`` for MLA [1]
+    kv_bytes : Bytes per cached element, scale overhead included [byte]
+    layer_tokens : Cached token-layers (see ``kv_cached_layer_tokens``) [token]
+
+    Returns
+    -------
+    KV bytes of one sequence [byte]
+    """
+    return kv_elements_per_token_layer * kv_bytes * layer_tokens
+
+
+def attention_flops_per_token(heads: Array, attention_dim: Array, layer_tokens: Array) -> Array:
+    """Attention FLOPs of one new token against the cache: ``2 * H * (d_qk + d_v) * sum_l S_l``.
+
+    For plain attention ``d_qk + d_v = 2 d``, which gives the ``4 * L * H * d * S`` of the cost
+    model; for absorbed MLA ``d_qk = kv_lora_rank + rope``, ``d_v = kv_lora_rank``.
+
+    Parameters
+    ----------
+    heads : Query heads [1]
+    attention_dim : Query-key plus value dimension per head [1]
+    layer_tokens : Cached token-layers attended over [token]
+
+    Returns
+    -------
+    Attention FLOPs per token [FLOP]
+    """
+    return 2 * heads * attention_dim * layer_tokens
+
+
+def causal_attention_pairs(prompt: Array, window: Array) -> Array:
+    """Query-key pairs of a causal prompt in one layer: ``m * (N - m / 2)``, ``m = min(N, w)``.
+
+    Without a window (``w >= N``) this is ``N**2 / 2``, the cost model's causal count.
+
+    Parameters
+    ----------
+    prompt : Prompt tokens, ``N`` [token]
+    window : Sliding-window length [token]
+
+    Returns
+    -------
+    Attended pairs [token**2]
+    """
+    m = np.minimum(prompt, window)
+    return m * (prompt - m / 2)
+
+
+def expected_experts_touched(experts: Array, experts_per_token: Array, tokens: Array) -> Array:
+    """Expected distinct experts a step touches per MoE layer, uniform routing.
+
+    ``E * (1 - (1 - k/E)**T)``: ``k`` at one token, all ``E`` as tokens grow.
+
+    Parameters
+    ----------
+    experts : Routed experts per MoE layer, ``E`` [1]
+    experts_per_token : Experts each token is routed to, ``k`` [1]
+    tokens : Tokens in the step (the batch for decode) [token]
+
+    Returns
+    -------
+    Expected distinct experts [1]
+    """
+    return experts * (1 - (1 - experts_per_token / experts) ** tokens)
+
+
+def params_read(
+    params: Array, active_params: Array, experts: Array, experts_per_token: Array, tokens: Array
+) -> Array:
+    """Parameters a step must read: active ones at one token, all of them for many tokens.
+
+    The routed-expert weights, ``P - P_act`` beyond the ``k`` experts every token needs, are read
+    in proportion to the extra experts touched: ``P_act + (P - P_act) * (touched - k) / (E - k)``.
+    Dense models (``P == P_act``, any ``E``) read ``P``.
+
+    Parameters
+    ----------
+    params : All parameters, every expert [1]
+    active_params : Parameters used per token [1]
+    experts : Routed experts per MoE layer (1 for dense) [1]
+    experts_per_token : Experts per token (1 for dense) [1]
+    tokens : Tokens in the step [token]
+
+    Returns
+    -------
+    Parameters read [1]
+    """
+    touched = expected_experts_touched(experts, experts_per_token, tokens)
+    spare = experts - experts_per_token
+    share = where(spare > 0, (touched - experts_per_token) / where(spare > 0, spare, 1), 1.0)
+    return active_params + (params - active_params) * share
+
+
+def kv_shards(tp: Array, kv_heads: Array) -> Array:
+    """Devices the KV cache is split across under tensor parallelism: ``min(tp, h)``.
+
+    KV heads are replicated when ``tp`` exceeds them; a latent (MLA) cache counts as one head.
+
+    Parameters
+    ----------
+    tp : Tensor-parallel degree [1]
+    kv_heads : Key/value heads, 1 for a latent cache [1]
+
+    Returns
+    -------
+    KV shards [1]
+    """
+    return np.minimum(tp, kv_heads)
+
+
+def allreduce_bytes(
+    layers: Array, batch: Array, hidden_size: Array, activation_bytes: Array, tp: Array
+) -> Array:
+    """Bytes each device sends per decode step for the tensor-parallel all-reduces.
+
+    Two all-reduces per layer (attention output, MLP output) of ``B * hidden`` activations; a
+    ring all-reduce moves ``2 (tp - 1) / tp`` of the buffer per device. Zero at ``tp = 1``.
+    A separate term: it travels over the interconnect, not HBM, and is not in ``bytes``.
+
+    Parameters
+    ----------
+    layers : Transformer layers [1]
+    batch : Tokens in the step (sequences for decode) [token]
+    hidden_size : Model width [1]
+    activation_bytes : Bytes per activation element [byte]
+    tp : Tensor-parallel degree [1]
+
+    Returns
+    -------
+    All-reduce bytes per device per step [byte]
+    """
+    return 2 * layers * batch * hidden_size * activation_bytes * 2 * (tp - 1) / tp
