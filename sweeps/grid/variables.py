@@ -70,7 +70,7 @@ VARIABLES: tuple[Variable, ...] = (
     _V("hidden_size", "1", "Model width", "model"),
     _V("attention", "-", "Attention kind: mha, gqa, mqa, mla or gqa+sliding", "model"),
     _V("attention_dim", "1", "Query-key plus value dimension per head, attention FLOPs", "model"),
-    _V("kv_elements", "1", "Cached elements per token per layer (2*h*d; rank+rope for MLA)",
+    _V("kv_latent", "1", "MLA latent elements cached per token per layer (0: not MLA)",
        "model"),
     _V("experts", "1", "Routed experts per MoE layer (1 for dense)", "model"),
     _V("experts_per_token", "1", "Experts each token is routed to (1 for dense)", "model"),

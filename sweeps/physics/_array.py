@@ -1,8 +1,8 @@
 """The one array helper the physics needs: a ``where`` that keeps the caller's array type.
 
 ``numpy.where`` turns an xarray DataArray into a bare ndarray and drops its dimensions, and
-xarray is not a dependency of the physics. A DataArray condition carries a ``where`` method
-(``DataArray.where(cond, other)``), which is used for it; everything else goes to numpy.
+xarray is not a dependency of the physics. A DataArray carries a ``where`` method
+(``DataArray.where(cond, other)``), which is used when any argument is one.
 """
 
 from __future__ import annotations
@@ -18,13 +18,18 @@ Array = Any
 def where(cond: Array, x: Array, y: Array) -> Array:
     """Elementwise ``x`` where ``cond`` holds, else ``y``, broadcast over all three.
 
+    Whichever argument is a DataArray (it has ``dims``) decides the result type, so the
+    physics stays free of xarray imports; with none, ``numpy.where``.
+
     Parameters
     ----------
     cond : Boolean condition [1]
     x, y : Values chosen where ``cond`` is true / false [any unit, the same for both]
     """
-    method = getattr(cond, "where", None)
-    if method is None:  # numpy array, numpy scalar or Python bool: a type check, not a value check
-        return np.where(cond, x, y)
-    # DataArray: lift x onto cond's dimensions (0 * cond is an integer zero array), then choose.
-    return (x + 0 * cond).where(cond, y)
+    if hasattr(x, "dims"):
+        return x.where(cond, y)
+    if hasattr(y, "dims"):
+        return y.where(np.logical_not(cond), x)
+    if hasattr(cond, "dims"):  # lift x onto cond's dims: 0 * a boolean array is integer zeros
+        return (x + 0 * cond).where(cond, y)
+    return np.where(cond, x, y)

@@ -1,0 +1,45 @@
+"""Shared fixtures: small configs written as text, parsed and built on demand."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "configs"
+SEED_CONFIG = CONFIGS / "seed-llama3-8b-h100.toml"
+
+# The note's abstract inputs: P = 8e9 at 2 bytes (2P = 16e9 bytes); one layer, one KV head of
+# dim 31250 gives kv_tok = 2 * 1 * 31250 * 2 * 1 = 125,000 bytes, so KV_seq = 1e9 bytes at
+# 8000 tokens and 0.064e9 bytes at 512 tokens, exactly the note's figures.
+NOTE_CONFIG = """
+[sweep]
+name = "note"
+[axes]
+model = ["note-8b"]
+hardware = ["h100-sxm"]
+batch = [1, 16, 64, 256]
+context = [8000, 512]
+[options]
+attention_flops = false
+[models.note-8b]
+params = 8e9
+layers = 1
+heads = 1
+kv_heads = 1
+head_dim = 31250
+"""
+
+
+@pytest.fixture
+def write_config(tmp_path: Path) -> Callable[[str, str], Path]:
+    """Write config text to ``tmp_path/<name>.toml`` and return its path."""
+
+    def write(text: str, name: str = "sweep") -> Path:
+        path = tmp_path / f"{name}.toml"
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    return write

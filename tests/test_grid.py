@@ -1,0 +1,228 @@
+"""The grid: the note's numbers end to end, the registry, and the vectorized grid against a
+plain scalar Python loop over the same points."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from sweeps.config import parse_config
+from sweeps.grid import DECODE_DIMS, PREFILL_DIMS, REGISTRY, build_grid
+from sweeps.summary import summarize
+
+from .conftest import NOTE_CONFIG
+
+
+def _grid(text: str) -> xr.Dataset:
+    return build_grid(parse_config(text))
+
+
+def test_note_table_through_the_grid() -> None:
+    ds = _grid(NOTE_CONFIG)
+    ai = ds["arithmetic_intensity"].squeeze(drop=True).transpose("context", "batch")
+    np.testing.assert_array_equal(np.round(ai.sel(context=8000).values, 2), [0.94, 8.0, 12.8, 15.06])
+    np.testing.assert_array_equal(np.round(ai.sel(context=512).values, 2), [1.0, 15.04, 50.96, 126.48])
+    ceiling = ds["ceiling"].squeeze(drop=True)
+    assert round(float(ceiling.sel(context=8000)), 2) == 16.0
+    assert round(float(ceiling.sel(context=512)), 2) == 250.0
+    # knee batch W/KV_seq: 16e9/1e9 = 16 and 16e9/0.064e9 = 250
+    knee = ds["knee_batch"].squeeze(drop=True)
+    assert float(knee.sel(context=8000)) == pytest.approx(16.0)
+    assert float(knee.sel(context=512)) == pytest.approx(250.0)
+
+
+LLAMA = """
+[sweep]
+name = "llama"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm", "h200"]
+batch = [1, 8, 64]
+context = [8192]
+[options]
+attention_flops = false
+"""
+
+
+def test_llama3_8b_from_the_catalog() -> None:
+    ds = _grid(LLAMA)
+    assert float(ds["kv_bytes_per_token"].squeeze()) == 131072
+    assert float(ds["kv_bytes_per_sequence"].squeeze()) == 2**30
+    # 2 * 8.03e9 / 2**30 = 14.957
+    assert round(float(ds["ceiling"].squeeze()), 2) == 14.96
+    ridge = ds["ridge_point"]
+    assert round(float(ridge.sel(hardware="h100-sxm")), 1) == 295.3
+    assert round(float(ridge.sel(hardware="h200")), 1) == 206.1
+    # memory-bound at every batch, and the ridge batch does not exist
+    assert (ds["bottleneck"] == 0).all()
+    assert ds["ridge_batch"].isnull().all()
+    assert ds["bottleneck"].attrs["flag_meanings"] == "memory-bound compute-bound"
+
+
+def test_llama3_8b_max_batch_on_h100() -> None:
+    # (0.9 * 80 GiB - 2 * 8.03e9) / 2**30 = 57.04 -> 57 sequences of 8k
+    ds = _grid(LLAMA)
+    assert int(ds["max_batch"].sel(hardware="h100-sxm").squeeze()) == 57
+    feasible = ds["feasible"].sel(hardware="h100-sxm").squeeze()
+    assert feasible.values.tolist() == [True, True, False]  # batch 1, 8 fit; 64 does not
+
+
+def test_llama3_70b_does_not_fit_one_h200_at_32k() -> None:
+    ds = _grid("""
+[sweep]
+name = "big"
+[axes]
+model = ["llama-3-70b"]
+hardware = ["h200"]
+context = [32768]
+""")
+    # weights alone 2 * 70.554e9 = 141.1e9 bytes > 0.9 * 141e9
+    assert not ds["feasible"].any()
+    assert not ds["prefill_feasible"].any()
+    assert int(ds["max_batch"].squeeze()) == 0
+    summary = summarize(ds)
+    assert summary["fits"].to_list() == [False]
+
+
+def test_every_variable_is_registered_with_a_unit() -> None:
+    ds = _grid(LLAMA)
+    for name in list(ds.data_vars) + list(ds.coords):
+        entry = REGISTRY.get(str(name))
+        assert entry is not None, f"{name} missing from the registry"
+        assert entry.unit and entry.description
+        if name in ds.data_vars:
+            assert ds[name].attrs["units"] == entry.unit
+            assert ds[name].attrs["long_name"] == entry.description
+
+
+def test_low_rank_variables_keep_their_dimensions() -> None:
+    ds = _grid(LLAMA)
+    assert ds["weight_bytes"].dims == ("model", "tp", "weight_dtype")
+    assert ds["kv_bytes_per_sequence"].dims == ("model", "context", "kv_heads", "kv_dtype")
+    assert ds["ridge_point"].dims == ("hardware",)
+    assert ds["ceiling"].dims == ("model", "tp", "context", "kv_heads", "kv_dtype")
+    assert ds["step_time_s"].dims == DECODE_DIMS
+    assert ds["ttft_s"].dims == PREFILL_DIMS
+
+
+# --- the vectorized grid equals a scalar loop -----------------------------------------------
+
+LOOP = """
+[sweep]
+name = "loop"
+[axes]
+model = ["llama-3-8b", "mistral-7b", "mixtral-8x7b", "falcon-7b"]
+hardware = ["h100-sxm", "h200", "mi300x"]
+tp = [1, 2]
+batch = { start = 1, stop = 512, geometric = true }
+context = [512, 4096, 8192, 32768]
+prompt = [128, 2048, 8192, 32768]
+kv_heads = ["native", 1]
+kv_dtype = ["bf16", "fp8", "int4"]
+weight_dtype = ["bf16", "fp8"]
+[options]
+memory_reserve = 0.05
+"""
+
+
+def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type: ignore[no-untyped-def]
+    """The cost model for one point, in plain Python floats, written from cost-model.md."""
+    h = m.kv_heads if label == "native" else int(label)
+    window = m.sliding_window if m.sliding_window else math.inf
+    per_layer = 2 * h * m.head_dim  # K and V elements per token per layer
+    shards = min(tp, h)
+    # cached token-layers: full layers hold s, local layers min(s, window)
+    lt = (m.layers - m.local_layers) * s + m.local_layers * min(s, window)
+    kv_seq = per_layer * kvb * lt / shards
+    f_seq = (2 * m.active_params + attention * 4 * m.heads * m.head_dim * lt) / tp
+    e, k = m.experts, m.experts_per_token
+    if e > k:
+        touched = e * (1 - (1 - k / e) ** b)
+        read = m.active_params + (m.params - m.active_params) * (touched - k) / (e - k)
+    else:
+        read = m.params
+    weights = m.params * wb / tp
+    flops = b * f_seq
+    nbytes = read * wb / tp + b * kv_seq
+    ai = flops / nbytes
+    peak, bw = hw.peak_flops["bf16"], hw.bandwidth
+    ridge = peak / bw
+    attainable = min(ai * bw, peak)
+    ceiling = f_seq / kv_seq
+    max_b = max(math.floor((hw.memory * (1 - reserve) - weights) / kv_seq), 0)
+    margin = f_seq - ridge * kv_seq
+    step = max(flops / peak, nbytes / bw)
+    return {
+        "flops": flops, "bytes": nbytes, "arithmetic_intensity": ai,
+        "bottleneck": 1 if ai >= ridge else 0, "attainable_flops": attainable,
+        "utilization": attainable / peak, "ceiling": ceiling, "fraction_of_ceiling": ai / ceiling,
+        "knee_batch": weights / kv_seq, "ridge_batch": ridge * weights / margin if margin > 0 else math.nan,
+        "max_batch": max_b, "feasible": b <= max_b, "step_time_s": step, "tokens_per_s": b / step,
+    }
+
+
+def _scalar_prefill(m, hw, tp, b, n, label, kvb, wb, reserve, attention):  # type: ignore[no-untyped-def]
+    h = m.kv_heads if label == "native" else int(label)
+    window = m.sliding_window if m.sliding_window else math.inf
+    shards = min(tp, h)
+    cap = min(n, window)
+    pairs = (m.layers - m.local_layers) * n * n / 2 + m.local_layers * cap * (n - cap / 2)
+    lt = (m.layers - m.local_layers) * n + m.local_layers * cap
+    kv_seq = 2 * h * m.head_dim * kvb * lt / shards
+    flops = b * (2 * n * m.active_params + attention * 2 * m.heads * 2 * m.head_dim * pairs) / tp
+    e, k = m.experts, m.experts_per_token
+    tokens = b * n
+    read = (m.active_params + (m.params - m.active_params) * (e * (1 - (1 - k / e) ** tokens) - k) / (e - k)
+            if e > k else m.params)
+    nbytes = read * wb / tp + b * kv_seq
+    ai = flops / nbytes
+    peak, bw = hw.peak_flops["bf16"], hw.bandwidth
+    max_b = max(math.floor((hw.memory * (1 - reserve) - m.params * wb / tp) / kv_seq), 0)
+    return {
+        "prefill_flops": flops, "prefill_bytes": nbytes, "prefill_arithmetic_intensity": ai,
+        "prefill_bottleneck": 1 if ai >= peak / bw else 0,
+        "prefill_attainable_flops": min(ai * bw, peak), "prefill_feasible": b <= max_b,
+        "ttft_s": max(flops / peak, nbytes / bw),
+    }
+
+
+def _compare(ds: xr.Dataset, dims: tuple[str, ...], point, names: list[str]) -> int:  # type: ignore[no-untyped-def]
+    sweep = parse_config(LOOP)
+    reserve, attention = sweep.options.memory_reserve, 1.0
+    arrays = {n: ds[n].broadcast_like(ds[list(names)]).transpose(*dims).values for n in names}
+    count = 0
+    axes = [range(ds.sizes[d]) for d in dims]
+    for index in itertools.product(*axes):
+        mi, hi, ti, bi, si, ki, kvi, wi = index
+        expected = point(
+            sweep.models[mi], sweep.hardware[hi], sweep.tp[ti], sweep.batch[bi],
+            ds[dims[4]].values[si], sweep.kv_heads[ki], sweep.kv_dtype[kvi].bytes_per_element,
+            sweep.weight_dtype[wi].bytes_per_element, reserve, attention,
+        )
+        for name, value in expected.items():
+            got = arrays[name][index]
+            if isinstance(value, float) and math.isnan(value):
+                assert math.isnan(got), (name, index)
+            else:
+                assert got == pytest.approx(value, rel=1e-12, abs=0), (name, index, got, value)
+        count += 1
+    return count
+
+
+def test_vectorized_grid_equals_scalar_loop() -> None:
+    ds = _grid(LOOP)
+    decode_names = ["flops", "bytes", "arithmetic_intensity", "bottleneck", "attainable_flops",
+                    "utilization", "ceiling", "fraction_of_ceiling", "knee_batch", "ridge_batch",
+                    "max_batch", "feasible", "step_time_s", "tokens_per_s"]
+    prefill_names = ["prefill_flops", "prefill_bytes", "prefill_arithmetic_intensity",
+                     "prefill_bottleneck", "prefill_attainable_flops", "prefill_feasible", "ttft_s"]
+    points = _compare(ds, DECODE_DIMS, _scalar_point, decode_names)
+    assert points >= 10_000
+    assert _compare(ds, PREFILL_DIMS, _scalar_prefill, prefill_names) == points
+    # both regimes and both sides of the memory wall are exercised
+    assert set(np.unique(ds["bottleneck"].values)) == {0, 1}
+    assert ds["feasible"].any() and not ds["feasible"].all()
