@@ -5,13 +5,23 @@ the package catalog holds SI units (bytes, FLOP/s, bytes/s), short ids with the 
 as an alias, the exact memory capacity with the basis it was read on, and the per-layer facts
 (sliding-window layers, MLA ranks) that the reference keeps in prose. Run it from the repository
 root: ``python scripts/build_catalog.py ../shared/reference``.
+
+Parameter counts are not copied from the reference's rounded billions: each model's
+``config.json`` is rebuilt from the reference shapes plus the per-family facts below
+(``hf_config``), and ``sweeps.catalog.hf_import`` counts every weight from it, so the catalog
+holds exact integers (Llama-3 8B = 8,030,261,248). ``--write-configs DIR`` also writes those
+config.json files (DIR/<reference id>/config.json: the test data under tests/data/hf/).
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import sys
 from pathlib import Path
+from typing import Any
+
+from sweeps.catalog.hf_import import count_parameters
 
 GIB = 2**30
 MIB = 2**20
@@ -65,6 +75,49 @@ LOCAL_LAYERS = {
 
 MLA = {"qk_rope_head_dim": 64, "v_head_dim": 128}  # DeepSeek-V3/R1 mla_details
 
+# family -> (model_type, architectures, facts of that family's config.json the reference keeps
+# in prose: biases are implied by model_type (Qwen2 QKV bias, gpt-oss biases), see hf_import)
+FAMILY: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "Llama-2": ("llama", "LlamaForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}),
+    "Llama-3": ("llama", "LlamaForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 500000.0}),
+    "Llama-3.1": ("llama", "LlamaForCausalLM", {
+        "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+        "rope_scaling": {"factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"}}),
+    "Llama-3.2": ("llama", "LlamaForCausalLM", {
+        "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+        "rope_scaling": {"factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                         "original_max_position_embeddings": 8192, "rope_type": "llama3"}}),
+    "Mistral": ("mistral", "MistralForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}),
+    "Mixtral": ("mixtral", "MixtralForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 1e6,
+                                                  "sliding_window": None}),
+    "Qwen2.5": ("qwen2", "Qwen2ForCausalLM", {"rms_norm_eps": 1e-06, "rope_theta": 1e6,
+                                              "use_sliding_window": False}),
+    "Qwen3": ("qwen3", "Qwen3ForCausalLM", {"rms_norm_eps": 1e-06, "rope_theta": 1e6,
+                                            "attention_bias": False,
+                                            "use_sliding_window": False}),
+    "Qwen3-MoE": ("qwen3_moe", "Qwen3MoeForCausalLM", {
+        "rms_norm_eps": 1e-06, "rope_theta": 1e6, "attention_bias": False,
+        "use_sliding_window": False, "decoder_sparse_step": 1, "mlp_only_layers": [],
+        "norm_topk_prob": True}),
+    "Gemma-2": ("gemma2", "Gemma2ForCausalLM", {
+        "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "attn_logit_softcapping": 50.0,
+        "final_logit_softcapping": 30.0, "hidden_activation": "gelu_pytorch_tanh",
+        "cache_implementation": "hybrid"}),
+    "Phi-3": ("phi3", "Phi3ForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}),
+    "DeepSeek-V3": ("deepseek_v3", "DeepseekV3ForCausalLM", {
+        "q_lora_rank": 1536, "qk_nope_head_dim": 128, "first_k_dense_replace": 3,
+        "moe_layer_freq": 1, "n_group": 8, "topk_group": 4, "topk_method": "noaux_tc",
+        "num_nextn_predict_layers": 1, "routed_scaling_factor": 2.5, "rms_norm_eps": 1e-06,
+        "rope_theta": 10000}),
+    "gpt-oss": ("gpt_oss", "GptOssForCausalLM", {
+        "attention_bias": True, "rms_norm_eps": 1e-05, "rope_theta": 150000,
+        "initial_context_length": 4096, "swiglu_limit": 7.0}),
+    "Falcon": ("falcon", "FalconForCausalLM", {
+        "alibi": False, "bias": False, "multi_query": True, "new_decoder_architecture": False,
+        "parallel_attn": True, "layer_norm_epsilon": 1e-05}),
+}
+
 HW_COLUMNS = [
     "id", "aliases", "vendor", "name", "memory", "memory_basis", "bandwidth",
     "peak_flops_bf16", "peak_flops_fp8", "peak_flops_int8", "peak_flops_fp4", "peak_flops_fp32",
@@ -108,18 +161,84 @@ def build_hardware(reference: Path) -> list[dict[str, str]]:
     return rows
 
 
+def hf_config(row: dict[str, str]) -> dict[str, Any]:
+    """The ``config.json`` of a reference row: its shapes in Hugging Face field names."""
+    model_type, architecture, facts = FAMILY[row["family"]]
+    hidden, heads = int(row["hidden_size"]), int(row["n_heads"])
+    config: dict[str, Any] = {
+        "architectures": [architecture],
+        "model_type": model_type,
+        "hidden_size": hidden,
+        "num_hidden_layers": int(row["n_layers"]),
+        "num_attention_heads": heads,
+        "vocab_size": int(row["vocab_size"]),
+        "tie_word_embeddings": row["tie_word_embeddings"] == "true",
+        "torch_dtype": "bfloat16",
+    }
+    if model_type == "falcon":  # falcon-7b's file has no tie_word_embeddings (default true),
+        del config["tie_word_embeddings"]  # intermediate_size or max_position_embeddings
+    else:
+        config["num_key_value_heads"] = int(row["n_kv_heads"])
+        config["intermediate_size"] = int(row["intermediate_size"])
+        config["max_position_embeddings"] = int(row["max_context"])
+    explicit = ("Llama-3.2", "Gemma-2", "Qwen3", "Qwen3-MoE", "gpt-oss")  # files with head_dim
+    if int(row["head_dim"]) * heads != hidden or row["family"] in explicit:
+        config["head_dim"] = int(row["head_dim"])
+    if row["num_experts"]:
+        experts, k = int(row["num_experts"]), int(row["experts_per_token"])
+        if model_type in ("mixtral", "gpt_oss"):
+            config["num_local_experts"] = experts
+        elif model_type == "qwen3_moe":
+            config["num_experts"] = experts
+        else:
+            config["n_routed_experts"] = experts
+            config["n_shared_experts"] = int(row["num_shared_experts"])
+        config["num_experts_per_tok"] = k
+        if model_type in ("qwen3_moe", "deepseek_v3"):
+            config["moe_intermediate_size"] = int(row["moe_intermediate_size"])
+    if row["attention"] == "mla":
+        del config["head_dim"]
+        config["kv_lora_rank"] = int(row["kv_lora_rank"])
+        config["qk_rope_head_dim"] = MLA["qk_rope_head_dim"]
+        config["v_head_dim"] = MLA["v_head_dim"]
+    if row["sliding_window"]:
+        config["sliding_window"] = int(row["sliding_window"])
+    if model_type == "gpt_oss":
+        config["layer_types"] = [
+            "sliding_attention" if i % 2 == 0 else "full_attention"
+            for i in range(int(row["n_layers"]))
+        ]
+    if model_type == "qwen2":
+        config["sliding_window"] = int(row["max_context"])  # present but off (use_sliding_window)
+        config["max_window_layers"] = int(row["n_layers"])
+    config.update(facts)
+    return dict(sorted(config.items()))
+
+
+def exact_params(row: dict[str, str]) -> tuple[int, int]:
+    """Total and active parameters counted from the row's config.json shapes [1]."""
+    counts = count_parameters(hf_config(row), f"reference row {row['id']!r}")
+    for value, column in ((counts.total, "params_total_b"), (counts.active, "params_active_b")):
+        reference = float(row[column]) * 1e9
+        if abs(value - reference) > 0.005 * reference:
+            msg = f"{row['id']}: {column} computed {value:,} vs reference {reference:,.0f}"
+            raise SystemExit(msg)
+    return counts.total, counts.active
+
+
 def build_models(reference: Path) -> list[dict[str, str]]:
     rows = []
     for row in csv.DictReader((reference / "models.csv").open(encoding="utf-8")):
         ref_id = row["id"]
         mla = row["attention"] == "mla"
+        total, active = exact_params(row)
         rows.append({
             "id": MODEL_IDS.get(ref_id, ref_id),
             "aliases": ref_id if ref_id in MODEL_IDS else "",
             "family": row["family"],
             "hf_repo": row["hf_repo"],
-            "params": _scaled(row["params_total_b"], 1e9),
-            "active_params": _scaled(row["params_active_b"], 1e9),
+            "params": str(total),
+            "active_params": str(active),
             "layers": row["n_layers"],
             "hidden_size": row["hidden_size"],
             "heads": row["n_heads"],
@@ -139,10 +258,19 @@ def build_models(reference: Path) -> list[dict[str, str]]:
             "local_layers": str(LOCAL_LAYERS.get(ref_id, 0)),
             "max_context": row["max_context"],
             "tie_word_embeddings": row["tie_word_embeddings"],
-            "source": row["source"],
+            "source": "params computed from config.json shapes (scripts/build_catalog.py); "
+            "shapes: " + row["source"],
             "notes": row["notes"],
         })
     return rows
+
+
+def write_configs(reference: Path, folder: Path) -> None:
+    """Write each reference model's config.json to ``folder/<id>/config.json``."""
+    for row in csv.DictReader((reference / "models.csv").open(encoding="utf-8")):
+        target = folder / row["id"] / "config.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(hf_config(row), indent=2) + "\n", encoding="utf-8")
 
 
 def write(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
@@ -153,10 +281,18 @@ def write(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    reference = Path(argv[1]) if len(argv) > 1 else Path("../shared/reference")
+    args = list(argv[1:])
+    configs = None
+    if "--write-configs" in args:
+        at = args.index("--write-configs")
+        configs = Path(args[at + 1])
+        del args[at : at + 2]
+    reference = Path(args[0]) if args else Path("../shared/reference")
     data = Path(__file__).resolve().parent.parent / "sweeps" / "catalog" / "data"
     write(data / "hardware.csv", HW_COLUMNS, build_hardware(reference))
     write(data / "models.csv", MODEL_COLUMNS, build_models(reference))
+    if configs is not None:
+        write_configs(reference, configs)
     return 0
 
 
