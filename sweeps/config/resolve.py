@@ -10,7 +10,7 @@ import difflib
 import hashlib
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from sweeps.catalog import COMPUTE_DTYPES, Catalog, DType, Hardware, Model, load_catalog, suggest
 from sweeps.config import schema
-from sweeps.errors import CatalogError, ConfigError
+from sweeps.errors import CatalogError, ConfigError, ImportModelError
 
 NATIVE = "native"
 T = TypeVar("T")
@@ -149,48 +149,110 @@ class _Problems:
         self.lines.append(f"{key}: {message}")
 
 
-def _custom_model(name: str, table: schema.ModelTable, problems: _Problems) -> Model:
+_SHAPE_KEYS = ("params", "layers", "heads", "kv_heads", "head_dim")
+"""Keys a ``[models.*]`` table needs unless ``config`` names a config.json to read them from."""
+
+_MODEL_KEYS = (
+    "params", "active_params", "layers", "heads", "kv_heads", "head_dim", "hidden_size",
+    "attention", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "experts",
+    "experts_per_token", "sliding_window", "local_layers", "max_context", "source",
+)
+
+
+def _imported_model(
+    name: str, table: schema.ModelTable, base: Path, problems: _Problems
+) -> Model | None:
+    """The record of the table's ``config = "..."`` file (relative to ``base``), or None."""
+    from sweeps.catalog.hf_import import load_model
+
+    assert table.config is not None  # the caller checks; not user input
+    file = Path(table.config)
+    try:
+        return load_model(file if file.is_absolute() else base / file, name)
+    except ImportModelError as error:
+        problems.add(f"models.{name}.config", f"{table.config!r}: {error}")
+        return None
+
+
+def _custom_model(
+    name: str, table: schema.ModelTable, problems: _Problems, base: Path = Path()
+) -> Model:
     key = f"models.{name}"
-    if table.heads % table.kv_heads:
-        problems.add(f"{key}.kv_heads", f"{table.kv_heads} does not divide heads = {table.heads}")
-    active = table.active_params if table.active_params is not None else table.params
-    if active > table.params:
-        problems.add(f"{key}.active_params", f"{active!r} exceeds params = {table.params!r}")
-    if table.experts_per_token > table.experts:
+    given = table.model_fields_set - {"config"}
+    imported = _imported_model(name, table, base, problems) if table.config else None
+    if table.config is None:
+        for field in _SHAPE_KEYS:
+            if getattr(table, field) is None:
+                problems.add(f"{key}.{field}", "required key is missing "
+                             '(or give config = "path/to/config.json" to read the shapes)')
+    values: dict[str, Any] = {}
+    if imported is not None:
+        values = {field: getattr(imported, field) for field in _MODEL_KEYS}
+        # fields given next to config override the file's values
+        values.update({field: getattr(table, field) for field in given})
+    else:
+        values = {field: getattr(table, field) for field in _MODEL_KEYS}
+        for field in _SHAPE_KEYS:  # placeholders where a problem was already reported
+            values[field] = values[field] or 1
+        values["active_params"] = table.active_params or values["params"]
+    params, active = float(values["params"]), float(values["active_params"])
+    layers, heads = int(values["layers"]), int(values["heads"])
+    kv_heads, head_dim = int(values["kv_heads"]), int(values["head_dim"])
+    kv_lora_rank = int(values["kv_lora_rank"])
+    experts = int(values["experts"])
+    experts_per_token = int(values["experts_per_token"])
+    sliding_window = int(values["sliding_window"])
+    local_layers = int(values["local_layers"])
+    mla = values["attention"] == "mla" or (values["attention"] is None and kv_lora_rank > 0)
+    if not mla and heads % kv_heads:
+        problems.add(f"{key}.kv_heads", f"{kv_heads} does not divide heads = {heads}")
+    if active > params:
+        problems.add(f"{key}.active_params", f"{active!r} exceeds params = {params!r}")
+    if experts_per_token > experts:
         problems.add(
-            f"{key}.experts_per_token",
-            f"{table.experts_per_token} exceeds experts = {table.experts}",
+            f"{key}.experts_per_token", f"{experts_per_token} exceeds experts = {experts}"
         )
-    if table.local_layers > table.layers:
-        problems.add(f"{key}.local_layers", f"{table.local_layers} exceeds layers = {table.layers}")
-    if table.local_layers and not table.sliding_window:
+    if local_layers > layers:
+        problems.add(f"{key}.local_layers", f"{local_layers} exceeds layers = {layers}")
+    if local_layers and not sliding_window:
         problems.add(f"{key}.sliding_window", "local_layers needs a sliding_window > 0")
-    attention = table.attention or (
-        "mla" if table.kv_lora_rank else
-        "mha" if table.kv_heads == table.heads else "mqa" if table.kv_heads == 1 else "gqa"
-    )
-    if attention == "mla" and not table.kv_lora_rank:
+    attention = str(table.attention) if "attention" in given and table.attention else None
+    if attention is None and imported is not None and not given & {
+        "kv_lora_rank", "kv_heads", "heads", "local_layers", "sliding_window"
+    }:
+        attention = imported.attention
+    if attention is None:
+        attention = (
+            "mla" if kv_lora_rank else
+            "gqa+sliding" if imported is not None and local_layers and sliding_window else
+            "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
+        )
+    if attention == "mla" and not kv_lora_rank:
         problems.add(f"{key}.kv_lora_rank", "an MLA model needs kv_lora_rank > 0")
-    return Model(
-        id=name,
-        params=table.params,
-        active_params=active,
-        layers=table.layers,
-        heads=table.heads,
-        kv_heads=table.kv_heads,
-        head_dim=table.head_dim,
-        hidden_size=table.hidden_size,
-        attention=attention,
-        kv_lora_rank=table.kv_lora_rank,
-        qk_rope_head_dim=table.qk_rope_head_dim,
-        v_head_dim=table.v_head_dim or (table.kv_lora_rank and table.head_dim),
-        experts=table.experts,
-        experts_per_token=table.experts_per_token,
-        sliding_window=table.sliding_window,
-        local_layers=table.local_layers,
-        max_context=table.max_context,
-        source=table.source,
-    )
+    v_head_dim = int(values["v_head_dim"]) or (kv_lora_rank and head_dim)
+    common: dict[str, Any] = {
+        "id": name,
+        "params": params,
+        "active_params": active,
+        "layers": layers,
+        "heads": heads,
+        "kv_heads": kv_heads,
+        "head_dim": head_dim,
+        "hidden_size": int(values["hidden_size"]),
+        "attention": attention,
+        "kv_lora_rank": kv_lora_rank,
+        "qk_rope_head_dim": int(values["qk_rope_head_dim"]),
+        "v_head_dim": v_head_dim,
+        "experts": experts,
+        "experts_per_token": experts_per_token,
+        "sliding_window": sliding_window,
+        "local_layers": local_layers,
+        "max_context": int(values["max_context"]),
+        "source": str(values["source"]),
+    }
+    if imported is not None:
+        return replace(imported, **common)  # keeps vocab, tie, shared experts, notes, ...
+    return Model(**common)
 
 
 def _custom_hardware(name: str, table: schema.HardwareTable) -> Hardware:
@@ -287,7 +349,8 @@ def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = No
         raise ConfigError(msg) from None
 
     problems = _Problems()
-    custom_models = {n: _custom_model(n, t, problems) for n, t in config.models.items()}
+    base = Path(path).parent
+    custom_models = {n: _custom_model(n, t, problems, base) for n, t in config.models.items()}
     custom_hw = {n: _custom_hardware(n, t) for n, t in config.hardware.items()}
     custom_dtypes = {n: _custom_dtype(n, t) for n, t in config.dtypes.items()}
     axes = config.axes

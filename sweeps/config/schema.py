@@ -124,13 +124,20 @@ class Options(Strict):
 
 
 class ModelTable(Strict):
-    """A custom architecture. Sizes are counts; ``params`` may be a float such as ``8.03e9``."""
+    """A custom architecture. Sizes are counts; ``params`` may be a float such as ``8.03e9``.
 
-    params: PositiveFloat
-    layers: PositiveInt
-    heads: PositiveInt
-    kv_heads: PositiveInt
-    head_dim: PositiveInt
+    ``config`` names a Hugging Face ``config.json`` (relative to the config file): the shapes
+    come from it, and ``params``, ``layers``, ``heads``, ``kv_heads`` and ``head_dim`` may then
+    be left out; any field given next to it overrides the imported value. Without ``config``
+    those five are required (checked in ``resolve``, which names the missing key).
+    """
+
+    config: str | None = None
+    params: PositiveFloat | None = None
+    layers: PositiveInt | None = None
+    heads: PositiveInt | None = None
+    kv_heads: PositiveInt | None = None
+    head_dim: PositiveInt | None = None
     active_params: PositiveFloat | None = None
     hidden_size: NonNegativeInt = 0
     attention: Literal["mha", "gqa", "mqa", "mla", "gqa+sliding"] | None = None
