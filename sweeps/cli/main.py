@@ -159,6 +159,53 @@ def classify(params: float, sequence_length: int, batch_size: int, bytes_per_par
         print_classification(_console(), result)
 
 
+@cli.command("import-model")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--id", "model_id", default=None,
+              help="Model id for the table (default: from _name_or_path or the folder name).")
+def import_model(path: Path, model_id: str | None) -> None:
+    """Read a Hugging Face config.json from disk (nothing is fetched): print the resolved
+    spec and a [models.NAME] table to paste into a sweep config.
+
+    \b
+    Example:
+      sweeps import-model path/to/Meta-Llama-3-8B/config.json --id llama3-8b
+    """
+    from sweeps.catalog.hf_import import load_model, model_to_toml
+    from sweeps.errors import ImportModelError
+
+    try:
+        model = load_model(path, model_id)
+    except ImportModelError as error:
+        click.echo(f"Error: {error}", err=True)
+        sys.exit(EXIT_CONFIG)
+    latent = model.kv_lora_rank + model.qk_rope_head_dim
+    per_layer = latent if model.is_mla else 2 * model.kv_heads * model.head_dim
+    lines = [
+        f"model            {model.id} ({model.family})",
+        f"params           {model.params:,.0f} total, {model.active_params:,.0f} active",
+        f"layers           {model.layers}",
+        f"heads            {model.heads} query, {model.kv_heads} KV, head_dim {model.head_dim}",
+        f"attention        {model.attention}",
+        f"kv bytes/token   {per_layer * 2 * model.layers:,} in bf16, all layers",
+    ]
+    if model.is_moe:
+        lines.append(f"experts          {model.experts} routed, {model.experts_per_token} per "
+                     f"token, {model.shared_experts} shared")
+    if model.is_mla:
+        lines.append(f"mla              kv_lora_rank {model.kv_lora_rank}, qk_rope_head_dim "
+                     f"{model.qk_rope_head_dim}, v_head_dim {model.v_head_dim}")
+    if model.local_layers:
+        lines.append(f"sliding window   {model.sliding_window} tokens on {model.local_layers} "
+                     f"of {model.layers} layers")
+    lines.append(f"max context      {model.max_context:,}")
+    if model.notes:
+        lines.append(f"notes            {model.notes}")
+    click.echo("\n".join(lines))
+    click.echo("")
+    click.echo(model_to_toml(model, str(path)), nl=False)
+
+
 def main() -> None:
     """Console-script entry point."""
     cli()
