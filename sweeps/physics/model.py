@@ -141,7 +141,11 @@ def params_read(
 
     The routed-expert weights, ``P - P_act`` beyond the ``k`` experts every token needs, are read
     in proportion to the extra experts touched: ``P_act + (P - P_act) * (touched - k) / (E - k)``.
-    Dense models (``P == P_act``, any ``E``) read ``P``.
+    Everything every token uses (attention, norms, routers, shared experts, dense layers such as
+    DeepSeek's first three, embeddings) sits in ``P_act`` and is read once; ``P - P_act`` is
+    exactly ``(E - k)`` experts per MoE layer, so this holds when every MoE layer has the same
+    ``E`` and ``k`` (true of every MoE model in the catalog). Dense models (``P == P_act``, any
+    ``E``) read ``P``.
 
     Parameters
     ----------
@@ -162,9 +166,12 @@ def params_read(
 
 
 def kv_shards(tp: Array, kv_heads: Array) -> Array:
-    """Devices the KV cache is split across under tensor parallelism: ``min(tp, h)``.
+    """Factor by which tensor parallelism divides one device's KV cache: ``h / ceil(h / tp)``.
 
-    KV heads are replicated when ``tp`` exceeds them; a latent (MLA) cache counts as one head.
+    Each device holds ``ceil(h / tp)`` of the ``h`` KV heads: ``tp`` shards when ``tp`` divides
+    ``h``, ``h`` when ``tp >= h`` (heads replicated beyond that), and the busiest device's share
+    when it divides neither (``tp = 3``, ``h = 8``: 3 heads a device, 8/3). A latent (MLA) cache
+    counts as one head: replicated, never split.
 
     Parameters
     ----------
@@ -173,9 +180,9 @@ def kv_shards(tp: Array, kv_heads: Array) -> Array:
 
     Returns
     -------
-    KV shards [1]
+    KV shards, ``KV_seq / KV_device`` [1]
     """
-    return np.minimum(tp, kv_heads)
+    return kv_heads / np.ceil(kv_heads / tp)
 
 
 def allreduce_bytes(
