@@ -90,10 +90,10 @@ def run_to_folder(
         tables = frames(ds)
         files, rows, columns = [], {}, {}
         for name, frame in tables.items():
-            write_frame(frame, staging / f"{name}.parquet")
+            write_frame(frame, staging / f"{name}.parquet", name)
             files.append(f"{name}.parquet")
             rows[name] = frame.height
-            columns[name] = column_info(frame)
+            columns[name] = column_info(frame, name)
         if sweep.grid_format == "netcdf":
             to_netcdf(ds, staging / "grid.nc")
             files.append("grid.nc")

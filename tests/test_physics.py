@@ -213,5 +213,8 @@ def test_ai_below_ceiling_and_increasing_in_batch(weights: float, kv: float, bat
 
     ceiling = physics.asymptotic_ceiling(f_seq, kv)
     assert ai(batch) < ceiling
-    assert ai(batch + 1) > ai(batch)
+    # increasing in batch; in floats, non-decreasing once W / (B KV_seq) drops below resolution
+    assert ai(batch + 1) >= ai(batch)
+    if weights > 1e-9 * batch * kv:
+        assert ai(2 * batch) > ai(batch)
     assert ai(batch) / ceiling == pytest.approx(physics.fraction_of_ceiling(batch, weights, kv))

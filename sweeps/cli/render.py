@@ -23,20 +23,30 @@ def _batch(value: float) -> str:
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
 
 
+AXES = (("model", "model"), ("hardware", "hardware"), ("tp", "tp"), ("context", "context"),
+        ("kv_heads", "kv heads"), ("kv_dtype", "kv dtype"), ("weight_dtype", "weights"))
+
+
 def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
-    """The per-configuration summary of a finished run, and where its files went."""
+    """The per-configuration summary of a finished run, and where its files went.
+
+    Axes with a single value move to the caption, so the table shows what varies.
+    """
     from rich.table import Table
 
     from sweeps.summary import summarize
 
     frame = summarize(result.dataset)
     fraction = sweep.options.ceiling_fraction
-    table = Table(title=f"{sweep.title}: decode summary", title_justify="left")
-    headers = ["model", "hardware", "tp", "context", "kv_heads", "kv_dtype", "weights",
-               "ceiling\n[FLOP/B]", "knee\nbatch", "max\nbatch", "ridge\nbatch",
-               f"{fraction:.0%} of ceiling\nbefore memory wall"]
-    for header in headers:
-        table.add_column(header, justify="right" if "\n" in header or header in ("tp", "context") else "left")
+    varying = [(c, h) for c, h in AXES if frame[c].n_unique() > 1 or c in ("model", "hardware")]
+    fixed = [f"{h} {frame[c][0]}" for c, h in AXES if (c, h) not in varying]
+    table = Table(title=f"{sweep.title}: decode summary", title_justify="left",
+                  caption=", ".join(fixed), caption_justify="left")
+    for _, header in varying:
+        table.add_column(header, justify="right" if header in ("tp", "context") else "left")
+    for header in ("ceiling\n[FLOP/B]", "knee\nbatch", "max\nbatch", "ridge\nbatch"):
+        table.add_column(header, justify="right")
+    table.add_column(f"{fraction:.0%} of ceiling\nbefore memory wall", no_wrap=True)
     for row in frame.iter_rows(named=True):
         if not row["fits"]:
             verdict = "does not fit"
@@ -44,12 +54,13 @@ def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
             verdict = f"yes, at batch {_batch(row['ceiling_batch'])}"
         else:
             verdict = f"no: needs {_batch(row['ceiling_batch'])}"
-        table.add_row(
-            row["model"], row["hardware"], str(row["tp"]), f"{row['context']:,}", row["kv_heads"],
-            row["kv_dtype"], row["weight_dtype"], f"{row['ceiling']:.2f}", _batch(row["knee_batch"]),
+        cells = [f"{row[c]:,}" if c == "context" else str(row[c]) for c, _ in varying]
+        cells += [
+            f"{row['ceiling']:.2f}", _batch(row["knee_batch"]),
             f"{row['max_batch']:,}" if row["fits"] else "0",
             "never" if row["ridge_batch"] is None else _batch(row["ridge_batch"]), verdict,
-        )
+        ]
+        table.add_row(*cells)
     console.print(table)
     rows = ", ".join(f"{name} {count:,} rows" for name, count in result.rows.items())
     console.print(f"wrote {result.folder}/ ({rows}) in {sum(result.timings.values()):.2f} s")

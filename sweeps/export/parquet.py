@@ -9,33 +9,48 @@ import polars as pl
 import xarray as xr
 
 from sweeps.export.frame import decode_frame, hardware_frame, models_frame, prefill_frame
-from sweeps.grid import REGISTRY, VARIABLES
+from sweeps.grid import Variable, by_phase
+from sweeps.grid.variables import Phase
 
 TABLES = ("decode", "prefill", "hardware", "models")
 
 
-def column_info(frame: pl.DataFrame) -> dict[str, dict[str, str]]:
-    """Unit and description of every column of ``frame``, from the registry."""
-    by_column = {}
-    for entry in VARIABLES:
-        by_column.setdefault(entry.column_name, entry)
+# Registry phases whose entries name each table's columns, first match wins; and the entries
+# that stand for something else there (the kv_heads label is exported as its count; the
+# prefill's prompt axis is its context column).
+_TABLE_PHASES: dict[str, tuple[Phase, ...]] = {
+    "decode": ("axis", "decode"),
+    "prefill": ("axis", "prefill", "decode"),
+    "hardware": ("hardware", "axis"),
+    "models": ("model", "axis"),
+}
+_EXCLUDED = {"decode": {"kv_heads", "prompt"}, "prefill": {"kv_heads", "context"}}
+
+
+def column_info(frame: pl.DataFrame, table: str) -> dict[str, dict[str, str]]:
+    """Unit and description of every column of ``frame``, one of the four ``TABLES``."""
+    lookup: dict[str, Variable] = {}
+    for phase in _TABLE_PHASES[table]:
+        for entry in by_phase(phase):
+            if entry.name not in _EXCLUDED.get(table, ()):
+                lookup.setdefault(entry.column_name, entry)
     info = {}
     for column in frame.columns:
-        entry = by_column.get(column) or REGISTRY.get(column)
-        if column == "kv_heads_native":
-            info[column] = {"unit": "-", "description": "True where kv_heads is the model's own"}
-        elif entry is not None:
-            info[column] = {"unit": entry.unit, "description": entry.description}
+        entry = lookup.get(column)
+        if entry is None:
+            msg = f"column {column!r} of {table}.parquet is not declared in the registry"
+            raise KeyError(msg)
+        info[column] = {"unit": entry.unit, "description": entry.description}
     return info
 
 
-def write_frame(frame: pl.DataFrame, path: Path) -> None:
+def write_frame(frame: pl.DataFrame, path: Path, table: str) -> None:
     """Write ``frame`` with its columns' units and descriptions as Parquet key-value metadata.
 
     Keys: ``sweeps:columns`` (JSON of ``{column: {unit, description}}``) and one
     ``unit:<column>`` per column, readable with DuckDB's ``parquet_kv_metadata``.
     """
-    info = column_info(frame)
+    info = column_info(frame, table)
     metadata = {"sweeps:columns": json.dumps(info)}
     metadata.update({f"unit:{column}": entry["unit"] for column, entry in info.items()})
     frame.write_parquet(path, metadata=metadata, statistics=True)
@@ -60,7 +75,7 @@ def to_parquet(ds: xr.Dataset, folder: str | Path) -> dict[str, int]:
     folder.mkdir(parents=True, exist_ok=True)
     rows = {}
     for name, frame in frames(ds).items():
-        write_frame(frame, folder / f"{name}.parquet")
+        write_frame(frame, folder / f"{name}.parquet", name)
         rows[name] = frame.height
     return rows
 

@@ -57,7 +57,10 @@ VARIABLES: tuple[Variable, ...] = (
     _V("kv_dtype", "-", "Number format of the KV cache", "axis"),
     _V("weight_dtype", "-", "Number format of the weights", "axis"),
     # coordinates of the axes ----------------------------------------------------------------
-    _V("kv_heads_count", "head", "Key/value heads in effect (native resolved per model)", "axis"),
+    _V("kv_heads_count", "head", "Key/value heads in effect (native resolved per model)", "axis",
+       "kv_heads"),
+    _V("kv_heads_native", "-", "True where kv_heads is the model's own (the 'native' setting)",
+       "axis"),
     _V("kv_bytes", "byte", "Bytes per KV-cache element, group-scale overhead included", "axis"),
     _V("weight_bytes_per_param", "byte", "Bytes per weight, group-scale overhead included", "axis"),
     # model specs ----------------------------------------------------------------------------

@@ -1,0 +1,5 @@
+"""``python -m sweeps``: the same as the ``sweeps`` command."""
+
+from sweeps.cli.main import main
+
+main()

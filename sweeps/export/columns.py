@@ -1,0 +1,43 @@
+"""The README's column reference, generated from the registry through the real export path.
+
+The tables are built from an actual (tiny) result, so they list exactly the columns and units
+that the Parquet files carry; a test keeps the README in step with them.
+"""
+
+from __future__ import annotations
+
+TINY = """
+[sweep]
+name = "columns"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm"]
+batch = [1]
+context = [512]
+"""
+
+START, END = "<!-- columns:start -->", "<!-- columns:end -->"
+
+
+def column_reference() -> str:
+    """Markdown tables of every output file's columns with unit and meaning."""
+    from sweeps.config import parse_config
+    from sweeps.export.parquet import column_info, frames
+    from sweeps.grid import build_grid
+
+    tables = frames(build_grid(parse_config(TINY)))
+    parts = []
+    for name, frame in tables.items():
+        parts.append(f"**`{name}.parquet`**\n")
+        parts.append("| column | unit | meaning |\n|---|---|---|")
+        for column, info in column_info(frame, name).items():
+            parts.append(f"| `{column}` | {info['unit']} | {info['description']} |")
+        parts.append("")
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def update_readme(text: str) -> str:
+    """``text`` with the block between the column markers replaced by ``column_reference()``."""
+    head, _, rest = text.partition(START)
+    _, _, tail = rest.partition(END)
+    return f"{head}{START}\n{column_reference()}{END}{tail}"

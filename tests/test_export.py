@@ -1,0 +1,192 @@
+"""Export: Parquet equals the grid (read back with Polars), DuckDB reads it, units travel,
+and the output folder is written atomically."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import polars as pl
+import pytest
+import xarray as xr
+
+from sweeps.config import parse_config
+from sweeps.errors import OutputExistsError
+from sweeps.export import read_units, to_parquet
+from sweeps.grid import BOTTLENECK_FLAGS, REGISTRY, build_grid
+from sweeps.pipeline import run_to_folder
+
+SMALL = """
+[sweep]
+name = "small"
+[axes]
+model = ["llama-3-8b", "qwen2.5-7b"]
+hardware = ["h100-sxm", "h200"]
+batch = [1, 16, 256, 1024]
+context = [512, 32768]
+prompt = [256]
+kv_heads = ["native", 1]
+kv_dtype = ["bf16", "int4"]
+"""
+
+DECODE_COLUMNS = ["model", "hardware", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype",
+                  "flops", "bytes", "arithmetic_intensity", "ridge_point", "bottleneck",
+                  "attainable_flops", "utilization", "ceiling", "fraction_of_ceiling",
+                  "knee_batch", "ridge_batch", "max_batch", "feasible", "step_time_s",
+                  "tokens_per_s"]
+PREFILL_COLUMNS = ["model", "hardware", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype",
+                   "flops", "bytes", "arithmetic_intensity", "ridge_point", "bottleneck",
+                   "attainable_flops", "utilization", "feasible", "ttft_s"]
+
+
+@pytest.fixture(scope="module")
+def grid() -> xr.Dataset:
+    return build_grid(parse_config(SMALL))
+
+
+@pytest.fixture(scope="module")
+def folder(grid: xr.Dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("parquet")
+    to_parquet(grid, out)
+    return out
+
+
+def test_interface_columns_and_types(folder: Path) -> None:
+    decode = pl.read_parquet(folder / "decode.parquet")
+    prefill = pl.read_parquet(folder / "prefill.parquet")
+    assert set(DECODE_COLUMNS) <= set(decode.columns)
+    assert set(PREFILL_COLUMNS) <= set(prefill.columns)
+    for frame in (decode, prefill):
+        for name in ("model", "hardware", "kv_dtype", "weight_dtype", "bottleneck"):
+            assert isinstance(frame.schema[name], pl.Enum), name
+        for name in ("batch", "context", "kv_heads"):
+            assert frame.schema[name] == pl.Int64, name
+        assert set(frame["bottleneck"].unique().to_list()) <= set(BOTTLENECK_FLAGS)
+    assert decode.schema["feasible"] == pl.Boolean
+    assert decode.height == 2 * 2 * 4 * 2 * 2 * 2
+    assert prefill.height == 2 * 2 * 4 * 1 * 2 * 2
+
+
+def _label(row: dict[str, object]) -> str:
+    return "native" if row["kv_heads_native"] else str(row["kv_heads"])
+
+
+def test_decode_parquet_equals_the_grid(grid: xr.Dataset, folder: Path) -> None:
+    decode = pl.read_parquet(folder / "decode.parquet")
+    for row in decode.iter_rows(named=True):
+        point = grid.sel(model=row["model"], hardware=row["hardware"], tp=row["tp"],
+                         batch=row["batch"], context=row["context"], kv_heads=_label(row),
+                         kv_dtype=row["kv_dtype"], weight_dtype=row["weight_dtype"])
+        assert int(point["kv_heads_count"]) == row["kv_heads"]
+        for name in DECODE_COLUMNS[7:]:
+            value = point[name].item()
+            if name == "bottleneck":
+                assert row[name] == BOTTLENECK_FLAGS[value]
+            elif name == "ridge_batch" and np.isnan(value):
+                assert row[name] is None  # null, not NaN, where decode never turns compute-bound
+            else:
+                assert row[name] == value, (name, row)
+
+
+def test_prefill_parquet_equals_the_grid(grid: xr.Dataset, folder: Path) -> None:
+    prefill = pl.read_parquet(folder / "prefill.parquet")
+    names = {"flops": "prefill_flops", "bytes": "prefill_bytes",
+             "arithmetic_intensity": "prefill_arithmetic_intensity",
+             "attainable_flops": "prefill_attainable_flops", "utilization": "prefill_utilization",
+             "feasible": "prefill_feasible", "ttft_s": "ttft_s", "ridge_point": "ridge_point"}
+    for row in prefill.iter_rows(named=True):
+        point = grid.sel(model=row["model"], hardware=row["hardware"], tp=row["tp"],
+                         batch=row["batch"], prompt=row["context"], kv_heads=_label(row),
+                         kv_dtype=row["kv_dtype"], weight_dtype=row["weight_dtype"])
+        for column, name in names.items():
+            assert row[column] == point[name].item(), (column, row)
+        assert row["bottleneck"] == BOTTLENECK_FLAGS[point["prefill_bottleneck"].item()]
+
+
+def test_units_in_the_schema_metadata(folder: Path) -> None:
+    units = read_units(folder / "decode.parquet")
+    assert units["step_time_s"]["unit"] == "s"
+    assert units["flops"]["unit"] == "FLOP"
+    assert units["arithmetic_intensity"]["unit"] == "FLOP/byte"
+    assert units["batch"]["unit"] == REGISTRY["batch"].unit
+    decode = pl.read_parquet(folder / "decode.parquet")
+    assert set(units) == set(decode.columns)
+
+
+def test_spec_tables(folder: Path) -> None:
+    hardware = pl.read_parquet(folder / "hardware.parquet")
+    assert {"hardware", "name", "vendor", "bandwidth", "memory", "peak_flops_bf16",
+            "peak_flops_fp8", "source"} <= set(hardware.columns)
+    assert hardware.filter(pl.col("hardware") == "h100-sxm")["memory"].item() == 80 * 2**30
+    models = pl.read_parquet(folder / "models.parquet")
+    assert {"model", "params", "active_params", "layers", "heads", "kv_heads", "head_dim",
+            "kv_bytes_per_token", "source"} <= set(models.columns)
+    llama = models.filter(pl.col("model") == "llama-3-8b")
+    assert llama["kv_bytes_per_token"].item() == 131072
+    assert llama["kv_heads"].item() == 8
+
+
+def test_duckdb_queries_the_parquet(folder: Path) -> None:
+    query = f"""
+        SELECT model, context, max(arithmetic_intensity) AS ai, any_value(ceiling) AS ceiling,
+               count(*) FILTER (WHERE NOT feasible) AS infeasible
+        FROM '{folder / "decode.parquet"}'
+        WHERE hardware = 'h100-sxm' AND kv_heads_native AND kv_dtype = 'bf16'
+        GROUP BY ALL ORDER BY model, context
+    """
+    rows = duckdb.sql(query).fetchall()
+    assert len(rows) == 4
+    for _model, _context, ai, ceiling, _ in rows:
+        assert ai < ceiling
+    units = duckdb.sql(
+        f"SELECT value FROM parquet_kv_metadata('{folder / 'decode.parquet'}') "
+        "WHERE key = 'unit:step_time_s'"
+    ).fetchall()
+    assert units == [(b"s",)]
+
+
+# --- the folder: atomic, replaced only with force -------------------------------------------
+
+
+def test_run_writes_every_file_and_the_manifest(tmp_path: Path) -> None:
+    sweep = parse_config(SMALL)
+    result = run_to_folder(sweep, tmp_path)
+    folder = tmp_path / "small"
+    assert result.folder == folder
+    for name in ("decode.parquet", "prefill.parquet", "hardware.parquet", "models.parquet",
+                 "grid.nc", "manifest.json"):
+        assert (folder / name).is_file(), name
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["config"]["sha256"] == sweep.sha256
+    assert manifest["config"]["text"] == SMALL
+    assert manifest["rows"]["decode"] == 128
+    assert manifest["columns"]["decode"]["tokens_per_s"]["unit"] == "token/s"
+    assert manifest["axes"]["kv_heads"] == ["native", "1"]
+    assert set(manifest["timings_s"]) >= {"grid", "export"}
+    back = xr.open_dataset(folder / "grid.nc", engine="h5netcdf").load()
+    xr.testing.assert_identical(back, result.dataset)
+
+
+def test_existing_result_needs_force_and_failures_keep_it(tmp_path: Path) -> None:
+    sweep = parse_config(SMALL)
+    run_to_folder(sweep, tmp_path)
+    manifest = (tmp_path / "small" / "manifest.json").read_bytes()
+    with pytest.raises(OutputExistsError, match=r"small: a result is already there; pass --force"):
+        run_to_folder(sweep, tmp_path)
+
+    def broken_hook(ds: xr.Dataset, sweep: object, staging: Path) -> list[str]:
+        (staging / "half-written.txt").write_text("partial")
+        msg = "disk full"
+        raise OSError(msg)
+
+    with pytest.raises(OSError, match="disk full"):
+        run_to_folder(sweep, tmp_path, force=True, hooks=(broken_hook,))
+    assert (tmp_path / "small" / "manifest.json").read_bytes() == manifest
+    assert not (tmp_path / "small" / "half-written.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small"]  # no staging folder left
+
+    run_to_folder(sweep, tmp_path, force=True)
+    assert (tmp_path / "small" / "manifest.json").read_bytes() != manifest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small"]

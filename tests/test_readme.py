@@ -1,0 +1,21 @@
+"""The README stays true: its column tables are those the export writes, its commands exist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweeps.export.columns import END, START, column_reference
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_column_tables_match_the_registry() -> None:
+    block = README.split(START, 1)[1].split(END, 1)[0]
+    assert block.strip() == column_reference().strip(), "run: python scripts/update_readme.py"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    commands = README.split("```bash\n", 1)[1].split("```", 1)[0].strip().splitlines()
+    assert commands[0].endswith("sweeps run configs/seed-llama3-8b-h100.toml --force")
+    assert commands[1] in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
