@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +43,7 @@ def _version() -> str:
     return __version__
 
 
-def manifest(sweep: Sweep, rows: dict[str, int], columns: dict[str, object],
+def manifest(sweep: Sweep, rows: Mapping[str, int], columns: Mapping[str, object],
              timings: dict[str, float], files: list[str]) -> dict[str, object]:
     """The manifest of a result folder, as a JSON-ready dict."""
     return {

@@ -14,8 +14,14 @@ import xarray as xr
 from sweeps.grid import DECODE_DIMS
 
 SUMMARY_DIMS = tuple(d for d in DECODE_DIMS if d != "batch")
-SUMMARY_VARIABLES = ("ceiling", "knee_batch", "ceiling_batch", "max_batch", "ridge_batch",
-                     "ceiling_reachable")
+SUMMARY_VARIABLES = (
+    "ceiling",
+    "knee_batch",
+    "ceiling_batch",
+    "max_batch",
+    "ridge_batch",
+    "ceiling_reachable",
+)
 
 
 def summarize(ds: xr.Dataset) -> pl.DataFrame:
@@ -31,7 +37,9 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
         index = np.arange(shape[axis]).reshape([-1 if i == axis else 1 for i in range(len(shape))])
         codes = np.broadcast_to(index, shape).reshape(-1)
         labels = ds[dim].values
-        columns[str(dim)] = [str(v) for v in labels[codes]] if labels.dtype == object else labels[codes]
+        columns[str(dim)] = (
+            [str(v) for v in labels[codes]] if labels.dtype == object else labels[codes]
+        )
     for name in SUMMARY_VARIABLES:
         da = xr.broadcast(table[name], *[table[v] for v in SUMMARY_VARIABLES])[0]
         columns[name] = da.transpose(*table.dims).values.reshape(-1)

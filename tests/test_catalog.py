@@ -14,9 +14,23 @@ from sweeps.errors import CatalogError
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 
 REQUIRED_HARDWARE = ["h100-sxm", "h200", "a100-80gb", "b200", "mi300x", "l40s", "tpu-v5e"]
-REQUIRED_MODELS = ["llama-2-7b", "llama-2-13b", "llama-2-70b", "llama-3-8b", "llama-3-70b",
-                   "llama-3.1-405b", "llama-3.2-1b", "llama-3.2-3b", "mistral-7b", "qwen2.5-7b",
-                   "qwen2.5-72b", "qwen3-8b", "qwen3-32b", "phi-3-mini", "falcon-7b"]
+REQUIRED_MODELS = [
+    "llama-2-7b",
+    "llama-2-13b",
+    "llama-2-70b",
+    "llama-3-8b",
+    "llama-3-70b",
+    "llama-3.1-405b",
+    "llama-3.2-1b",
+    "llama-3.2-3b",
+    "mistral-7b",
+    "qwen2.5-7b",
+    "qwen2.5-72b",
+    "qwen3-8b",
+    "qwen3-32b",
+    "phi-3-mini",
+    "falcon-7b",
+]
 
 
 def test_required_ids_present_with_sources() -> None:
@@ -72,9 +86,15 @@ def test_catalog_matches_the_reference_tables() -> None:
     for row in csv.DictReader((REFERENCE / "hardware.csv").open(encoding="utf-8")):
         device = catalog.lookup_hardware(row["id"])
         assert device.bandwidth == pytest.approx(float(row["memory_bandwidth_tb_s"]) * 1e12)
-        assert device.peak_flops["bf16"] == pytest.approx(float(row["peak_bf16_dense_tflops"]) * 1e12)
+        assert device.peak_flops["bf16"] == pytest.approx(
+            float(row["peak_bf16_dense_tflops"]) * 1e12
+        )
     for row in csv.DictReader((REFERENCE / "models.csv").open(encoding="utf-8")):
         model = catalog.lookup_model(row["id"])
         assert (model.layers, model.heads, model.kv_heads, model.head_dim) == (
-            int(row["n_layers"]), int(row["n_heads"]), int(row["n_kv_heads"]), int(row["head_dim"]))
+            int(row["n_layers"]),
+            int(row["n_heads"]),
+            int(row["n_kv_heads"]),
+            int(row["head_dim"]),
+        )
         assert model.params == pytest.approx(float(row["params_total_b"]) * 1e9, rel=5e-3)

@@ -61,7 +61,7 @@ def test_run_writes_outputs_and_prints_the_summary(
         (GOOD.replace('["h100-sxm"]', '["h100"]'), "axes.hardware[0]"),
         (GOOD.replace("[1, 64, 512]", "[0, 64]"), "axes.batch[0]"),
         (GOOD.replace("[1, 64, 512]", '"all"'), "axes.batch"),
-        (GOOD.replace("[axes]", '[axes]\nkv_heads = [5]'), "axes.kv_heads[0]"),
+        (GOOD.replace("[axes]", "[axes]\nkv_heads = [5]"), "axes.kv_heads[0]"),
         (GOOD.replace("[512, 32768]", "[]"), "axes.context"),
         (GOOD.replace('name = "cli-run"', 'name = "a/b"'), "sweep.name"),
     ],
@@ -95,9 +95,10 @@ def test_validate(runner: CliRunner) -> None:
     assert "estimated memory" in result.output
 
 
-@pytest.mark.parametrize(("what", "expected"), [("hardware", "h100-sxm"),
-                                                ("models", "llama-3-8b"),
-                                                ("dtypes", "0.515625")])
+@pytest.mark.parametrize(
+    ("what", "expected"),
+    [("hardware", "h100-sxm"), ("models", "llama-3-8b"), ("dtypes", "0.515625")],
+)
 def test_list(runner: CliRunner, what: str, expected: str) -> None:
     result = runner.invoke(cli, ["list", what])
     assert result.exit_code == 0
@@ -105,13 +106,27 @@ def test_list(runner: CliRunner, what: str, expected: str) -> None:
 
 
 def test_classify_matches_the_textbook_check_value(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["classify", "--params", "7e9", "--sequence-length", "512",
-                                 "--batch-size", "8", "--peak-flops", "989e12",
-                                 "--bandwidth", "3.35e12"])
+    result = runner.invoke(
+        cli,
+        [
+            "classify",
+            "--params",
+            "7e9",
+            "--sequence-length",
+            "512",
+            "--batch-size",
+            "8",
+            "--peak-flops",
+            "989e12",
+            "--bandwidth",
+            "3.35e12",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "ridge point 295.2239" in result.output
     assert "2.7098 %" in result.output
-    assert "memory-bound" in result.output and "compute-bound" in result.output
+    assert "memory-bound" in result.output
+    assert "compute-bound" in result.output
 
 
 def test_classify_bad_input_exits_2(runner: CliRunner) -> None:
@@ -124,7 +139,8 @@ def test_classify_bad_input_exits_2(runner: CliRunner) -> None:
 
 
 def test_console_script_help_has_an_example() -> None:
-    done = subprocess.run([sys.executable, "-m", "sweeps", "--help"], capture_output=True,
-                          text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "sweeps", "--help"], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0
     assert "sweeps run configs/seed-llama3-8b-h100.toml" in done.stdout

@@ -36,11 +36,14 @@ def test_defaults_fill_missing_axes() -> None:
 
 
 def test_range_forms() -> None:
-    sweep = parse_config(BASE + """
+    sweep = parse_config(
+        BASE
+        + """
 batch = { start = 1, stop = 1024, geometric = true }
 context = { start = 1024, stop = 4096, step = 1024 }
 prompt = [128, 512]
-""")
+"""
+    )
     assert sweep.batch == (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
     assert sweep.context == (1024, 2048, 3072, 4096)
     assert sweep.prompt == (128, 512)
@@ -87,27 +90,50 @@ def test_sha256_and_text_kept() -> None:
         # unknown key, with the closest allowed key
         (("[axes]", "[axes]\nbatchs = [1]"), r"axes\.batchs: unknown key; did you mean 'batch'"),
         # unknown catalog id, with the closest id
-        (('["h100-sxm"]', '["h100"]'), r"axes\.hardware\[0\]: unknown hardware 'h100'; did you mean"),
-        (('["llama-3-8b"]', '["llama3-8b"]'), r"axes\.model\[0\]: unknown model 'llama3-8b'; did you mean 'llama-3-8b'"),
+        (
+            ('["h100-sxm"]', '["h100"]'),
+            r"axes\.hardware\[0\]: unknown hardware 'h100'; did you mean",
+        ),
+        (
+            ('["llama-3-8b"]', '["llama3-8b"]'),
+            r"axes\.model\[0\]: unknown model 'llama3-8b'; did you mean 'llama-3-8b'",
+        ),
         # wrong type
-        (("[axes]", "[axes]\nbatch = \"8\""), r"axes\.batch: must be a list of positive integers or a range table"),
-        (("[axes]", "[axes]\ncontext = [512, \"2k\"]"), r"axes\.context\[1\]: .*integer.*got '2k'"),
+        (
+            ("[axes]", '[axes]\nbatch = "8"'),
+            r"axes\.batch: must be a list of positive integers or a range table",
+        ),
+        (("[axes]", '[axes]\ncontext = [512, "2k"]'), r"axes\.context\[1\]: .*integer.*got '2k'"),
         # negative or zero size
-        (("[axes]", "[axes]\nbatch = [0, 1]"), r"axes\.batch\[0\]: Input should be greater than 0 \(got 0\)"),
-        (("[axes]", "[axes]\ncontext = [-512]"), r"axes\.context\[0\]: .*greater than 0 \(got -512\)"),
+        (
+            ("[axes]", "[axes]\nbatch = [0, 1]"),
+            r"axes\.batch\[0\]: Input should be greater than 0 \(got 0\)",
+        ),
+        (
+            ("[axes]", "[axes]\ncontext = [-512]"),
+            r"axes\.context\[0\]: .*greater than 0 \(got -512\)",
+        ),
         # kv_heads that do not divide the model's heads
-        (("[axes]", "[axes]\nkv_heads = [\"native\", 3]"),
-         r"axes\.kv_heads\[1\]: 3 does not divide the 32 query heads of model 'llama-3-8b'; allowed: 'native', \[1, 2, 4, 8, 16, 32\]"),
+        (
+            ("[axes]", '[axes]\nkv_heads = ["native", 3]'),
+            r"axes\.kv_heads\[1\]: 3 does not divide the 32 query heads of model 'llama-3-8b'; allowed: 'native', \[1, 2, 4, 8, 16, 32\]",
+        ),
         # an empty axis
         (("[axes]", "[axes]\nkv_dtype = []"), r"axes\.kv_dtype: the axis is empty"),
         # a name with a slash
         (('name = "t"', 'name = "runs/t"'), r"sweep\.name: 'runs/t' is not a valid name"),
         # unknown dtype, option out of range, unknown table
-        (("[axes]", "[axes]\nkv_dtype = [\"fp9\"]"), r"axes\.kv_dtype\[0\]: unknown dtype 'fp9'"),
-        (("[axes]", "[options]\nmemory_reserve = 1.5\n[axes]"), r"options\.memory_reserve: .*less than 1 \(got 1\.5\)"),
+        (("[axes]", '[axes]\nkv_dtype = ["fp9"]'), r"axes\.kv_dtype\[0\]: unknown dtype 'fp9'"),
+        (
+            ("[axes]", "[options]\nmemory_reserve = 1.5\n[axes]"),
+            r"options\.memory_reserve: .*less than 1 \(got 1\.5\)",
+        ),
         (("[axes]", "[output]\n[axes]"), r"output: unknown key; did you mean 'outputs'"),
         (("[axes]", "[axes]\nbatch = [4, 4]"), r"axes\.batch: duplicate values \[4\]"),
-        (("[axes]", "[axes]\nbatch = { start = 8, stop = 2 }"), r"axes\.batch: .*stop \(2\) is below start \(8\)"),
+        (
+            ("[axes]", "[axes]\nbatch = { start = 8, stop = 2 }"),
+            r"axes\.batch: .*stop \(2\) is below start \(8\)",
+        ),
     ],
 )
 def test_each_mistake_names_file_key_and_value(
@@ -129,8 +155,14 @@ def test_all_mistakes_reported_together() -> None:
 
 
 def test_compute_dtype_must_exist_on_every_device() -> None:
-    text = BASE.replace('["h100-sxm"]', '["h100-sxm", "tpu-v5e"]') + '[options]\ncompute_dtype = "fp8"\n'
-    with pytest.raises(ConfigError, match=r"options\.compute_dtype: 'fp8' has no peak on hardware 'tpu-v5e'; allowed there: \['bf16', 'int8'\]"):
+    text = (
+        BASE.replace('["h100-sxm"]', '["h100-sxm", "tpu-v5e"]')
+        + '[options]\ncompute_dtype = "fp8"\n'
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"options\.compute_dtype: 'fp8' has no peak on hardware 'tpu-v5e'; allowed there: \['bf16', 'int8'\]",
+    ):
         parse_config(text)
 
 

@@ -31,14 +31,48 @@ kv_heads = ["native", 1]
 kv_dtype = ["bf16", "int4"]
 """
 
-DECODE_COLUMNS = ["model", "hardware", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype",
-                  "flops", "bytes", "arithmetic_intensity", "ridge_point", "bottleneck",
-                  "attainable_flops", "utilization", "ceiling", "fraction_of_ceiling",
-                  "knee_batch", "ridge_batch", "max_batch", "feasible", "step_time_s",
-                  "tokens_per_s"]
-PREFILL_COLUMNS = ["model", "hardware", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype",
-                   "flops", "bytes", "arithmetic_intensity", "ridge_point", "bottleneck",
-                   "attainable_flops", "utilization", "feasible", "ttft_s"]
+DECODE_COLUMNS = [
+    "model",
+    "hardware",
+    "batch",
+    "context",
+    "kv_heads",
+    "kv_dtype",
+    "weight_dtype",
+    "flops",
+    "bytes",
+    "arithmetic_intensity",
+    "ridge_point",
+    "bottleneck",
+    "attainable_flops",
+    "utilization",
+    "ceiling",
+    "fraction_of_ceiling",
+    "knee_batch",
+    "ridge_batch",
+    "max_batch",
+    "feasible",
+    "step_time_s",
+    "tokens_per_s",
+]
+PREFILL_COLUMNS = [
+    "model",
+    "hardware",
+    "batch",
+    "context",
+    "kv_heads",
+    "kv_dtype",
+    "weight_dtype",
+    "flops",
+    "bytes",
+    "arithmetic_intensity",
+    "ridge_point",
+    "bottleneck",
+    "attainable_flops",
+    "utilization",
+    "feasible",
+    "ttft_s",
+]
 
 
 @pytest.fixture(scope="module")
@@ -76,9 +110,16 @@ def _label(row: dict[str, object]) -> str:
 def test_decode_parquet_equals_the_grid(grid: xr.Dataset, folder: Path) -> None:
     decode = pl.read_parquet(folder / "decode.parquet")
     for row in decode.iter_rows(named=True):
-        point = grid.sel(model=row["model"], hardware=row["hardware"], tp=row["tp"],
-                         batch=row["batch"], context=row["context"], kv_heads=_label(row),
-                         kv_dtype=row["kv_dtype"], weight_dtype=row["weight_dtype"])
+        point = grid.sel(
+            model=row["model"],
+            hardware=row["hardware"],
+            tp=row["tp"],
+            batch=row["batch"],
+            context=row["context"],
+            kv_heads=_label(row),
+            kv_dtype=row["kv_dtype"],
+            weight_dtype=row["weight_dtype"],
+        )
         assert int(point["kv_heads_count"]) == row["kv_heads"]
         for name in DECODE_COLUMNS[7:]:
             value = point[name].item()
@@ -92,14 +133,27 @@ def test_decode_parquet_equals_the_grid(grid: xr.Dataset, folder: Path) -> None:
 
 def test_prefill_parquet_equals_the_grid(grid: xr.Dataset, folder: Path) -> None:
     prefill = pl.read_parquet(folder / "prefill.parquet")
-    names = {"flops": "prefill_flops", "bytes": "prefill_bytes",
-             "arithmetic_intensity": "prefill_arithmetic_intensity",
-             "attainable_flops": "prefill_attainable_flops", "utilization": "prefill_utilization",
-             "feasible": "prefill_feasible", "ttft_s": "ttft_s", "ridge_point": "ridge_point"}
+    names = {
+        "flops": "prefill_flops",
+        "bytes": "prefill_bytes",
+        "arithmetic_intensity": "prefill_arithmetic_intensity",
+        "attainable_flops": "prefill_attainable_flops",
+        "utilization": "prefill_utilization",
+        "feasible": "prefill_feasible",
+        "ttft_s": "ttft_s",
+        "ridge_point": "ridge_point",
+    }
     for row in prefill.iter_rows(named=True):
-        point = grid.sel(model=row["model"], hardware=row["hardware"], tp=row["tp"],
-                         batch=row["batch"], prompt=row["context"], kv_heads=_label(row),
-                         kv_dtype=row["kv_dtype"], weight_dtype=row["weight_dtype"])
+        point = grid.sel(
+            model=row["model"],
+            hardware=row["hardware"],
+            tp=row["tp"],
+            batch=row["batch"],
+            prompt=row["context"],
+            kv_heads=_label(row),
+            kv_dtype=row["kv_dtype"],
+            weight_dtype=row["weight_dtype"],
+        )
         for column, name in names.items():
             assert row[column] == point[name].item(), (column, row)
         assert row["bottleneck"] == BOTTLENECK_FLAGS[point["prefill_bottleneck"].item()]
@@ -117,12 +171,29 @@ def test_units_in_the_schema_metadata(folder: Path) -> None:
 
 def test_spec_tables(folder: Path) -> None:
     hardware = pl.read_parquet(folder / "hardware.parquet")
-    assert {"hardware", "name", "vendor", "bandwidth", "memory", "peak_flops_bf16",
-            "peak_flops_fp8", "source"} <= set(hardware.columns)
+    assert {
+        "hardware",
+        "name",
+        "vendor",
+        "bandwidth",
+        "memory",
+        "peak_flops_bf16",
+        "peak_flops_fp8",
+        "source",
+    } <= set(hardware.columns)
     assert hardware.filter(pl.col("hardware") == "h100-sxm")["memory"].item() == 80 * 2**30
     models = pl.read_parquet(folder / "models.parquet")
-    assert {"model", "params", "active_params", "layers", "heads", "kv_heads", "head_dim",
-            "kv_bytes_per_token", "source"} <= set(models.columns)
+    assert {
+        "model",
+        "params",
+        "active_params",
+        "layers",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "kv_bytes_per_token",
+        "source",
+    } <= set(models.columns)
     llama = models.filter(pl.col("model") == "llama-3-8b")
     assert llama["kv_bytes_per_token"].item() == 131072
     assert llama["kv_heads"].item() == 8
@@ -155,8 +226,14 @@ def test_run_writes_every_file_and_the_manifest(tmp_path: Path) -> None:
     result = run_to_folder(sweep, tmp_path)
     folder = tmp_path / "small"
     assert result.folder == folder
-    for name in ("decode.parquet", "prefill.parquet", "hardware.parquet", "models.parquet",
-                 "grid.nc", "manifest.json"):
+    for name in (
+        "decode.parquet",
+        "prefill.parquet",
+        "hardware.parquet",
+        "models.parquet",
+        "grid.nc",
+        "manifest.json",
+    ):
         assert (folder / name).is_file(), name
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["config"]["sha256"] == sweep.sha256

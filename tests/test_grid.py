@@ -24,8 +24,12 @@ def _grid(text: str) -> xr.Dataset:
 def test_note_table_through_the_grid() -> None:
     ds = _grid(NOTE_CONFIG)
     ai = ds["arithmetic_intensity"].squeeze(drop=True).transpose("context", "batch")
-    np.testing.assert_array_equal(np.round(ai.sel(context=8000).values, 2), [0.94, 8.0, 12.8, 15.06])
-    np.testing.assert_array_equal(np.round(ai.sel(context=512).values, 2), [1.0, 15.04, 50.96, 126.48])
+    np.testing.assert_array_equal(
+        np.round(ai.sel(context=8000).values, 2), [0.94, 8.0, 12.8, 15.06]
+    )
+    np.testing.assert_array_equal(
+        np.round(ai.sel(context=512).values, 2), [1.0, 15.04, 50.96, 126.48]
+    )
     ceiling = ds["ceiling"].squeeze(drop=True)
     assert round(float(ceiling.sel(context=8000)), 2) == 16.0
     assert round(float(ceiling.sel(context=512)), 2) == 250.0
@@ -93,7 +97,8 @@ def test_every_variable_is_registered_with_a_unit() -> None:
     for name in list(ds.data_vars) + list(ds.coords):
         entry = REGISTRY.get(str(name))
         assert entry is not None, f"{name} missing from the registry"
-        assert entry.unit and entry.description
+        assert entry.unit
+        assert entry.description
         if name in ds.data_vars:
             assert ds[name].attrs["units"] == entry.unit
             assert ds[name].attrs["long_name"] == entry.description
@@ -157,11 +162,20 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type:
     margin = f_seq - ridge * kv_seq
     step = max(flops / peak, nbytes / bw)
     return {
-        "flops": flops, "bytes": nbytes, "arithmetic_intensity": ai,
-        "bottleneck": 1 if ai >= ridge else 0, "attainable_flops": attainable,
-        "utilization": attainable / peak, "ceiling": ceiling, "fraction_of_ceiling": ai / ceiling,
-        "knee_batch": weights / kv_seq, "ridge_batch": ridge * weights / margin if margin > 0 else math.nan,
-        "max_batch": max_b, "feasible": b <= max_b, "step_time_s": step, "tokens_per_s": b / step,
+        "flops": flops,
+        "bytes": nbytes,
+        "arithmetic_intensity": ai,
+        "bottleneck": 1 if ai >= ridge else 0,
+        "attainable_flops": attainable,
+        "utilization": attainable / peak,
+        "ceiling": ceiling,
+        "fraction_of_ceiling": ai / ceiling,
+        "knee_batch": weights / kv_seq,
+        "ridge_batch": ridge * weights / margin if margin > 0 else math.nan,
+        "max_batch": max_b,
+        "feasible": b <= max_b,
+        "step_time_s": step,
+        "tokens_per_s": b / step,
     }
 
 
@@ -176,16 +190,23 @@ def _scalar_prefill(m, hw, tp, b, n, label, kvb, wb, reserve, attention):  # typ
     flops = b * (2 * n * m.active_params + attention * 2 * m.heads * 2 * m.head_dim * pairs) / tp
     e, k = m.experts, m.experts_per_token
     tokens = b * n
-    read = (m.active_params + (m.params - m.active_params) * (e * (1 - (1 - k / e) ** tokens) - k) / (e - k)
-            if e > k else m.params)
+    read = (
+        m.active_params
+        + (m.params - m.active_params) * (e * (1 - (1 - k / e) ** tokens) - k) / (e - k)
+        if e > k
+        else m.params
+    )
     nbytes = read * wb / tp + b * kv_seq
     ai = flops / nbytes
     peak, bw = hw.peak_flops["bf16"], hw.bandwidth
     max_b = max(math.floor((hw.memory * (1 - reserve) - m.params * wb / tp) / kv_seq), 0)
     return {
-        "prefill_flops": flops, "prefill_bytes": nbytes, "prefill_arithmetic_intensity": ai,
+        "prefill_flops": flops,
+        "prefill_bytes": nbytes,
+        "prefill_arithmetic_intensity": ai,
         "prefill_bottleneck": 1 if ai >= peak / bw else 0,
-        "prefill_attainable_flops": min(ai * bw, peak), "prefill_feasible": b <= max_b,
+        "prefill_attainable_flops": min(ai * bw, peak),
+        "prefill_feasible": b <= max_b,
         "ttft_s": max(flops / peak, nbytes / bw),
     }
 
@@ -199,9 +220,16 @@ def _compare(ds: xr.Dataset, dims: tuple[str, ...], point, names: list[str]) -> 
     for index in itertools.product(*axes):
         mi, hi, ti, bi, si, ki, kvi, wi = index
         expected = point(
-            sweep.models[mi], sweep.hardware[hi], sweep.tp[ti], sweep.batch[bi],
-            ds[dims[4]].values[si], sweep.kv_heads[ki], sweep.kv_dtype[kvi].bytes_per_element,
-            sweep.weight_dtype[wi].bytes_per_element, reserve, attention,
+            sweep.models[mi],
+            sweep.hardware[hi],
+            sweep.tp[ti],
+            sweep.batch[bi],
+            ds[dims[4]].values[si],
+            sweep.kv_heads[ki],
+            sweep.kv_dtype[kvi].bytes_per_element,
+            sweep.weight_dtype[wi].bytes_per_element,
+            reserve,
+            attention,
         )
         for name, value in expected.items():
             got = arrays[name][index]
@@ -215,14 +243,35 @@ def _compare(ds: xr.Dataset, dims: tuple[str, ...], point, names: list[str]) -> 
 
 def test_vectorized_grid_equals_scalar_loop() -> None:
     ds = _grid(LOOP)
-    decode_names = ["flops", "bytes", "arithmetic_intensity", "bottleneck", "attainable_flops",
-                    "utilization", "ceiling", "fraction_of_ceiling", "knee_batch", "ridge_batch",
-                    "max_batch", "feasible", "step_time_s", "tokens_per_s"]
-    prefill_names = ["prefill_flops", "prefill_bytes", "prefill_arithmetic_intensity",
-                     "prefill_bottleneck", "prefill_attainable_flops", "prefill_feasible", "ttft_s"]
+    decode_names = [
+        "flops",
+        "bytes",
+        "arithmetic_intensity",
+        "bottleneck",
+        "attainable_flops",
+        "utilization",
+        "ceiling",
+        "fraction_of_ceiling",
+        "knee_batch",
+        "ridge_batch",
+        "max_batch",
+        "feasible",
+        "step_time_s",
+        "tokens_per_s",
+    ]
+    prefill_names = [
+        "prefill_flops",
+        "prefill_bytes",
+        "prefill_arithmetic_intensity",
+        "prefill_bottleneck",
+        "prefill_attainable_flops",
+        "prefill_feasible",
+        "ttft_s",
+    ]
     points = _compare(ds, DECODE_DIMS, _scalar_point, decode_names)
     assert points >= 10_000
     assert _compare(ds, PREFILL_DIMS, _scalar_prefill, prefill_names) == points
     # both regimes and both sides of the memory wall are exercised
     assert set(np.unique(ds["bottleneck"].values)) == {0, 1}
-    assert ds["feasible"].any() and not ds["feasible"].all()
+    assert ds["feasible"].any()
+    assert not ds["feasible"].all()

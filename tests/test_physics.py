@@ -127,7 +127,9 @@ def test_prefill_simple_form_and_threshold() -> None:
     flops = physics.prefill_flops(1, 1000, 8e9, 32, 256, 0.0, 0.0)
     assert physics.arithmetic_intensity(flops, physics.prefill_bytes(16e9, 1, 0.0)) == 1000
     # N* = R wb / 2 = 295.3 tokens on an H100 in bf16
-    assert physics.prefill_memory_bound_prompt(H100_FLOPS / H100_BW, 2) == pytest.approx(295.34, abs=0.01)
+    assert physics.prefill_memory_bound_prompt(H100_FLOPS / H100_BW, 2) == pytest.approx(
+        295.34, abs=0.01
+    )
     # causal attention, no window: 2 B L H d N^2 (pairs N^2/2 per layer, attention_dim 2d)
     pairs = physics.prefill_attention_pairs(512, 32, 0, np.inf)
     assert physics.prefill_flops(1, 512, 0.0, 32, 256, pairs, 1.0) == 2 * 32 * 32 * 128 * 512**2
@@ -188,10 +190,16 @@ def test_attainable_never_above_peak(ai: float, peak: float, bw: float) -> None:
     assert physics.utilization(attainable, peak) <= 1.0
 
 
-@given(layers=st.integers(1, 200), heads=st.integers(1, 128), dim=st.integers(1, 512),
-       context=sizes, k=st.integers(2, 16))
-def test_kv_bytes_linear_in_context_and_heads(layers: int, heads: int, dim: int, context: int,
-                                              k: int) -> None:
+@given(
+    layers=st.integers(1, 200),
+    heads=st.integers(1, 128),
+    dim=st.integers(1, 512),
+    context=sizes,
+    k=st.integers(2, 16),
+)
+def test_kv_bytes_linear_in_context_and_heads(
+    layers: int, heads: int, dim: int, context: int, k: int
+) -> None:
     def kv(h: int, s: int) -> float:
         tokens = physics.kv_cached_layer_tokens(s, layers, 0, np.inf)
         return physics.kv_bytes_per_sequence(2 * h * dim, 2, tokens)
@@ -200,10 +208,16 @@ def test_kv_bytes_linear_in_context_and_heads(layers: int, heads: int, dim: int,
     assert kv(k * heads, context) == k * kv(heads, context)
 
 
-@given(weights=st.floats(1e6, 1e13), kv=st.floats(1e3, 1e11), batch=st.integers(1, 10**6),
-       params=st.floats(1e6, 1e12), attention=st.floats(0, 1e12))
-def test_ai_below_ceiling_and_increasing_in_batch(weights: float, kv: float, batch: int,
-                                                  params: float, attention: float) -> None:
+@given(
+    weights=st.floats(1e6, 1e13),
+    kv=st.floats(1e3, 1e11),
+    batch=st.integers(1, 10**6),
+    params=st.floats(1e6, 1e12),
+    attention=st.floats(0, 1e12),
+)
+def test_ai_below_ceiling_and_increasing_in_batch(
+    weights: float, kv: float, batch: int, params: float, attention: float
+) -> None:
     f_seq = physics.decode_flops_per_sequence(params, attention, 1.0)
 
     def ai(b: int) -> float:

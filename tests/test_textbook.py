@@ -11,8 +11,14 @@ def test_classify_llm_phases_check_value() -> None:
     assert set(result) == {"ridge_point", "prefill", "decode"}
     assert result["ridge_point"] == 295.2239  # 989 / 3.35 = 295.22388 -> 4 decimals
     prefill, decode = result["prefill"], result["decode"]
-    keys = {"total_flops", "memory_bytes", "arithmetic_intensity", "bottleneck", "achieved_flops",
-            "utilization_percent"}
+    keys = {
+        "total_flops",
+        "memory_bytes",
+        "arithmetic_intensity",
+        "bottleneck",
+        "achieved_flops",
+        "utilization_percent",
+    }
     assert set(prefill) == keys == set(decode)  # type: ignore[arg-type]
     assert prefill["arithmetic_intensity"] == 512.0  # type: ignore[index]
     assert prefill["bottleneck"] == "compute-bound"  # type: ignore[index]
@@ -26,8 +32,13 @@ def test_classify_llm_phases_check_value() -> None:
 
 def test_compute_arithmetic_intensity_keys_and_rounding() -> None:
     result = compute_arithmetic_intensity(1e12, 3e9, 989.4e12, 3.35e12)
-    assert list(result) == ["arithmetic_intensity", "ridge_point", "bottleneck",
-                            "achieved_performance", "utilization_percent"]
+    assert list(result) == [
+        "arithmetic_intensity",
+        "ridge_point",
+        "bottleneck",
+        "achieved_performance",
+        "utilization_percent",
+    ]
     assert result["arithmetic_intensity"] == 333.3333  # 1000/3
     assert result["ridge_point"] == 295.3433  # 989.4/3.35 = 295.34328
     assert result["bottleneck"] == "compute-bound"

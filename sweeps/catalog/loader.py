@@ -4,17 +4,27 @@ from __future__ import annotations
 
 import csv
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Mapping, TypeVar
+from typing import Protocol, TypeVar
 
 from sweeps.catalog.records import DType, Hardware, Model
 from sweeps.errors import CatalogError
 
 T = TypeVar("T")
-R = TypeVar("R", Hardware, Model)
+
+
+class _Record(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+
+
+R = TypeVar("R", bound=_Record)
 
 COMPUTE_DTYPES = ("bf16", "fp8", "int8", "fp4", "fp32")
 """Compute dtypes a hardware record may carry a peak for."""
@@ -145,10 +155,20 @@ def _lookup(table: Mapping[str, T], name: str, kind: str) -> T:
 def suggest(name: str, allowed: list[str]) -> str:
     """A hint for a mistyped name: the closest allowed values, else the list of them."""
     close = [value for value in sorted(allowed) if value.startswith(name) and value != name][:3]
-    close += [v for v in difflib.get_close_matches(name, allowed, n=3, cutoff=0.6) if v not in close]
+    close += [
+        v for v in difflib.get_close_matches(name, allowed, n=3, cutoff=0.6) if v not in close
+    ]
     if close:
         quoted = [repr(value) for value in close[:3]]
-        return "did you mean " + (" or ".join(quoted) if len(quoted) < 3 else ", ".join(quoted[:2]) + " or " + quoted[2]) + "?"
+        return (
+            "did you mean "
+            + (
+                " or ".join(quoted)
+                if len(quoted) < 3
+                else ", ".join(quoted[:2]) + " or " + quoted[2]
+            )
+            + "?"
+        )
     shown = ", ".join(sorted(allowed)[:40])
     return f"allowed: {shown}"
 
@@ -171,9 +191,9 @@ def load_catalog() -> Catalog:
     )
 
 
-def unique(table: Mapping[str, Hardware] | Mapping[str, Model]) -> list[Hardware | Model]:
+def unique(table: Mapping[str, R]) -> list[R]:
     """Each record once, in catalog order (the tables also index aliases)."""
-    seen: dict[str, Hardware | Model] = {}
+    seen: dict[str, R] = {}
     for record in table.values():
         seen.setdefault(record.id, record)
     return list(seen.values())

@@ -6,9 +6,9 @@ Every figure is SI: bytes, bytes/s, FLOP/s. Records built from a config's custom
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "gqa+sliding")
 

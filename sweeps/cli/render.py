@@ -23,8 +23,15 @@ def _batch(value: float) -> str:
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
 
 
-AXES = (("model", "model"), ("hardware", "hardware"), ("tp", "tp"), ("context", "context"),
-        ("kv_heads", "kv heads"), ("kv_dtype", "kv dtype"), ("weight_dtype", "weights"))
+AXES = (
+    ("model", "model"),
+    ("hardware", "hardware"),
+    ("tp", "tp"),
+    ("context", "context"),
+    ("kv_heads", "kv heads"),
+    ("kv_dtype", "kv dtype"),
+    ("weight_dtype", "weights"),
+)
 
 
 def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
@@ -40,8 +47,12 @@ def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
     fraction = sweep.options.ceiling_fraction
     varying = [(c, h) for c, h in AXES if frame[c].n_unique() > 1 or c in ("model", "hardware")]
     fixed = [f"{h} {frame[c][0]}" for c, h in AXES if (c, h) not in varying]
-    table = Table(title=f"{sweep.title}: decode summary", title_justify="left",
-                  caption=", ".join(fixed), caption_justify="left")
+    table = Table(
+        title=f"{sweep.title}: decode summary",
+        title_justify="left",
+        caption=", ".join(fixed),
+        caption_justify="left",
+    )
     for _, header in varying:
         table.add_column(header, justify="right" if header in ("tp", "context") else "left")
     for header in ("ceiling\n[FLOP/B]", "knee\nbatch", "max\nbatch", "ridge\nbatch"):
@@ -56,9 +67,11 @@ def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
             verdict = f"no: needs {_batch(row['ceiling_batch'])}"
         cells = [f"{row[c]:,}" if c == "context" else str(row[c]) for c, _ in varying]
         cells += [
-            f"{row['ceiling']:.2f}", _batch(row["knee_batch"]),
+            f"{row['ceiling']:.2f}",
+            _batch(row["knee_batch"]),
             f"{row['max_batch']:,}" if row["fits"] else "0",
-            "never" if row["ridge_batch"] is None else _batch(row["ridge_batch"]), verdict,
+            "never" if row["ridge_batch"] is None else _batch(row["ridge_batch"]),
+            verdict,
         ]
         table.add_row(*cells)
     console.print(table)
@@ -86,32 +99,66 @@ def print_catalog(console: Any, what: str) -> None:
     catalog = load_catalog()
     table = Table(title=f"catalog: {what}", title_justify="left", show_lines=False)
     if what == "hardware":
-        for header in ("id", "name", "bf16 dense", "fp8 dense", "bandwidth", "memory", "ridge",
-                       "source"):
+        for header in (
+            "id",
+            "name",
+            "bf16 dense",
+            "fp8 dense",
+            "bandwidth",
+            "memory",
+            "ridge",
+            "source",
+        ):
             table.add_column(header, overflow="fold")
         for hw in unique(catalog.hardware):
-            fp8 = hw.peak_flops.get("fp8")  # type: ignore[union-attr]
+            fp8 = hw.peak_flops.get("fp8")
             table.add_row(
-                hw.id, hw.name, _si(hw.peak_flops["bf16"], "FLOP/s"),  # type: ignore[union-attr]
-                _si(fp8, "FLOP/s") if fp8 else "-", _si(hw.bandwidth, "B/s"),  # type: ignore[union-attr]
-                f"{hw.memory / 2**30:,.1f} GiB", f"{hw.peak_flops['bf16'] / hw.bandwidth:.0f}",  # type: ignore[union-attr]
+                hw.id,
+                hw.name,
+                _si(hw.peak_flops["bf16"], "FLOP/s"),
+                _si(fp8, "FLOP/s") if fp8 else "-",
+                _si(hw.bandwidth, "B/s"),
+                f"{hw.memory / 2**30:,.1f} GiB",
+                f"{hw.peak_flops['bf16'] / hw.bandwidth:.0f}",
                 hw.source[:80],
             )
     elif what == "models":
-        for header in ("id", "params", "active", "layers", "heads", "kv heads", "head dim",
-                       "attention", "source"):
+        for header in (
+            "id",
+            "params",
+            "active",
+            "layers",
+            "heads",
+            "kv heads",
+            "head dim",
+            "attention",
+            "source",
+        ):
             table.add_column(header, overflow="fold")
         for m in unique(catalog.models):
             table.add_row(
-                m.id, _si(m.params, ""), _si(m.active_params, ""), str(m.layers),  # type: ignore[union-attr]
-                str(m.heads), str(m.kv_heads), str(m.head_dim), m.attention, m.source[:80],  # type: ignore[union-attr]
+                m.id,
+                _si(m.params, ""),
+                _si(m.active_params, ""),
+                str(m.layers),
+                str(m.heads),
+                str(m.kv_heads),
+                str(m.head_dim),
+                m.attention,
+                m.source[:80],
             )
     else:
         for header in ("name", "bits", "group", "scale bytes", "bytes/element", "description"):
             table.add_column(header)
         for d in catalog.dtypes.values():
-            table.add_row(d.name, f"{d.bits:g}", str(d.group_size or "-"), f"{d.scale_bytes:g}",
-                          f"{d.bytes_per_element:.6g}", d.description)
+            table.add_row(
+                d.name,
+                f"{d.bits:g}",
+                str(d.group_size or "-"),
+                f"{d.scale_bytes:g}",
+                f"{d.bytes_per_element:.6g}",
+                d.description,
+            )
     console.print(table)
 
 
@@ -120,12 +167,25 @@ def print_classification(console: Any, result: dict[str, Any]) -> None:
     from rich.table import Table
 
     table = Table(title=f"ridge point {result['ridge_point']} FLOP/byte", title_justify="left")
-    for header in ("phase", "FLOPs", "bytes", "AI [FLOP/B]", "bottleneck", "attainable",
-                   "utilization"):
+    for header in (
+        "phase",
+        "FLOPs",
+        "bytes",
+        "AI [FLOP/B]",
+        "bottleneck",
+        "attainable",
+        "utilization",
+    ):
         table.add_column(header)
     for phase in ("prefill", "decode"):
         p = result[phase]
-        table.add_row(phase, _si(p["total_flops"], "FLOP"), _si(p["memory_bytes"], "B"),
-                      f"{p['arithmetic_intensity']}", p["bottleneck"],
-                      _si(p["achieved_flops"], "FLOP/s"), f"{p['utilization_percent']} %")
+        table.add_row(
+            phase,
+            _si(p["total_flops"], "FLOP"),
+            _si(p["memory_bytes"], "B"),
+            f"{p['arithmetic_intensity']}",
+            p["bottleneck"],
+            _si(p["achieved_flops"], "FLOP/s"),
+            f"{p['utilization_percent']} %",
+        )
     console.print(table)

@@ -69,8 +69,14 @@ class Sweep:
     def decode_points(self) -> int:
         """Points of the decode grid."""
         return _product(
-            len(self.models), len(self.hardware), len(self.tp), len(self.batch),
-            len(self.context), len(self.kv_heads), len(self.kv_dtype), len(self.weight_dtype),
+            len(self.models),
+            len(self.hardware),
+            len(self.tp),
+            len(self.batch),
+            len(self.context),
+            len(self.kv_heads),
+            len(self.kv_dtype),
+            len(self.weight_dtype),
         )
 
     @property
@@ -104,7 +110,9 @@ _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
 
 def _table_for(path: tuple[str, ...]) -> type[BaseModel] | None:
     for pattern, table in _TABLES.items():
-        if len(pattern) == len(path) and all(p in ("*", q) for p, q in zip(pattern, path)):
+        if len(pattern) != len(path):
+            continue
+        if all(p in ("*", q) for p, q in zip(pattern, path, strict=True)):
             return table
     return None
 
@@ -153,9 +161,23 @@ _SHAPE_KEYS = ("params", "layers", "heads", "kv_heads", "head_dim")
 """Keys a ``[models.*]`` table needs unless ``config`` names a config.json to read them from."""
 
 _MODEL_KEYS = (
-    "params", "active_params", "layers", "heads", "kv_heads", "head_dim", "hidden_size",
-    "attention", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "experts",
-    "experts_per_token", "sliding_window", "local_layers", "max_context", "source",
+    "params",
+    "active_params",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden_size",
+    "attention",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "experts",
+    "experts_per_token",
+    "sliding_window",
+    "local_layers",
+    "max_context",
+    "source",
 )
 
 
@@ -183,8 +205,11 @@ def _custom_model(
     if table.config is None:
         for field in _SHAPE_KEYS:
             if getattr(table, field) is None:
-                problems.add(f"{key}.{field}", "required key is missing "
-                             '(or give config = "path/to/config.json" to read the shapes)')
+                problems.add(
+                    f"{key}.{field}",
+                    "required key is missing "
+                    '(or give config = "path/to/config.json" to read the shapes)',
+                )
     values: dict[str, Any] = {}
     if imported is not None:
         values = {field: getattr(imported, field) for field in _MODEL_KEYS}
@@ -209,23 +234,29 @@ def _custom_model(
     if active > params:
         problems.add(f"{key}.active_params", f"{active!r} exceeds params = {params!r}")
     if experts_per_token > experts:
-        problems.add(
-            f"{key}.experts_per_token", f"{experts_per_token} exceeds experts = {experts}"
-        )
+        problems.add(f"{key}.experts_per_token", f"{experts_per_token} exceeds experts = {experts}")
     if local_layers > layers:
         problems.add(f"{key}.local_layers", f"{local_layers} exceeds layers = {layers}")
     if local_layers and not sliding_window:
         problems.add(f"{key}.sliding_window", "local_layers needs a sliding_window > 0")
     attention = str(table.attention) if "attention" in given and table.attention else None
-    if attention is None and imported is not None and not given & {
-        "kv_lora_rank", "kv_heads", "heads", "local_layers", "sliding_window"
-    }:
+    if (
+        attention is None
+        and imported is not None
+        and not given & {"kv_lora_rank", "kv_heads", "heads", "local_layers", "sliding_window"}
+    ):
         attention = imported.attention
     if attention is None:
         attention = (
-            "mla" if kv_lora_rank else
-            "gqa+sliding" if imported is not None and local_layers and sliding_window else
-            "mha" if kv_heads == heads else "mqa" if kv_heads == 1 else "gqa"
+            "mla"
+            if kv_lora_rank
+            else "gqa+sliding"
+            if imported is not None and local_layers and sliding_window
+            else "mha"
+            if kv_heads == heads
+            else "mqa"
+            if kv_heads == 1
+            else "gqa"
         )
     if attention == "mla" and not kv_lora_rank:
         problems.add(f"{key}.kv_lora_rank", "an MLA model needs kv_lora_rank > 0")
@@ -311,7 +342,9 @@ def _int_axis(value: Any, key: str, problems: _Problems) -> tuple[int, ...]:
     return tuple(values)
 
 
-def _kv_heads(values: list[str | int], models: Sequence[Model], problems: _Problems) -> tuple[str, ...]:
+def _kv_heads(
+    values: list[str | int], models: Sequence[Model], problems: _Problems
+) -> tuple[str, ...]:
     labels: list[str] = []
     for index, value in enumerate(values):
         key = f"axes.kv_heads[{index}]"
@@ -324,12 +357,18 @@ def _kv_heads(values: list[str | int], models: Sequence[Model], problems: _Probl
             continue
         for model in models:
             if model.is_mla:
-                problems.add(key, f"{value} cannot apply to MLA model {model.id!r}, whose cache "
-                             "is one latent per layer; allowed: 'native'")
+                problems.add(
+                    key,
+                    f"{value} cannot apply to MLA model {model.id!r}, whose cache "
+                    "is one latent per layer; allowed: 'native'",
+                )
             elif model.heads % int(value):
                 divisors = [d for d in range(1, model.heads + 1) if model.heads % d == 0]
-                problems.add(key, f"{value} does not divide the {model.heads} query heads of "
-                             f"model {model.id!r}; allowed: 'native', {divisors}")
+                problems.add(
+                    key,
+                    f"{value} does not divide the {model.heads} query heads of "
+                    f"model {model.id!r}; allowed: 'native', {divisors}",
+                )
     return tuple(labels)
 
 
@@ -371,7 +410,9 @@ def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = No
     if compute not in COMPUTE_DTYPES:
         close = difflib.get_close_matches(compute, COMPUTE_DTYPES, n=1)
         hint = f"did you mean {close[0]!r}? " if close else ""
-        problems.add("options.compute_dtype", f"unknown {compute!r}; {hint}allowed: {list(COMPUTE_DTYPES)}")
+        problems.add(
+            "options.compute_dtype", f"unknown {compute!r}; {hint}allowed: {list(COMPUTE_DTYPES)}"
+        )
     else:
         for device in hardware:
             if compute not in device.peak_flops:

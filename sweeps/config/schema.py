@@ -25,7 +25,8 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 
-CHART_KINDS = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
+ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
+CHART_KINDS: tuple[ChartKind, ...] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
 FIGURE_FORMATS = ("html", "png", "svg")
 
 
@@ -183,7 +184,7 @@ class DTypeTable(Strict):
 
 
 class Outputs(Strict):
-    charts: list[Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]] = list(CHART_KINDS)
+    charts: list[ChartKind] = list(CHART_KINDS)
     formats: list[Literal["html", "png", "svg"]] = ["html"]
     grid: Literal["netcdf", "none"] = "netcdf"
 

@@ -36,11 +36,11 @@ def column_info(frame: pl.DataFrame, table: str) -> dict[str, dict[str, str]]:
                 lookup.setdefault(entry.column_name, entry)
     info = {}
     for column in frame.columns:
-        entry = lookup.get(column)
-        if entry is None:
+        found = lookup.get(column)
+        if found is None:
             msg = f"column {column!r} of {table}.parquet is not declared in the registry"
             raise KeyError(msg)
-        info[column] = {"unit": entry.unit, "description": entry.description}
+        info[column] = {"unit": found.unit, "description": found.description}
     return info
 
 

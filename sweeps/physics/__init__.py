@@ -48,10 +48,10 @@ from sweeps.physics.roofline import (
 from sweeps.physics.textbook import classify_llm_phases, compute_arithmetic_intensity
 
 __all__ = [
+    "allreduce_bytes",
     "arithmetic_intensity",
     "asymptotic_ceiling",
     "attainable_flops",
-    "allreduce_bytes",
     "attention_flops_per_token",
     "batch_for_fraction",
     "causal_attention_pairs",

@@ -106,7 +106,9 @@ def knee_batch(weight_bytes: Array, kv_seq: Array) -> Array:
     return weight_bytes / kv_seq
 
 
-def ridge_batch(ridge: Array, weight_bytes: Array, flops_per_sequence: Array, kv_seq: Array) -> Array:
+def ridge_batch(
+    ridge: Array, weight_bytes: Array, flops_per_sequence: Array, kv_seq: Array
+) -> Array:
     """Batch at which decode turns compute-bound, ``R W / (F_seq - R KV_seq)``.
 
     It exists only where the ceiling ``F_seq / KV_seq`` lies above the ridge; elsewhere decode is
