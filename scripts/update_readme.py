@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweeps.export.columns import update_readme
+from sweeps.readme import update_readme
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

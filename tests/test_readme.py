@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sweeps.export.columns import END, START, column_reference
+from sweeps.readme import END, START, column_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
