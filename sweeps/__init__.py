@@ -12,6 +12,11 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from sweeps.charts import ai_vs_batch_chart as ai_vs_batch_chart
+    from sweeps.charts import bottleneck_chart as bottleneck_chart
+    from sweeps.charts import ceiling_chart as ceiling_chart
+    from sweeps.charts import output_hooks as output_hooks
+    from sweeps.charts import roofline_chart as roofline_chart
     from sweeps.config import Sweep, load_config, parse_config
     from sweeps.errors import (
         CatalogError,
@@ -42,6 +47,11 @@ _LAZY = {
     "to_parquet": "sweeps.export",
     "build_grid": "sweeps.grid",
     "summarize": "sweeps.summary",
+    "ceiling_chart": "sweeps.charts",
+    "bottleneck_chart": "sweeps.charts",
+    "ai_vs_batch_chart": "sweeps.charts",
+    "roofline_chart": "sweeps.charts",
+    "output_hooks": "sweeps.charts",
 }
 
 

@@ -76,12 +76,13 @@ def run(configs: tuple[Path, ...], out: Path, force: bool) -> None:
     """
     with _errors():
         sweeps = _load_all(configs)
+        from sweeps.charts import output_hooks
         from sweeps.cli.render import print_summary
         from sweeps.pipeline import run_to_folder
 
         console = _console()
         for sweep in sweeps:
-            result = run_to_folder(sweep, out, force=force, hooks=())
+            result = run_to_folder(sweep, out, force=force, hooks=output_hooks(sweep))
             print_summary(console, sweep, result)
 
 
