@@ -31,48 +31,12 @@ kv_heads = ["native", 1]
 kv_dtype = ["bf16", "int4"]
 """
 
-DECODE_COLUMNS = [
-    "model",
-    "hardware",
-    "batch",
-    "context",
-    "kv_heads",
-    "kv_dtype",
-    "weight_dtype",
-    "flops",
-    "bytes",
-    "arithmetic_intensity",
-    "ridge_point",
-    "bottleneck",
-    "attainable_flops",
-    "utilization",
-    "ceiling",
-    "fraction_of_ceiling",
-    "knee_batch",
-    "ridge_batch",
-    "max_batch",
-    "feasible",
-    "step_time_s",
-    "tokens_per_s",
-]
-PREFILL_COLUMNS = [
-    "model",
-    "hardware",
-    "batch",
-    "context",
-    "kv_heads",
-    "kv_dtype",
-    "weight_dtype",
-    "flops",
-    "bytes",
-    "arithmetic_intensity",
-    "ridge_point",
-    "bottleneck",
-    "attainable_flops",
-    "utilization",
-    "feasible",
-    "ttft_s",
-]
+AXIS_COLUMNS = ["model", "hardware", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype"]
+ROOFLINE_COLUMNS = ["flops", "bytes", "arithmetic_intensity", "ridge_point", "bottleneck",
+                    "attainable_flops", "utilization"]  # fmt: skip
+DECODE_COLUMNS = [*AXIS_COLUMNS, *ROOFLINE_COLUMNS, "ceiling", "fraction_of_ceiling", "knee_batch",
+                  "ridge_batch", "max_batch", "feasible", "step_time_s", "tokens_per_s"]  # fmt: skip
+PREFILL_COLUMNS = [*AXIS_COLUMNS, *ROOFLINE_COLUMNS, "feasible", "ttft_s"]
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +85,7 @@ def test_decode_parquet_equals_the_grid(grid: xr.Dataset, folder: Path) -> None:
             weight_dtype=row["weight_dtype"],
         )
         assert int(point["kv_heads_count"]) == row["kv_heads"]
-        for name in DECODE_COLUMNS[7:]:
+        for name in DECODE_COLUMNS[len(AXIS_COLUMNS) :]:
             value = point[name].item()
             if name == "bottleneck":
                 assert row[name] == BOTTLENECK_FLAGS[value]
