@@ -8,11 +8,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import xarray as xr
 
 from sweeps.config import Sweep, load_config
 from sweeps.export import atomic_folder, check_target, column_info, frames, to_netcdf, write_frame
+from sweeps.export.stream import Progress
 from sweeps.grid import build_grid
 
 Hook = Callable[[xr.Dataset, Sweep, Path], list[str]]
@@ -28,13 +30,19 @@ def run(config: Sweep | str | Path) -> xr.Dataset:
 
 @dataclass
 class RunResult:
-    """What ``run_to_folder`` wrote: the folder, the grid, row counts and timings [s]."""
+    """What ``run_to_folder`` wrote: the folder, the grid, row counts and timings [s].
+
+    ``dataset`` is the whole grid for a single-file result; for a streamed (partitioned)
+    result it is ``None``: the grid never existed in memory at once.
+    """
 
     folder: Path
-    dataset: xr.Dataset
+    dataset: xr.Dataset | None
     rows: dict[str, int]
     timings: dict[str, float] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
+    layout: str = "single"
+    chunks: int = 1
 
 
 def _version() -> str:
@@ -44,8 +52,13 @@ def _version() -> str:
 
 
 def manifest(sweep: Sweep, rows: Mapping[str, int], columns: Mapping[str, object],
-             timings: dict[str, float], files: list[str]) -> dict[str, object]:
-    """The manifest of a result folder, as a JSON-ready dict."""
+             timings: dict[str, float], files: list[str],
+             layout: dict[str, object] | None = None) -> dict[str, object]:
+    """The manifest of a result folder, as a JSON-ready dict.
+
+    ``layout`` says how the tables are stored: ``{"kind": "single"}`` (``decode.parquet``) or
+    ``{"kind": "partitioned", "partitioning": "hive", "by": ["model"], "chunks": n, ...}``.
+    """
     return {
         "package": "sweeps",
         "version": _version(),
@@ -68,18 +81,42 @@ def manifest(sweep: Sweep, rows: Mapping[str, int], columns: Mapping[str, object
         "columns": columns,
         "timings_s": timings,
         "files": files,
+        "layout": layout or {"kind": "single"},
     }
 
 
 def run_to_folder(
-    sweep: Sweep, out: str | Path = "outputs", force: bool = False, hooks: tuple[Hook, ...] = ()
+    sweep: Sweep,
+    out: str | Path = "outputs",
+    force: bool = False,
+    hooks: tuple[Hook, ...] = (),
+    memory_budget: int | None = None,
+    progress: Progress | None = None,
+    client: Any = None,
 ) -> RunResult:
     """Compute ``sweep`` and write ``<out>/<name>/`` atomically (replaced only with ``force``).
 
     Writes the four Parquet tables, ``grid.nc`` (unless ``[outputs] grid = "none"``), whatever
     ``hooks`` add (charts, report), and ``manifest.json`` last.
+
+    When the grid's estimated memory (``sweeps.grid.chunks.estimate_bytes``) exceeds
+    ``memory_budget`` [byte] (default: half the physical memory), or when ``client`` (a
+    ``dask.distributed.Client``) is given, the grid is evaluated in chunks and streamed to
+    ``decode/model=<id>/part-N.parquet`` and ``prefill/...`` instead; ``grid.nc`` and the hooks
+    are skipped (they need the whole grid in memory) and the manifest says so. ``progress`` is
+    called after each chunk with (points done, points in all).
     """
-    target = Path(out) / sweep.name
+    from sweeps.grid.chunks import default_budget, needs_chunks
+
+    budget = default_budget() if memory_budget is None else memory_budget
+    if client is not None or needs_chunks(sweep, budget):
+        return _stream_to_folder(sweep, Path(out), force, budget, progress, client)
+    return _run_in_memory(sweep, Path(out), force, hooks, progress)
+
+
+def _run_in_memory(sweep: Sweep, out: Path, force: bool, hooks: tuple[Hook, ...],
+                   progress: Progress | None) -> RunResult:
+    target = out / sweep.name
     check_target(target, force)
     timings: dict[str, float] = {}
     start = time.perf_counter()
@@ -98,6 +135,9 @@ def run_to_folder(
             to_netcdf(ds, staging / "grid.nc")
             files.append("grid.nc")
         timings["export"] = time.perf_counter() - start
+        if progress is not None:
+            progress(sweep.decode_points + sweep.prefill_points,
+                     sweep.decode_points + sweep.prefill_points)
         for hook in hooks:
             start = time.perf_counter()
             files += hook(ds, sweep, staging)
@@ -106,3 +146,45 @@ def run_to_folder(
         document = manifest(sweep, rows, columns, timings, files)
         (staging / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
     return RunResult(target, ds, rows, timings, files)
+
+
+def _stream_to_folder(sweep: Sweep, out: Path, force: bool, budget: int,
+                      progress: Progress | None, client: Any) -> RunResult:
+    from sweeps.export.stream import spec_tables, stream_chunks
+    from sweeps.grid.chunks import plan_chunks
+
+    target = out / sweep.name
+    check_target(target, force)
+    chunks = plan_chunks(sweep, budget)
+    timings: dict[str, float] = {}
+    with atomic_folder(target, force) as staging:
+        start = time.perf_counter()
+        results = stream_chunks(sweep, chunks, staging, progress, client)
+        timings["grid_and_export"] = time.perf_counter() - start
+        rows: dict[str, int] = {"decode": 0, "prefill": 0}
+        files: list[str] = []
+        for result in results:
+            for phase, count in result["rows"].items():
+                rows[phase] += count
+            files += result["files"]
+        columns: dict[str, object] = dict(results[0]["columns"]) if results else {}
+        for name, frame in spec_tables(sweep).items():
+            write_frame(frame, staging / f"{name}.parquet", name)
+            files.append(f"{name}.parquet")
+            rows[name] = frame.height
+            columns[name] = column_info(frame, name)
+        files.append("manifest.json")
+        layout = {
+            "kind": "partitioned",
+            "partitioning": "hive",
+            "by": ["model"],
+            "tables": {p: f"{p}/model=<id>/part-<N>.parquet" for p in ("decode", "prefill")},
+            "chunks": len(chunks),
+            "memory_budget_bytes": budget,
+            "engine": "dask.distributed" if client is not None else "local",
+            "skipped": ["grid.nc", "hooks"],
+            "reason": "the grid is streamed in chunks and never held in memory at once",
+        }
+        document = manifest(sweep, rows, columns, timings, files, layout)
+        (staging / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
+    return RunResult(target, None, rows, timings, files, "partitioned", len(chunks))
