@@ -34,11 +34,58 @@ def _errors() -> Iterator[None]:
 
 
 def _console() -> Any:
-    from rich.console import Console
-
     import shutil
 
+    from rich.console import Console
+
     return Console(soft_wrap=False, width=max(120, shutil.get_terminal_size().columns))
+
+
+@contextmanager
+def _cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
+    """A dask ``Client`` for ``--scheduler`` or ``--workers``, else ``None``."""
+    if scheduler is None and workers is None:
+        yield None
+        return
+    from sweeps.errors import ConfigError
+
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        msg = "--scheduler/--workers need the dask extra: pip install 'sweeps[dask]'"
+        raise ConfigError(msg) from None
+    if scheduler is not None:
+        with Client(scheduler) as client:
+            yield client
+        return
+    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+@contextmanager
+def _progress(console: Any, name: str) -> Iterator[Any]:
+    """A progress callback drawing a bar with ETA on a terminal; ``None`` elsewhere."""
+    if not console.is_terminal:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    columns = (TextColumn("{task.description}"), BarColumn(),
+               TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task(name, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -64,7 +111,15 @@ def _load_all(configs: tuple[Path, ...]) -> list[Any]:
 @click.option("--out", type=click.Path(path_type=Path), default=Path("outputs"),
               show_default=True, help="Folder that receives <sweep name>/.")
 @click.option("--force", is_flag=True, help="Replace an existing result.")
-def run(configs: tuple[Path, ...], out: Path, force: bool) -> None:
+@click.option("--memory-budget", default=None, metavar="SIZE",
+              help="Memory a run may use, e.g. 2GiB; bigger grids are computed in chunks and "
+              "streamed to decode/model=<id>/part-N.parquet. Default: half the RAM.")
+@click.option("--scheduler", default=None, metavar="ADDRESS",
+              help="Evaluate on this dask.distributed scheduler (needs the dask extra).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Evaluate on a local dask cluster of N workers (needs the dask extra).")
+def run(configs: tuple[Path, ...], out: Path, force: bool, memory_budget: str | None,
+        scheduler: str | None, workers: int | None) -> None:
     """Validate CONFIGS, compute every grid, write outputs/<name>/ and print a summary.
 
     Every config is validated before any is computed; a failed run leaves earlier results
@@ -78,17 +133,30 @@ def run(configs: tuple[Path, ...], out: Path, force: bool) -> None:
         sweeps = _load_all(configs)
         from sweeps.charts import output_hooks
         from sweeps.cli.render import print_summary
+        from sweeps.grid.chunks import parse_size
         from sweeps.pipeline import run_to_folder
 
+        budget = parse_size(memory_budget) if memory_budget else None
         console = _console()
-        for sweep in sweeps:
-            result = run_to_folder(sweep, out, force=force, hooks=output_hooks(sweep))
-            print_summary(console, sweep, result)
+        with _cluster(scheduler, workers) as client:
+            for sweep in sweeps:
+                with _progress(console, sweep.name) as progress:
+                    result = run_to_folder(sweep, out, force=force, hooks=output_hooks(sweep),
+                                           memory_budget=budget, progress=progress,
+                                           client=client)
+                if result.dataset is not None:
+                    print_summary(console, sweep, result)
+                else:
+                    rows = ", ".join(f"{k} {v:,} rows" for k, v in result.rows.items())
+                    console.print(f"wrote {result.folder}/ in {result.chunks} chunks, partitioned "
+                                  f"by model ({rows}) in {sum(result.timings.values()):.2f} s")
 
 
 @cli.command()
 @click.argument("configs", nargs=-1, required=True, type=click.Path(path_type=Path))
-def validate(configs: tuple[Path, ...]) -> None:
+@click.option("--memory-budget", default=None, metavar="SIZE",
+              help="Budget to plan chunks against, e.g. 2GiB. Default: half the RAM.")
+def validate(configs: tuple[Path, ...], memory_budget: str | None) -> None:
     """Check CONFIGS without computing: print each grid's size and estimated memory.
 
     \b
@@ -97,9 +165,11 @@ def validate(configs: tuple[Path, ...]) -> None:
     """
     with _errors():
         from sweeps.cli.render import print_validation
+        from sweeps.grid.chunks import parse_size
 
+        budget = parse_size(memory_budget) if memory_budget else None
         for sweep in _load_all(configs):
-            print_validation(sweep)
+            print_validation(sweep, budget)
 
 
 @cli.command("list")
@@ -205,6 +275,33 @@ def import_model(path: Path, model_id: str | None) -> None:
     click.echo("\n".join(lines))
     click.echo("")
     click.echo(model_to_toml(model, str(path)), nl=False)
+
+
+@cli.command()
+@click.option("--quick", is_flag=True, help="A small grid: seconds, for tests and smoke checks.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@click.option("--e2e-budget", default="2GiB", show_default=True, metavar="SIZE",
+              help="Memory budget of the end-to-end run.")
+def bench(quick: bool, as_json: bool, e2e_budget: str) -> None:
+    """Measure the engine: points/s, vs a scalar loop, vs the write limit, the export vs
+    Polars, and an end-to-end streamed run with its peak RSS.
+
+    \b
+    Example:
+      sweeps bench --json
+    """
+    with _errors():
+        import json
+
+        from sweeps.bench import format_report, run_bench
+        from sweeps.grid.chunks import parse_size
+
+        def say(step: str) -> None:
+            if not as_json:
+                click.echo(f"measuring: {step}", err=True)
+
+        report = run_bench(quick=quick, e2e_budget=parse_size(e2e_budget), progress=say)
+        click.echo(json.dumps(report, indent=2) if as_json else format_report(report))
 
 
 def main() -> None:

@@ -79,14 +79,24 @@ def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
     console.print(f"wrote {result.folder}/ ({rows}) in {sum(result.timings.values()):.2f} s")
 
 
-def print_validation(sweep: Sweep) -> None:
-    """One line per valid config: grid sizes and the memory a run needs."""
-    from sweeps.grid.build import estimate_bytes
+def print_validation(sweep: Sweep, budget: int | None = None) -> None:
+    """One line per valid config: grid sizes, the memory a run needs, and how it will run.
 
+    ``budget`` [byte] defaults to ``sweeps.grid.chunks.default_budget()``; above it the line
+    says how many chunks the run will stream.
+    """
+    from sweeps.grid.chunks import default_budget, estimate_bytes, plan_chunks
+
+    budget = default_budget() if budget is None else budget
+    need = estimate_bytes(sweep)
+    plan = "in memory, single files"
+    if need > budget:
+        plan = (f"streamed in {len(plan_chunks(sweep, budget)):,} chunks, partitioned by model "
+                f"(budget {budget / 2**30:,.2f} GiB)")
     click.echo(
         f"{sweep.path}: ok: {sweep.name}: decode {sweep.decode_points:,} points, "
         f"prefill {sweep.prefill_points:,} points, estimated memory "
-        f"{estimate_bytes(sweep) / 2**20:,.1f} MiB"
+        f"{need / 2**20:,.1f} MiB; {plan}"
     )
 
 
