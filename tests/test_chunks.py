@@ -1,0 +1,121 @@
+"""Memory estimate, chunk planning and the blocked evaluation of the grid (issue 4)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+import xarray as xr
+
+import sweeps.grid.build as build
+from sweeps.config import parse_config
+from sweeps.errors import ConfigError
+from sweeps.export.frame import decode_frame, prefill_frame
+from sweeps.export.stream import categories
+from sweeps.grid.chunks import BASE_BYTES, estimate_bytes, needs_chunks, parse_size, plan_chunks
+
+CONFIG = """
+[sweep]
+name = "chunky"
+[axes]
+model = ["llama-3-8b", "mixtral-8x7b", "deepseek-v3", "gemma-2-9b"]
+hardware = ["h100-sxm", "b200", "l4"]
+batch = { start = 1, stop = 40 }
+context = [512, 8192, 32768]
+prompt = [128, 4096]
+kv_dtype = ["bf16", "fp8"]
+weight_dtype = ["bf16", "int4"]
+tp = [1, 2]
+"""
+
+
+def small_budget(sweep, parts=20):
+    """A budget about 1/``parts`` of what ``sweep`` needs beyond the fixed base [byte]."""
+    return BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // parts
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return parse_config(CONFIG, "chunky.toml")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("2GiB", 2 * 2**30), ("512MB", 512 * 10**6), ("1.5e9", 1_500_000_000), ("64 mib", 64 * 2**20)],
+)
+def test_parse_size(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "lots", "2XB", "0", "-1GiB"])
+def test_parse_size_rejects(text):
+    with pytest.raises(ConfigError, match="--memory-budget"):
+        parse_size(text)
+
+
+def test_estimate_counts_the_materialised_grid(sweep):
+    ds = build.build_grid(sweep)
+    grid = sum(ds[v].nbytes for v in ds.data_vars)
+    assert estimate_bytes(sweep) > grid
+    bigger = parse_config(CONFIG.replace("stop = 40", "stop = 400"), "big.toml")
+    assert estimate_bytes(bigger) - BASE_BYTES > 5 * (estimate_bytes(sweep) - BASE_BYTES)
+
+
+def test_plan_covers_every_point_in_order(sweep):
+    budget = small_budget(sweep)
+    assert needs_chunks(sweep, budget)
+    chunks = plan_chunks(sweep, budget)
+    assert len(chunks) > len(sweep.models)
+    assert sum(c.sweep.decode_points for c in chunks) == sweep.decode_points
+    assert sum(c.sweep.prefill_points for c in chunks) == sweep.prefill_points
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    assert [c.model for c in chunks] == sorted(
+        (c.model for c in chunks), key=[m.id for m in sweep.models].index
+    )
+    for chunk in chunks:
+        assert len(chunk.sweep.models) == 1
+        assert estimate_bytes(chunk.sweep) <= budget
+    parts = [c.part for c in chunks if c.model == chunks[0].model]
+    assert parts == list(range(len(parts)))
+
+
+def test_plan_without_need_is_one_chunk_per_model(sweep):
+    chunks = plan_chunks(sweep, 2**40)
+    assert [c.model for c in chunks] == [m.id for m in sweep.models]
+    assert not needs_chunks(sweep, 2**40)
+
+
+def test_chunk_frames_concatenate_to_the_whole_frames(sweep):
+    ds = build.build_grid(sweep)
+    names = categories(sweep)
+    chunks = plan_chunks(sweep, small_budget(sweep))
+    grids = [build.build_grid(c.sweep) for c in chunks]
+    for make in (decode_frame, prefill_frame):
+        whole = make(ds)
+        joined = pl.concat([make(g, names) for g in grids])
+        assert joined.schema == whole.schema
+        assert joined.equals(whole)
+
+
+@pytest.mark.parametrize(("min_inner", "block"), [(1, 7), (4, 64), (30, 1000), (2, 1 << 20)])
+def test_blocked_evaluation_is_identical(sweep, monkeypatch, min_inner, block):
+    reference = build.build_grid(sweep)
+    monkeypatch.setattr(build, "MIN_INNER", min_inner)
+    monkeypatch.setattr(build, "BLOCK_ELEMENTS", block)
+    xr.testing.assert_identical(build.build_grid(sweep), reference)
+
+
+def test_blocked_evaluation_matches_whole_array_physics(sweep):
+    """The blocks give bit-for-bit what xarray broadcasting of the same physics gives."""
+    from sweeps import physics
+
+    ds = build.build_grid(sweep)
+    step = physics.roofline_time(
+        ds["flops"],
+        ds["bytes"],
+        ds["peak_flops"] * sweep.options.compute_efficiency,
+        ds["bandwidth"] * sweep.options.bandwidth_efficiency,
+    )
+    expected = step.transpose(*ds["step_time_s"].dims).values
+    assert (expected == ds["step_time_s"].values).all()
+    tokens = physics.tokens_per_second(ds["batch"], ds["step_time_s"])
+    assert (tokens.transpose(*ds["tokens_per_s"].dims).values == ds["tokens_per_s"].values).all()

@@ -1,0 +1,56 @@
+"""``sweeps --help`` and ``sweeps validate`` load neither xarray, pandas nor altair (issue 4)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("xarray", "pandas", "altair", "polars", "dask", "distributed")
+PROBE = """
+import json, sys
+from sweeps.cli.main import cli
+try:
+    cli(sys.argv[1:], standalone_mode=False)
+finally:
+    print("MODULES " + json.dumps(sorted(m for m in sys.modules if "." not in m)))
+"""
+CONFIG = Path(__file__).resolve().parent.parent / "configs" / "seed-llama3-8b-h100.toml"
+
+
+def loaded(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True
+    )
+    line = next(x for x in done.stdout.splitlines() if x.startswith("MODULES "))
+    return set(json.loads(line.removeprefix("MODULES ")))
+
+
+@pytest.mark.parametrize(
+    "args", [("--help",), ("run", "--help"), ("bench", "--help"), ("validate", str(CONFIG))]
+)
+def test_light_commands_skip_heavy_imports(args):
+    modules = loaded(*args)
+    assert "sweeps" in modules
+    assert not modules & set(HEAVY), sorted(modules & set(HEAVY))
+
+
+def test_validate_with_budget_plans_chunks_without_heavy_imports():
+    modules = loaded("validate", str(CONFIG), "--memory-budget", "64MiB")
+    assert not modules & set(HEAVY)
+
+
+def test_the_probe_can_fail():
+    """The probe sees a heavy import when one happens (so the tests above can fail)."""
+    modules = loaded("list", "dtypes")
+    assert "sweeps" in modules
+    done = subprocess.run(
+        [sys.executable, "-c", "import sweeps.grid.build, sys; print('xarray' in sys.modules)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "True"

@@ -1,0 +1,187 @@
+"""Streaming a chunked grid to a Hive-partitioned Parquet dataset, atomically (issue 4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from sweeps.config import parse_config
+from sweeps.export.parquet import read_units
+from sweeps.grid.chunks import BASE_BYTES, estimate_bytes
+from sweeps.pipeline import run_to_folder
+
+CONFIG = """
+[sweep]
+name = "stream"
+[axes]
+model = ["llama-3-8b", "mixtral-8x7b", "deepseek-v3"]
+hardware = ["h100-sxm", "b200", "l4"]
+batch = { start = 1, stop = 48 }
+context = [512, 8192]
+prompt = [128, 1024, 4096]
+kv_dtype = ["bf16", "fp8"]
+tp = [1, 2]
+[outputs]
+charts = []
+grid = "none"
+"""
+KEYS = ["model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype"]
+
+
+def in_sweep_order(folder, phase, sweep):
+    """The partitioned dataset read back in the sweep's order: models, then parts."""
+    files = [
+        part
+        for m in sweep.models
+        for part in sorted((folder / phase / f"model={m.id}").glob("part-*.parquet"))
+    ]
+    return pl.read_parquet(files)
+
+
+NAMES = ["model", "hardware", "kv_dtype", "weight_dtype", "bottleneck"]
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return parse_config(CONFIG, "stream.toml")
+
+
+def budget_for(sweep, parts=10):
+    return BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // parts
+
+
+@pytest.fixture(scope="module")
+def results(sweep, tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    whole = run_to_folder(sweep, out / "whole")
+    seen: list[tuple[int, int]] = []
+    parts = run_to_folder(
+        sweep,
+        out / "parts",
+        memory_budget=budget_for(sweep),
+        progress=lambda done, total: seen.append((done, total)),
+    )
+    return whole, parts, seen
+
+
+def test_small_budget_streams_partitions(results, sweep):
+    whole, parts, seen = results
+    assert whole.layout == "single"
+    assert (whole.folder / "decode.parquet").exists()
+    assert parts.layout == "partitioned"
+    assert parts.dataset is None
+    assert parts.chunks > len(sweep.models)
+    assert not (parts.folder / "decode.parquet").exists()
+    for phase in ("decode", "prefill"):
+        folders = sorted(p.name for p in (parts.folder / phase).iterdir())
+        assert folders == sorted(f"model={m.id}" for m in sweep.models)
+        assert all(f.name.startswith("part-") for f in (parts.folder / phase).rglob("*.parquet"))
+    assert parts.rows == whole.rows
+    assert seen[-1][0] == seen[-1][1] == sweep.decode_points + sweep.prefill_points
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    layout = json.loads((parts.folder / "manifest.json").read_text())["layout"]
+    assert layout["kind"] == "partitioned"
+    assert layout["by"] == ["model"]
+    assert layout["chunks"] == parts.chunks
+    assert json.loads((whole.folder / "manifest.json").read_text())["layout"] == {"kind": "single"}
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_same_rows_and_schema_in_polars(results, phase, sweep):
+    parts_sweep = sweep
+    whole, parts, _ = results
+    single = pl.read_parquet(whole.folder / f"{phase}.parquet")
+    dataset = pl.scan_parquet(parts.folder / phase, hive_partitioning=True).collect()
+    assert dataset.schema == single.schema
+    assert dataset.sort(KEYS).equals(single.sort(KEYS))
+    assert in_sweep_order(parts.folder, phase, parts_sweep).equals(single)
+    for part in (parts.folder / phase).rglob("*.parquet"):
+        assert pl.read_parquet_schema(part) == single.schema
+        assert read_units(part) == read_units(whole.folder / f"{phase}.parquet")
+
+
+@pytest.mark.parametrize("phase", ["decode", "prefill"])
+def test_same_rows_in_duckdb(results, phase):
+    whole, parts, _ = results
+    glob = str(parts.folder / phase / "*" / "*.parquet")
+    query = f"select * from read_parquet('{glob}', hive_partitioning = true) order by all"
+    dataset = duckdb.sql(query).pl()
+    single = duckdb.sql(
+        f"select * from read_parquet('{whole.folder / f'{phase}.parquet'}') order by all"
+    ).pl()
+    assert dataset.columns == single.columns
+    assert dataset.height == single.height
+    as_text = [pl.col(c).cast(pl.String) for c in NAMES]
+    assert dataset.with_columns(as_text).equals(single.with_columns(as_text))
+
+
+def _leftovers(folder: Path, name: str) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.startswith(f".{name}.")]
+
+
+def test_failing_chunk_leaves_previous_result(sweep, tmp_path):
+    first = run_to_folder(sweep, tmp_path, memory_budget=budget_for(sweep))
+    before = (first.folder / "manifest.json").read_text()
+
+    def boom(done: int, total: int) -> None:
+        if done > 0:
+            msg = "killed mid-way"
+            raise RuntimeError(msg)
+
+    with pytest.raises(RuntimeError, match="killed mid-way"):
+        run_to_folder(sweep, tmp_path, force=True, memory_budget=budget_for(sweep), progress=boom)
+    assert (first.folder / "manifest.json").read_text() == before
+    assert _leftovers(tmp_path, sweep.name) == []
+    # and with nothing before: nothing after
+    with pytest.raises(RuntimeError):
+        run_to_folder(sweep, tmp_path / "fresh", memory_budget=budget_for(sweep), progress=boom)
+    assert not (tmp_path / "fresh" / sweep.name).exists()
+    assert _leftovers(tmp_path / "fresh", sweep.name) == []
+
+
+CHILD = """
+import sys, time
+from sweeps.config import parse_config
+from sweeps.grid.chunks import BASE_BYTES, estimate_bytes
+from sweeps.pipeline import run_to_folder
+sweep = parse_config(open(sys.argv[1]).read(), sys.argv[1])
+budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 10
+def slow(done, total):
+    print("chunk", done, flush=True)
+    time.sleep(30)
+run_to_folder(sweep, sys.argv[2], force=True, memory_budget=budget, progress=slow)
+"""
+
+
+def test_sigkill_mid_run_leaves_previous_result(sweep, tmp_path):
+    config = tmp_path / "stream.toml"
+    config.write_text(CONFIG, "utf-8")
+    out = tmp_path / "out"
+    first = run_to_folder(sweep, out, memory_budget=budget_for(sweep))
+    before = {p.relative_to(first.folder): p.read_bytes() for p in first.folder.rglob("*.*")}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(config), str(out)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().startswith("chunk")  # one chunk written, mid-run
+        staging = [p for p in out.iterdir() if p.name.startswith(f".{sweep.name}.tmp-")]
+        assert staging
+        assert any(staging[0].rglob("part-*.parquet"))
+    finally:
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    time.sleep(0.1)
+    after = {p.relative_to(first.folder): p.read_bytes() for p in first.folder.rglob("*.*")}
+    assert after == before
+    # the killed run's staging folder is hidden beside the result, never in its place
+    assert all(p.name.startswith(".") for p in out.iterdir() if p.name != sweep.name)
