@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-import xarray as xr
 
 import sweeps.grid.build as build
 from sweeps.config import parse_config
@@ -96,19 +95,15 @@ def test_chunk_frames_concatenate_to_the_whole_frames(sweep):
         assert joined.equals(whole)
 
 
-@pytest.mark.parametrize(("min_inner", "block"), [(1, 7), (4, 64), (30, 1000), (2, 1 << 20)])
-def test_blocked_evaluation_is_identical(sweep, monkeypatch, min_inner, block):
-    reference = build.build_grid(sweep)
-    monkeypatch.setattr(build, "MIN_INNER", min_inner)
-    monkeypatch.setattr(build, "BLOCK_ELEMENTS", block)
-    xr.testing.assert_identical(build.build_grid(sweep), reference)
-
-
-def test_blocked_evaluation_matches_whole_array_physics(sweep):
-    """The blocks give bit-for-bit what xarray broadcasting of the same physics gives."""
+@pytest.mark.parametrize("use_kernel", [True, False])
+def test_roofline_pass_matches_whole_array_physics(sweep, use_kernel):
+    """The roofline pass (compiled or numpy) gives bit-for-bit what xarray broadcasting of the
+    same physics gives."""
     from sweeps import physics
 
-    ds = build.build_grid(sweep)
+    if use_kernel:
+        pytest.importorskip("numba")
+    ds = build.build_grid(sweep, use_kernel=use_kernel)
     step = physics.roofline_time(
         ds["flops"],
         ds["bytes"],

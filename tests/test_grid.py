@@ -275,3 +275,11 @@ def test_vectorized_grid_equals_scalar_loop() -> None:
     assert set(np.unique(ds["bottleneck"].values)) == {0, 1}
     assert ds["feasible"].any()
     assert not ds["feasible"].all()
+
+
+def test_compiled_roofline_pass_equals_numpy() -> None:
+    pytest.importorskip("numba")  # the compiled pass is taken on large grids; force it here
+    sweep = parse_config(LOOP)
+    xr.testing.assert_identical(
+        build_grid(sweep, use_kernel=True), build_grid(sweep, use_kernel=False)
+    )

@@ -8,7 +8,6 @@ prefill), kv_heads, kv_dtype, weight_dtype.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,7 @@ from sweeps import physics
 from sweeps.catalog import COMPUTE_DTYPES
 from sweeps.config import NATIVE, Sweep
 from sweeps.grid.chunks import estimate_bytes
+from sweeps.grid.roof import roofline_outputs
 from sweeps.grid.variables import BOTTLENECK_FLAGS, REGISTRY
 
 DECODE_DIMS = (
@@ -139,156 +139,17 @@ def _order(da: xr.DataArray, dims: tuple[str, ...]) -> xr.DataArray:
     return da.transpose(*[d for d in dims if d in da.dims])
 
 
-# --- blocked evaluation of the full-rank outputs ----------------------------------------------
-#
-# Every full-rank output is a cheap elementwise function of low-rank inputs. Evaluated over the
-# whole grid, each physics call would allocate a grid-sized temporary and stream it through main
-# memory several times. Instead the grid is walked in cache-sized blocks: each block's inputs are
-# broadcast into small contiguous slabs, the same physics functions run on them (so the values
-# are bit-for-bit those of whole-array evaluation), and only the results are written out, once.
-
-BLOCK_ELEMENTS = 1 << 16
-"""Points per block: a few of its float64 temporaries fit the L2 cache of one core."""
-MIN_INNER = 1 << 9
-"""Smallest contiguous run of points a block is built from (keeps numpy's inner loops long)."""
-
-Kernel = Callable[[dict[str, np.ndarray], frozenset[str]], dict[str, np.ndarray]]
-
-
-def _full_rank(da: xr.DataArray, dims: tuple[str, ...]) -> np.ndarray:
-    """``da``'s values with one axis per dim of ``dims`` (size 1 where ``da`` has none)."""
-    present = [d for d in dims if d in da.dims]
-    values = np.asarray(da.transpose(*present).values)
-    return values.reshape([da.sizes[d] if d in da.dims else 1 for d in dims])
-
-
-def _union(dims: tuple[str, ...], *arrays: xr.DataArray) -> tuple[str, ...]:
-    """The dims of the broadcast of ``arrays``, in the canonical order ``dims``."""
-    found = {d for a in arrays for d in a.dims}
-    return tuple(d for d in dims if d in found)
-
-
-def _evaluate(
-    dims: tuple[str, ...],
-    sizes: dict[str, int],
-    inputs: dict[str, xr.DataArray],
-    outputs: dict[str, tuple[tuple[str, ...], type]],
-    kernel: Kernel,
-) -> dict[str, np.ndarray]:
-    """Run ``kernel`` over the grid ``dims`` block by block; fill one array per output.
-
-    ``outputs`` maps each name to its dims (a subset of ``dims``, in order) and dtype; an output
-    that lacks some dims is written from the blocks at index 0 of those dims only.
-    """
-    shape = tuple(sizes[d] for d in dims)
-    arrays = {name: _full_rank(da, dims) for name, da in inputs.items()}
-    results: dict[str, np.ndarray] = {
-        name: np.empty(tuple(sizes[d] for d in odims), dtype=dtype)
-        for name, (odims, dtype) in outputs.items()
-    }
-    k, inner = len(dims) - 1, 1
-    while k > 0 and inner < MIN_INNER:
-        inner *= shape[k]
-        k -= 1
-    if k == 0 or any(d not in odims for odims, _ in outputs.values() for d in dims[k:]):
-        # Small or oddly shaped grid: one block, plain numpy broadcasting.
-        block = kernel(arrays, frozenset(outputs))
-        for name, (odims, _) in outputs.items():
-            index = tuple(slice(None) if d in odims else 0 for d in dims)
-            results[name][...] = np.broadcast_to(block[name], shape)[index]
-        return results
-    rows = max(1, min(shape[k], BLOCK_ELEMENTS // inner))
-    cols = min(inner, BLOCK_ELEMENTS)
-    views = {}
-    for name, (odims, _) in outputs.items():
-        full = [shape[i] if d in odims else 1 for i, d in enumerate(dims)]
-        views[name] = results[name].reshape(full).reshape(*full[:k], shape[k], inner)
-    cache: dict[str, tuple[object, np.ndarray]] = {}
-
-    def slab(name: str, prefix: tuple[int, ...], r0: int, r1: int) -> np.ndarray:
-        array = arrays[name]
-        along = array.shape[k] > 1
-        key = (
-            tuple(p if array.shape[i] > 1 else 0 for i, p in enumerate(prefix)),
-            (r0, r1) if along else None,
-        )
-        hit = cache.get(name)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        sub = array[(*key[0], slice(r0, r1) if along else slice(0, 1))]  # type: ignore[arg-type]
-        if sub[0].size == 1:
-            out = sub.reshape(sub.shape[0], 1)
-        else:
-            out = np.broadcast_to(sub, (sub.shape[0], *shape[k + 1 :])).reshape(sub.shape[0], inner)
-        cache[name] = (key, out)
-        return out
-
-    for prefix in np.ndindex(*shape[:k]):
-        want = frozenset(
-            name
-            for name, (odims, _) in outputs.items()
-            if all(p == 0 or dims[i] in odims for i, p in enumerate(prefix))
-        )
-        for r0 in range(0, shape[k], rows):
-            r1 = min(r0 + rows, shape[k])
-            slabs = {name: slab(name, prefix, r0, r1) for name in arrays}
-            for c0 in range(0, inner, cols):
-                c1 = min(c0 + cols, inner)
-                block = {n: s if s.shape[1] == 1 else s[:, c0:c1] for n, s in slabs.items()}
-                values = kernel(block, want)
-                for name in want:
-                    view = views[name]
-                    index = tuple(p if view.shape[i] > 1 else 0 for i, p in enumerate(prefix))
-                    np.copyto(view[index][r0:r1, c0:c1], values[name], casting="unsafe")
-    return results
-
-
-def _decode_kernel(x: dict[str, np.ndarray], want: frozenset[str]) -> dict[str, np.ndarray]:
-    """The full-rank decode outputs of one block, from the physics."""
-    step_bytes = physics.decode_bytes(x["weights_read"], x["batch"], x["kv_dev"])
-    ai = physics.arithmetic_intensity(x["flops"], step_bytes)
-    attainable = physics.attainable_flops(ai, x["peak"], x["bandwidth"])
-    step = physics.roofline_time(x["flops"], step_bytes, x["peak"], x["bandwidth"])
-    out = {
-        "bytes": step_bytes,
-        "arithmetic_intensity": ai,
-        "bottleneck": physics.is_compute_bound(ai, x["ridge"]),
-        "attainable_flops": attainable,
-        "utilization": physics.utilization(attainable, x["peak_flops"]),
-        "feasible": x["batch"] <= x["max_batch"],
-        "step_time_s": step,
-        "tokens_per_s": physics.tokens_per_second(x["batch"], step),
-    }
-    if "fraction_of_ceiling" in want:
-        out["fraction_of_ceiling"] = ai / x["ceiling"]
-    return out
-
-
-def _prefill_kernel(x: dict[str, np.ndarray], want: frozenset[str]) -> dict[str, np.ndarray]:
-    """The full-rank prefill outputs of one block, from the physics."""
-    pre_bytes = physics.prefill_bytes(x["weights_read"], x["batch"], x["kv_dev"])
-    pre_ai = physics.arithmetic_intensity(x["flops"], pre_bytes)
-    attainable = physics.attainable_flops(pre_ai, x["peak"], x["bandwidth"])
-    return {
-        "prefill_bytes": pre_bytes,
-        "prefill_arithmetic_intensity": pre_ai,
-        "prefill_bottleneck": physics.is_compute_bound(pre_ai, x["ridge"]),
-        "prefill_attainable_flops": attainable,
-        "prefill_utilization": physics.utilization(attainable, x["peak_flops"]),
-        "prefill_feasible": x["batch"] <= x["max_batch"],
-        "ttft_s": physics.roofline_time(x["flops"], pre_bytes, x["peak"], x["bandwidth"]),
-    }
-
-
-def build_grid(sweep: Sweep) -> xr.Dataset:
+def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
     """Evaluate the decode and prefill roofline of every point of ``sweep``.
 
     Returns a Dataset whose variables are declared in ``sweeps.grid.variables`` (units and
     descriptions in their attrs) and whose ``attrs`` record the sweep's name, title and options.
     Variables keep their natural dimensions; the few that span the whole grid (bottleneck,
-    attainable FLOP/s, times, ...) are evaluated block by block in cache (see ``_evaluate``).
+    attainable FLOP/s, times, ...) are written in one pass by ``sweeps.grid.roof``;
+    ``use_kernel`` forces its compiled (True) or numpy (False) path, for tests.
     """
     ds = xr.Dataset(coords=_coords(sweep))
+    sizes = {str(k): int(v) for k, v in ds.sizes.items()}
     # Bare DataArrays (dims, no coordinates): arithmetic then skips xarray's alignment and
     # coordinate merging, which would otherwise cost more than the low-rank math itself.
     c = {str(k): xr.DataArray(ds[k].variable) for k in ds.variables}
@@ -354,44 +215,22 @@ def build_grid(sweep: Sweep) -> xr.Dataset:
         c["layers"], batch, c["hidden_size"], opt.activation_bytes, tp
     )
     out["tile_fill"] = physics.tile_fill(batch)
-    inputs = {
-        "weights_read": out["weights_read_bytes"],
-        "batch": batch,
-        "kv_dev": kv_dev,
-        "flops": out["flops"],
-        "ridge": ridge,
-        "peak": peak,
-        "bandwidth": bandwidth,
-        "peak_flops": c["peak_flops"],
-        "ceiling": ceiling,
-        "max_batch": max_batch,
-    }
-    step_dims = _union(DECODE_DIMS, inputs["weights_read"], batch, kv_dev)
-    ai_dims = _union(DECODE_DIMS, out["flops"], inputs["weights_read"], batch, kv_dev)
-    full = _union(DECODE_DIMS, *inputs.values())
-    decode_outputs: dict[str, tuple[tuple[str, ...], type]] = {
-        "bytes": (step_dims, np.float64),
-        "arithmetic_intensity": (ai_dims, np.float64),
-        "bottleneck": (full, np.int8),
-        "attainable_flops": (full, np.float64),
-        "utilization": (full, np.float64),
-        "fraction_of_ceiling": (
-            _union(DECODE_DIMS, out["flops"], inputs["weights_read"], kv_dev, ceiling),
-            np.float64,
-        ),
-        "feasible": (_union(DECODE_DIMS, batch, max_batch), np.bool_),
-        "step_time_s": (full, np.float64),
-        "tokens_per_s": (full, np.float64),
-    }
-    dense = _evaluate(
-        DECODE_DIMS,
-        {str(k): v for k, v in ds.sizes.items()},
-        inputs,
-        decode_outputs,
-        _decode_kernel,
-    )
-    for name, values in dense.items():
-        out[name] = xr.DataArray(values, dims=decode_outputs[name][0])
+    step_bytes = physics.decode_bytes(out["weights_read_bytes"], batch, kv_dev)
+    ai = physics.arithmetic_intensity(out["flops"], step_bytes)
+    out["bytes"] = step_bytes
+    out["arithmetic_intensity"] = ai
+    out["fraction_of_ceiling"] = ai / ceiling
+    out["feasible"] = batch <= max_batch
+    roof = roofline_outputs(
+        DECODE_DIMS, sizes, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
+        peak=peak, bandwidth=bandwidth, ridge=ridge, peak_flops=c["peak_flops"],
+        with_tokens=True, use_kernel=use_kernel,
+    )  # fmt: skip
+    out["bottleneck"] = roof["bottleneck"]
+    out["attainable_flops"] = roof["attainable_flops"]
+    out["utilization"] = roof["utilization"]
+    out["step_time_s"] = roof["time"]
+    out["tokens_per_s"] = roof["tokens_per_s"]
 
     # prefill ------------------------------------------------------------------------------
     prompt = c["prompt"]
@@ -414,38 +253,20 @@ def build_grid(sweep: Sweep) -> xr.Dataset:
     pre_read = pre_params * c["weight_bytes_per_param"] / tp
     out["prefill_flops"] = pre_flops
     pre_max = physics.max_batch(c["memory"], opt.memory_reserve, w_dev, prompt_kv_dev)
-    inputs = {
-        "weights_read": pre_read,
-        "batch": batch,
-        "kv_dev": prompt_kv_dev,
-        "flops": pre_flops,
-        "ridge": ridge,
-        "peak": peak,
-        "bandwidth": bandwidth,
-        "peak_flops": c["peak_flops"],
-        "max_batch": pre_max,
-    }
-    bytes_dims = _union(PREFILL_DIMS, pre_read, batch, prompt_kv_dev)
-    ai_dims = _union(PREFILL_DIMS, pre_flops, pre_read, batch, prompt_kv_dev)
-    full = _union(PREFILL_DIMS, *inputs.values())
-    prefill_outputs: dict[str, tuple[tuple[str, ...], type]] = {
-        "prefill_bytes": (bytes_dims, np.float64),
-        "prefill_arithmetic_intensity": (ai_dims, np.float64),
-        "prefill_bottleneck": (full, np.int8),
-        "prefill_attainable_flops": (full, np.float64),
-        "prefill_utilization": (full, np.float64),
-        "prefill_feasible": (_union(PREFILL_DIMS, batch, pre_max), np.bool_),
-        "ttft_s": (full, np.float64),
-    }
-    dense = _evaluate(
-        PREFILL_DIMS,
-        {str(k): v for k, v in ds.sizes.items()},
-        inputs,
-        prefill_outputs,
-        _prefill_kernel,
-    )
-    for name, values in dense.items():
-        out[name] = xr.DataArray(values, dims=prefill_outputs[name][0])
+    pre_bytes = physics.prefill_bytes(pre_read, batch, prompt_kv_dev)
+    pre_ai = physics.arithmetic_intensity(pre_flops, pre_bytes)
+    out["prefill_bytes"] = pre_bytes
+    out["prefill_arithmetic_intensity"] = pre_ai
+    out["prefill_feasible"] = batch <= pre_max
+    roof = roofline_outputs(
+        PREFILL_DIMS, sizes, flops=pre_flops, nbytes=pre_bytes, ai=pre_ai, batch=batch,
+        peak=peak, bandwidth=bandwidth, ridge=ridge, peak_flops=c["peak_flops"],
+        with_tokens=False, use_kernel=use_kernel,
+    )  # fmt: skip
+    out["prefill_bottleneck"] = roof["bottleneck"]
+    out["prefill_attainable_flops"] = roof["attainable_flops"]
+    out["prefill_utilization"] = roof["utilization"]
+    out["ttft_s"] = roof["time"]
     out["prefill_memory_bound_prompt"] = physics.prefill_memory_bound_prompt(
         ridge, c["weight_bytes_per_param"]
     )

@@ -24,10 +24,11 @@ SPLIT_AXES = ("models", "hardware", "tp", "batch")
 
 # Bytes per point of the materialised grid and of the flat tables, by phase. The grid holds
 # the full-rank outputs (4 float64 + 2 one-byte flags for decode, 3 + 2 for prefill) plus the
-# hardware-independent ones (3 and 2 float64, divided by the hardware count); the tables hold
-# one value per column and row (axes: 4 Enum codes of 4 bytes, 3 int64, 1 flag).
+# hardware-independent ones (3 and 2 float64, divided by the hardware count) and, while the
+# roofline pass runs, its four contiguous hardware-independent inputs (sweeps.grid.roof); the
+# tables hold one value per column and row (axes: 4 Enum codes of 4 bytes, 3 int64, 1 flag).
 _GRID_FULL = {"decode": 4 * 8 + 2, "prefill": 3 * 8 + 2}
-_GRID_NO_HW = {"decode": 3 * 8, "prefill": 2 * 8}
+_GRID_NO_HW = {"decode": (3 + 4) * 8, "prefill": (2 + 4) * 8}
 _AXES_ROW = 4 * 4 + 3 * 8 + 1
 _TABLE_ROW = {"decode": _AXES_ROW + 13 * 8 + 3 * 1 + 4, "prefill": _AXES_ROW + 6 * 8 + 1 + 4}
 _WORKING = 1.25
