@@ -185,3 +185,6 @@ def test_sigkill_mid_run_leaves_previous_result(sweep, tmp_path):
     assert after == before
     # the killed run's staging folder is hidden beside the result, never in its place
     assert all(p.name.startswith(".") for p in out.iterdir() if p.name != sweep.name)
+    # and the next run for the same target removes it, since its process is gone
+    run_to_folder(sweep, out, force=True, memory_budget=budget_for(sweep))
+    assert sorted(p.name for p in out.iterdir()) == [sweep.name]
