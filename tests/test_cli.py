@@ -88,6 +88,16 @@ def test_every_config_is_validated_before_any_runs(
     assert not (tmp_path / "out").exists()
 
 
+def test_validate_reports_each_file(
+    runner: CliRunner, write_config: Callable[[str, str], Path]
+) -> None:
+    bad = write_config(GOOD.replace('["h100-sxm"]', '["h100"]'), "bad")
+    result = runner.invoke(cli, ["validate", str(bad), str(SEED_CONFIG)])
+    assert result.exit_code == 2
+    assert f"Error: {bad}: axes.hardware[0]: unknown hardware 'h100'" in result.output
+    assert "ok: seed-llama3-8b-h100" in result.output
+
+
 def test_validate(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["validate", str(SEED_CONFIG)])
     assert result.exit_code == 0, result.output

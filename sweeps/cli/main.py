@@ -165,11 +165,22 @@ def validate(configs: tuple[Path, ...], memory_budget: str | None) -> None:
     """
     with _errors():
         from sweeps.cli.render import print_validation
+        from sweeps.config import load_config
+        from sweeps.errors import ConfigError
         from sweeps.grid.chunks import parse_size
 
         budget = parse_size(memory_budget) if memory_budget else None
-        for sweep in _load_all(configs):
+        failed = False
+        for path in configs:  # each file on its own: one bad config hides no other verdict
+            try:
+                sweep = load_config(path)
+            except ConfigError as error:
+                click.echo(f"Error: {error}", err=True)
+                failed = True
+                continue
             print_validation(sweep, budget)
+        if failed:
+            sys.exit(EXIT_CONFIG)
 
 
 @cli.command("list")
