@@ -284,6 +284,7 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
             "compute_dtype": opt.compute_dtype,
             "bandwidth_efficiency": opt.bandwidth_efficiency,
             "compute_efficiency": opt.compute_efficiency,
+            "max_chart_cells": opt.max_chart_cells,
             "note": "Roofline bounds: real kernels reach 60-85% of peak bandwidth and less of "
             "peak FLOP/s; times are lower bounds, throughputs upper bounds.",
         }
