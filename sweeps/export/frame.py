@@ -6,7 +6,11 @@ variable is broadcast from its natural dimensions to the full grid only here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import mmap
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import polars as pl
@@ -27,47 +31,90 @@ Categories = Mapping[str, Sequence[str]]
 """Enum categories per name axis, to give a chunk's frame the whole sweep's schema."""
 
 
+def _empty(size: int, dtype: np.dtype) -> np.ndarray:
+    """A new 1-D array whose pages are mapped up front (``MAP_POPULATE`` where Linux has it).
+
+    Filling fresh memory page fault by page fault costs several times the copy itself on
+    virtual machines; one populating ``mmap`` call maps them all. Polars takes the array
+    zero-copy and keeps it (and so the mapping) alive as long as the column.
+    """
+    nbytes = size * dtype.itemsize
+    populate = getattr(mmap, "MAP_POPULATE", 0)
+    if not populate or nbytes < _POPULATE_MIN_BYTES:
+        return np.empty(size, dtype)
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
+    return np.frombuffer(mmap.mmap(-1, nbytes, flags=flags), dtype)
+
+
+_POPULATE_MIN_BYTES = 1 << 20
+
+
+def _spread(
+    values: np.ndarray, own: Sequence[str], dims: Sequence[str], shape: tuple[int, ...]
+) -> np.ndarray:
+    """``values`` over dimensions ``own`` (in the order of ``dims``) repeated over the whole grid
+    and raveled: one copy, or none when ``values`` already spans the grid contiguously."""
+    view = np.asarray(values).reshape([shape[i] if d in own else 1 for i, d in enumerate(dims)])
+    if view.shape == shape and view.flags.c_contiguous:
+        return view.reshape(-1)
+    out = _empty(int(np.prod(shape)), view.dtype)
+    np.copyto(out.reshape(shape), view)
+    return out
+
+
+def _physical(enum: pl.Enum) -> np.dtype:
+    """The numpy dtype of ``enum``'s physical codes (UInt8 for up to 256 categories in Polars 2)."""
+    return np.dtype(pl.Series(dtype=enum).to_physical().to_numpy().dtype)
+
+
+def _enum_series(name: str, codes: np.ndarray, enum: pl.Enum, checked: bool) -> pl.Series:
+    """An Enum column from its physical ``codes`` without a gather where Polars allows it.
+
+    ``checked``: the codes are known to be valid (built from ``enum`` itself), so Polars need not
+    validate them.
+    """
+    physical = pl.Series(name, codes.astype(_physical(enum), copy=False))
+    try:
+        return physical.cat.to(enum, strict=not checked)
+    except (AttributeError, TypeError, pl.exceptions.PolarsError):  # Polars without cat.to
+        labels = pl.Series(name, enum.categories, dtype=enum)
+        return labels.gather(physical.cast(pl.UInt32))
+
+
 def _axis_column(
     ds: xr.Dataset,
     dim: str,
     dims: Sequence[str],
     shape: tuple[int, ...],
     categories: Categories | None = None,
-) -> tuple[str, pl.Series]:
-    axis = dims.index(dim)
-    index = np.arange(shape[axis], dtype=np.uint32).reshape(
-        [-1 if i == axis else 1 for i in range(len(shape))]
-    )
-    codes = np.broadcast_to(index, shape).reshape(-1)
+) -> pl.Series:
     column = REGISTRY[dim].column_name
     if dim in NAME_AXES:
         labels = [str(v) for v in ds[dim].values]
         enum = pl.Enum(list(categories[dim]) if categories and dim in categories else labels)
-        return column, pl.Series(column, labels, dtype=enum).gather(codes)
+        codes = pl.Series(column, labels, dtype=enum).to_physical().to_numpy()
+        return _enum_series(column, _spread(codes, (dim,), dims, shape), enum, checked=True)
     if dim == "kv_heads":  # the effective head count, per model
-        counts = ds["kv_heads_count"].transpose("model", "kv_heads").values
-        model_codes = np.broadcast_to(
-            np.arange(shape[0], dtype=np.intp).reshape([-1] + [1] * (len(shape) - 1)), shape
-        ).reshape(-1)
-        return column, pl.Series(column, counts[model_codes, codes], dtype=pl.Int64)
+        counts = np.asarray(ds["kv_heads_count"].transpose("model", "kv_heads").values, np.int64)
+        return pl.Series(column, _spread(counts, ("model", "kv_heads"), dims, shape))
     values = np.asarray(ds[dim].values, dtype=np.int64)
-    return column, pl.Series(column, values[codes], dtype=pl.Int64)
+    return pl.Series(column, _spread(values, (dim,), dims, shape))
 
 
 def _values(ds: xr.Dataset, name: str, dims: Sequence[str], shape: tuple[int, ...]) -> np.ndarray:
     da = ds[name]
-    expanded = da.transpose(*[d for d in dims if d in da.dims]).values
-    view = expanded.reshape([shape[i] if d in da.dims else 1 for i, d in enumerate(dims)])
-    return np.broadcast_to(view, shape).reshape(-1)
+    own = [d for d in dims if d in da.dims]
+    return _spread(da.transpose(*own).values, own, dims, shape)
+
+
+_BOTTLENECK = pl.Enum(list(BOTTLENECK_FLAGS))
 
 
 def _column(ds: xr.Dataset, name: str, dims: Sequence[str], shape: tuple[int, ...]) -> pl.Series:
     column = REGISTRY[name].column_name
     values = _values(ds, name, dims, shape)
     if name in ("bottleneck", "prefill_bottleneck"):
-        return pl.Series(
-            column, list(BOTTLENECK_FLAGS), dtype=pl.Enum(list(BOTTLENECK_FLAGS))
-        ).gather(values.astype(np.uint32))
+        return _enum_series(column, values, _BOTTLENECK, checked=False)
     if name == "ridge_batch":
         return pl.Series(column, values, dtype=pl.Float64, nan_to_null=True)
     return pl.Series(column, values)
@@ -77,18 +124,26 @@ def _frame(
     ds: xr.Dataset, dims: Sequence[str], names: Sequence[str], categories: Categories | None = None
 ) -> pl.DataFrame:
     shape = tuple(ds.sizes[d] for d in dims)
-    columns = [_axis_column(ds, d, dims, shape, categories)[1] for d in dims]
-    native = _native_flag(ds, dims, shape)
-    columns.insert(dims.index("kv_heads") + 1, native)
-    columns += [_column(ds, name, dims, shape) for name in names]
-    return pl.DataFrame(columns)
+    jobs: list[Callable[[], pl.Series]] = [
+        partial(_axis_column, ds, d, dims, shape, categories) for d in dims
+    ]
+    jobs.insert(dims.index("kv_heads") + 1, partial(_native_flag, ds, dims, shape))
+    jobs += [partial(_column, ds, name, dims, shape) for name in names]
+    if _WORKERS < 2 or int(np.prod(shape)) < _PARALLEL_MIN_ROWS:
+        return pl.DataFrame([job() for job in jobs])
+    # Most of the work is copying into new memory (numpy and mmap release the GIL), so two
+    # threads fill columns side by side, as Polars' own writer uses its thread pool.
+    with ThreadPoolExecutor(_WORKERS) as pool:
+        return pl.DataFrame(list(pool.map(lambda job: job(), jobs)))
+
+
+_WORKERS = min(4, os.cpu_count() or 1)
+_PARALLEL_MIN_ROWS = 1 << 20  # below this, starting threads costs more than they save
 
 
 def _native_flag(ds: xr.Dataset, dims: Sequence[str], shape: tuple[int, ...]) -> pl.Series:
-    axis = dims.index("kv_heads")
     native = np.asarray([label == "native" for label in ds["kv_heads"].values])
-    view = native.reshape([-1 if i == axis else 1 for i in range(len(shape))])
-    return pl.Series("kv_heads_native", np.broadcast_to(view, shape).reshape(-1))
+    return pl.Series("kv_heads_native", _spread(native, ("kv_heads",), dims, shape))
 
 
 def decode_frame(ds: xr.Dataset, categories: Categories | None = None) -> pl.DataFrame:
