@@ -271,9 +271,12 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
         ridge, c["weight_bytes_per_param"]
     )
 
+    data_vars = {}
     for name, da in out.items():
         dims = PREFILL_DIMS if name.startswith("prefill_") or name == "ttft_s" else DECODE_DIMS
-        ds[name] = _order(da.drop_vars([k for k in da.coords if k not in da.dims]), dims)
+        data_vars[name] = _order(da, dims).variable
+    # one construction, not one merge per variable: the variables carry no coordinates
+    ds = xr.Dataset(data_vars, coords=ds.coords)
     ds.attrs.update(
         {
             "title": sweep.title,
