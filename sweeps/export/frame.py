@@ -21,10 +21,7 @@ from sweeps.grid import BOTTLENECK_FLAGS, DECODE_DIMS, PREFILL_DIMS, REGISTRY, b
 NAME_AXES = ("model", "hardware", "kv_dtype", "weight_dtype")
 
 DECODE_VARIABLES = tuple(v.name for v in by_phase("decode"))
-PREFILL_VARIABLES = (
-    "ridge_point",
-    *(v.name for v in by_phase("prefill") if v.name != "prefill_memory_bound_prompt"),
-)
+PREFILL_VARIABLES = ("ridge_point", *(v.name for v in by_phase("prefill")))
 
 
 Categories = Mapping[str, Sequence[str]]
