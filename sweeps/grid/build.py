@@ -220,17 +220,17 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
     out["bytes"] = step_bytes
     out["arithmetic_intensity"] = ai
     out["fraction_of_ceiling"] = ai / ceiling
-    out["feasible"] = batch <= max_batch
     roof = roofline_outputs(
         DECODE_DIMS, sizes, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
-        peak=peak, bandwidth=bandwidth, ridge=ridge, peak_flops=c["peak_flops"],
-        with_tokens=True, use_kernel=use_kernel,
+        max_batch=max_batch, peak=peak, bandwidth=bandwidth, ridge=ridge,
+        peak_flops=c["peak_flops"], with_tokens=True, use_kernel=use_kernel,
     )  # fmt: skip
     out["bottleneck"] = roof["bottleneck"]
     out["attainable_flops"] = roof["attainable_flops"]
     out["utilization"] = roof["utilization"]
     out["step_time_s"] = roof["time"]
     out["tokens_per_s"] = roof["tokens_per_s"]
+    out["feasible"] = roof["feasible"]
 
     # prefill ------------------------------------------------------------------------------
     prompt = c["prompt"]
@@ -257,16 +257,16 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
     pre_ai = physics.arithmetic_intensity(pre_flops, pre_bytes)
     out["prefill_bytes"] = pre_bytes
     out["prefill_arithmetic_intensity"] = pre_ai
-    out["prefill_feasible"] = batch <= pre_max
     roof = roofline_outputs(
         PREFILL_DIMS, sizes, flops=pre_flops, nbytes=pre_bytes, ai=pre_ai, batch=batch,
-        peak=peak, bandwidth=bandwidth, ridge=ridge, peak_flops=c["peak_flops"],
-        with_tokens=False, use_kernel=use_kernel,
+        max_batch=pre_max, peak=peak, bandwidth=bandwidth, ridge=ridge,
+        peak_flops=c["peak_flops"], with_tokens=False, use_kernel=use_kernel,
     )  # fmt: skip
     out["prefill_bottleneck"] = roof["bottleneck"]
     out["prefill_attainable_flops"] = roof["attainable_flops"]
     out["prefill_utilization"] = roof["utilization"]
     out["ttft_s"] = roof["time"]
+    out["prefill_feasible"] = roof["feasible"]
     out["prefill_memory_bound_prompt"] = physics.prefill_memory_bound_prompt(
         ridge, c["weight_bytes_per_param"]
     )

@@ -54,6 +54,7 @@ def _kernel() -> Callable[..., None] | None:
         nbytes,
         flops,
         batch,
+        max_batch,
         peak,
         bandwidth,
         ridge,
@@ -64,21 +65,27 @@ def _kernel() -> Callable[..., None] | None:
         o_utilization,
         o_time,
         o_tokens,
+        o_feasible,
     ):
-        models, devices, points = o_attainable.shape
+        # points are (tp, batch, rest) in C order; max_batch has no batch axis
+        models, devices, splits, batches, rest = o_attainable.shape
         for m in range(models):
             for h in range(devices):
                 pk, bw, rd, pf = peak[h], bandwidth[h], ridge[h], peak_flops[h]
-                for j in range(points):
-                    a = ai[m, j]
-                    att = attainable(a, pk, bw)
-                    t = roofline_time(flops[m, j], nbytes[m, j], pk, bw)
-                    o_attainable[m, h, j] = att
-                    o_utilization[m, h, j] = utilization(att, pf)
-                    o_bottleneck[m, h, j] = compute_bound(a, rd)
-                    o_time[m, h, j] = t
-                    if with_tokens:
-                        o_tokens[m, h, j] = tokens(batch[m, j], t)
+                for s in range(splits):
+                    for b in range(batches):
+                        size = batch[b]
+                        for r in range(rest):
+                            a = ai[m, s, b, r]
+                            att = attainable(a, pk, bw)
+                            t = roofline_time(flops[m, s, b, r], nbytes[m, s, b, r], pk, bw)
+                            o_attainable[m, h, s, b, r] = att
+                            o_utilization[m, h, s, b, r] = utilization(att, pf)
+                            o_bottleneck[m, h, s, b, r] = compute_bound(a, rd)
+                            o_time[m, h, s, b, r] = t
+                            o_feasible[m, h, s, b, r] = size <= max_batch[m, h, s, r]
+                            if with_tokens:
+                                o_tokens[m, h, s, b, r] = tokens(size, t)
 
     return roof
 
@@ -91,6 +98,7 @@ def roofline_outputs(
     nbytes: xr.DataArray,
     ai: xr.DataArray,
     batch: xr.DataArray,
+    max_batch: xr.DataArray,
     peak: xr.DataArray,
     bandwidth: xr.DataArray,
     ridge: xr.DataArray,
@@ -98,57 +106,67 @@ def roofline_outputs(
     with_tokens: bool,
     use_kernel: bool | None = None,
 ) -> dict[str, xr.DataArray]:
-    """Bottleneck, attainable FLOP/s, utilization, roofline time (and tokens/s) at full rank.
+    """Bottleneck, attainable FLOP/s, utilization, roofline time, feasibility (and tokens/s).
 
-    ``dims`` starts with ``model, hardware``; ``flops``, ``nbytes``, ``ai`` and ``batch`` have
-    no hardware dimension, the device figures only that one. ``use_kernel`` forces the compiled
-    (True) or the numpy (False) path; by default the kernel runs on large grids when available.
+    ``dims`` is ``model, hardware, tp, batch, ...``; ``flops``, ``nbytes`` and ``ai`` have no
+    hardware dimension, ``max_batch`` no batch dimension, the device figures only hardware.
+    ``use_kernel`` forces the compiled (True) or the numpy (False) path; by default the kernel
+    runs on large grids when available.
 
     Returns DataArrays over ``dims``: ``bottleneck`` [int8 flag], ``attainable_flops``
-    [FLOP/s], ``utilization`` [1], ``time`` [s] and, with ``with_tokens``, ``tokens_per_s``
-    [token/s].
+    [FLOP/s], ``utilization`` [1], ``time`` [s], ``feasible`` [bool] (batch <= max_batch) and,
+    with ``with_tokens``, ``tokens_per_s`` [token/s].
     """
-    if dims[:2] != ("model", "hardware"):
-        msg = f"roofline_outputs needs dims starting with model, hardware, got {dims}"
+    if dims[:4] != ("model", "hardware", "tp", "batch"):
+        msg = f"roofline_outputs needs dims starting with model, hardware, tp, batch: {dims}"
         raise ValueError(msg)
-    models, devices = sizes[dims[0]], sizes[dims[1]]
-    rest = tuple(sizes[d] for d in dims[2:])
-    points = int(np.prod(rest))
+    models, devices, splits, batches = (sizes[d] for d in dims[:4])
+    rest = tuple(sizes[d] for d in dims[4:])
+    size = int(np.prod(rest))
 
-    def per_point(da: xr.DataArray) -> np.ndarray:  # (model, points), contiguous
-        full = np.broadcast_to(_full_rank(da, dims), (models, 1, *rest))
-        return np.ascontiguousarray(full).reshape(models, points)
+    def contiguous(da: xr.DataArray, shape: tuple[int, ...], final: tuple[int, ...]) -> Any:
+        full = np.broadcast_to(_full_rank(da, dims), shape)
+        return np.ascontiguousarray(full, dtype=np.float64).reshape(final)
 
-    def per_device(da: xr.DataArray) -> np.ndarray:
-        return np.ascontiguousarray(_full_rank(da, dims).reshape(-1), dtype=np.float64)
-
-    args = [per_point(ai), per_point(nbytes), per_point(flops), per_point(batch).astype(float)]
-    device = [per_device(peak), per_device(bandwidth), per_device(ridge), per_device(peak_flops)]
-    shape = (models, devices, points)
+    per_point = (models, 1, splits, batches, *rest)
+    point_shape = (models, splits, batches, size)
+    args = [contiguous(x, per_point, point_shape) for x in (ai, nbytes, flops)]
+    args.append(np.asarray(batch.values, dtype=np.float64))
+    args.append(
+        contiguous(max_batch, (models, devices, splits, 1, *rest), (models, devices, splits, size))
+    )
+    device = [contiguous(x, (1, devices) + (1,) * (len(dims) - 2), (devices,))
+              for x in (peak, bandwidth, ridge, peak_flops)]  # fmt: skip
+    shape = (models, devices, splits, batches, size)
     out: dict[str, np.ndarray] = {
         "bottleneck": np.empty(shape, dtype=np.int8),
         "attainable_flops": np.empty(shape),
         "utilization": np.empty(shape),
         "time": np.empty(shape),
-        "tokens_per_s": np.empty(shape if with_tokens else (1, 1, 1)),
+        "tokens_per_s": np.empty(shape if with_tokens else (1, 1, 1, 1, 1)),
+        "feasible": np.empty(shape, dtype=np.bool_),
     }
     kernel = _kernel()
     if use_kernel is None:
-        use_kernel = kernel is not None and models * devices * points >= KERNEL_MIN_POINTS
+        use_kernel = kernel is not None and int(np.prod(shape)) >= KERNEL_MIN_POINTS
     if use_kernel and kernel is not None:
         kernel(*args, *device, with_tokens, *out.values())
     else:
         _numpy_roof(args, device, with_tokens, out)
     full_shape = tuple(sizes[d] for d in dims)
     names = ROOF_OUTPUTS if with_tokens else ROOF_OUTPUTS[:-1]
-    return {name: xr.DataArray(out[name].reshape(full_shape), dims=dims) for name in names}
+    return {
+        name: xr.DataArray(out[name].reshape(full_shape), dims=dims)
+        for name in (*names, "feasible")
+    }
 
 
 def _numpy_roof(
     args: list[np.ndarray], device: list[np.ndarray], with_tokens: bool, out: dict[str, Any]
 ) -> None:
     """The same physics, one device at a time, with numpy (no compiler needed)."""
-    ai, nbytes, flops, batch = args
+    ai, nbytes, flops, batch, max_batch = args
+    size = batch[:, None]  # (batch, 1) against points (model, tp, batch, rest)
     for h, (pk, bw, rd, pf) in enumerate(zip(*device, strict=True)):
         attainable = physics.attainable_flops(ai, pk, bw)
         time = physics.roofline_time(flops, nbytes, pk, bw)
@@ -156,5 +174,6 @@ def _numpy_roof(
         out["utilization"][:, h] = physics.utilization(attainable, pf)
         out["bottleneck"][:, h] = physics.is_compute_bound(ai, rd)
         out["time"][:, h] = time
+        out["feasible"][:, h] = size <= max_batch[:, h, :, None, :]
         if with_tokens:
-            out["tokens_per_s"][:, h] = physics.tokens_per_second(batch, time)
+            out["tokens_per_s"][:, h] = physics.tokens_per_second(size, time)
