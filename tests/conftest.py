@@ -43,3 +43,18 @@ def write_config(tmp_path: Path) -> Callable[[str, str], Path]:
         return path
 
     return write
+
+
+KEYS = ["model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype"]
+
+
+def in_sweep_order(folder, phase, sweep):  # type: ignore[no-untyped-def]
+    """The partitioned dataset read back in the sweep's order: models, then parts."""
+    import polars as pl
+
+    files = [
+        part
+        for m in sweep.models
+        for part in sorted((folder / phase / f"model={m.id}").glob("part-*.parquet"))
+    ]
+    return pl.read_parquet(files)

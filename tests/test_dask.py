@@ -8,6 +8,8 @@ import pytest
 from sweeps.config import parse_config
 from sweeps.pipeline import run_to_folder
 
+from .conftest import KEYS, in_sweep_order
+
 distributed = pytest.importorskip("distributed")
 
 CONFIG = """
@@ -24,17 +26,6 @@ kv_dtype = ["bf16", "int4"]
 charts = []
 grid = "none"
 """
-KEYS = ["model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype"]
-
-
-def in_sweep_order(folder, phase, sweep):
-    """The partitioned dataset read back in the sweep's order: models, then parts."""
-    files = [
-        part
-        for m in sweep.models
-        for part in sorted((folder / phase / f"model={m.id}").glob("part-*.parquet"))
-    ]
-    return pl.read_parquet(files)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from sweeps.export.parquet import read_units
 from sweeps.grid.chunks import BASE_BYTES, estimate_bytes
 from sweeps.pipeline import run_to_folder
 
+from .conftest import KEYS, in_sweep_order
+
 CONFIG = """
 [sweep]
 name = "stream"
@@ -34,17 +36,6 @@ tp = [1, 2]
 charts = []
 grid = "none"
 """
-KEYS = ["model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype"]
-
-
-def in_sweep_order(folder, phase, sweep):
-    """The partitioned dataset read back in the sweep's order: models, then parts."""
-    files = [
-        part
-        for m in sweep.models
-        for part in sorted((folder / phase / f"model={m.id}").glob("part-*.parquet"))
-    ]
-    return pl.read_parquet(files)
 
 
 NAMES = ["model", "hardware", "kv_dtype", "weight_dtype", "bottleneck"]
