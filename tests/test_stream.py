@@ -104,15 +104,17 @@ def test_same_rows_and_schema_in_polars(results, phase, sweep):
 def test_same_rows_in_duckdb(results, phase):
     whole, parts, _ = results
     glob = str(parts.folder / phase / "*" / "*.parquet")
-    query = f"select * from read_parquet('{glob}', hive_partitioning = true) order by all"
-    dataset = duckdb.sql(query).pl()
+    # hive_partitioning: the partition column comes from the folder names, as BI tools read it
+    dataset = duckdb.sql(
+        f"select * from read_parquet('{glob}', hive_partitioning = true) order by all"
+    )
     single = duckdb.sql(
         f"select * from read_parquet('{whole.folder / f'{phase}.parquet'}') order by all"
-    ).pl()
+    )
     assert dataset.columns == single.columns
-    assert dataset.height == single.height
-    as_text = [pl.col(c).cast(pl.String) for c in NAMES]
-    assert dataset.with_columns(as_text).equals(single.with_columns(as_text))
+    rows = dataset.fetchall()  # plain Python rows: no pyarrow needed
+    assert len(rows) == single.shape[0]
+    assert rows == single.fetchall()
 
 
 def _leftovers(folder: Path, name: str) -> list[str]:
