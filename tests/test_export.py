@@ -71,19 +71,17 @@ def _label(row: dict[str, object]) -> str:
     return "native" if row["kv_heads_native"] else str(row["kv_heads"])
 
 
+def _point(grid: xr.Dataset, row: dict[str, object], context_dim: str) -> xr.Dataset:
+    """The grid point a Parquet row stands for (the prefill's prompt is its ``context``)."""
+    axes = ("model", "hardware", "tp", "batch", "kv_dtype", "weight_dtype")
+    where = {axis: row[axis] for axis in axes}
+    return grid.sel(where | {"kv_heads": _label(row), context_dim: row["context"]})
+
+
 def test_decode_parquet_equals_the_grid(grid: xr.Dataset, folder: Path) -> None:
     decode = pl.read_parquet(folder / "decode.parquet")
     for row in decode.iter_rows(named=True):
-        point = grid.sel(
-            model=row["model"],
-            hardware=row["hardware"],
-            tp=row["tp"],
-            batch=row["batch"],
-            context=row["context"],
-            kv_heads=_label(row),
-            kv_dtype=row["kv_dtype"],
-            weight_dtype=row["weight_dtype"],
-        )
+        point = _point(grid, row, "context")
         assert int(point["kv_heads_count"]) == row["kv_heads"]
         for name in DECODE_COLUMNS[len(AXIS_COLUMNS) :]:
             value = point[name].item()
@@ -108,16 +106,7 @@ def test_prefill_parquet_equals_the_grid(grid: xr.Dataset, folder: Path) -> None
         "ridge_point": "ridge_point",
     }
     for row in prefill.iter_rows(named=True):
-        point = grid.sel(
-            model=row["model"],
-            hardware=row["hardware"],
-            tp=row["tp"],
-            batch=row["batch"],
-            prompt=row["context"],
-            kv_heads=_label(row),
-            kv_dtype=row["kv_dtype"],
-            weight_dtype=row["weight_dtype"],
-        )
+        point = _point(grid, row, "prompt")
         for column, name in names.items():
             assert row[column] == point[name].item(), (column, row)
         assert row["bottleneck"] == BOTTLENECK_FLAGS[point["prefill_bottleneck"].item()]
