@@ -11,11 +11,22 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from sweeps.errors import OutputExistsError
+
+
+def _remove(folder: Path, attempts: int = 20, pause: float = 0.1) -> None:
+    """Remove ``folder``, again while a writer that was still running (a cancelled dask
+    task, say) finishes a file in it; gives up after ``attempts * pause`` seconds."""
+    for _ in range(attempts):
+        shutil.rmtree(folder, ignore_errors=True)
+        if not folder.exists():
+            return
+        time.sleep(pause)
 
 
 def _alive(pid: int) -> bool:
@@ -74,5 +85,5 @@ def atomic_folder(target: Path, force: bool = False) -> Iterator[Path]:
         else:
             os.replace(staging, target)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove(staging)
         raise

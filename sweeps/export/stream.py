@@ -57,6 +57,9 @@ def write_chunk(
     for phase, make in (("decode", decode_frame), ("prefill", prefill_frame)):
         frame = make(ds, names)
         path = part_path(phase, chunk)
+        if not folder.is_dir():  # the run was abandoned and its staging folder removed
+            msg = f"{folder}: the staging folder is gone; the run was stopped"
+            raise FileNotFoundError(msg)
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
         write_frame(frame, folder / path, phase)
         result["rows"][phase] = frame.height
