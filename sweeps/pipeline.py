@@ -51,9 +51,14 @@ def _version() -> str:
     return __version__
 
 
-def manifest(sweep: Sweep, rows: Mapping[str, int], columns: Mapping[str, object],
-             timings: dict[str, float], files: list[str],
-             layout: dict[str, object] | None = None) -> dict[str, object]:
+def manifest(
+    sweep: Sweep,
+    rows: Mapping[str, int],
+    columns: Mapping[str, object],
+    timings: dict[str, float],
+    files: list[str],
+    layout: dict[str, object] | None = None,
+) -> dict[str, object]:
     """The manifest of a result folder, as a JSON-ready dict.
 
     ``layout`` says how the tables are stored: ``{"kind": "single"}`` (``decode.parquet``) or
@@ -114,8 +119,9 @@ def run_to_folder(
     return _run_in_memory(sweep, Path(out), force, hooks, progress)
 
 
-def _run_in_memory(sweep: Sweep, out: Path, force: bool, hooks: tuple[Hook, ...],
-                   progress: Progress | None) -> RunResult:
+def _run_in_memory(
+    sweep: Sweep, out: Path, force: bool, hooks: tuple[Hook, ...], progress: Progress | None
+) -> RunResult:
     target = out / sweep.name
     check_target(target, force)
     timings: dict[str, float] = {}
@@ -136,8 +142,10 @@ def _run_in_memory(sweep: Sweep, out: Path, force: bool, hooks: tuple[Hook, ...]
             files.append("grid.nc")
         timings["export"] = time.perf_counter() - start
         if progress is not None:
-            progress(sweep.decode_points + sweep.prefill_points,
-                     sweep.decode_points + sweep.prefill_points)
+            progress(
+                sweep.decode_points + sweep.prefill_points,
+                sweep.decode_points + sweep.prefill_points,
+            )
         for hook in hooks:
             start = time.perf_counter()
             files += hook(ds, sweep, staging)
@@ -148,8 +156,9 @@ def _run_in_memory(sweep: Sweep, out: Path, force: bool, hooks: tuple[Hook, ...]
     return RunResult(target, ds, rows, timings, files)
 
 
-def _stream_to_folder(sweep: Sweep, out: Path, force: bool, budget: int,
-                      progress: Progress | None, client: Any) -> RunResult:
+def _stream_to_folder(
+    sweep: Sweep, out: Path, force: bool, budget: int, progress: Progress | None, client: Any
+) -> RunResult:
     from sweeps.export.stream import spec_tables, stream_chunks
     from sweeps.grid.chunks import plan_chunks
 

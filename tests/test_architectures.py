@@ -20,9 +20,15 @@ from sweeps.grid import build_grid
 REFERENCE = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "models.csv"
 
 
-def _grid(models: list[str], *, hardware: str = "h200", batch: list[int] | None = None,
-          context: list[int] | None = None, tp: list[int] | None = None,
-          attention: bool = True) -> xr.Dataset:
+def _grid(
+    models: list[str],
+    *,
+    hardware: str = "h200",
+    batch: list[int] | None = None,
+    context: list[int] | None = None,
+    tp: list[int] | None = None,
+    attention: bool = True,
+) -> xr.Dataset:
     text = f"""
 [sweep]
 name = "arch"
@@ -93,7 +99,8 @@ def test_mixtral_flops_and_ceiling_use_active_params() -> None:
     ds = _grid(["mixtral-8x7b"], batch=[1, 64], context=[4096], attention=False)
     # 2 * B * P_act: 2 * 64 * 12,879,925,248 = 1,648,630,431,744 FLOP
     assert _at(ds, "flops", model="mixtral-8x7b", tp=1, batch=64, context=4096) == (
-        pytest.approx(2 * 64 * 12_879_925_248))
+        pytest.approx(2 * 64 * 12_879_925_248)
+    )
     # ceiling 2 P_act / KV_seq: KV_seq = 131,072 * 4096 = 536,870,912 -> 47.981
     ceiling = _at(ds, "ceiling", model="mixtral-8x7b", tp=1, context=4096)
     assert ceiling == pytest.approx(2 * 12_879_925_248 / 536_870_912)
@@ -170,18 +177,17 @@ def test_llama3_70b_needs_two_h200() -> None:
     ds = _grid(["llama-3-70b"], context=[8192], tp=[1, 2], batch=[1])
     # W = 70,553,706,496 * 2 = 141.1 GB > 141e9 * 0.9 = 126.9 GB: does not fit on one
     assert _at(ds, "max_batch", model="llama-3-70b", hardware="h200", tp=1, context=8192) == 0
-    assert not _at(ds, "feasible", model="llama-3-70b", hardware="h200", tp=1, batch=1,
-                   context=8192)
+    assert not _at(
+        ds, "feasible", model="llama-3-70b", hardware="h200", tp=1, batch=1, context=8192
+    )
     # tp = 2: 70.55 GB of weights and KV 327,680 * 8192 / 2 = 1,342,177,280 B a sequence
     # per device: floor((126.9e9 - 70,553,706,496) / 1,342,177,280) = floor(41.98) = 41
     assert _at(ds, "max_batch", model="llama-3-70b", hardware="h200", tp=2, context=8192) == 41
-    assert _at(ds, "feasible", model="llama-3-70b", hardware="h200", tp=2, batch=1,
-               context=8192)
+    assert _at(ds, "feasible", model="llama-3-70b", hardware="h200", tp=2, batch=1, context=8192)
 
 
 def test_kv_heads_replicated_beyond_tp() -> None:
-    assert np.allclose(physics.kv_shards(np.array([1, 2, 4, 8, 16, 32]), 8),
-                       [1, 2, 4, 8, 8, 8])
+    assert np.allclose(physics.kv_shards(np.array([1, 2, 4, 8, 16, 32]), 8), [1, 2, 4, 8, 8, 8])
     assert physics.kv_shards(3, 8) == pytest.approx(8 / 3)  # 3 heads on the busiest device
     assert physics.kv_shards(8, 1) == 1  # MQA / MLA latent: replicated
     ds = _grid(["llama-3-70b"], hardware="b200", context=[8192], tp=[1, 8, 16])

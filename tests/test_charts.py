@@ -96,8 +96,10 @@ def infeasible_cells(ds: xr.Dataset) -> set[tuple[int, int, str, str]]:
     labels = {"native": "native (8)", "1": "1"}
     return {
         (int(b), int(c), labels[str(h)], str(d))
-        for b in flags["batch"].values for c in flags["context"].values
-        for h in flags["kv_heads"].values for d in flags["kv_dtype"].values
+        for b in flags["batch"].values
+        for c in flags["context"].values
+        for h in flags["kv_heads"].values
+        for d in flags["kv_dtype"].values
         if not bool(flags.sel(batch=b, context=c, kv_heads=h, kv_dtype=d))
     }
 
@@ -144,8 +146,14 @@ def test_titles_name_model_hardware_dtypes_and_ceilings(ds: xr.Dataset) -> None:
 
 def test_tooltips_cover_the_asked_quantities(ds: xr.Dataset) -> None:
     fields = {t["field"] for t in layers(ceiling_chart(ds).to_dict())[0]["encoding"]["tooltip"]}
-    assert {"arithmetic_intensity", "ceiling", "fraction_of_ceiling", "max_batch",
-            "step_time_s", "tokens_per_s"} <= fields
+    assert {
+        "arithmetic_intensity",
+        "ceiling",
+        "fraction_of_ceiling",
+        "max_batch",
+        "step_time_s",
+        "tokens_per_s",
+    } <= fields
 
 
 def test_does_not_fit_layer_holds_exactly_the_infeasible_cells(ds: xr.Dataset) -> None:
@@ -187,10 +195,13 @@ def test_ridge_mark_sits_on_the_first_compute_bound_batch(ds: xr.Dataset) -> Non
 
 
 def test_subtitle_says_when_decode_never_turns_compute_bound() -> None:
-    never = build_grid(parse_config(CONFIG.replace('kv_heads = ["native", 1]',
-                                                   'kv_heads = ["native"]')
-                                    .replace('kv_dtype = ["bf16", "int4"]',
-                                             'kv_dtype = ["bf16"]')))
+    never = build_grid(
+        parse_config(
+            CONFIG.replace('kv_heads = ["native", 1]', 'kv_heads = ["native"]').replace(
+                'kv_dtype = ["bf16", "int4"]', 'kv_dtype = ["bf16"]'
+            )
+        )
+    )
     assert np.isnan(never["ridge_batch"].values).all()
     subtitle = " ".join(ceiling_chart(never).to_dict()["title"]["subtitle"])
     assert "never turns compute-bound" in subtitle
@@ -244,10 +255,16 @@ def test_roofline_is_log_log_with_roof_and_phases(ds: xr.Dataset) -> None:
 def test_every_axis_names_a_unit(ds: xr.Dataset) -> None:
     for chart in (ceiling_chart, bottleneck_chart, ai_vs_batch_chart, roofline_chart):
         spec = chart(ds).to_dict()
-        titles = [node["x"]["title"] for node in walk(spec)
-                  if isinstance(node.get("x"), dict) and "title" in node["x"]]
-        titles += [node["y"]["title"] for node in walk(spec)
-                   if isinstance(node.get("y"), dict) and "title" in node["y"]]
+        titles = [
+            node["x"]["title"]
+            for node in walk(spec)
+            if isinstance(node.get("x"), dict) and "title" in node["x"]
+        ]
+        titles += [
+            node["y"]["title"]
+            for node in walk(spec)
+            if isinstance(node.get("y"), dict) and "title" in node["y"]
+        ]
         assert titles
         assert all("[" in t and t.endswith("]") for t in titles), titles
 
@@ -270,11 +287,16 @@ def test_unknown_model_names_the_allowed_ones(ds: xr.Dataset) -> None:
 
 
 def test_one_stem_per_chart_model_and_hardware_first_tp_said_in_subtitle() -> None:
-    grid = build_grid(parse_config(CONFIG.replace('kv_dtype = ["bf16", "int4"]',
-                                                  'kv_dtype = ["bf16"]\ntp = [1, 2]')))
+    grid = build_grid(
+        parse_config(
+            CONFIG.replace('kv_dtype = ["bf16", "int4"]', 'kv_dtype = ["bf16"]\ntp = [1, 2]')
+        )
+    )
     specs = list(chart_specs(grid, ["ceiling", "roofline"]))
-    assert [stem for stem, _ in specs] == ["ceiling-llama-3-8b-h100-sxm",
-                                           "roofline-llama-3-8b-h100-sxm"]
+    assert [stem for stem, _ in specs] == [
+        "ceiling-llama-3-8b-h100-sxm",
+        "roofline-llama-3-8b-h100-sxm",
+    ]
     for _, spec in specs:
         assert "tp 1, 2" in " ".join(spec["title"]["subtitle"])
         assert "tp 1)" in spec["title"]["text"]
@@ -287,9 +309,9 @@ def png_pixels(data: bytes) -> tuple[int, int, bytes]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     offset, idat, width, height = 8, b"", 0, 0
     while offset < len(data):
-        (length,) = struct.unpack(">I", data[offset:offset + 4])
-        kind = data[offset + 4:offset + 8]
-        body = data[offset + 8:offset + 8 + length]
+        (length,) = struct.unpack(">I", data[offset : offset + 4])
+        kind = data[offset + 4 : offset + 8]
+        body = data[offset + 8 : offset + 8 + length]
         if kind == b"IHDR":
             width, height = struct.unpack(">II", body[:8])
         elif kind == b"IDAT":

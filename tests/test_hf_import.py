@@ -35,10 +35,25 @@ HF = ROOT / "tests" / "data" / "hf"
 REFERENCE = ROOT.parent / "shared" / "reference" / "models.csv"
 CONFIGS = sorted(HF.glob("*/config.json"))
 SHAPE_FIELDS = (
-    "layers", "heads", "kv_heads", "head_dim", "hidden_size", "intermediate_size", "vocab_size",
-    "attention", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "experts",
-    "experts_per_token", "shared_experts", "moe_intermediate_size", "sliding_window",
-    "local_layers", "max_context", "tie_word_embeddings",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden_size",
+    "intermediate_size",
+    "vocab_size",
+    "attention",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "experts",
+    "experts_per_token",
+    "shared_experts",
+    "moe_intermediate_size",
+    "sliding_window",
+    "local_layers",
+    "max_context",
+    "tie_word_embeddings",
 )
 
 
@@ -54,12 +69,30 @@ def _reference() -> dict[str, dict[str, str]]:
 
 def test_shipped_configs_cover_the_named_architectures() -> None:
     names = {path.parent.name for path in CONFIGS}
-    required = {"llama-3-8b", "mixtral-8x7b", "qwen3-235b-a22b", "gemma-2-9b", "deepseek-v3",
-                "gpt-oss-20b", "falcon-7b", "phi-3-mini-4k"}
+    required = {
+        "llama-3-8b",
+        "mixtral-8x7b",
+        "qwen3-235b-a22b",
+        "gemma-2-9b",
+        "deepseek-v3",
+        "gpt-oss-20b",
+        "falcon-7b",
+        "phi-3-mini-4k",
+    }
     assert required <= names
     assert {json.loads(p.read_text())["model_type"] for p in CONFIGS} >= {
-        "llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma2", "phi3",
-        "falcon", "deepseek_v3", "gpt_oss"}
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "qwen3",
+        "qwen3_moe",
+        "gemma2",
+        "phi3",
+        "falcon",
+        "deepseek_v3",
+        "gpt_oss",
+    }
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.parent.name)
@@ -68,8 +101,7 @@ def test_every_config_matches_the_reference_and_the_catalog(path: Path) -> None:
     model = load_model(path)
     # parameter counts within 0.5 % of the reference (in fact to its 3 printed decimals)
     assert model.params == pytest.approx(float(reference["params_total_b"]) * 1e9, rel=5e-3)
-    assert model.active_params == pytest.approx(
-        float(reference["params_active_b"]) * 1e9, rel=5e-3)
+    assert model.active_params == pytest.approx(float(reference["params_active_b"]) * 1e9, rel=5e-3)
     assert round(model.params / 1e9, 3) == float(reference["params_total_b"])
     # the catalog's counts are these exact integers, and its shapes the same
     record = load_catalog().lookup_model(path.parent.name)
@@ -162,9 +194,16 @@ def test_qwen3_moe_counts_and_sparse_step() -> None:
 
 @pytest.mark.parametrize(
     ("name", "window", "local"),
-    [("mistral-7b-v0.1", 4096, 32), ("gemma-2-9b", 4096, 21), ("gemma-2-27b", 4096, 23),
-     ("gpt-oss-20b", 128, 12), ("gpt-oss-120b", 128, 18), ("mixtral-8x7b", 0, 0),
-     ("qwen2.5-7b", 0, 0), ("llama-3.1-8b", 0, 0)],
+    [
+        ("mistral-7b-v0.1", 4096, 32),
+        ("gemma-2-9b", 4096, 21),
+        ("gemma-2-27b", 4096, 23),
+        ("gpt-oss-20b", 128, 12),
+        ("gpt-oss-120b", 128, 18),
+        ("mixtral-8x7b", 0, 0),
+        ("qwen2.5-7b", 0, 0),
+        ("llama-3.1-8b", 0, 0),
+    ],
 )
 def test_sliding_windows(name: str, window: int, local: int) -> None:
     model = model_from_config(_config(name), "m")
@@ -178,8 +217,9 @@ def test_window_rules_layer_types_and_qwen_max_window_layers() -> None:
     assert model_from_config(dict(cfg, layer_types=types), "g").local_layers == 10
     gpt = {k: v for k, v in _config("gpt-oss-20b").items() if k != "layer_types"}
     assert model_from_config(gpt, "o").local_layers == 12  # HF default: sliding, full, ...
-    qwen = dict(_config("qwen2.5-7b"), use_sliding_window=True, sliding_window=4096,
-                max_window_layers=20)
+    qwen = dict(
+        _config("qwen2.5-7b"), use_sliding_window=True, sliding_window=4096, max_window_layers=20
+    )
     assert model_from_config(qwen, "q").local_layers == 8  # layers 20..27
     with pytest.raises(ImportModelError, match="layer_types"):
         model_from_config(dict(cfg, layer_types=types[:5]), "g")
@@ -187,10 +227,15 @@ def test_window_rules_layer_types_and_qwen_max_window_layers() -> None:
 
 @pytest.mark.parametrize(
     ("name", "field"),
-    [("llama-3-8b", "num_key_value_heads"), ("llama-3-8b", "hidden_size"),
-     ("mixtral-8x7b", "num_local_experts"), ("deepseek-v3", "kv_lora_rank"),
-     ("qwen3-235b-a22b", "moe_intermediate_size"), ("gemma-2-9b", "intermediate_size"),
-     ("llama-3-8b", "model_type")],
+    [
+        ("llama-3-8b", "num_key_value_heads"),
+        ("llama-3-8b", "hidden_size"),
+        ("mixtral-8x7b", "num_local_experts"),
+        ("deepseek-v3", "kv_lora_rank"),
+        ("qwen3-235b-a22b", "moe_intermediate_size"),
+        ("gemma-2-9b", "intermediate_size"),
+        ("llama-3-8b", "model_type"),
+    ],
 )
 def test_missing_field_names_file_and_field(tmp_path: Path, name: str, field: str) -> None:
     cfg = _config(name)
@@ -205,10 +250,12 @@ def test_missing_field_names_file_and_field(tmp_path: Path, name: str, field: st
 
 @pytest.mark.parametrize(
     ("change", "needle"),
-    [({"model_type": "bert"}, "'bert' is not a supported"),
-     ({"num_hidden_layers": "32"}, "'num_hidden_layers' = '32' is not an integer"),
-     ({"num_key_value_heads": 7}, "does not divide"),
-     ({"tie_word_embeddings": "yes"}, "true or false")],
+    [
+        ({"model_type": "bert"}, "'bert' is not a supported"),
+        ({"num_hidden_layers": "32"}, "'num_hidden_layers' = '32' is not an integer"),
+        ({"num_key_value_heads": 7}, "does not divide"),
+        ({"tie_word_embeddings": "yes"}, "true or false"),
+    ],
 )
 def test_bad_values_are_named(change: dict[str, Any], needle: str) -> None:
     with pytest.raises(ImportModelError, match=needle):
@@ -269,8 +316,11 @@ def test_config_key_reads_the_file_relative_to_the_config(tmp_path: Path) -> Non
 def test_config_key_fields_alongside_override(tmp_path: Path) -> None:
     from sweeps.config import load_config
 
-    path = _write(tmp_path, f'config = "{HF / "gemma-2-9b" / "config.json"}"\n'
-                            "sliding_window = 1024\nmax_context = 4096")
+    path = _write(
+        tmp_path,
+        f'config = "{HF / "gemma-2-9b" / "config.json"}"\n'
+        "sliding_window = 1024\nmax_context = 4096",
+    )
     model = load_config(path).models[0]
     assert (model.sliding_window, model.local_layers, model.max_context) == (1024, 21, 4096)
     assert model.attention == "gqa+sliding"
@@ -309,12 +359,27 @@ def test_shape_keys_required_without_config(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", ["deepseek-v3", "gpt-oss-20b", "qwen3-235b-a22b", "falcon-7b"])
 def test_printed_table_round_trips(name: str) -> None:
     imported = load_model(HF / name / "config.json", "m")
-    sweep = parse_config(SWEEP.format(body="").replace("[models.m]\n", "")
-                         + model_to_toml(imported))
+    sweep = parse_config(
+        SWEEP.format(body="").replace("[models.m]\n", "") + model_to_toml(imported)
+    )
     model = sweep.models[0]
-    for field in ("params", "active_params", "layers", "heads", "kv_heads", "head_dim",
-                  "attention", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "experts",
-                  "experts_per_token", "sliding_window", "local_layers", "max_context"):
+    for field in (
+        "params",
+        "active_params",
+        "layers",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "attention",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "v_head_dim",
+        "experts",
+        "experts_per_token",
+        "sliding_window",
+        "local_layers",
+        "max_context",
+    ):
         assert getattr(model, field) == getattr(imported, field), field
 
 
@@ -327,7 +392,7 @@ def test_cli_import_model_prints_spec_and_table() -> None:
     assert result.exit_code == 0, result.output
     assert "671,026,419,200 total, 37,552,297,472 active" in result.output
     assert "70,272 in bf16" in result.output
-    table = result.output[result.output.index("[models.dsv3]"):]
+    table = result.output[result.output.index("[models.dsv3]") :]
     assert 'attention = "mla"' in table
     assert "kv_lora_rank = 512" in table
 
@@ -337,8 +402,9 @@ def test_cli_import_model_errors(tmp_path: Path) -> None:
     missing = runner.invoke(cli, ["import-model", str(tmp_path / "none.json")])
     assert missing.exit_code == 2
     assert "cannot read" in missing.output
-    bad_id = runner.invoke(cli, ["import-model", str(HF / "llama-3-8b" / "config.json"),
-                                 "--id", "Bad Name"])
+    bad_id = runner.invoke(
+        cli, ["import-model", str(HF / "llama-3-8b" / "config.json"), "--id", "Bad Name"]
+    )
     assert bad_id.exit_code == 2
     assert "not valid" in bad_id.output
 
@@ -348,5 +414,3 @@ def test_model_from_config_does_not_mutate_its_input() -> None:
     before = copy.deepcopy(cfg)
     model_from_config(cfg, "x")
     assert cfg == before
-
-

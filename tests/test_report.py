@@ -34,9 +34,16 @@ formats = ["html", "svg"]
 CHARTS = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 ERROR_PROBE = """<script>
 window.__errors = [];
 const __keep = message => { window.__errors.push(String(message)); };
@@ -62,8 +69,9 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 def test_every_chart_in_every_format_and_the_report(result: tuple[Path, list[str]]) -> None:
     folder, written = result
-    expected = {f"charts/{chart}-llama-3-8b-h100-sxm.{fmt}" for chart in CHARTS
-                for fmt in ("html", "svg")}
+    expected = {
+        f"charts/{chart}-llama-3-8b-h100-sxm.{fmt}" for chart in CHARTS for fmt in ("html", "svg")
+    }
     assert set(written) == expected | {"report.html"}
     for path in written:
         assert (folder / path).stat().st_size > 5_000
@@ -88,8 +96,11 @@ def test_report_has_title_summary_and_every_figure(result: tuple[Path, list[str]
     assert text.count('class="chart"') == len(CHARTS)
     specs = json.loads(re.search(r"const specs = (\[.*?\]);\n", text, re.S).group(1))  # type: ignore[union-attr]
     assert [s["title"]["text"].split(": ")[1].split(" (")[0] for s in specs] == [
-        "fraction of the decode ceiling", "what bounds decode",
-        "arithmetic intensity against batch", "roofline of decode and prefill"]
+        "fraction of the decode ceiling",
+        "what bounds decode",
+        "arithmetic intensity against batch",
+        "roofline of decode and prefill",
+    ]
 
 
 def test_pipeline_hook_lists_the_figures_in_the_manifest(tmp_path: Path) -> None:
@@ -102,8 +113,7 @@ def test_pipeline_hook_lists_the_figures_in_the_manifest(tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
-def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path,
-                                                              tmp_path: Path) -> None:
+def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path, tmp_path: Path) -> None:
     from sweeps.config import load_config
 
     sweep = load_config(config)
@@ -118,17 +128,30 @@ def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path,
     assert (folder / "report.html").is_file()
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed "
-                    "(apt-get install -y chromium); the report page is not checked in a browser")
-def test_report_draws_every_chart_in_headless_chromium(result: tuple[Path, list[str]],
-                                                       tmp_path: Path) -> None:
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed "
+    "(apt-get install -y chromium); the report page is not checked in a browser",
+)
+def test_report_draws_every_chart_in_headless_chromium(
+    result: tuple[Path, list[str]], tmp_path: Path
+) -> None:
     folder, _ = result
     page = tmp_path / "report.html"
-    page.write_text((folder / "report.html").read_text("utf-8")
-                    .replace("<head>", "<head>" + ERROR_PROBE, 1), "utf-8")
-    command = [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
-               "--enable-logging=stderr", "--v=0", "--virtual-time-budget=10000",
-               "--dump-dom", page.as_uri()]
+    page.write_text(
+        (folder / "report.html").read_text("utf-8").replace("<head>", "<head>" + ERROR_PROBE, 1),
+        "utf-8",
+    )
+    command = [
+        str(CHROMIUM),
+        *CHROMIUM_FLAGS,
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        page.as_uri(),
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     dom = done.stdout
     figures = re.findall(r'<figure id="fig-\d+" class="chart[^"]*"[^>]*>(.*?)</figure>', dom, re.S)

@@ -109,8 +109,10 @@ class _Fields:
 
     def missing(self, key: str, why: str = "") -> ImportModelError:
         extra = f" ({why})" if why else ""
-        msg = (f"{self.source}: field {key!r} is missing or null; it is needed for a "
-               f"{self.model_type!r} model{extra}")
+        msg = (
+            f"{self.source}: field {key!r} is missing or null; it is needed for a "
+            f"{self.model_type!r} model{extra}"
+        )
         return ImportModelError(msg)
 
     def bad(self, key: str, value: Any, expected: str) -> ImportModelError:
@@ -147,8 +149,10 @@ class _Fields:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise self.bad(key="layer_types", value=value, expected="a list of strings")
         if len(value) != layers:
-            msg = (f"{self.source}: field 'layer_types' has {len(value)} entries, but "
-                   f"num_hidden_layers = {layers}")
+            msg = (
+                f"{self.source}: field 'layer_types' has {len(value)} entries, but "
+                f"num_hidden_layers = {layers}"
+            )
             raise ImportModelError(msg)
         return value
 
@@ -199,13 +203,17 @@ class _Shape:
 def _model_type(data: Mapping[str, Any], source: str) -> str:
     raw = data.get("model_type")
     if raw is None:
-        msg = (f"{source}: field 'model_type' is missing; it names the architecture "
-               f"(allowed: {', '.join(SUPPORTED)})")
+        msg = (
+            f"{source}: field 'model_type' is missing; it names the architecture "
+            f"(allowed: {', '.join(SUPPORTED)})"
+        )
         raise ImportModelError(msg)
     model_type = _MODEL_TYPE_ALIASES.get(str(raw), str(raw))
     if model_type not in FAMILIES:
-        msg = (f"{source}: field 'model_type' = {raw!r} is not a supported architecture; "
-               f"allowed: {', '.join(SUPPORTED)}")
+        msg = (
+            f"{source}: field 'model_type' = {raw!r} is not a supported architecture; "
+            f"allowed: {', '.join(SUPPORTED)}"
+        )
         raise ImportModelError(msg)
     return model_type
 
@@ -270,31 +278,40 @@ def _read_shape(data: Mapping[str, Any], source: str) -> _Shape:
         rope = f.integer("qk_rope_head_dim")
         v_dim = f.integer("v_head_dim")
         head_dim = nope + rope
-        notes.append(f"MLA: q_lora_rank={q_lora or 'none'}, kv_lora_rank={kv_lora}, "
-                     f"qk_nope={nope}, qk_rope={rope}, v_head_dim={v_dim}")
+        notes.append(
+            f"MLA: q_lora_rank={q_lora or 'none'}, kv_lora_rank={kv_lora}, "
+            f"qk_nope={nope}, qk_rope={rope}, v_head_dim={v_dim}"
+        )
     elif explicit is not None:
         head_dim = explicit
     else:
         if hidden % heads:
-            msg = (f"{source}: field 'head_dim' is missing and hidden_size = {hidden} is not "
-                   f"a multiple of num_attention_heads = {heads}")
+            msg = (
+                f"{source}: field 'head_dim' is missing and hidden_size = {hidden} is not "
+                f"a multiple of num_attention_heads = {heads}"
+            )
             raise ImportModelError(msg)
         head_dim = hidden // heads
         notes.append(f"head_dim derived {hidden}/{heads}")
     if not mla and heads % kv_heads:
-        msg = (f"{source}: field 'num_key_value_heads' = {kv_heads} does not divide "
-               f"num_attention_heads = {heads}")
+        msg = (
+            f"{source}: field 'num_key_value_heads' = {kv_heads} does not divide "
+            f"num_attention_heads = {heads}"
+        )
         raise ImportModelError(msg)
 
     falcon_bias = t == "falcon" and f.flag("bias", False)
     qkv_bias = (
         t == "qwen2"
         or falcon_bias
-        or (t in ("llama", "qwen3", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3")
-            and f.flag("attention_bias", t == "gpt_oss"))
+        or (
+            t in ("llama", "qwen3", "qwen3_moe", "gpt_oss", "deepseek_v2", "deepseek_v3")
+            and f.flag("attention_bias", t == "gpt_oss")
+        )
     )
-    o_bias = falcon_bias or (t in ("llama", "qwen3", "qwen3_moe", "gpt_oss")
-                             and f.flag("attention_bias", t == "gpt_oss"))
+    o_bias = falcon_bias or (
+        t in ("llama", "qwen3", "qwen3_moe", "gpt_oss") and f.flag("attention_bias", t == "gpt_oss")
+    )
     mlp_bias = falcon_bias or (t == "llama" and f.flag("mlp_bias", False))
 
     # norms -----------------------------------------------------------------------------------
@@ -316,8 +333,11 @@ def _read_shape(data: Mapping[str, Any], source: str) -> _Shape:
             notes.append(f"FFN width 4*hidden = {intermediate} (Falcon default)")
     elif t in ("mixtral", "gpt_oss"):
         experts = f.integer("num_local_experts")
-        k = f.integer("num_experts_per_tok") if f._raw("num_experts_per_tok") is not None else (
-            f.integer("experts_per_token"))
+        k = (
+            f.integer("num_experts_per_tok")
+            if f._raw("num_experts_per_tok") is not None
+            else (f.integer("experts_per_token"))
+        )
         moe_width = f.integer("intermediate_size", why="the width of each expert")
         moe_layers = layers
     elif t == "qwen3_moe":
@@ -328,9 +348,7 @@ def _read_shape(data: Mapping[str, Any], source: str) -> _Shape:
         dense_only = f._raw("mlp_only_layers") or []
         if not isinstance(dense_only, list):
             raise f.bad(key="mlp_only_layers", value=dense_only, expected="a list of layer indices")
-        moe_layers = sum(
-            1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0
-        )
+        moe_layers = sum(1 for i in range(layers) if i not in dense_only and (i + 1) % step == 0)
         if moe_layers < layers:
             intermediate = f.integer("intermediate_size", why="dense layers among MoE ones")
         else:  # kept for the record; no layer uses it
@@ -344,8 +362,10 @@ def _read_shape(data: Mapping[str, Any], source: str) -> _Shape:
         freq = f.integer("moe_layer_freq", 1)
         moe_layers = sum(1 for i in range(first_dense, layers) if i % freq == 0)
         intermediate = f.integer("intermediate_size", why="the dense layers")
-        notes.append(f"{layers - moe_layers} dense + {moe_layers} MoE layers "
-                     f"({experts} routed x {moe_width}, {shared} shared, top-{k})")
+        notes.append(
+            f"{layers - moe_layers} dense + {moe_layers} MoE layers "
+            f"({experts} routed x {moe_width}, {shared} shared, top-{k})"
+        )
         mtp = f.integer("num_nextn_predict_layers", 0, minimum=0)
         if mtp:
             notes.append(f"{mtp} MTP layer(s) excluded from params")
@@ -363,15 +383,40 @@ def _read_shape(data: Mapping[str, Any], source: str) -> _Shape:
     if tied:
         notes.append("tied embeddings (counted once)")
     return _Shape(
-        model_type=t, hidden=hidden, layers=layers, heads=heads, kv_heads=kv_heads,
-        head_dim=head_dim, head_dim_explicit=explicit is not None, vocab=vocab,
-        intermediate=intermediate, tied=tied, qkv_bias=qkv_bias, o_bias=o_bias,
-        mlp_bias=mlp_bias, qk_norm=t in ("qwen3", "qwen3_moe"), sinks=t == "gpt_oss",
-        gated=t != "falcon", norm_size=norm_size, norms_per_layer=norms_per_layer,
-        q_lora_rank=q_lora, kv_lora_rank=kv_lora, qk_nope=nope, qk_rope=rope, v_head_dim=v_dim,
-        experts=experts, experts_per_token=k, moe_intermediate=moe_width, shared_experts=shared,
-        moe_layers=moe_layers, router_bias=router_bias, expert_bias=t == "gpt_oss",
-        sliding_window=window, local_layers=local, max_context=max_context, notes=tuple(notes),
+        model_type=t,
+        hidden=hidden,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        head_dim_explicit=explicit is not None,
+        vocab=vocab,
+        intermediate=intermediate,
+        tied=tied,
+        qkv_bias=qkv_bias,
+        o_bias=o_bias,
+        mlp_bias=mlp_bias,
+        qk_norm=t in ("qwen3", "qwen3_moe"),
+        sinks=t == "gpt_oss",
+        gated=t != "falcon",
+        norm_size=norm_size,
+        norms_per_layer=norms_per_layer,
+        q_lora_rank=q_lora,
+        kv_lora_rank=kv_lora,
+        qk_nope=nope,
+        qk_rope=rope,
+        v_head_dim=v_dim,
+        experts=experts,
+        experts_per_token=k,
+        moe_intermediate=moe_width,
+        shared_experts=shared,
+        moe_layers=moe_layers,
+        router_bias=router_bias,
+        expert_bias=t == "gpt_oss",
+        sliding_window=window,
+        local_layers=local,
+        max_context=max_context,
+        notes=tuple(notes),
     )
 
 
@@ -389,8 +434,11 @@ def _attention(s: _Shape) -> int:
             q = h * s.q_lora_rank + s.q_lora_rank + s.q_lora_rank * s.heads * qk
         else:
             q = h * s.heads * qk
-        kv = (h * (s.kv_lora_rank + s.qk_rope) + s.kv_lora_rank
-              + s.kv_lora_rank * s.heads * (s.qk_nope + s.v_head_dim))
+        kv = (
+            h * (s.kv_lora_rank + s.qk_rope)
+            + s.kv_lora_rank
+            + s.kv_lora_rank * s.heads * (s.qk_nope + s.v_head_dim)
+        )
         o = s.heads * s.v_head_dim * h
         bias = (s.heads * qk + s.kv_lora_rank + s.qk_rope + h) if s.qkv_bias else 0
         return q + kv + o + bias
@@ -528,9 +576,22 @@ def load_model(path: str | Path, name: str | None = None) -> Model:
 
 
 _TOML_FIELDS = (
-    "params", "active_params", "layers", "heads", "kv_heads", "head_dim", "hidden_size",
-    "attention", "kv_lora_rank", "qk_rope_head_dim", "v_head_dim", "experts",
-    "experts_per_token", "sliding_window", "local_layers", "max_context",
+    "params",
+    "active_params",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden_size",
+    "attention",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "experts",
+    "experts_per_token",
+    "sliding_window",
+    "local_layers",
+    "max_context",
 )
 
 

@@ -49,16 +49,20 @@ class Selection:
     def headline(self, what: str) -> str:
         """Chart title naming model, device(s), dtypes and tp [-]."""
         kv = "/".join(str(v) for v in self.ds["kv_dtype"].values)
-        return (f"{self.model} on {self.device_name}: {what} "
-                f"(weights {self.weight_dtype}, KV {kv}, tp {self.tp})")
+        return (
+            f"{self.model} on {self.device_name}: {what} "
+            f"(weights {self.weight_dtype}, KV {kv}, tp {self.tp})"
+        )
 
 
 def _pick(ds: xr.Dataset, dim: str, value: object, notes: list[str]) -> object:
     labels = [v.item() if hasattr(v, "item") else v for v in ds[dim].values]
     if value is None:
         if len(labels) > 1:
-            notes.append(f"{dim} {labels[0]} shown (the grid has {dim} "
-                         f"{', '.join(map(str, labels))}; the Parquet files have all)")
+            notes.append(
+                f"{dim} {labels[0]} shown (the grid has {dim} "
+                f"{', '.join(map(str, labels))}; the Parquet files have all)"
+            )
         return labels[0]
     if value not in labels:
         msg = f"charts: {dim} {value!r} is not in the grid; allowed: {labels}"
@@ -72,9 +76,16 @@ def altair_row_limit() -> int:
     return int(limit) if limit else 5000
 
 
-def select(ds: xr.Dataset, model: str | None = None, hardware: str | None = None, *,
-           tp: int | None = None, weight_dtype: str | None = None,
-           max_cells: int | None = None, all_hardware: bool = False) -> Selection:
+def select(
+    ds: xr.Dataset,
+    model: str | None = None,
+    hardware: str | None = None,
+    *,
+    tp: int | None = None,
+    weight_dtype: str | None = None,
+    max_cells: int | None = None,
+    all_hardware: bool = False,
+) -> Selection:
     """Select one model, device (every device with ``all_hardware``), tp and weight dtype;
     ``None`` takes the first and says so in the notes when there were several.
 
@@ -82,8 +93,10 @@ def select(ds: xr.Dataset, model: str | None = None, hardware: str | None = None
     Altair's own row limit, which is never disabled.
     """
     notes: list[str] = []
-    chosen = {dim: _pick(ds, dim, value, notes)
-              for dim, value in (("model", model), ("tp", tp), ("weight_dtype", weight_dtype))}
+    chosen = {
+        dim: _pick(ds, dim, value, notes)
+        for dim, value in (("model", model), ("tp", tp), ("weight_dtype", weight_dtype))
+    }
     if not all_hardware:
         chosen["hardware"] = _pick(ds, "hardware", hardware, notes)
     limit = int(max_cells or ds.attrs.get("max_chart_cells", DEFAULT_MAX_CELLS))
@@ -102,8 +115,9 @@ def _ordinal(n: int) -> str:
     return {2: "2nd", 3: "3rd"}.get(n, f"{n}th")
 
 
-def thin(ds: xr.Dataset, dims: Sequence[str], thinnable: Sequence[str],
-         limit: int) -> tuple[xr.Dataset, str]:
+def thin(
+    ds: xr.Dataset, dims: Sequence[str], thinnable: Sequence[str], limit: int
+) -> tuple[xr.Dataset, str]:
     """Keep every k-th value of ``thinnable`` dims (first and last always kept) until the
     product of ``dims`` sizes is at most ``limit`` [cell]; returns the note to show, or ''."""
     sizes = {d: ds.sizes[d] for d in dims}
@@ -130,8 +144,10 @@ def thin(ds: xr.Dataset, dims: Sequence[str], thinnable: Sequence[str],
 def kv_heads_labels(ds: xr.Dataset) -> list[str]:
     """Facet labels of the KV-head settings of one model: ``native (8)``, ``4``, ... [-]."""
     counts = np.atleast_1d(ds["kv_heads_count"].values)
-    return [f"{label} ({count})" if label == "native" else str(label)
-            for label, count in zip(ds["kv_heads"].values, counts, strict=True)]
+    return [
+        f"{label} ({count})" if label == "native" else str(label)
+        for label, count in zip(ds["kv_heads"].values, counts, strict=True)
+    ]
 
 
 def tidy(ds: xr.Dataset, names: Sequence[str], dims: Sequence[str]) -> pl.DataFrame:
@@ -158,14 +174,13 @@ def tidy(ds: xr.Dataset, names: Sequence[str], dims: Sequence[str]) -> pl.DataFr
         if name.endswith("bottleneck"):
             values = np.asarray(BOTTLENECK_FLAGS, dtype=object)[values.astype(np.intp)]
         columns[name] = values
-    return pl.DataFrame(columns).with_columns(
-        pl.col(pl.Float64).fill_nan(None)
-    )
+    return pl.DataFrame(columns).with_columns(pl.col(pl.Float64).fill_nan(None))
 
 
 def status(frame: pl.DataFrame, feasible: str, category: str) -> pl.DataFrame:
     """Add ``status``: ``category``'s value where ``feasible``, else "does not fit"."""
     return frame.with_columns(
-        status=pl.when(pl.col(feasible)).then(pl.col(category).cast(pl.String))
+        status=pl.when(pl.col(feasible))
+        .then(pl.col(category).cast(pl.String))
         .otherwise(pl.lit(DOES_NOT_FIT))
     )

@@ -32,9 +32,18 @@ from .theme import (
 )
 
 HEAT_DIMS = ("batch", "context", *KV_FACETS)
-HEAT_VARIABLES = ("arithmetic_intensity", "ceiling", "fraction_of_ceiling", "max_batch",
-                  "step_time_s", "tokens_per_s", "ridge_batch", "ridge_point", "bottleneck",
-                  "feasible")
+HEAT_VARIABLES = (
+    "arithmetic_intensity",
+    "ceiling",
+    "fraction_of_ceiling",
+    "max_batch",
+    "step_time_s",
+    "tokens_per_s",
+    "ridge_batch",
+    "ridge_point",
+    "bottleneck",
+    "feasible",
+)
 RIDGE_MARK = "turns compute-bound (ridge batch)"
 LABEL_MIN_CELL = 26
 """Cells at least this wide [px] carry their value as text."""
@@ -60,12 +69,17 @@ def ceiling_text(sel: Selection) -> str:
     values = np.unique(np.round(ceiling.values.reshape(-1), 6))
     u = unit("ceiling")
     if ceiling.sizes.get("context", 1) == ceiling.size <= 4:
-        parts = [f"{number(v)} at {c:,} tokens" for v, c in
-                 zip(ceiling.values.reshape(-1), sel.ds["context"].values, strict=True)]
+        parts = [
+            f"{number(v)} at {c:,} tokens"
+            for v, c in zip(ceiling.values.reshape(-1), sel.ds["context"].values, strict=True)
+        ]
         return f"ceiling {parts[0].replace(' at', f' {u} at', 1)}" + "".join(
-            f", {p}" for p in parts[1:])
-    return (f"ceiling {number(values.min())} to {number(values.max())} {u} across contexts and "
-            "KV settings")
+            f", {p}" for p in parts[1:]
+        )
+    return (
+        f"ceiling {number(values.min())} to {number(values.max())} {u} across contexts and "
+        "KV settings"
+    )
 
 
 def ridge_text(sel: Selection) -> str:
@@ -74,8 +88,10 @@ def ridge_text(sel: Selection) -> str:
     point = float(np.max(sel.ds["ridge_point"].values))
     found = ridge[np.isfinite(ridge)]
     if found.size == 0:
-        return (f"Decode never turns compute-bound: every ceiling is below the ridge point, "
-                f"{point:.0f} {unit('ridge_point')}.")
+        return (
+            f"Decode never turns compute-bound: every ceiling is below the ridge point, "
+            f"{point:.0f} {unit('ridge_point')}."
+        )
     never = ridge.size - found.size
     tail = f"; never for {never} of {ridge.size} settings" if never else ""
     span = f"{found.min():,.0f}" + (f" to {found.max():,.0f}" if found.max() > found.min() else "")
@@ -84,49 +100,89 @@ def ridge_text(sel: Selection) -> str:
 
 def _axes(frame: pl.DataFrame, sel: Selection, step: int) -> dict[str, Any]:
     return {
-        "x": alt.X("batch:O", title=title("batch"), sort=[int(b) for b in sel.ds["batch"].values],
-                   axis=alt.Axis(labelAngle=-45 if step < LABEL_MIN_CELL else 0,
-                                 labelOverlap="greedy")),
-        "y": alt.Y("context:O", title=title("context"),
-                   sort=[int(c) for c in sel.ds["context"].values], axis=alt.Axis(format=",")),
+        "x": alt.X(
+            "batch:O",
+            title=title("batch"),
+            sort=[int(b) for b in sel.ds["batch"].values],
+            axis=alt.Axis(labelAngle=-45 if step < LABEL_MIN_CELL else 0, labelOverlap="greedy"),
+        ),
+        "y": alt.Y(
+            "context:O",
+            title=title("context"),
+            sort=[int(c) for c in sel.ds["context"].values],
+            axis=alt.Axis(format=","),
+        ),
     }
 
 
 def _tooltips() -> list[alt.Tooltip]:
     return [
-        tooltip("batch"), tooltip("context"), tooltip("kv_heads"), tooltip("kv_dtype"),
-        tooltip("arithmetic_intensity", ".3~f"), tooltip("ceiling", ".3~f"),
-        tooltip("fraction_of_ceiling", ".1%"), tooltip("max_batch", ","),
-        tooltip("ridge_batch", ",.1f"), tooltip("step_time_s", ".3~s"),
-        tooltip("tokens_per_s", ",.0f"), alt.Tooltip("status:N", title="status"),
+        tooltip("batch"),
+        tooltip("context"),
+        tooltip("kv_heads"),
+        tooltip("kv_dtype"),
+        tooltip("arithmetic_intensity", ".3~f"),
+        tooltip("ceiling", ".3~f"),
+        tooltip("fraction_of_ceiling", ".1%"),
+        tooltip("max_batch", ","),
+        tooltip("ridge_batch", ",.1f"),
+        tooltip("step_time_s", ".3~s"),
+        tooltip("tokens_per_s", ",.0f"),
+        alt.Tooltip("status:N", title="status"),
     ]
 
 
 def _facet(layers: list[alt.Chart], frame: pl.DataFrame, sel: Selection) -> alt.FacetChart:
     heads = kv_heads_labels(sel.ds)
-    return alt.layer(*layers, data=frame).facet(
-        column=alt.Column("kv_heads:N", title=title("kv_heads"), sort=heads),
-        row=alt.Row("kv_dtype:N", title=title("kv_dtype"), header=alt.Header(labelAngle=0,
-                                                                              labelAlign="left"),
-                    sort=[str(v) for v in sel.ds["kv_dtype"].values]),
-        spacing=12,
-    ).resolve_scale(x="shared", y="shared")
+    return (
+        alt.layer(*layers, data=frame)
+        .facet(
+            column=alt.Column("kv_heads:N", title=title("kv_heads"), sort=heads),
+            row=alt.Row(
+                "kv_dtype:N",
+                title=title("kv_dtype"),
+                header=alt.Header(labelAngle=0, labelAlign="left"),
+                sort=[str(v) for v in sel.ds["kv_dtype"].values],
+            ),
+            spacing=12,
+        )
+        .resolve_scale(x="shared", y="shared")
+    )
 
 
-def _heatmap(ds: xr.Dataset, model: str | None, hardware: str | None, what: str,
-             layers: Callable[[alt.Chart, Selection, int], list[alt.Chart]],
-             subtitle: Callable[[Selection], list[str]], **options: Any) -> alt.FacetChart:
+def _heatmap(
+    ds: xr.Dataset,
+    model: str | None,
+    hardware: str | None,
+    what: str,
+    layers: Callable[[alt.Chart, Selection, int], list[alt.Chart]],
+    subtitle: Callable[[Selection], list[str]],
+    **options: Any,
+) -> alt.FacetChart:
     sel = select(ds, model, hardware, **options)
     frame, note = decode_cells(sel)
     step = int(np.clip(520 / max(1, frame["batch"].n_unique()), 12, 36))
-    base = alt.Chart().encode(**_axes(frame, sel, step), tooltip=_tooltips()).properties(
-        width=alt.Step(step))
+    base = (
+        alt.Chart()
+        .encode(**_axes(frame, sel, step), tooltip=_tooltips())
+        .properties(width=alt.Step(step))
+    )
     height = max(step, 22)
     base = base.properties(height=alt.Step(height))
-    ridge = base.mark_tick(orient="vertical", thickness=5, size=height, stroke="white",
-                           strokeWidth=1.5, color=COLORS[COMPUTE_BOUND]).encode(
-        x=alt.X("batch:O", sort=[int(b) for b in sel.ds["batch"].values], bandPosition=0),
-    ).transform_filter(alt.datum.ridge_mark)
+    ridge = (
+        base.mark_tick(
+            orient="vertical",
+            thickness=5,
+            size=height,
+            stroke="white",
+            strokeWidth=1.5,
+            color=COLORS[COMPUTE_BOUND],
+        )
+        .encode(
+            x=alt.X("batch:O", sort=[int(b) for b in sel.ds["batch"].values], bandPosition=0),
+        )
+        .transform_filter(alt.datum.ridge_mark)
+    )
     chart = _facet([*layers(base, sel, step), ridge], frame, sel)
     lines = [*subtitle(sel), *sel.notes, *([note] if note else [])]
     return finish(chart, heading(sel.headline(what), lines))
@@ -138,14 +194,22 @@ def _fits(feasible: bool) -> alt.FieldEqualPredicate:
 
 def does_not_fit(base: alt.Chart) -> alt.Chart:
     """The grey layer of cells beyond the memory wall, in the legend as "does not fit"."""
-    return base.mark_rect().encode(
-        fill=alt.Fill("status:N", scale=category_scale(DOES_NOT_FIT),
-                      legend=alt.Legend(title=None, symbolType="square", symbolSize=200)),
-    ).transform_filter(_fits(False))
+    return (
+        base.mark_rect()
+        .encode(
+            fill=alt.Fill(
+                "status:N",
+                scale=category_scale(DOES_NOT_FIT),
+                legend=alt.Legend(title=None, symbolType="square", symbolSize=200),
+            ),
+        )
+        .transform_filter(_fits(False))
+    )
 
 
-def ceiling_chart(ds: xr.Dataset, model: str | None = None, hardware: str | None = None,
-                  **options: Any) -> alt.FacetChart:
+def ceiling_chart(
+    ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
+) -> alt.FacetChart:
     """Heatmap of the fraction of the asymptotic decode ceiling reached [1], batch x context,
     faceted KV heads (columns) x KV dtype (rows).
 
@@ -157,51 +221,88 @@ def ceiling_chart(ds: xr.Dataset, model: str | None = None, hardware: str | None
     reached = f"≥ {fraction:.0%} of ceiling"
 
     def layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Chart]:
-        heat = base.mark_rect(stroke="white", strokeWidth=0.5).encode(
-            color=alt.Color("fraction_of_ceiling:Q", title=title("fraction_of_ceiling"),
-                            scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
-                            legend=alt.Legend(format=".0%", gradientLength=140)),
-        ).transform_filter(_fits(True))
-        outline = base.mark_rect(fillOpacity=0, strokeWidth=2.5).encode(
-            stroke=alt.Stroke("reached:N", scale=alt.Scale(domain=[reached], range=[INK]),
-                              legend=alt.Legend(title=None, symbolType="square", symbolSize=200,
-                                                symbolFillColor="#ffffff",
-                                                symbolStrokeWidth=2.5)),
-        ).transform_filter(_fits(True)).transform_filter(
-            alt.datum.fraction_of_ceiling >= fraction).transform_calculate(reached=repr(reached))
+        heat = (
+            base.mark_rect(stroke="white", strokeWidth=0.5)
+            .encode(
+                color=alt.Color(
+                    "fraction_of_ceiling:Q",
+                    title=title("fraction_of_ceiling"),
+                    scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
+                    legend=alt.Legend(format=".0%", gradientLength=140),
+                ),
+            )
+            .transform_filter(_fits(True))
+        )
+        outline = (
+            base.mark_rect(fillOpacity=0, strokeWidth=2.5)
+            .encode(
+                stroke=alt.Stroke(
+                    "reached:N",
+                    scale=alt.Scale(domain=[reached], range=[INK]),
+                    legend=alt.Legend(
+                        title=None,
+                        symbolType="square",
+                        symbolSize=200,
+                        symbolFillColor="#ffffff",
+                        symbolStrokeWidth=2.5,
+                    ),
+                ),
+            )
+            .transform_filter(_fits(True))
+            .transform_filter(alt.datum.fraction_of_ceiling >= fraction)
+            .transform_calculate(reached=repr(reached))
+        )
         out = [heat, does_not_fit(base), outline]
         if step >= LABEL_MIN_CELL:
-            out.append(base.mark_text(fontSize=10).encode(
-                text=alt.Text("fraction_of_ceiling:Q", format=".0%"),
-                color=alt.condition(alt.datum.fraction_of_ceiling > 0.55,
-                                    alt.value(INK), alt.value("white")),
-            ).transform_filter(_fits(True)))
+            out.append(
+                base.mark_text(fontSize=10)
+                .encode(
+                    text=alt.Text("fraction_of_ceiling:Q", format=".0%"),
+                    color=alt.condition(
+                        alt.datum.fraction_of_ceiling > 0.55, alt.value(INK), alt.value("white")
+                    ),
+                )
+                .transform_filter(_fits(True))
+            )
         return out
 
     def subtitle(sel: Selection) -> list[str]:
-        return [f"Colour: arithmetic intensity as a fraction of its asymptotic ceiling; "
-                f"{ceiling_text(sel)}; outlined: {reached}.", ridge_text(sel)]
+        return [
+            f"Colour: arithmetic intensity as a fraction of its asymptotic ceiling; "
+            f"{ceiling_text(sel)}; outlined: {reached}.",
+            ridge_text(sel),
+        ]
 
-    return _heatmap(ds, model, hardware, "fraction of the decode ceiling", layers, subtitle,
-                    **options)
+    return _heatmap(
+        ds, model, hardware, "fraction of the decode ceiling", layers, subtitle, **options
+    )
 
 
-def bottleneck_chart(ds: xr.Dataset, model: str | None = None, hardware: str | None = None,
-                     **options: Any) -> alt.FacetChart:
+def bottleneck_chart(
+    ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
+) -> alt.FacetChart:
     """Heatmap of what bounds decode: memory-bound, compute-bound or does not fit, batch x
     context, faceted KV heads (columns) x KV dtype (rows). ``options`` as ``ceiling_chart``.
     """
 
     def layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Chart]:
-        return [base.mark_rect().encode(
-            color=alt.Color("status:N", title=None,
-                            scale=category_scale(MEMORY_BOUND, COMPUTE_BOUND, DOES_NOT_FIT)),
-        )]
+        return [
+            base.mark_rect().encode(
+                color=alt.Color(
+                    "status:N",
+                    title=None,
+                    scale=category_scale(MEMORY_BOUND, COMPUTE_BOUND, DOES_NOT_FIT),
+                ),
+            )
+        ]
 
     def subtitle(sel: Selection) -> list[str]:
         point = float(np.max(sel.ds["ridge_point"].values))
-        return [f"Compute-bound from arithmetic intensity {point:.0f} "
-                f"{unit('ridge_point')} (the ridge point); grey: weights and caches exceed "
-                f"memory.", ridge_text(sel)]
+        return [
+            f"Compute-bound from arithmetic intensity {point:.0f} "
+            f"{unit('ridge_point')} (the ridge point); grey: weights and caches exceed "
+            f"memory.",
+            ridge_text(sel),
+        ]
 
     return _heatmap(ds, model, hardware, "what bounds decode", layers, subtitle, **options)

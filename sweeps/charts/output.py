@@ -79,16 +79,18 @@ def render(spec: dict[str, Any], fmt: str) -> bytes:
     if fmt == "html":
         return page(str(spec.get("title", {}).get("text", "chart")), "", [spec]).encode("utf-8")
     if fmt == "png":
-        return bytes(vlc.vegalite_to_png(spec, vl_version=version, scale=PNG_SCALE,
-                                         allowed_base_urls=[]))
+        return bytes(
+            vlc.vegalite_to_png(spec, vl_version=version, scale=PNG_SCALE, allowed_base_urls=[])
+        )
     if fmt == "svg":
         return vlc.vegalite_to_svg(spec, vl_version=version, allowed_base_urls=[]).encode("utf-8")
     msg = f"charts: unknown format {fmt!r}; allowed: ['html', 'png', 'svg']"
     raise ValueError(msg)
 
 
-def chart_specs(ds: xr.Dataset, charts: tuple[str, ...] | list[str],
-                max_cells: int | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+def chart_specs(
+    ds: xr.Dataset, charts: tuple[str, ...] | list[str], max_cells: int | None = None
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(file stem, Vega-Lite spec)`` of every chart: ``<chart>-<model>-<hardware>`` for each
     kind in ``charts``, model and device. Each shows the grid's first tp and weight dtype and
     says so in its subtitle when there are more (the builders take ``tp=`` and
@@ -120,8 +122,7 @@ def summary_table(ds: xr.Dataset) -> str:
         for c in frame.columns
     )
     rows = "".join(
-        "<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
-        for row in frame.iter_rows()
+        "<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in frame.iter_rows()
     )
     return f"<table><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>"
 
@@ -129,14 +130,21 @@ def summary_table(ds: xr.Dataset) -> str:
 def report_html(ds: xr.Dataset, specs: list[tuple[str, dict[str, Any]]]) -> str:
     """One offline page: the sweep's title, its note, the summary table and every figure."""
     title = str(ds.attrs.get("title", ds.attrs.get("sweep", "sweep")))
-    body = (f"<h1>{html.escape(title)}</h1>\n<p>{html.escape(str(ds.attrs.get('note', '')))}</p>"
-            f"\n<h2>Summary</h2>\n{summary_table(ds)}\n<h2>Figures</h2>")
+    body = (
+        f"<h1>{html.escape(title)}</h1>\n<p>{html.escape(str(ds.attrs.get('note', '')))}</p>"
+        f"\n<h2>Summary</h2>\n{summary_table(ds)}\n<h2>Figures</h2>"
+    )
     return page(title, body, [spec for _, spec in specs])
 
 
-def write_figures(ds: xr.Dataset, folder: Path, charts: tuple[str, ...] | list[str],
-                  formats: tuple[str, ...] | list[str], max_cells: int | None = None,
-                  report: bool = True) -> list[str]:
+def write_figures(
+    ds: xr.Dataset,
+    folder: Path,
+    charts: tuple[str, ...] | list[str],
+    formats: tuple[str, ...] | list[str],
+    max_cells: int | None = None,
+    report: bool = True,
+) -> list[str]:
     """Write ``charts/<stem>.<fmt>`` for every chart and format, and ``report.html``;
     returns the paths written, relative to ``folder``."""
     specs = list(chart_specs(ds, charts, max_cells))
@@ -159,7 +167,8 @@ def output_hooks(sweep: Sweep) -> tuple[Callable[[xr.Dataset, Sweep, Path], list
     formats it asks for, and the report page."""
 
     def figures(ds: xr.Dataset, sweep: Sweep, staging: Path) -> list[str]:
-        return write_figures(ds, staging, sweep.charts, sweep.formats,
-                             sweep.options.max_chart_cells)
+        return write_figures(
+            ds, staging, sweep.charts, sweep.formats, sweep.options.max_chart_cells
+        )
 
     return (figures,)

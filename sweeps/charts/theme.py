@@ -80,13 +80,33 @@ def finish(chart: Any, heading_: alt.TitleParams) -> Any:
     return (
         chart.properties(title=heading_)
         .configure(font=FONT, padding={"left": 8, "right": 8, "top": 8, "bottom": 8})
-        .configure_title(fontSize=16, subtitleFontSize=12, subtitleColor="#444444",
-                         subtitlePadding=6, offset=12, color=INK)
-        .configure_axis(labelFontSize=11, titleFontSize=12, titleColor=INK, labelColor=INK,
-                        gridColor="#e6e6e6", domainColor="#888888", tickColor="#888888")
+        .configure_title(
+            fontSize=16,
+            subtitleFontSize=12,
+            subtitleColor="#444444",
+            subtitlePadding=6,
+            offset=12,
+            color=INK,
+        )
+        .configure_axis(
+            labelFontSize=11,
+            titleFontSize=12,
+            titleColor=INK,
+            labelColor=INK,
+            gridColor="#e6e6e6",
+            domainColor="#888888",
+            tickColor="#888888",
+        )
         .configure_header(labelFontSize=12, titleFontSize=12, titleColor=INK, labelColor=INK)
-        .configure_legend(labelFontSize=11, titleFontSize=12, titleColor=INK, labelColor=INK,
-                          orient="right", titleLimit=260, labelLimit=260)
+        .configure_legend(
+            labelFontSize=11,
+            titleFontSize=12,
+            titleColor=INK,
+            labelColor=INK,
+            orient="right",
+            titleLimit=260,
+            labelLimit=260,
+        )
         .configure_view(stroke=None)
     )
 

@@ -58,8 +58,10 @@ def _cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
         with Client(scheduler) as client:
             yield client
         return
-    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+    with (
+        LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster) as client,
+    ):
         yield client
 
 
@@ -77,8 +79,13 @@ def _progress(console: Any, name: str) -> Iterator[Any]:
         TimeRemainingColumn,
     )
 
-    columns = (TextColumn("{task.description}"), BarColumn(),
-               TextColumn("{task.percentage:>3.0f}%"), TimeElapsedColumn(), TimeRemainingColumn())
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.percentage:>3.0f}%"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task(name, total=None)
 
@@ -108,18 +115,41 @@ def _load_all(configs: tuple[Path, ...]) -> list[Any]:
 
 @cli.command()
 @click.argument("configs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), default=Path("outputs"),
-              show_default=True, help="Folder that receives <sweep name>/.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("outputs"),
+    show_default=True,
+    help="Folder that receives <sweep name>/.",
+)
 @click.option("--force", is_flag=True, help="Replace an existing result.")
-@click.option("--memory-budget", default=None, metavar="SIZE",
-              help="Memory a run may use, e.g. 2GiB; bigger grids are computed in chunks and "
-              "streamed to decode/model=<id>/part-N.parquet. Default: half the RAM.")
-@click.option("--scheduler", default=None, metavar="ADDRESS",
-              help="Evaluate on this dask.distributed scheduler (needs the dask extra).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Evaluate on a local dask cluster of N workers (needs the dask extra).")
-def run(configs: tuple[Path, ...], out: Path, force: bool, memory_budget: str | None,
-        scheduler: str | None, workers: int | None) -> None:
+@click.option(
+    "--memory-budget",
+    default=None,
+    metavar="SIZE",
+    help="Memory a run may use, e.g. 2GiB; bigger grids are computed in chunks and "
+    "streamed to decode/model=<id>/part-N.parquet. Default: half the RAM.",
+)
+@click.option(
+    "--scheduler",
+    default=None,
+    metavar="ADDRESS",
+    help="Evaluate on this dask.distributed scheduler (needs the dask extra).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Evaluate on a local dask cluster of N workers (needs the dask extra).",
+)
+def run(
+    configs: tuple[Path, ...],
+    out: Path,
+    force: bool,
+    memory_budget: str | None,
+    scheduler: str | None,
+    workers: int | None,
+) -> None:
     """Validate CONFIGS, compute every grid, write outputs/<name>/ and print a summary.
 
     Every config is validated before any is computed; a failed run leaves earlier results
@@ -141,21 +171,33 @@ def run(configs: tuple[Path, ...], out: Path, force: bool, memory_budget: str | 
         with _cluster(scheduler, workers) as client:
             for sweep in sweeps:
                 with _progress(console, sweep.name) as progress:
-                    result = run_to_folder(sweep, out, force=force, hooks=output_hooks(sweep),
-                                           memory_budget=budget, progress=progress,
-                                           client=client)
+                    result = run_to_folder(
+                        sweep,
+                        out,
+                        force=force,
+                        hooks=output_hooks(sweep),
+                        memory_budget=budget,
+                        progress=progress,
+                        client=client,
+                    )
                 if result.dataset is not None:
                     print_summary(console, sweep, result)
                 else:
                     rows = ", ".join(f"{k} {v:,} rows" for k, v in result.rows.items())
-                    console.print(f"wrote {result.folder}/ in {result.chunks} chunks, partitioned "
-                                  f"by model ({rows}) in {sum(result.timings.values()):.2f} s")
+                    console.print(
+                        f"wrote {result.folder}/ in {result.chunks} chunks, partitioned "
+                        f"by model ({rows}) in {sum(result.timings.values()):.2f} s"
+                    )
 
 
 @cli.command()
 @click.argument("configs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--memory-budget", default=None, metavar="SIZE",
-              help="Budget to plan chunks against, e.g. 2GiB. Default: half the RAM.")
+@click.option(
+    "--memory-budget",
+    default=None,
+    metavar="SIZE",
+    help="Budget to plan chunks against, e.g. 2GiB. Default: half the RAM.",
+)
 def validate(configs: tuple[Path, ...], memory_budget: str | None) -> None:
     """Check CONFIGS without computing: print each grid's size and estimated memory.
 
@@ -199,17 +241,34 @@ def list_catalog(what: str) -> None:
 
 @cli.command()
 @click.option("--params", type=float, required=True, help="Parameters, e.g. 7e9.")
-@click.option("--sequence-length", type=int, default=512, show_default=True,
-              help="Prompt tokens of the prefill.")
-@click.option("--batch-size", type=int, default=1, show_default=True,
-              help="Sequences in the decode step.")
+@click.option(
+    "--sequence-length",
+    type=int,
+    default=512,
+    show_default=True,
+    help="Prompt tokens of the prefill.",
+)
+@click.option(
+    "--batch-size", type=int, default=1, show_default=True, help="Sequences in the decode step."
+)
 @click.option("--bytes-per-param", type=float, default=2.0, show_default=True)
-@click.option("--hardware", "hardware_id", default=None,
-              help="Catalog device for the peaks (else give --peak-flops and --bandwidth).")
+@click.option(
+    "--hardware",
+    "hardware_id",
+    default=None,
+    help="Catalog device for the peaks (else give --peak-flops and --bandwidth).",
+)
 @click.option("--peak-flops", type=float, default=None, help="Peak dense FLOP/s.")
 @click.option("--bandwidth", type=float, default=None, help="Peak bandwidth [byte/s].")
-def classify(params: float, sequence_length: int, batch_size: int, bytes_per_param: float,
-             hardware_id: str | None, peak_flops: float | None, bandwidth: float | None) -> None:
+def classify(
+    params: float,
+    sequence_length: int,
+    batch_size: int,
+    bytes_per_param: float,
+    hardware_id: str | None,
+    peak_flops: float | None,
+    bandwidth: float | None,
+) -> None:
     """One point, like the note's classify_llm_phases: prefill vs decode as a table.
 
     \b
@@ -230,21 +289,31 @@ def classify(params: float, sequence_length: int, batch_size: int, bytes_per_par
         if peak_flops is None or bandwidth is None:
             msg = "give --hardware, or both --peak-flops and --bandwidth"
             raise ConfigError(msg)
-        for name, value in (("--params", params), ("--sequence-length", sequence_length),
-                            ("--batch-size", batch_size), ("--bytes-per-param", bytes_per_param),
-                            ("--peak-flops", peak_flops), ("--bandwidth", bandwidth)):
+        for name, value in (
+            ("--params", params),
+            ("--sequence-length", sequence_length),
+            ("--batch-size", batch_size),
+            ("--bytes-per-param", bytes_per_param),
+            ("--peak-flops", peak_flops),
+            ("--bandwidth", bandwidth),
+        ):
             if not value > 0:
                 msg = f"{name} must be > 0 (got {value})"
                 raise ConfigError(msg)
-        result = classify_llm_phases(params, sequence_length, batch_size, bytes_per_param,
-                                     peak_flops, bandwidth)
+        result = classify_llm_phases(
+            params, sequence_length, batch_size, bytes_per_param, peak_flops, bandwidth
+        )
         print_classification(_console(), result)
 
 
 @cli.command("import-model")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--id", "model_id", default=None,
-              help="Model id for the table (default: from _name_or_path or the folder name).")
+@click.option(
+    "--id",
+    "model_id",
+    default=None,
+    help="Model id for the table (default: from _name_or_path or the folder name).",
+)
 def import_model(path: Path, model_id: str | None) -> None:
     """Read a Hugging Face config.json from disk (nothing is fetched): print the resolved
     spec and a [models.NAME] table to paste into a sweep config.
@@ -272,14 +341,20 @@ def import_model(path: Path, model_id: str | None) -> None:
         f"kv bytes/token   {per_layer * 2 * model.layers:,} in bf16, all layers",
     ]
     if model.is_moe:
-        lines.append(f"experts          {model.experts} routed, {model.experts_per_token} per "
-                     f"token, {model.shared_experts} shared")
+        lines.append(
+            f"experts          {model.experts} routed, {model.experts_per_token} per "
+            f"token, {model.shared_experts} shared"
+        )
     if model.is_mla:
-        lines.append(f"mla              kv_lora_rank {model.kv_lora_rank}, qk_rope_head_dim "
-                     f"{model.qk_rope_head_dim}, v_head_dim {model.v_head_dim}")
+        lines.append(
+            f"mla              kv_lora_rank {model.kv_lora_rank}, qk_rope_head_dim "
+            f"{model.qk_rope_head_dim}, v_head_dim {model.v_head_dim}"
+        )
     if model.local_layers:
-        lines.append(f"sliding window   {model.sliding_window} tokens on {model.local_layers} "
-                     f"of {model.layers} layers")
+        lines.append(
+            f"sliding window   {model.sliding_window} tokens on {model.local_layers} "
+            f"of {model.layers} layers"
+        )
     lines.append(f"max context      {model.max_context:,}")
     if model.notes:
         lines.append(f"notes            {model.notes}")
@@ -291,8 +366,13 @@ def import_model(path: Path, model_id: str | None) -> None:
 @cli.command()
 @click.option("--quick", is_flag=True, help="A small grid: seconds, for tests and smoke checks.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-@click.option("--e2e-budget", default="2GiB", show_default=True, metavar="SIZE",
-              help="Memory budget of the end-to-end run.")
+@click.option(
+    "--e2e-budget",
+    default="2GiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Memory budget of the end-to-end run.",
+)
 def bench(quick: bool, as_json: bool, e2e_budget: str) -> None:
     """Measure the engine: points/s, vs a scalar loop, vs the write limit, the export vs
     Polars, and an end-to-end streamed run with its peak RSS.

@@ -91,8 +91,10 @@ def print_validation(sweep: Sweep, budget: int | None = None) -> None:
     need = estimate_bytes(sweep)
     plan = "in memory, single files"
     if need > budget:
-        plan = (f"streamed in {len(plan_chunks(sweep, budget)):,} chunks, partitioned by model "
-                f"(budget {budget / 2**30:,.2f} GiB)")
+        plan = (
+            f"streamed in {len(plan_chunks(sweep, budget)):,} chunks, partitioned by model "
+            f"(budget {budget / 2**30:,.2f} GiB)"
+        )
     click.echo(
         f"{sweep.path}: ok: {sweep.name}: decode {sweep.decode_points:,} points, "
         f"prefill {sweep.prefill_points:,} points, estimated memory "
