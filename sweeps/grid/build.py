@@ -135,8 +135,9 @@ def _annotate(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
-def _order(da: xr.DataArray, dims: tuple[str, ...]) -> xr.DataArray:
-    return da.transpose(*[d for d in dims if d in da.dims])
+def _order(da: xr.DataArray | xr.Variable, dims: tuple[str, ...]) -> xr.Variable:
+    variable = da.variable if isinstance(da, xr.DataArray) else da
+    return variable.transpose(*[d for d in dims if d in variable.dims])
 
 
 def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
@@ -150,9 +151,9 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
     """
     ds = xr.Dataset(coords=_coords(sweep))
     sizes = {str(k): int(v) for k, v in ds.sizes.items()}
-    # Bare DataArrays (dims, no coordinates): arithmetic then skips xarray's alignment and
-    # coordinate merging, which would otherwise cost more than the low-rank math itself.
-    c = {str(k): xr.DataArray(ds[k].variable) for k in ds.variables}
+    # xarray Variables (named dims, no coordinates or indexes): broadcasting by name without
+    # the alignment and coordinate merging of DataArrays, which cost more than the math itself.
+    c: dict[str, Any] = {str(k): ds[k].variable for k in ds.variables}
     opt = sweep.options
     attention_on = 1.0 if opt.attention_flops else 0.0
     bandwidth = c["bandwidth"] * opt.bandwidth_efficiency
@@ -274,7 +275,7 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
     data_vars = {}
     for name, da in out.items():
         dims = PREFILL_DIMS if name.startswith("prefill_") or name == "ttft_s" else DECODE_DIMS
-        data_vars[name] = _order(da, dims).variable
+        data_vars[name] = _order(da, dims)
     # one construction, not one merge per variable: the variables carry no coordinates
     ds = xr.Dataset(data_vars, coords=ds.coords)
     ds.attrs.update(

@@ -84,8 +84,9 @@ def _kernel() -> Callable[..., None] | None:
                             o_bottleneck[m, h, s, b, r] = compute_bound(a, rd)
                             o_time[m, h, s, b, r] = t
                             o_feasible[m, h, s, b, r] = size <= max_batch[m, h, s, r]
-                            if with_tokens:
-                                o_tokens[m, h, s, b, r] = tokens(size, t)
+                        if with_tokens:  # a loop of its own keeps the one above branch-free
+                            for r in range(rest):
+                                o_tokens[m, h, s, b, r] = tokens(size, o_time[m, h, s, b, r])
 
     return roof
 
