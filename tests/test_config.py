@@ -182,3 +182,10 @@ def test_config_error_is_a_value_error() -> None:
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path: Path) -> None:
     assert load_config(path).decode_points > 0
+
+
+def test_model_table_keys_are_the_catalog_table_fields() -> None:
+    from sweeps.catalog import TABLE_FIELDS
+    from sweeps.config.schema import ModelTable
+
+    assert set(ModelTable.model_fields) == {*TABLE_FIELDS, "config"}

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.catalog.records import Model
+from sweeps.catalog.records import TABLE_FIELDS, Model
 from sweeps.errors import ImportModelError
 
 FAMILIES: Mapping[str, str] = {
@@ -575,26 +575,6 @@ def load_model(path: str | Path, name: str | None = None) -> Model:
     return model_from_config(config, name or default_name(config, path), str(path))
 
 
-_TOML_FIELDS = (
-    "params",
-    "active_params",
-    "layers",
-    "heads",
-    "kv_heads",
-    "head_dim",
-    "hidden_size",
-    "attention",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "v_head_dim",
-    "experts",
-    "experts_per_token",
-    "sliding_window",
-    "local_layers",
-    "max_context",
-)
-
-
 def model_to_toml(model: Model, config_path: str | None = None) -> str:
     """A ``[models.<id>]`` TOML table that a sweep config accepts, fields from ``model``.
 
@@ -605,7 +585,7 @@ def model_to_toml(model: Model, config_path: str | None = None) -> str:
     if config_path is not None:
         lines.append(f"# or, instead of the fields below: config = {json.dumps(config_path)}")
     defaults = {"experts": 1, "experts_per_token": 1}
-    for key in _TOML_FIELDS:
+    for key in TABLE_FIELDS[:-1]:  # source goes last, below
         value = getattr(model, key)
         if key in ("params", "active_params"):
             if key == "active_params" and value == model.params:

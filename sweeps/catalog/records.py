@@ -12,6 +12,27 @@ from types import MappingProxyType
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "gqa+sliding")
 
+TABLE_FIELDS = (
+    "params",
+    "active_params",
+    "layers",
+    "heads",
+    "kv_heads",
+    "head_dim",
+    "hidden_size",
+    "attention",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "experts",
+    "experts_per_token",
+    "sliding_window",
+    "local_layers",
+    "max_context",
+    "source",
+)
+"""``Model`` fields a config's ``[models.*]`` table can set (the schema's keys, less ``config``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class DType:

@@ -16,7 +16,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from sweeps.catalog import COMPUTE_DTYPES, Catalog, DType, Hardware, Model, load_catalog, suggest
+from sweeps.catalog import (
+    COMPUTE_DTYPES,
+    TABLE_FIELDS,
+    Catalog,
+    DType,
+    Hardware,
+    Model,
+    load_catalog,
+    suggest,
+)
 from sweeps.config import schema
 from sweeps.errors import CatalogError, ConfigError, ImportModelError
 
@@ -160,26 +169,6 @@ class _Problems:
 _SHAPE_KEYS = ("params", "layers", "heads", "kv_heads", "head_dim")
 """Keys a ``[models.*]`` table needs unless ``config`` names a config.json to read them from."""
 
-_MODEL_KEYS = (
-    "params",
-    "active_params",
-    "layers",
-    "heads",
-    "kv_heads",
-    "head_dim",
-    "hidden_size",
-    "attention",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "v_head_dim",
-    "experts",
-    "experts_per_token",
-    "sliding_window",
-    "local_layers",
-    "max_context",
-    "source",
-)
-
 
 def _imported_model(
     name: str, table: schema.ModelTable, base: Path, problems: _Problems
@@ -212,11 +201,11 @@ def _custom_model(
                 )
     values: dict[str, Any] = {}
     if imported is not None:
-        values = {field: getattr(imported, field) for field in _MODEL_KEYS}
+        values = {field: getattr(imported, field) for field in TABLE_FIELDS}
         # fields given next to config override the file's values
         values.update({field: getattr(table, field) for field in given})
     else:
-        values = {field: getattr(table, field) for field in _MODEL_KEYS}
+        values = {field: getattr(table, field) for field in TABLE_FIELDS}
         for field in _SHAPE_KEYS:  # placeholders where a problem was already reported
             values[field] = values[field] or 1
         values["active_params"] = table.active_params or values["params"]
