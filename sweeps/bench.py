@@ -14,8 +14,9 @@ b. the same formulas in a plain scalar Python loop over a sample of points, and 
 c. this machine's write limit for the bytes the engine writes: ``numpy.ndarray.fill`` and
    ``numpy.copyto`` into freshly allocated arrays of the same shapes and dtypes, and the
    engine's share of it;
-d. the export (frames + ``write_frame``) against Polars' own ``write_parquet`` of the same
-   frames;
+d. the export as ``run`` does it (``write_tables``: build each table's frame from the grid and
+   write it) against Polars' own ``write_parquet`` of equal frames built beforehand, every
+   column one contiguous array;
 e. an end-to-end ``run_to_folder`` of a larger grid, streamed under a memory budget, in a
    subprocess, with its peak RSS.
 """
@@ -367,8 +368,7 @@ def run_bench(
     """Run the five measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
     import numpy as np
 
-    from sweeps.export.frame import decode_frame, prefill_frame
-    from sweeps.export.parquet import write_frame
+    from sweeps.export.parquet import frames, write_tables
     from sweeps.grid import build_grid
 
     say = progress or (lambda _: None)
@@ -421,31 +421,31 @@ def run_bench(
     }
 
     say("export")
-    names = {"model": [m.id for m in sweep.models]}
     with tempfile.TemporaryDirectory(prefix="sweeps-bench-") as tmp:
         folder = Path(tmp)
+        # The equal frames Polars writes: the same tables, each column one contiguous array,
+        # as a frame a user built in memory would be. They are made before timing starts.
+        tables = {name: frame.rechunk() for name, frame in frames(ds).items()}
 
-        def ours() -> tuple[Any, Any]:
-            decode, prefill = decode_frame(ds, names), prefill_frame(ds, names)
-            write_frame(decode, folder / "decode.parquet", "decode")
-            write_frame(prefill, folder / "prefill.parquet", "prefill")
-            return decode, prefill
+        def ours() -> None:
+            write_tables(ds, folder)
 
         def polars_own() -> None:
-            decode.write_parquet(folder / "d.parquet")
-            prefill.write_parquet(folder / "p.parquet")
+            for name, frame in tables.items():
+                frame.write_parquet(folder / f"polars-{name}.parquet")
 
         # alternate the two, best of two each, so neither pays for going first
-        t_ours, (decode, prefill) = _best(ours, 1)
+        t_ours, _ = _best(ours, 1)
         t_polars, _ = _best(polars_own, 1)
         t_ours = min(t_ours, _best(ours, 1)[0])
         t_polars = min(t_polars, _best(polars_own, 1)[0])
         report["export"] = {
-            "rows": decode.height + prefill.height,
+            "rows": tables["decode"].height + tables["prefill"].height,
             "seconds": t_ours,
             "polars_seconds": t_polars,
             "ratio": t_ours / t_polars,
         }
+        tables.clear()  # free them before the end-to-end run
 
         say("end to end")
         e2e_sweep = parse_config(e2e_text, "<bench-e2e>")

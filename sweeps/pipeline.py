@@ -13,7 +13,14 @@ from typing import Any
 import xarray as xr
 
 from sweeps.config import Sweep, load_config
-from sweeps.export import atomic_folder, check_target, column_info, frames, to_netcdf, write_frame
+from sweeps.export import (
+    atomic_folder,
+    check_target,
+    column_info,
+    to_netcdf,
+    write_frame,
+    write_tables,
+)
 from sweeps.export.stream import Progress
 from sweeps.grid import build_grid
 
@@ -130,13 +137,10 @@ def _run_in_memory(
     timings["grid"] = time.perf_counter() - start
     with atomic_folder(target, force) as staging:
         start = time.perf_counter()
-        tables = frames(ds)
-        files, rows, columns = [], {}, {}
-        for name, frame in tables.items():
-            write_frame(frame, staging / f"{name}.parquet", name)
-            files.append(f"{name}.parquet")
-            rows[name] = frame.height
-            columns[name] = column_info(frame, name)
+        tables = write_tables(ds, staging)
+        files = [f"{name}.parquet" for name in tables]
+        rows = {name: table.rows for name, table in tables.items()}
+        columns = {name: table.columns for name, table in tables.items()}
         if sweep.grid_format == "netcdf":
             to_netcdf(ds, staging / "grid.nc")
             files.append("grid.nc")

@@ -14,8 +14,9 @@ import xarray as xr
 
 from sweeps.config import parse_config
 from sweeps.errors import OutputExistsError
-from sweeps.export import read_units, to_parquet
-from sweeps.grid import BOTTLENECK_FLAGS, REGISTRY, build_grid
+from sweeps.export import decode_frame, read_units, to_parquet
+from sweeps.export import frame as frame_module
+from sweeps.grid import BOTTLENECK_FLAGS, DECODE_DIMS, REGISTRY, build_grid
 from sweeps.pipeline import run_to_folder
 
 SMALL = """
@@ -44,11 +45,39 @@ def grid() -> xr.Dataset:
     return build_grid(parse_config(SMALL))
 
 
-@pytest.fixture(scope="module")
-def folder(grid: xr.Dataset, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("parquet")
-    to_parquet(grid, out)
+@pytest.fixture(scope="module", params=["whole", "blocks"])
+def folder(
+    request: pytest.FixtureRequest, grid: xr.Dataset, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The grid exported as is (this small grid is one block) and with blocks of 4 rows, so
+    that repeated columns are built from shared blocks (see ``sweeps.export.frame._Layout``)."""
+    out = tmp_path_factory.mktemp(f"parquet-{request.param}")
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "blocks":
+            _small_blocks(patch)
+        to_parquet(grid, out)
     return out
+
+
+def _small_blocks(patch: pytest.MonkeyPatch) -> None:
+    patch.setattr(frame_module, "_MIN_BLOCK_ROWS", 4)
+    patch.setattr(frame_module, "_MAX_BLOCKS", 64)
+
+
+def test_repeated_blocks_are_shared_not_copied(grid: xr.Dataset) -> None:
+    whole = decode_frame(grid)
+    with pytest.MonkeyPatch.context() as patch:
+        _small_blocks(patch)
+        layout = frame_module._layout(DECODE_DIMS, tuple(grid.sizes[d] for d in DECODE_DIMS))
+        blocks = decode_frame(grid)
+    assert layout.outer == 5  # model, hardware, tp, batch, context: blocks of 2 x 2 x 1 rows
+    assert blocks.equals(whole)
+    assert blocks.schema == whole.schema
+    assert whole["weight_bytes"].n_chunks() == 1
+    # weight bytes vary over model only: 32 blocks, two distinct, each built once
+    assert blocks["weight_bytes"].n_chunks() == 32
+    assert blocks["attainable_flops"].n_chunks() == 1  # full rank: the grid's own array
+    assert blocks["max_batch"].n_chunks() == 32  # does not vary over batch: shared there too
 
 
 def test_interface_columns_and_types(folder: Path) -> None:

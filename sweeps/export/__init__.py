@@ -3,9 +3,18 @@
 from sweeps.export.atomic import atomic_folder, check_target
 from sweeps.export.frame import decode_frame, hardware_frame, models_frame, prefill_frame
 from sweeps.export.netcdf import to_netcdf
-from sweeps.export.parquet import column_info, frames, read_units, to_parquet, write_frame
+from sweeps.export.parquet import (
+    Written,
+    column_info,
+    frames,
+    read_units,
+    to_parquet,
+    write_frame,
+    write_tables,
+)
 
 __all__ = [
+    "Written",
     "atomic_folder",
     "check_target",
     "column_info",
@@ -18,4 +27,5 @@ __all__ = [
     "to_netcdf",
     "to_parquet",
     "write_frame",
+    "write_tables",
 ]

@@ -1,15 +1,20 @@
 """Flatten the grid into tidy Polars frames, one row per point, straight from numpy.
 
 Axis columns are built from integer codes (``Enum`` for names, integers for sizes); each
-variable is broadcast from its natural dimensions to the full grid only here.
+variable is broadcast from its natural dimensions to the full grid only here, and only as far
+as it must be: rows come in blocks (``_Layout``), and a column that repeats a block (weights do
+not change with the device, a device's ridge point not with the model) holds that block once
+and refers to it wherever it repeats. Full-rank variables are the grid's own arrays, zero-copy.
+The frames equal fully copied ones; call ``.rechunk()`` for one contiguous array per column.
 """
 
 from __future__ import annotations
 
-import mmap
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -28,35 +33,64 @@ Categories = Mapping[str, Sequence[str]]
 """Enum categories per name axis, to give a chunk's frame the whole sweep's schema."""
 
 
-def _empty(size: int, dtype: np.dtype) -> np.ndarray:
-    """A new 1-D array whose pages are mapped up front (``MAP_POPULATE`` where Linux has it).
+@dataclass(frozen=True)
+class _Layout:
+    """How a frame's rows split into blocks: the first ``outer`` dims index the blocks.
 
-    Filling fresh memory page fault by page fault costs several times the copy itself on
-    virtual machines; one populating ``mmap`` call maps them all. Polars takes the array
-    zero-copy and keeps it (and so the mapping) alive as long as the column.
+    A column that does not vary over some of those dims repeats the same block of rows; the
+    frame then holds that block once and refers to it from every place it repeats (Polars
+    columns are lists of chunks that may share memory), instead of copying it out to the whole
+    grid. Only columns that vary over every outer dim are written out in full.
     """
-    nbytes = size * dtype.itemsize
-    populate = getattr(mmap, "MAP_POPULATE", 0)
-    if not populate or nbytes < _POPULATE_MIN_BYTES:
-        return np.empty(size, dtype)
-    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate
-    return np.frombuffer(mmap.mmap(-1, nbytes, flags=flags), dtype)
+
+    dims: tuple[str, ...]
+    shape: tuple[int, ...]
+    outer: int
+
+    @property
+    def rows(self) -> int:
+        return math.prod(self.shape)
 
 
-_POPULATE_MIN_BYTES = 1 << 20
+_MIN_BLOCK_ROWS = 1 << 13  # smaller blocks would cost more in chunk bookkeeping than they save
+_MAX_BLOCKS = 1 << 12
 
 
-def _spread(
-    values: np.ndarray, own: Sequence[str], dims: Sequence[str], shape: tuple[int, ...]
-) -> np.ndarray:
-    """``values`` over dimensions ``own`` (in the order of ``dims``) repeated over the whole grid
-    and raveled: one copy, or none when ``values`` already spans the grid contiguously."""
-    view = np.asarray(values).reshape([shape[i] if d in own else 1 for i, d in enumerate(dims)])
+def _layout(dims: Sequence[str], shape: tuple[int, ...]) -> _Layout:
+    """The deepest split with at most ``_MAX_BLOCKS`` blocks of at least ``_MIN_BLOCK_ROWS``."""
+    outer = 0
+    for k in range(1, len(shape)):
+        if math.prod(shape[:k]) > _MAX_BLOCKS or math.prod(shape[k:]) < _MIN_BLOCK_ROWS:
+            break
+        outer = k
+    return _Layout(tuple(dims), shape, outer)
+
+
+Make = Callable[[np.ndarray], pl.Series]
+"""Turns a raveled block of values into a column (plain, Enum or with NaN as null)."""
+
+
+def _full(view: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``view`` broadcast to ``shape`` and raveled: zero-copy where it already spans it."""
     if view.shape == shape and view.flags.c_contiguous:
         return view.reshape(-1)
-    out = _empty(int(np.prod(shape)), view.dtype)
+    out = np.empty(math.prod(shape), view.dtype)
     np.copyto(out.reshape(shape), view)
     return out
+
+
+def _spread(values: np.ndarray, own: Sequence[str], layout: _Layout, make: Make) -> pl.Series:
+    """The column of ``values`` (over dims ``own``, in the order of ``layout.dims``) for every
+    row of the grid, each distinct block of rows built once (see ``_Layout``)."""
+    dims, shape, k = layout.dims, layout.shape, layout.outer
+    view = np.asarray(values).reshape([shape[i] if d in own else 1 for i, d in enumerate(dims)])
+    outer = view.shape[:k]
+    if outer == shape[:k]:  # varies over every outer dim: nothing repeats at block level
+        return make(_full(view, shape))
+    inner = shape[k:]
+    blocks = [make(_full(view[index], inner)) for index in np.ndindex(*outer)]
+    which = np.broadcast_to(np.arange(len(blocks)).reshape(outer), shape[:k]).reshape(-1)
+    return pl.concat([blocks[i] for i in which.tolist()], rechunk=False)
 
 
 def _physical(enum: pl.Enum) -> np.dtype:
@@ -79,68 +113,62 @@ def _enum_series(name: str, codes: np.ndarray, enum: pl.Enum, checked: bool) -> 
 
 
 def _axis_column(
-    ds: xr.Dataset,
-    dim: str,
-    dims: Sequence[str],
-    shape: tuple[int, ...],
-    categories: Categories | None = None,
+    ds: xr.Dataset, dim: str, layout: _Layout, categories: Categories | None = None
 ) -> pl.Series:
     column = REGISTRY[dim].column_name
     if dim in NAME_AXES:
         labels = [str(v) for v in ds[dim].values]
         enum = pl.Enum(list(categories[dim]) if categories and dim in categories else labels)
         codes = pl.Series(column, labels, dtype=enum).to_physical().to_numpy()
-        return _enum_series(column, _spread(codes, (dim,), dims, shape), enum, checked=True)
+        return _spread(
+            codes, (dim,), layout, partial(_enum_series, column, enum=enum, checked=True)
+        )
     if dim == "kv_heads":  # the effective head count, per model
         counts = np.asarray(ds["kv_heads_count"].transpose("model", "kv_heads").values, np.int64)
-        return pl.Series(column, _spread(counts, ("model", "kv_heads"), dims, shape))
+        return _spread(counts, ("model", "kv_heads"), layout, partial(pl.Series, column))
     values = np.asarray(ds[dim].values, dtype=np.int64)
-    return pl.Series(column, _spread(values, (dim,), dims, shape))
-
-
-def _values(ds: xr.Dataset, name: str, dims: Sequence[str], shape: tuple[int, ...]) -> np.ndarray:
-    da = ds[name]
-    own = [d for d in dims if d in da.dims]
-    return _spread(da.transpose(*own).values, own, dims, shape)
+    return _spread(values, (dim,), layout, partial(pl.Series, column))
 
 
 _BOTTLENECK = pl.Enum(list(BOTTLENECK_FLAGS))
 
 
-def _column(ds: xr.Dataset, name: str, dims: Sequence[str], shape: tuple[int, ...]) -> pl.Series:
+def _column(ds: xr.Dataset, name: str, layout: _Layout) -> pl.Series:
     column = REGISTRY[name].column_name
-    values = _values(ds, name, dims, shape)
+    da = ds[name]
+    own = [d for d in layout.dims if d in da.dims]
+    make: Make = partial(pl.Series, column)
     if name in ("bottleneck", "prefill_bottleneck"):
-        return _enum_series(column, values, _BOTTLENECK, checked=False)
-    if name == "ridge_batch":
-        return pl.Series(column, values, dtype=pl.Float64, nan_to_null=True)
-    return pl.Series(column, values)
+        make = partial(_enum_series, column, enum=_BOTTLENECK, checked=False)
+    elif name == "ridge_batch":
+        make = partial(pl.Series, column, dtype=pl.Float64, nan_to_null=True)
+    return _spread(da.transpose(*own).values, own, layout, make)
+
+
+def _native_flag(ds: xr.Dataset, layout: _Layout) -> pl.Series:
+    native = np.asarray([label == "native" for label in ds["kv_heads"].values])
+    return _spread(native, ("kv_heads",), layout, partial(pl.Series, "kv_heads_native"))
 
 
 def _frame(
     ds: xr.Dataset, dims: Sequence[str], names: Sequence[str], categories: Categories | None = None
 ) -> pl.DataFrame:
-    shape = tuple(ds.sizes[d] for d in dims)
+    layout = _layout(dims, tuple(ds.sizes[d] for d in dims))
     jobs: list[Callable[[], pl.Series]] = [
-        partial(_axis_column, ds, d, dims, shape, categories) for d in dims
+        partial(_axis_column, ds, d, layout, categories) for d in dims
     ]
-    jobs.insert(dims.index("kv_heads") + 1, partial(_native_flag, ds, dims, shape))
-    jobs += [partial(_column, ds, name, dims, shape) for name in names]
-    if _WORKERS < 2 or int(np.prod(shape)) < _PARALLEL_MIN_ROWS:
+    jobs.insert(dims.index("kv_heads") + 1, partial(_native_flag, ds, layout))
+    jobs += [partial(_column, ds, name, layout) for name in names]
+    if _WORKERS < 2 or layout.rows < _PARALLEL_MIN_ROWS:
         return pl.DataFrame([job() for job in jobs])
-    # Most of the work is copying into new memory (numpy and mmap release the GIL), so two
-    # threads fill columns side by side, as Polars' own writer uses its thread pool.
+    # The columns written out in full are copies into new memory (numpy releases the GIL),
+    # so two threads fill columns side by side, as Polars' own writer uses its thread pool.
     with ThreadPoolExecutor(_WORKERS) as pool:
         return pl.DataFrame(list(pool.map(lambda job: job(), jobs)))
 
 
 _WORKERS = min(4, os.cpu_count() or 1)
 _PARALLEL_MIN_ROWS = 1 << 20  # below this, starting threads costs more than they save
-
-
-def _native_flag(ds: xr.Dataset, dims: Sequence[str], shape: tuple[int, ...]) -> pl.Series:
-    native = np.asarray([label == "native" for label in ds["kv_heads"].values])
-    return pl.Series("kv_heads_native", _spread(native, ("kv_heads",), dims, shape))
 
 
 def decode_frame(ds: xr.Dataset, categories: Categories | None = None) -> pl.DataFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -58,12 +59,38 @@ def write_frame(frame: pl.DataFrame, path: Path, table: str) -> None:
 
 def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
     """The four tables of a result, by name."""
-    return {
-        "decode": decode_frame(ds),
-        "prefill": prefill_frame(ds),
-        "hardware": hardware_frame(ds),
-        "models": models_frame(ds),
-    }
+    return {name: make(ds) for name, make in _MAKERS.items()}
+
+
+_MAKERS = {
+    "decode": decode_frame,
+    "prefill": prefill_frame,
+    "hardware": hardware_frame,
+    "models": models_frame,
+}
+
+
+@dataclass(frozen=True)
+class Written:
+    """One table written by ``write_tables``: its row count and its columns' units."""
+
+    rows: int
+    columns: dict[str, dict[str, str]]
+
+
+def write_tables(ds: xr.Dataset, folder: Path) -> dict[str, Written]:
+    """Write ``<table>.parquet`` for each of the four ``TABLES`` into ``folder``.
+
+    One table at a time: each frame is built, written and freed before the next, so the export
+    needs memory for the largest table only, not for all of them.
+    """
+    written = {}
+    for name, make in _MAKERS.items():
+        frame = make(ds)
+        write_frame(frame, folder / f"{name}.parquet", name)
+        written[name] = Written(frame.height, column_info(frame, name))
+        del frame
+    return written
 
 
 def to_parquet(ds: xr.Dataset, folder: str | Path) -> dict[str, int]:
@@ -73,11 +100,7 @@ def to_parquet(ds: xr.Dataset, folder: str | Path) -> dict[str, int]:
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    rows = {}
-    for name, frame in frames(ds).items():
-        write_frame(frame, folder / f"{name}.parquet", name)
-        rows[name] = frame.height
-    return rows
+    return {name: table.rows for name, table in write_tables(ds, folder).items()}
 
 
 def read_units(path: str | Path) -> dict[str, dict[str, str]]:
