@@ -176,6 +176,9 @@ def decode_frame(ds: xr.Dataset, categories: Categories | None = None) -> pl.Dat
 
     ``categories`` gives the Enum categories of name axes (default: ``ds``'s own labels); a
     chunk of a sweep passes the whole sweep's, so every part has the same schema.
+
+    Columns that repeat share memory between their repeats (many chunks per column); the frame
+    is ready to write or query, and ``.rechunk()`` gives one contiguous array per column.
     """
     return _frame(ds, DECODE_DIMS, DECODE_VARIABLES, categories)
 
