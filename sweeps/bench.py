@@ -15,8 +15,8 @@ c. this machine's write limit for the bytes the engine writes: ``numpy.ndarray.f
    ``numpy.copyto`` into freshly allocated arrays of the same shapes and dtypes, and the
    engine's share of it;
 d. the export as ``run`` does it (``write_tables``: build each table's frame from the grid and
-   write it) against Polars' own ``write_parquet`` of equal frames built beforehand, every
-   column one contiguous array;
+   write it) against Polars' own ``write_parquet`` (same settings, no metadata) of equal
+   frames built beforehand, every column one contiguous array;
 e. an end-to-end ``run_to_folder`` of a larger grid, streamed under a memory budget, in a
    subprocess, with its peak RSS.
 """
@@ -368,7 +368,7 @@ def run_bench(
     """Run the five measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
     import numpy as np
 
-    from sweeps.export.parquet import frames, write_tables
+    from sweeps.export.parquet import WRITE_OPTIONS, frames, write_tables
     from sweeps.grid import build_grid
 
     say = progress or (lambda _: None)
@@ -432,7 +432,7 @@ def run_bench(
 
         def polars_own() -> None:
             for name, frame in tables.items():
-                frame.write_parquet(folder / f"polars-{name}.parquet")
+                frame.write_parquet(folder / f"polars-{name}.parquet", **WRITE_OPTIONS)
 
         # alternate the two, best of two each, so neither pays for going first
         t_ours, _ = _best(ours, 1)

@@ -16,6 +16,7 @@ from sweeps.config import parse_config
 from sweeps.errors import OutputExistsError
 from sweeps.export import decode_frame, read_units, to_parquet
 from sweeps.export import frame as frame_module
+from sweeps.export import parquet as parquet_module
 from sweeps.grid import BOTTLENECK_FLAGS, DECODE_DIMS, REGISTRY, build_grid
 from sweeps.pipeline import run_to_folder
 
@@ -78,6 +79,19 @@ def test_repeated_blocks_are_shared_not_copied(grid: xr.Dataset) -> None:
     assert blocks["weight_bytes"].n_chunks() == 32
     assert blocks["attainable_flops"].n_chunks() == 1  # full rank: the grid's own array
     assert blocks["max_batch"].n_chunks() == 32  # does not vary over batch: shared there too
+
+
+def test_row_groups_do_not_follow_the_frame_chunks(grid: xr.Dataset, tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        _small_blocks(patch)  # 32 chunks of 4 rows
+        patch.setitem(parquet_module.WRITE_OPTIONS, "row_group_size", 48)
+        to_parquet(grid, tmp_path)
+    sizes = duckdb.sql(
+        "select row_group_num_rows from parquet_metadata(?) "
+        "group by row_group_id, row_group_num_rows order by row_group_id",
+        params=[str(tmp_path / "decode.parquet")],
+    ).fetchall()
+    assert [n for (n,) in sizes] == [48, 48, 32]
 
 
 def test_interface_columns_and_types(folder: Path) -> None:
