@@ -120,13 +120,16 @@ def _coords(sweep: Sweep) -> dict[str, tuple[str | tuple[str, ...], np.ndarray]]
 
 
 def _annotate(ds: xr.Dataset) -> xr.Dataset:
-    for name in list(ds.variables):
+    # on the Variables themselves: ds[name] would build a DataArray (with its coordinates)
+    # for each of the ~100 names
+    variables = ds.variables
+    for name, variable in variables.items():
         entry = REGISTRY.get(str(name))
         if entry is None:
             continue
-        ds[name].attrs.update({"units": entry.unit, "long_name": entry.description})
+        variable.attrs.update({"units": entry.unit, "long_name": entry.description})
     for name in ("bottleneck", "prefill_bottleneck"):
-        ds[name].attrs.update(
+        variables[name].attrs.update(
             {
                 "flag_values": np.array([0, 1], dtype=np.int8),
                 "flag_meanings": " ".join(BOTTLENECK_FLAGS),
