@@ -13,7 +13,8 @@ a. engine points/s (``build_grid``);
 b. the same formulas in a plain scalar Python loop over a sample of points, and the ratio;
 c. this machine's write limit for the bytes the engine writes: ``numpy.ndarray.fill`` and
    ``numpy.copyto`` into freshly allocated arrays of the same shapes and dtypes, and the
-   engine's share of it;
+   engine's share of it; (a) and (c) take turns, best of five each, so that both see the
+   same moments of a machine whose speed moves;
 d. the export as ``run`` does it (``write_tables``: build each table's frame from the grid and
    write it) against Polars' own ``write_parquet`` (same settings, no metadata) of equal
    frames built beforehand, every column one contiguous array;
@@ -133,6 +134,22 @@ def _best(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
         result = function()
         best = min(best, time.perf_counter() - start)
     return best, result
+
+
+def _interleaved(
+    functions: dict[str, Callable[[], Any]], rounds: int
+) -> dict[str, tuple[float, Any]]:
+    """Best time (and last result) of each function, run in turn ``rounds`` times.
+
+    Taking turns makes every function see the same moments of a noisy machine, so the ratios
+    between them hold even when the machine's speed moves between runs.
+    """
+    best: dict[str, tuple[float, Any]] = {name: (math.inf, None) for name in functions}
+    for _ in range(rounds):
+        for name, function in functions.items():
+            seconds, result = _best(function, 1)
+            best[name] = (min(best[name][0], seconds), result)
+    return best
 
 
 # --- (b) the scalar loop ------------------------------------------------------------------------
@@ -305,8 +322,10 @@ def _check(ds: Any, sample: list[tuple[int, ...]], values: list[tuple[float, ...
 # --- (c) the write limit -----------------------------------------------------------------------
 
 
-def write_limit(shapes: list[tuple[tuple[int, ...], Any]]) -> dict[str, float]:
-    """Seconds to ``fill`` and to ``copyto`` fresh arrays of these shapes and dtypes [s]."""
+def write_limit(
+    shapes: list[tuple[tuple[int, ...], Any]],
+) -> tuple[Callable[[], None], Callable[[], None]]:
+    """Two functions: ``fill`` and ``copyto`` into fresh arrays of these shapes and dtypes."""
     import numpy as np
 
     def fill() -> None:
@@ -319,9 +338,7 @@ def write_limit(shapes: list[tuple[tuple[int, ...], Any]]) -> dict[str, float]:
         for source in sources:
             np.copyto(np.empty_like(source), source)
 
-    t_fill, _ = _best(fill, 3)
-    t_copy, _ = _best(copy, 3)
-    return {"fill_s": t_fill, "copy_s": t_copy}
+    return fill, copy
 
 
 # --- (e) end to end ------------------------------------------------------------------------------
@@ -383,15 +400,33 @@ def run_bench(
         "cpus": os.cpu_count(),
     }
 
-    say("engine")
-    build_grid(sweep)  # warm-up: imports, caches
-    t_engine, ds = _best(lambda: build_grid(sweep), 3)  # best of 3, as the write limit is
+    say("engine and write limit")
+    ds = build_grid(sweep)  # warm-up: imports, caches, compiling
+    shapes = [(ds[name].shape, ds[name].dtype) for name in ds.data_vars]
+    written = int(sum(ds[name].nbytes for name in ds.data_vars))
+    fill, copy = write_limit(shapes)
+    del ds
+    # (a) and (c) take turns, best of five each: the share of the limit compares like moments
+    timed = _interleaved({"engine": lambda: build_grid(sweep), "fill": fill, "copy": copy}, 5)
+    t_engine, ds = timed["engine"]
     report["engine"] = {
         "decode_points": sweep.decode_points,
         "prefill_points": sweep.prefill_points,
         "seconds": t_engine,
         "points_per_s": points / t_engine,
     }
+    t_fill, t_copy = timed["fill"][0], timed["copy"][0]
+    report["write_limit"] = {
+        "bytes": written,
+        "fill_s": t_fill,
+        "copy_s": t_copy,
+        "fill_bytes_per_s": written / t_fill,
+        "copy_bytes_per_s": written / t_copy,
+        "engine_bytes_per_s": written / t_engine,
+        "engine_percent_of_fill": 100 * t_fill / t_engine,
+        "engine_percent_of_copy": 100 * t_copy / t_engine,
+    }
+    del fill, copy  # the copy sources
 
     say("scalar loop")
     sample = _sample(sweep, 500 if quick else 5000)
@@ -403,21 +438,6 @@ def run_bench(
         "points_per_s": scalar_rate,
         "engine_speedup": report["engine"]["points_per_s"] / scalar_rate,
         "max_relative_difference": _check(ds, sample, values),
-    }
-
-    say("write limit")
-    shapes = [(ds[name].shape, ds[name].dtype) for name in ds.data_vars]
-    written = int(sum(ds[name].nbytes for name in ds.data_vars))
-    limit = write_limit(shapes)
-    report["write_limit"] = {
-        "bytes": written,
-        "fill_s": limit["fill_s"],
-        "copy_s": limit["copy_s"],
-        "fill_bytes_per_s": written / limit["fill_s"],
-        "copy_bytes_per_s": written / limit["copy_s"],
-        "engine_bytes_per_s": written / t_engine,
-        "engine_percent_of_fill": 100 * limit["fill_s"] / t_engine,
-        "engine_percent_of_copy": 100 * limit["copy_s"] / t_engine,
     }
 
     say("export")
@@ -434,11 +454,9 @@ def run_bench(
             for name, frame in tables.items():
                 frame.write_parquet(folder / f"polars-{name}.parquet", **WRITE_OPTIONS)
 
-        # alternate the two, best of two each, so neither pays for going first
-        t_ours, _ = _best(ours, 1)
-        t_polars, _ = _best(polars_own, 1)
-        t_ours = min(t_ours, _best(ours, 1)[0])
-        t_polars = min(t_polars, _best(polars_own, 1)[0])
+        # in turns, best of three each, so neither pays for going first
+        timed = _interleaved({"ours": ours, "polars": polars_own}, 3)
+        t_ours, t_polars = timed["ours"][0], timed["polars"][0]
         report["export"] = {
             "rows": tables["decode"].height + tables["prefill"].height,
             "seconds": t_ours,
