@@ -81,6 +81,23 @@ def test_repeated_blocks_are_shared_not_copied(grid: xr.Dataset) -> None:
     assert blocks["max_batch"].n_chunks() == 32  # does not vary over batch: shared there too
 
 
+def test_enum_columns_without_cat_to(grid: xr.Dataset) -> None:
+    """Polars versions without ``Series.cat.to`` (it is marked unstable) get the same frame by
+    gathering the labels."""
+    expected = decode_frame(grid)
+    namespace = type(pl.Series([0], dtype=pl.UInt8).cat)
+
+    def missing(*args: object, **kwargs: object) -> None:
+        msg = "this Polars has no Series.cat.to"
+        raise AttributeError(msg)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(namespace, "to", missing)
+        fallback = decode_frame(grid)
+    assert fallback.equals(expected)
+    assert fallback.schema == expected.schema
+
+
 def test_row_groups_do_not_follow_the_frame_chunks(grid: xr.Dataset, tmp_path: Path) -> None:
     with pytest.MonkeyPatch.context() as patch:
         _small_blocks(patch)  # 32 chunks of 4 rows
