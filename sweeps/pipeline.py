@@ -16,7 +16,6 @@ from sweeps.config import Sweep, load_config
 from sweeps.export import (
     atomic_folder,
     check_target,
-    column_info,
     to_netcdf,
     write_frame,
     write_tables,
@@ -182,10 +181,9 @@ def _stream_to_folder(
             files += result["files"]
         columns: dict[str, object] = dict(results[0]["columns"]) if results else {}
         for name, frame in spec_tables(sweep).items():
-            write_frame(frame, staging / f"{name}.parquet", name)
+            columns[name] = write_frame(frame, staging / f"{name}.parquet", name)
             files.append(f"{name}.parquet")
             rows[name] = frame.height
-            columns[name] = column_info(frame, name)
         files.append("manifest.json")
         layout = {
             "kind": "partitioned",

@@ -14,7 +14,13 @@ from sweeps.export.frame import decode_frame, hardware_frame, models_frame, pref
 from sweeps.grid import Variable, by_phase
 from sweeps.grid.variables import Phase
 
-TABLES = ("decode", "prefill", "hardware", "models")
+_MAKERS = {
+    "decode": decode_frame,
+    "prefill": prefill_frame,
+    "hardware": hardware_frame,
+    "models": models_frame,
+}
+TABLES = tuple(_MAKERS)
 
 
 # Registry phases whose entries name each table's columns, first match wins; and the entries
@@ -46,16 +52,18 @@ def column_info(frame: pl.DataFrame, table: str) -> dict[str, dict[str, str]]:
     return info
 
 
-def write_frame(frame: pl.DataFrame, path: Path, table: str) -> None:
+def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[str, str]]:
     """Write ``frame`` with its columns' units and descriptions as Parquet key-value metadata.
 
     Keys: ``sweeps:columns`` (JSON of ``{column: {unit, description}}``) and one
-    ``unit:<column>`` per column, readable with DuckDB's ``parquet_kv_metadata``.
+    ``unit:<column>`` per column, readable with DuckDB's ``parquet_kv_metadata``. Returns that
+    ``{column: {unit, description}}`` map (``column_info``).
     """
     info = column_info(frame, table)
     metadata = {"sweeps:columns": json.dumps(info)}
     metadata.update({f"unit:{column}": entry["unit"] for column, entry in info.items()})
     frame.write_parquet(path, metadata=metadata, **WRITE_OPTIONS)
+    return info
 
 
 WRITE_OPTIONS: dict[str, Any] = {"statistics": True, "row_group_size": 1 << 17}
@@ -67,14 +75,6 @@ depends on its rows only."""
 def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
     """The four tables of a result, by name."""
     return {name: make(ds) for name, make in _MAKERS.items()}
-
-
-_MAKERS = {
-    "decode": decode_frame,
-    "prefill": prefill_frame,
-    "hardware": hardware_frame,
-    "models": models_frame,
-}
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,8 @@ def write_tables(ds: xr.Dataset, folder: Path) -> dict[str, Written]:
     written = {}
     for name, make in _MAKERS.items():
         frame = make(ds)
-        write_frame(frame, folder / f"{name}.parquet", name)
-        written[name] = Written(frame.height, column_info(frame, name))
+        info = write_frame(frame, folder / f"{name}.parquet", name)
+        written[name] = Written(frame.height, info)
         del frame
     return written
 

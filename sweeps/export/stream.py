@@ -48,7 +48,7 @@ def write_chunk(
     Runs in a worker process as well as here: it needs only its arguments.
     """
     from sweeps.export.frame import decode_frame, prefill_frame
-    from sweeps.export.parquet import column_info, write_frame
+    from sweeps.export.parquet import write_frame
     from sweeps.grid.build import build_grid
 
     folder = Path(folder)
@@ -61,10 +61,9 @@ def write_chunk(
             msg = f"{folder}: the staging folder is gone; the run was stopped"
             raise FileNotFoundError(msg)
         (folder / path).parent.mkdir(parents=True, exist_ok=True)
-        write_frame(frame, folder / path, phase)
+        result["columns"][phase] = write_frame(frame, folder / path, phase)
         result["rows"][phase] = frame.height
         result["files"].append(path)
-        result["columns"][phase] = column_info(frame, phase)
         del frame
     return result
 
