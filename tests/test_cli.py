@@ -44,6 +44,8 @@ def test_run_writes_outputs_and_prints_the_summary(
     assert "CLI test: decode summary" in result.output
     assert "never" in result.output  # Llama-3 8B decode never turns compute-bound on an H100
     assert "does not fit" in result.output  # 70B in bf16 at 32k on one H100
+    flat = " ".join(result.output.split())  # the terminal may wrap the line
+    assert "(decode 12 rows, prefill 12 rows, hardware 1 row, models 2 rows)" in flat
     # a second run without --force fails with exit 1 and leaves the result alone
     before = (out / "cli-run" / "manifest.json").read_bytes()
     again = runner.invoke(cli, ["run", str(path), "--out", str(out)])

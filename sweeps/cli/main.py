@@ -162,7 +162,7 @@ def run(
     with _errors():
         sweeps = _load_all(configs)
         from sweeps.charts import output_hooks
-        from sweeps.cli.render import print_summary
+        from sweeps.cli.render import print_summary, row_counts
         from sweeps.grid.chunks import parse_size
         from sweeps.pipeline import run_to_folder
 
@@ -183,10 +183,10 @@ def run(
                 if result.dataset is not None:
                     print_summary(console, sweep, result)
                 else:
-                    rows = ", ".join(f"{k} {v:,} rows" for k, v in result.rows.items())
                     console.print(
                         f"wrote {result.folder}/ in {result.chunks} chunks, partitioned "
-                        f"by model ({rows}) in {sum(result.timings.values()):.2f} s"
+                        f"by model ({row_counts(result.rows)}) "
+                        f"in {sum(result.timings.values()):.2f} s"
                     )
 
 

@@ -5,6 +5,7 @@ Presentation only: every number comes from the library (the summary frame, catal
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -75,8 +76,15 @@ def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
         ]
         table.add_row(*cells)
     console.print(table)
-    rows = ", ".join(f"{name} {count:,} rows" for name, count in result.rows.items())
-    console.print(f"wrote {result.folder}/ ({rows}) in {sum(result.timings.values()):.2f} s")
+    console.print(
+        f"wrote {result.folder}/ ({row_counts(result.rows)}) "
+        f"in {sum(result.timings.values()):.2f} s"
+    )
+
+
+def row_counts(rows: Mapping[str, int]) -> str:
+    """``decode 1,024 rows, hardware 1 row``: the tables of a result and their sizes."""
+    return ", ".join(f"{name} {n:,} {'row' if n == 1 else 'rows'}" for name, n in rows.items())
 
 
 def print_validation(sweep: Sweep, budget: int | None = None) -> None:
