@@ -56,6 +56,19 @@ def test_run_writes_outputs_and_prints_the_summary(
     assert forced.exit_code == 0, forced.output
 
 
+def test_run_summary_of_a_large_sweep_is_cut_short(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    many = GOOD.replace("context = [512, 32768]", "context = [512, 1024, 2048, 4096, 8192]")
+    many = many.replace('hardware = ["h100-sxm"]', 'hardware = ["h100-sxm", "h200", "a100-80gb"]')
+    many = many.replace("[outputs]", 'kv_dtype = ["bf16", "fp8", "int4"]\n[outputs]')
+    result = runner.invoke(cli, ["run", str(write_config(many)), "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "first 40 of 90 configurations; decode.parquet has every one" in flat
+    assert flat.count("llama-3-") == 40  # one model cell per row shown
+
+
 @pytest.mark.parametrize(
     ("bad", "key"),
     [

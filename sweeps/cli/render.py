@@ -35,10 +35,15 @@ AXES = (
 )
 
 
+SUMMARY_ROWS = 40
+"""Configurations a terminal summary shows at most; a sweep has thousands."""
+
+
 def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
     """The per-configuration summary of a finished run, and where its files went.
 
-    Axes with a single value move to the caption, so the table shows what varies.
+    Axes with a single value move to the caption, so the table shows what varies. A sweep of
+    more than ``SUMMARY_ROWS`` configurations shows its first ones and says where the rest are.
     """
     from rich.table import Table
 
@@ -48,6 +53,12 @@ def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
     fraction = sweep.options.ceiling_fraction
     varying = [(c, h) for c, h in AXES if frame[c].n_unique() > 1 or c in ("model", "hardware")]
     fixed = [f"{h} {frame[c][0]}" for c, h in AXES if (c, h) not in varying]
+    if frame.height > SUMMARY_ROWS:
+        fixed.append(
+            f"first {SUMMARY_ROWS} of {frame.height:,} configurations; decode.parquet has "
+            "every one (ceiling, knee_batch, max_batch, ridge_batch columns)"
+        )
+        frame = frame.head(SUMMARY_ROWS)
     table = Table(
         title=f"{sweep.title}: decode summary",
         title_justify="left",
