@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
@@ -22,6 +22,9 @@ from sweeps.export import (
 )
 from sweeps.export.stream import Progress
 from sweeps.grid import build_grid
+
+if TYPE_CHECKING:
+    import polars as pl
 
 Hook = Callable[[xr.Dataset, Sweep, Path], list[str]]
 """Extra outputs (charts, report): given the grid, the sweep and the staging folder, write
@@ -39,7 +42,9 @@ class RunResult:
     """What ``run_to_folder`` wrote: the folder, the grid, row counts and timings [s].
 
     ``dataset`` is the whole grid for a single-file result; for a streamed (partitioned)
-    result it is ``None``: the grid never existed in memory at once.
+    result it is ``None``: the grid never existed in memory at once. ``configurations`` is
+    then the grid at one batch size (``sweeps.export.stream.configurations``), enough for the
+    summary, or ``None`` where even that was over the memory budget.
     """
 
     folder: Path
@@ -49,6 +54,14 @@ class RunResult:
     files: list[str] = field(default_factory=list)
     layout: str = "single"
     chunks: int = 1
+    configurations: xr.Dataset | None = None
+
+    def summary(self) -> pl.DataFrame | None:
+        """``sweeps.summary.summarize`` of the result, or ``None`` where no grid is held."""
+        from sweeps.summary import summarize
+
+        grid = self.dataset if self.dataset is not None else self.configurations
+        return None if grid is None else summarize(grid)
 
 
 def _version() -> str:
@@ -162,7 +175,7 @@ def _run_in_memory(
 def _stream_to_folder(
     sweep: Sweep, out: Path, force: bool, budget: int, progress: Progress | None, client: Any
 ) -> RunResult:
-    from sweeps.export.stream import spec_tables, stream_chunks
+    from sweeps.export.stream import configurations, spec_tables, stream_chunks
     from sweeps.grid.chunks import plan_chunks
 
     target = out / sweep.name
@@ -198,4 +211,9 @@ def _stream_to_folder(
         }
         document = manifest(sweep, rows, columns, timings, files, layout)
         (staging / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
-    return RunResult(target, None, rows, timings, files, "partitioned", len(chunks))
+    # a small fraction of the sweep (one batch size), for the summary; outside the folder's
+    # writing, so a failure here cannot touch the result
+    per_configuration = configurations(sweep, budget)
+    return RunResult(
+        target, None, rows, timings, files, "partitioned", len(chunks), per_configuration
+    )

@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sweeps.cli.main import cli
+from sweeps.grid.chunks import BASE_BYTES
 
 from .conftest import SEED_CONFIG
 
@@ -67,6 +68,19 @@ def test_run_summary_of_a_large_sweep_is_cut_short(
     flat = " ".join(result.output.split())
     assert "first 40 of 90 configurations; decode.parquet has every one" in flat
     assert flat.count("llama-3-") == 40  # one model cell per row shown
+
+
+def test_streamed_run_prints_the_summary_too(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    budget = str(BASE_BYTES + 4000)  # the grid needs 6,150 bytes, one batch size of it 2,050
+    args = ["run", str(write_config(GOOD)), "--out", str(tmp_path), "--memory-budget", budget]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "CLI test: decode summary" in flat
+    assert "does not fit" in flat  # 70B in bf16 at 32k on one H100, as in memory
+    assert "chunks, partitioned by model (decode 12 rows, prefill 12 rows," in flat
 
 
 @pytest.mark.parametrize(

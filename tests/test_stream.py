@@ -86,6 +86,24 @@ def test_small_budget_streams_partitions(results, sweep):
     assert json.loads((whole.folder / "manifest.json").read_text())["layout"] == {"kind": "single"}
 
 
+def test_streamed_result_has_the_same_summary(results, sweep):
+    whole, parts, _ = results
+    assert parts.configurations is not None
+    assert parts.configurations.sizes["batch"] == 1  # a fraction of the grid, not all of it
+    streamed = parts.summary()
+    assert streamed is not None
+    assert streamed.equals(whole.summary())
+    assert streamed.height == sweep.decode_points // len(sweep.batch)
+
+
+def test_no_summary_where_even_one_batch_is_over_budget(sweep, tmp_path):
+    one_batch = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // len(sweep.batch)
+    parts = run_to_folder(sweep, tmp_path, memory_budget=one_batch // 2)
+    assert parts.layout == "partitioned"
+    assert parts.configurations is None
+    assert parts.summary() is None
+
+
 @pytest.mark.parametrize("phase", ["decode", "prefill"])
 def test_same_rows_and_schema_in_polars(results, phase, sweep):
     parts_sweep = sweep

@@ -180,14 +180,18 @@ def run(
                         progress=progress,
                         client=client,
                     )
-                if result.dataset is not None:
-                    print_summary(console, sweep, result)
-                else:
-                    console.print(
-                        f"wrote {result.folder}/ in {result.chunks} chunks, partitioned "
-                        f"by model ({row_counts(result.rows)}) "
-                        f"in {sum(result.timings.values()):.2f} s"
-                    )
+                summary = result.summary()
+                if summary is not None:
+                    print_summary(console, sweep, summary)
+                how = (
+                    f" in {result.chunks} chunks, partitioned by model"
+                    if result.layout == "partitioned"
+                    else ""
+                )
+                console.print(
+                    f"wrote {result.folder}/{how} ({row_counts(result.rows)}) "
+                    f"in {sum(result.timings.values()):.2f} s"
+                )
 
 
 @cli.command()

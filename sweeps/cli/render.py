@@ -39,17 +39,14 @@ SUMMARY_ROWS = 40
 """Configurations a terminal summary shows at most; a sweep has thousands."""
 
 
-def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
-    """The per-configuration summary of a finished run, and where its files went.
+def print_summary(console: Any, sweep: Sweep, frame: Any) -> None:
+    """The per-configuration summary of a run (``RunResult.summary()``) as a table.
 
     Axes with a single value move to the caption, so the table shows what varies. A sweep of
     more than ``SUMMARY_ROWS`` configurations shows its first ones and says where the rest are.
     """
     from rich.table import Table
 
-    from sweeps.summary import summarize
-
-    frame = summarize(result.dataset)
     fraction = sweep.options.ceiling_fraction
     varying = [(c, h) for c, h in AXES if frame[c].n_unique() > 1 or c in ("model", "hardware")]
     fixed = [f"{h} {frame[c][0]}" for c, h in AXES if (c, h) not in varying]
@@ -87,10 +84,6 @@ def print_summary(console: Any, sweep: Sweep, result: Any) -> None:
         ]
         table.add_row(*cells)
     console.print(table)
-    console.print(
-        f"wrote {result.folder}/ ({row_counts(result.rows)}) "
-        f"in {sum(result.timings.values()):.2f} s"
-    )
 
 
 def row_counts(rows: Mapping[str, int]) -> str:

@@ -68,6 +68,20 @@ def write_chunk(
     return result
 
 
+def configurations(sweep: Sweep, budget: int) -> Any:
+    """The grid of ``sweep`` at its first batch size and prompt, or None if over ``budget``.
+
+    Every variable without a batch dimension (ceiling, knee, max batch, ridge batch, ...) is
+    there at every configuration, which is all ``sweeps.summary.summarize`` needs, for a
+    fraction of the whole grid [budget in byte].
+    """
+    from sweeps.grid.build import build_grid
+    from sweeps.grid.chunks import estimate_bytes
+
+    one = dataclasses.replace(sweep, batch=sweep.batch[:1], prompt=sweep.prompt[:1])
+    return build_grid(one) if estimate_bytes(one) <= budget else None
+
+
 def spec_tables(sweep: Sweep) -> dict[str, Any]:
     """The ``hardware`` and ``models`` frames of ``sweep``, from a one-point-per-axis grid."""
     from sweeps.export.frame import hardware_frame, models_frame
