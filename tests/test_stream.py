@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -96,9 +97,10 @@ def test_streamed_result_has_the_same_summary(results, sweep):
     assert streamed.height == sweep.decode_points // len(sweep.batch)
 
 
-def test_no_summary_where_even_one_batch_is_over_budget(sweep, tmp_path):
-    one_batch = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // len(sweep.batch)
-    parts = run_to_folder(sweep, tmp_path, memory_budget=one_batch // 2)
+def test_no_summary_where_even_one_batch_is_over_budget(tmp_path):
+    small = parse_config(CONFIG.replace("{ start = 1, stop = 48 }", "[1, 64]"), "small.toml")
+    one = dataclasses.replace(small, batch=small.batch[:1], prompt=small.prompt[:1])
+    parts = run_to_folder(small, tmp_path, memory_budget=estimate_bytes(one) - 1)
     assert parts.layout == "partitioned"
     assert parts.configurations is None
     assert parts.summary() is None
