@@ -13,10 +13,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.config import Sweep
 from sweeps.grid.chunks import Chunk
+
+if TYPE_CHECKING:
+    import xarray as xr
 
 Progress = Callable[[int, int], None]
 """Called after each chunk with (points done, points in all) [point]; may raise to abort."""
@@ -68,7 +71,7 @@ def write_chunk(
     return result
 
 
-def configurations(sweep: Sweep, budget: int) -> Any:
+def configurations(sweep: Sweep, budget: int) -> xr.Dataset | None:
     """The grid of ``sweep`` at its first batch size and prompt, or None if over ``budget``.
 
     Every variable without a batch dimension (ceiling, knee, max batch, ridge batch, ...) is
