@@ -31,10 +31,15 @@ Hook = Callable[[xr.Dataset, Sweep, Path], list[str]]
 files there and return their paths relative to it."""
 
 
-def run(config: Sweep | str | Path) -> xr.Dataset:
-    """The grid of a sweep: a ``Sweep``, or the path of a config file to load first."""
+def run(config: Sweep | str | Path, chunks: Mapping[str, int] | None = None) -> xr.Dataset:
+    """The grid of a sweep: a ``Sweep``, or the path of a config file to load first.
+
+    ``chunks`` (e.g. ``{"model": 1}``, needs the ``dask`` extra) gives a lazy grid whose
+    full-rank variables are dask arrays, computed block by block when asked (see
+    ``sweeps.grid.build_grid``).
+    """
     sweep = config if isinstance(config, Sweep) else load_config(config)
-    return build_grid(sweep)
+    return build_grid(sweep, chunks=chunks)
 
 
 @dataclass

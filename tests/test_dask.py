@@ -66,3 +66,59 @@ def test_failure_on_a_worker_leaves_nothing(client, tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_to_folder(sweep, tmp_path, client=client, progress=stop)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("use_kernel", [True, False])
+def test_lazy_grid_is_dask_backed_and_equals_the_eager_one(use_kernel, monkeypatch):
+    import xarray as xr
+
+    from sweeps.grid import build_grid, roof
+
+    calls = []
+    evaluate = roof._evaluate
+    monkeypatch.setattr(roof, "_evaluate", lambda *a: calls.append(1) or evaluate(*a))
+    sweep = parse_config(CONFIG)
+    lazy = build_grid(sweep, use_kernel=use_kernel, chunks={"model": 1, "hardware": 1})
+    assert calls == []  # nothing of the full-rank variables computed yet
+    assert lazy["attainable_flops"].chunks == (
+        (1, 1, 1),
+        (1, 1),
+        (1,),
+        (32,),
+        (2,),
+        (2,),
+        (2,),
+        (1,),
+    )
+    assert lazy["ceiling"].chunks is None  # low-rank variables are plain numpy
+    computed = lazy.compute(scheduler="synchronous")  # here, whatever client is about
+    assert len(calls) == 2 * 3 * 2  # decode and prefill, 3 models x 2 devices
+    xr.testing.assert_identical(computed, build_grid(sweep, use_kernel=use_kernel))
+
+
+def test_lazy_grid_computes_on_the_cluster(client, tmp_path):
+    import xarray as xr
+
+    from sweeps.export import to_parquet
+    from sweeps.grid import build_grid
+
+    sweep = parse_config(CONFIG)
+    lazy = build_grid(sweep, chunks={"model": 1})
+    with distributed.get_task_stream(client) as tasks:
+        computed = lazy.compute()
+    assert len(tasks.data) >= 2 * 3  # the blocks ran on the cluster's workers
+    eager = build_grid(sweep)
+    xr.testing.assert_identical(computed, eager)
+    to_parquet(lazy, tmp_path / "lazy")  # computed once, then written like any grid
+    to_parquet(eager, tmp_path / "eager")
+    for table in ("decode", "prefill"):
+        assert pl.read_parquet(tmp_path / "lazy" / f"{table}.parquet").equals(
+            pl.read_parquet(tmp_path / "eager" / f"{table}.parquet")
+        )
+
+
+def test_lazy_grid_rejects_unknown_chunk_keys():
+    from sweeps.grid import build_grid
+
+    with pytest.raises(ValueError, match=r"allowed keys: 'model', 'hardware'"):
+        build_grid(parse_config(CONFIG), chunks={"batch": 8})

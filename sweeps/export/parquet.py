@@ -89,8 +89,11 @@ def write_tables(ds: xr.Dataset, folder: Path) -> dict[str, Written]:
     """Write ``<table>.parquet`` for each of the four ``TABLES`` into ``folder``.
 
     One table at a time: each frame is built, written and freed before the next, so the export
-    needs memory for the largest table only, not for all of them.
+    needs memory for the largest table only, not for all of them. A lazy (dask-backed) grid is
+    computed once first, not once per column.
     """
+    if any(variable.chunks is not None for variable in ds.variables.values()):
+        ds = ds.compute()
     written = {}
     for name, make in _MAKERS.items():
         frame = make(ds)

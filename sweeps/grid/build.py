@@ -8,6 +8,7 @@ prefill), kv_heads, kv_dtype, weight_dtype.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -143,7 +144,9 @@ def _order(da: xr.DataArray | xr.Variable, dims: tuple[str, ...]) -> xr.Variable
     return variable.transpose(*[d for d in dims if d in variable.dims])
 
 
-def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
+def build_grid(
+    sweep: Sweep, use_kernel: bool | None = None, chunks: Mapping[str, int] | None = None
+) -> xr.Dataset:
     """Evaluate the decode and prefill roofline of every point of ``sweep``.
 
     Returns a Dataset whose variables are declared in ``sweeps.grid.variables`` (units and
@@ -151,6 +154,12 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
     Variables keep their natural dimensions; the few that span the whole grid (bottleneck,
     attainable FLOP/s, times, ...) are written in one pass by ``sweeps.grid.roof``;
     ``use_kernel`` forces its compiled (True) or numpy (False) path, for tests.
+
+    ``chunks`` (``{"model": 1, "hardware": 4}``; needs the ``dask`` extra) makes those
+    full-rank variables dask arrays, one block per that many models and devices: nothing of
+    them is computed until asked (``.compute()``, ``.sel(...).values``), and with a
+    ``dask.distributed`` client the blocks are computed on its workers. The low-rank variables
+    are small and computed at once.
     """
     ds = xr.Dataset(coords=_coords(sweep))
     sizes = {str(k): int(v) for k, v in ds.sizes.items()}
@@ -227,7 +236,7 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
     roof = roofline_outputs(
         DECODE_DIMS, sizes, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
         max_batch=max_batch, peak=peak, bandwidth=bandwidth, ridge=ridge,
-        peak_flops=c["peak_flops"], with_tokens=True, use_kernel=use_kernel,
+        peak_flops=c["peak_flops"], with_tokens=True, use_kernel=use_kernel, chunks=chunks,
     )  # fmt: skip
     out["bottleneck"] = roof["bottleneck"]
     out["attainable_flops"] = roof["attainable_flops"]
@@ -264,7 +273,7 @@ def build_grid(sweep: Sweep, use_kernel: bool | None = None) -> xr.Dataset:
     roof = roofline_outputs(
         PREFILL_DIMS, sizes, flops=pre_flops, nbytes=pre_bytes, ai=pre_ai, batch=batch,
         max_batch=pre_max, peak=peak, bandwidth=bandwidth, ridge=ridge,
-        peak_flops=c["peak_flops"], with_tokens=False, use_kernel=use_kernel,
+        peak_flops=c["peak_flops"], with_tokens=False, use_kernel=use_kernel, chunks=chunks,
     )  # fmt: skip
     out["prefill_bottleneck"] = roof["bottleneck"]
     out["prefill_attainable_flops"] = roof["attainable_flops"]

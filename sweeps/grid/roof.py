@@ -11,7 +11,8 @@ bits (IEEE arithmetic, no fast-math).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -106,13 +107,16 @@ def roofline_outputs(
     peak_flops: xr.DataArray,
     with_tokens: bool,
     use_kernel: bool | None = None,
+    chunks: Mapping[str, int] | None = None,
 ) -> dict[str, xr.DataArray]:
     """Bottleneck, attainable FLOP/s, utilization, roofline time, feasibility (and tokens/s).
 
     ``dims`` is ``model, hardware, tp, batch, ...``; ``flops``, ``nbytes`` and ``ai`` have no
     hardware dimension, ``max_batch`` no batch dimension, the device figures only hardware.
     ``use_kernel`` forces the compiled (True) or the numpy (False) path; by default the kernel
-    runs on large grids when available.
+    runs on large grids when available. ``chunks`` (``{"model": n, "hardware": n}``, needs
+    dask) returns dask arrays instead, one block per that many models and devices, each
+    evaluated only when computed.
 
     Returns DataArrays over ``dims``: ``bottleneck`` [int8 flag], ``attainable_flops``
     [FLOP/s], ``utilization`` [1], ``time`` [s], ``feasible`` [bool] (batch <= max_batch) and,
@@ -131,35 +135,122 @@ def roofline_outputs(
 
     per_point = (models, 1, splits, batches, *rest)
     point_shape = (models, splits, batches, size)
-    args = [contiguous(x, per_point, point_shape) for x in (ai, nbytes, flops)]
-    args.append(np.asarray(batch.values, dtype=np.float64))
-    args.append(
-        contiguous(max_batch, (models, devices, splits, 1, *rest), (models, devices, splits, size))
+    inputs = _Inputs(
+        ai=contiguous(ai, per_point, point_shape),
+        nbytes=contiguous(nbytes, per_point, point_shape),
+        flops=contiguous(flops, per_point, point_shape),
+        batch=np.asarray(batch.values, dtype=np.float64),
+        max_batch=contiguous(
+            max_batch, (models, devices, splits, 1, *rest), (models, devices, splits, size)
+        ),
+        device=tuple(
+            contiguous(x, (1, devices) + (1,) * (len(dims) - 2), (devices,))
+            for x in (peak, bandwidth, ridge, peak_flops)
+        ),
     )
-    device = [contiguous(x, (1, devices) + (1,) * (len(dims) - 2), (devices,))
-              for x in (peak, bandwidth, ridge, peak_flops)]  # fmt: skip
-    shape = (models, devices, splits, batches, size)
-    out: dict[str, np.ndarray] = {
-        "bottleneck": np.empty(shape, dtype=np.int8),
-        "attainable_flops": np.empty(shape),
-        "utilization": np.empty(shape),
-        "time": np.empty(shape),
-        "tokens_per_s": np.empty(shape if with_tokens else (1, 1, 1, 1, 1)),
-        "feasible": np.empty(shape, dtype=np.bool_),
-    }
-    kernel = _kernel()
     if use_kernel is None:
-        use_kernel = kernel is not None and int(np.prod(shape)) >= KERNEL_MIN_POINTS
-    if use_kernel and kernel is not None:
-        kernel(*args, *device, with_tokens, *out.values())
-    else:
-        _numpy_roof(args, device, with_tokens, out)
+        use_kernel = _kernel() is not None and models * devices * splits * batches * size >= (
+            KERNEL_MIN_POINTS
+        )
+    names = (*(ROOF_OUTPUTS if with_tokens else ROOF_OUTPUTS[:-1]), "feasible")
     full_shape = tuple(sizes[d] for d in dims)
-    names = ROOF_OUTPUTS if with_tokens else ROOF_OUTPUTS[:-1]
-    return {
-        name: xr.DataArray(out[name].reshape(full_shape), dims=dims)
-        for name in (*names, "feasible")
+    if chunks is None:
+        out = _evaluate(inputs, with_tokens, use_kernel)
+        return {name: xr.DataArray(out[name].reshape(full_shape), dims=dims) for name in names}
+    lazy = _lazy(inputs, names, chunks, with_tokens, use_kernel)
+    return {name: xr.DataArray(lazy[name].reshape(full_shape), dims=dims) for name in names}
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """The roofline pass's inputs: per point (model, tp, batch, rest) without the device,
+    ``max_batch`` per (model, device, tp, rest), the device figures per device."""
+
+    ai: np.ndarray
+    nbytes: np.ndarray
+    flops: np.ndarray
+    batch: np.ndarray
+    max_batch: np.ndarray
+    device: tuple[np.ndarray, ...]  # peak, bandwidth, ridge, peak_flops
+
+    def block(self, models: slice, devices: slice) -> _Inputs:
+        """The inputs of some models on some devices."""
+        return _Inputs(
+            self.ai[models],
+            self.nbytes[models],
+            self.flops[models],
+            self.batch,
+            np.ascontiguousarray(self.max_batch[models, devices]),
+            tuple(x[devices] for x in self.device),
+        )
+
+
+_DTYPES = {"bottleneck": np.int8, "feasible": np.bool_}
+
+
+def _evaluate(inputs: _Inputs, with_tokens: bool, use_kernel: bool) -> dict[str, np.ndarray]:
+    """Every output of the pass over (model, device, tp, batch, rest), written once."""
+    models, splits, batches, size = inputs.ai.shape
+    shape = (models, len(inputs.device[0]), splits, batches, size)
+    out: dict[str, np.ndarray] = {
+        name: np.empty(shape, dtype=_DTYPES.get(name, np.float64))
+        for name in (*ROOF_OUTPUTS[:-1], "feasible")
     }
+    out["tokens_per_s"] = np.empty(shape if with_tokens else (1, 1, 1, 1, 1))
+    kernel = _kernel()
+    args = [inputs.ai, inputs.nbytes, inputs.flops, inputs.batch, inputs.max_batch]
+    if use_kernel and kernel is not None:
+        kernel(
+            *args,
+            *inputs.device,
+            with_tokens,
+            *(out[n] for n in ("bottleneck", "attainable_flops", "utilization", "time")),
+            out["tokens_per_s"],
+            out["feasible"],
+        )
+    else:
+        _numpy_roof(args, list(inputs.device), with_tokens, out)
+    return out
+
+
+def _lazy(
+    inputs: _Inputs,
+    names: tuple[str, ...],
+    chunks: Mapping[str, int],
+    with_tokens: bool,
+    use_kernel: bool,
+) -> dict[str, Any]:
+    """The outputs as dask arrays: one delayed pass per block of models and devices."""
+    unknown = sorted(set(chunks) - {"model", "hardware"})
+    if unknown or any(int(n) < 1 for n in chunks.values()):
+        msg = (
+            f"chunks: {dict(chunks)} is not valid; allowed keys: 'model', 'hardware', "
+            "each a positive number of labels per block"
+        )
+        raise ValueError(msg)
+    import dask
+    import dask.array as dsa
+
+    models, splits, batches, size = inputs.ai.shape
+    devices = len(inputs.device[0])
+
+    def ranges(total: int, step: int) -> list[slice]:
+        return [slice(i, min(i + step, total)) for i in range(0, total, step)]
+
+    rows: dict[str, list[Any]] = {name: [] for name in names}
+    for m in ranges(models, int(chunks.get("model", models))):
+        row: dict[str, list[Any]] = {name: [] for name in names}
+        for h in ranges(devices, int(chunks.get("hardware", devices))):
+            part = dask.delayed(_evaluate, pure=True, traverse=False)(
+                inputs.block(m, h), with_tokens, use_kernel
+            )
+            shape = (m.stop - m.start, h.stop - h.start, splits, batches, size)
+            for name in names:
+                dtype = _DTYPES.get(name, np.float64)
+                row[name].append(dsa.from_delayed(part[name], shape=shape, dtype=dtype))
+        for name in names:
+            rows[name].append(dsa.concatenate(row[name], axis=1))
+    return {name: dsa.concatenate(rows[name], axis=0) for name in names}
 
 
 def _numpy_roof(
