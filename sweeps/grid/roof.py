@@ -154,11 +154,12 @@ def roofline_outputs(
         )
     names = (*(ROOF_OUTPUTS if with_tokens else ROOF_OUTPUTS[:-1]), "feasible")
     full_shape = tuple(sizes[d] for d in dims)
-    if chunks is None:
-        out = _evaluate(inputs, with_tokens, use_kernel)
-        return {name: xr.DataArray(out[name].reshape(full_shape), dims=dims) for name in names}
-    lazy = _lazy(inputs, names, chunks, with_tokens, use_kernel)
-    return {name: xr.DataArray(lazy[name].reshape(full_shape), dims=dims) for name in names}
+    out: Mapping[str, Any] = (
+        _evaluate(inputs, with_tokens, use_kernel)
+        if chunks is None
+        else _lazy(inputs, names, chunks, with_tokens, use_kernel)
+    )
+    return {name: xr.DataArray(out[name].reshape(full_shape), dims=dims) for name in names}
 
 
 @dataclass(frozen=True)
