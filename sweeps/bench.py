@@ -14,7 +14,8 @@ b. the same formulas in a plain scalar Python loop over a sample of points, and 
 c. this machine's write limit for the bytes the engine writes: ``numpy.ndarray.fill`` and
    ``numpy.copyto`` into freshly allocated arrays of the same shapes and dtypes, and the
    engine's share of it; (a) and (c) take turns, best of five each, so that both see the
-   same moments of a machine whose speed moves;
+   same moments of a machine whose speed moves; each call is timed as ``timeit`` does
+   (garbage collector off), with nothing of the previous call still held;
 d. the export as ``run`` does it (``write_tables``: build each table's frame from the grid and
    write it) against Polars' own ``write_parquet`` (same settings, no metadata) of equal
    frames built beforehand, every column one contiguous array;
@@ -24,6 +25,7 @@ e. an end-to-end ``run_to_folder`` of a larger grid, streamed under a memory bud
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -127,13 +129,22 @@ def bench_configs(quick: bool) -> tuple[str, str]:
     return engine, e2e
 
 
-def _best(function: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    best, result = math.inf, None
-    for _ in range(repeat):
+def _timed(function: Callable[[], Any]) -> tuple[float, Any]:
+    """Seconds of one call, and its result, measured the way ``timeit`` does.
+
+    The garbage collector runs before the call and is off during it, so a collection of
+    unrelated objects (a build creates thousands) does not land in one call's time.
+    """
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
         start = time.perf_counter()
         result = function()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        return time.perf_counter() - start, result
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _interleaved(
@@ -142,12 +153,15 @@ def _interleaved(
     """Best time (and last result) of each function, run in turn ``rounds`` times.
 
     Taking turns makes every function see the same moments of a noisy machine, so the ratios
-    between them hold even when the machine's speed moves between runs.
+    between them hold even when the machine's speed moves between runs. A function's previous
+    result is released before it runs again: a single call (``sweeps run``) has no earlier
+    grid in memory, and holding one made the next build wait for another 0.8 GB of pages.
     """
     best: dict[str, tuple[float, Any]] = {name: (math.inf, None) for name in functions}
     for _ in range(rounds):
         for name, function in functions.items():
-            seconds, result = _best(function, 1)
+            best[name] = (best[name][0], None)
+            seconds, result = _timed(function)
             best[name] = (min(best[name][0], seconds), result)
     return best
 
@@ -430,7 +444,7 @@ def run_bench(
 
     say("scalar loop")
     sample = _sample(sweep, 500 if quick else 5000)
-    t_scalar, values = _best(lambda: scalar_loop(sweep, sample), 1)
+    t_scalar, values = _timed(lambda: scalar_loop(sweep, sample))
     scalar_rate = 2 * len(sample) / t_scalar  # each sample is one decode and one prefill point
     report["scalar"] = {
         "sample_points": 2 * len(sample),

@@ -31,3 +31,34 @@ def test_bench_quick_json_reports_every_key():
     assert e2e["chunks"] > 1
     assert e2e["peak_rss_bytes"] > 0
     assert e2e["rows"]["decode"] + e2e["rows"]["prefill"] == e2e["points"]
+
+
+def test_interleaved_frees_the_previous_result_and_times_without_gc():
+    """A call never runs while the previous call's result is held, nor with the collector on."""
+    import gc
+    import weakref
+
+    from sweeps.bench import _interleaved
+
+    class Grid:
+        pass
+
+    alive_during_call: list[bool] = []
+    collector_on: list[bool] = []
+    previous: list[weakref.ref[Grid]] = []
+
+    def build() -> Grid:
+        alive_during_call.append(bool(previous) and previous[-1]() is not None)
+        collector_on.append(gc.isenabled())
+        grid = Grid()
+        previous.append(weakref.ref(grid))
+        return grid
+
+    best = _interleaved({"build": build, "other": lambda: None}, 3)
+    assert alive_during_call == [False, False, False]
+    assert collector_on == [False, False, False]
+    assert gc.isenabled()
+    seconds, last = best["build"]
+    assert 0 < seconds < float("inf")
+    assert last is not None
+    assert previous[-1]() is last  # the last result is returned
