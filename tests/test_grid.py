@@ -283,3 +283,18 @@ def test_compiled_roofline_pass_equals_numpy() -> None:
     xr.testing.assert_identical(
         build_grid(sweep, use_kernel=True), build_grid(sweep, use_kernel=False)
     )
+
+
+def test_per_point_variables_are_contiguous_in_canonical_order() -> None:
+    """Step bytes and intensities come out laid out as the roofline pass and the export read
+    them (no transposed copy): canonical dimension order, C-contiguous."""
+    ds = _grid(LOOP)
+    for name, dims in (
+        ("bytes", DECODE_DIMS),
+        ("arithmetic_intensity", DECODE_DIMS),
+        ("fraction_of_ceiling", DECODE_DIMS),
+        ("prefill_bytes", PREFILL_DIMS),
+        ("prefill_arithmetic_intensity", PREFILL_DIMS),
+    ):
+        assert ds[name].dims == tuple(d for d in dims if d != "hardware"), name
+        assert ds[name].values.flags.c_contiguous, name

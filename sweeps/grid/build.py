@@ -139,9 +139,31 @@ def _annotate(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
-def _order(da: xr.DataArray | xr.Variable, dims: tuple[str, ...]) -> xr.Variable:
-    variable = da.variable if isinstance(da, xr.DataArray) else da
+def _order(variable: xr.Variable, dims: tuple[str, ...]) -> xr.Variable:
     return variable.transpose(*[d for d in dims if d in variable.dims])
+
+
+def _pointwise(function: Any, dims: tuple[str, ...], *args: Any) -> xr.Variable:
+    """``function(*args)`` with numpy broadcasting in the canonical order of ``dims``.
+
+    xarray orders a result's dimensions as they first appear in the expression, and numpy lays
+    the result out by its operands' strides, so a per-point quantity such as the step bytes
+    comes out transposed, and the roofline pass and the export each copy it into order. Here
+    every Variable operand is made contiguous with its dimensions in canonical order (size-1
+    axes for the others; the operands are low-rank, so this is cheap): the result is
+    C-contiguous over its dimensions in that order and both read it in place.
+    """
+    variables = [a for a in args if isinstance(a, xr.Variable)]
+    present = [d for d in dims if any(d in v.dims for v in variables)]
+
+    def laid_out(a: Any) -> Any:
+        if not isinstance(a, xr.Variable):
+            return a
+        own = [d for d in present if d in a.dims]
+        data = np.ascontiguousarray(a.transpose(*own).values)
+        return data.reshape([a.sizes[d] if d in a.dims else 1 for d in present])
+
+    return xr.Variable(present, function(*(laid_out(a) for a in args)))
 
 
 def build_grid(
@@ -176,7 +198,7 @@ def build_grid(
     heads_for_kv = xr.where(is_mla, 1, c["kv_heads_count"])
     kv_elements = xr.where(is_mla, c["kv_latent"], 2 * c["kv_heads_count"] * c["head_dim"])
 
-    out: dict[str, xr.DataArray] = {}
+    out: dict[str, xr.Variable] = {}
     # model bytes --------------------------------------------------------------------------
     weights = physics.weight_bytes(c["params"], c["weight_bytes_per_param"])
     out["weight_bytes"] = weights / tp
@@ -228,11 +250,13 @@ def build_grid(
         c["layers"], batch, c["hidden_size"], opt.activation_bytes, tp
     )
     out["tile_fill"] = physics.tile_fill(batch)
-    step_bytes = physics.decode_bytes(out["weights_read_bytes"], batch, kv_dev)
-    ai = physics.arithmetic_intensity(out["flops"], step_bytes)
+    step_bytes = _pointwise(
+        physics.decode_bytes, DECODE_DIMS, out["weights_read_bytes"], batch, kv_dev
+    )
+    ai = _pointwise(physics.arithmetic_intensity, DECODE_DIMS, out["flops"], step_bytes)
     out["bytes"] = step_bytes
     out["arithmetic_intensity"] = ai
-    out["fraction_of_ceiling"] = ai / ceiling
+    out["fraction_of_ceiling"] = _pointwise(np.divide, DECODE_DIMS, ai, ceiling)
     roof = roofline_outputs(
         DECODE_DIMS, sizes, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
         max_batch=max_batch, peak=peak, bandwidth=bandwidth, ridge=ridge,
@@ -266,8 +290,8 @@ def build_grid(
     pre_read = pre_params * c["weight_bytes_per_param"] / tp
     out["prefill_flops"] = pre_flops
     pre_max = physics.max_batch(c["memory"], opt.memory_reserve, w_dev, prompt_kv_dev)
-    pre_bytes = physics.prefill_bytes(pre_read, batch, prompt_kv_dev)
-    pre_ai = physics.arithmetic_intensity(pre_flops, pre_bytes)
+    pre_bytes = _pointwise(physics.prefill_bytes, PREFILL_DIMS, pre_read, batch, prompt_kv_dev)
+    pre_ai = _pointwise(physics.arithmetic_intensity, PREFILL_DIMS, pre_flops, pre_bytes)
     out["prefill_bytes"] = pre_bytes
     out["prefill_arithmetic_intensity"] = pre_ai
     roof = roofline_outputs(

@@ -27,7 +27,7 @@ KERNEL_MIN_POINTS = 2_000_000
 ROOF_OUTPUTS = ("bottleneck", "attainable_flops", "utilization", "time", "tokens_per_s")
 
 
-def _full_rank(da: xr.DataArray, dims: tuple[str, ...]) -> np.ndarray:
+def _full_rank(da: xr.Variable, dims: tuple[str, ...]) -> np.ndarray:
     """``da``'s values with one axis per dim of ``dims`` (size 1 where ``da`` has none)."""
     present = [d for d in dims if d in da.dims]
     values = np.asarray(da.transpose(*present).values)
@@ -96,19 +96,19 @@ def roofline_outputs(
     dims: tuple[str, ...],
     sizes: dict[str, int],
     *,
-    flops: xr.DataArray,
-    nbytes: xr.DataArray,
-    ai: xr.DataArray,
-    batch: xr.DataArray,
-    max_batch: xr.DataArray,
-    peak: xr.DataArray,
-    bandwidth: xr.DataArray,
-    ridge: xr.DataArray,
-    peak_flops: xr.DataArray,
+    flops: xr.Variable,
+    nbytes: xr.Variable,
+    ai: xr.Variable,
+    batch: xr.Variable,
+    max_batch: xr.Variable,
+    peak: xr.Variable,
+    bandwidth: xr.Variable,
+    ridge: xr.Variable,
+    peak_flops: xr.Variable,
     with_tokens: bool,
     use_kernel: bool | None = None,
     chunks: Mapping[str, int] | None = None,
-) -> dict[str, xr.DataArray]:
+) -> dict[str, xr.Variable]:
     """Bottleneck, attainable FLOP/s, utilization, roofline time, feasibility (and tokens/s).
 
     ``dims`` is ``model, hardware, tp, batch, ...``; ``flops``, ``nbytes`` and ``ai`` have no
@@ -118,7 +118,7 @@ def roofline_outputs(
     dask) returns dask arrays instead, one block per that many models and devices, each
     evaluated only when computed.
 
-    Returns DataArrays over ``dims``: ``bottleneck`` [int8 flag], ``attainable_flops``
+    Returns Variables over ``dims``: ``bottleneck`` [int8 flag], ``attainable_flops``
     [FLOP/s], ``utilization`` [1], ``time`` [s], ``feasible`` [bool] (batch <= max_batch) and,
     with ``with_tokens``, ``tokens_per_s`` [token/s].
     """
@@ -129,7 +129,7 @@ def roofline_outputs(
     rest = tuple(sizes[d] for d in dims[4:])
     size = int(np.prod(rest))
 
-    def contiguous(da: xr.DataArray, shape: tuple[int, ...], final: tuple[int, ...]) -> Any:
+    def contiguous(da: xr.Variable, shape: tuple[int, ...], final: tuple[int, ...]) -> Any:
         full = np.broadcast_to(_full_rank(da, dims), shape)
         return np.ascontiguousarray(full, dtype=np.float64).reshape(final)
 
@@ -159,7 +159,7 @@ def roofline_outputs(
         if chunks is None
         else _lazy(inputs, names, chunks, with_tokens, use_kernel)
     )
-    return {name: xr.DataArray(out[name].reshape(full_shape), dims=dims) for name in names}
+    return {name: xr.Variable(dims, out[name].reshape(full_shape)) for name in names}
 
 
 @dataclass(frozen=True)
