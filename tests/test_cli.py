@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from sweeps.cli.main import cli
-from sweeps.grid.chunks import BASE_BYTES
+from sweeps.config import parse_config
+from sweeps.grid.chunks import BASE_BYTES, estimate_bytes
 
 from .conftest import SEED_CONFIG
 
@@ -68,6 +69,15 @@ def test_run_summary_of_a_large_sweep_is_cut_short(
     flat = " ".join(result.output.split())
     assert "first 40 of 90 configurations; decode.parquet has every one" in flat
     assert flat.count("llama-3-") == 40  # one model cell per row shown
+    # streamed, the rows are in the partitioned dataset, and the summary says so
+    sweep = parse_config(many)
+    budget = estimate_bytes(sweep) - 1
+    args = ["run", str(write_config(many)), "--out", str(tmp_path / "streamed")]
+    streamed = runner.invoke(cli, [*args, "--memory-budget", str(budget)])
+    assert streamed.exit_code == 0, streamed.output
+    flat = " ".join(streamed.output.split())
+    assert "partitioned by model" in flat
+    assert "first 40 of 90 configurations; the decode/ dataset has every one" in flat
 
 
 def test_streamed_run_prints_the_summary_too(

@@ -180,14 +180,12 @@ def run(
                         progress=progress,
                         client=client,
                     )
+                partitioned = result.layout == "partitioned"
                 summary = result.summary()
                 if summary is not None:
-                    print_summary(console, sweep, summary)
-                how = (
-                    f" in {result.chunks} chunks, partitioned by model"
-                    if result.layout == "partitioned"
-                    else ""
-                )
+                    where = "the decode/ dataset" if partitioned else "decode.parquet"
+                    print_summary(console, sweep, summary, where)
+                how = f" in {result.chunks} chunks, partitioned by model" if partitioned else ""
                 console.print(
                     f"wrote {result.folder}/{how} ({row_counts(result.rows)}) "
                     f"in {sum(result.timings.values()):.2f} s"

@@ -39,11 +39,14 @@ SUMMARY_ROWS = 40
 """Configurations a terminal summary shows at most; a sweep has thousands."""
 
 
-def print_summary(console: Any, sweep: Sweep, frame: Any) -> None:
+def print_summary(
+    console: Any, sweep: Sweep, frame: Any, decode_table: str = "decode.parquet"
+) -> None:
     """The per-configuration summary of a run (``RunResult.summary()``) as a table.
 
     Axes with a single value move to the caption, so the table shows what varies. A sweep of
-    more than ``SUMMARY_ROWS`` configurations shows its first ones and says where the rest are.
+    more than ``SUMMARY_ROWS`` configurations shows its first ones and says where the rest are:
+    ``decode_table``, the decode file or, for a streamed result, its ``decode/`` dataset.
     """
     from rich.table import Table
 
@@ -52,7 +55,7 @@ def print_summary(console: Any, sweep: Sweep, frame: Any) -> None:
     fixed = [f"{h} {frame[c][0]}" for c, h in AXES if (c, h) not in varying]
     if frame.height > SUMMARY_ROWS:
         fixed.append(
-            f"first {SUMMARY_ROWS} of {frame.height:,} configurations; decode.parquet has "
+            f"first {SUMMARY_ROWS} of {frame.height:,} configurations; {decode_table} has "
             "every one (ceiling, knee_batch, max_batch, ridge_batch columns)"
         )
         frame = frame.head(SUMMARY_ROWS)
