@@ -148,10 +148,11 @@ def _pointwise(function: Any, dims: tuple[str, ...], *args: Any) -> xr.Variable:
 
     xarray orders a result's dimensions as they first appear in the expression, and numpy lays
     the result out by its operands' strides, so a per-point quantity such as the step bytes
-    comes out transposed, and the roofline pass and the export each copy it into order. Here
-    every Variable operand is made contiguous with its dimensions in canonical order (size-1
-    axes for the others; the operands are low-rank, so this is cheap): the result is
-    C-contiguous over its dimensions in that order and both read it in place.
+    came out transposed (batch outermost) and the roofline pass copied it into order. Here
+    every Variable operand is made contiguous with its dimensions in canonical order, size-1
+    axes for the others (a copy only for the low-rank operands; per-point ones already are):
+    the result is C-contiguous over its dimensions in that order, and the pass reads it in
+    place.
     """
     variables = [a for a in args if isinstance(a, xr.Variable)]
     present = [d for d in dims if any(d in v.dims for v in variables)]
