@@ -49,7 +49,9 @@ class RunResult:
     ``dataset`` is the whole grid for a single-file result; for a streamed (partitioned)
     result it is ``None``: the grid never existed in memory at once. ``configurations`` is
     then the grid at one batch size (``sweeps.export.stream.configurations``), enough for the
-    summary, or ``None`` where even that was over the memory budget.
+    summary, or ``None`` where even that was over the memory budget; ``skipped`` names the
+    outputs asked for that need the whole grid and were not written (``grid.nc``, the hooks
+    by name).
     """
 
     folder: Path
@@ -60,6 +62,7 @@ class RunResult:
     layout: str = "single"
     chunks: int = 1
     configurations: xr.Dataset | None = None
+    skipped: list[str] = field(default_factory=list)
 
     def summary(self) -> pl.DataFrame | None:
         """``sweeps.summary.summarize`` of the result, or ``None`` where no grid is held."""
@@ -139,7 +142,7 @@ def run_to_folder(
 
     budget = default_budget() if memory_budget is None else memory_budget
     if client is not None or needs_chunks(sweep, budget):
-        return _stream_to_folder(sweep, Path(out), force, budget, progress, client)
+        return _stream_to_folder(sweep, Path(out), force, budget, progress, client, hooks)
     return _run_in_memory(sweep, Path(out), force, hooks, progress)
 
 
@@ -178,7 +181,13 @@ def _run_in_memory(
 
 
 def _stream_to_folder(
-    sweep: Sweep, out: Path, force: bool, budget: int, progress: Progress | None, client: Any
+    sweep: Sweep,
+    out: Path,
+    force: bool,
+    budget: int,
+    progress: Progress | None,
+    client: Any,
+    hooks: tuple[Hook, ...],
 ) -> RunResult:
     from sweeps.export.stream import configurations, spec_tables, stream_chunks
     from sweeps.grid.chunks import plan_chunks
@@ -187,6 +196,8 @@ def _stream_to_folder(
     check_target(target, force)
     chunks = plan_chunks(sweep, budget)
     timings: dict[str, float] = {}
+    skipped = ["grid.nc"] if sweep.grid_format == "netcdf" else []
+    skipped += [getattr(hook, "__name__", "hook") for hook in hooks]
     with atomic_folder(target, force) as staging:
         start = time.perf_counter()
         results = stream_chunks(sweep, chunks, staging, progress, client)
@@ -211,7 +222,7 @@ def _stream_to_folder(
             "chunks": len(chunks),
             "memory_budget_bytes": budget,
             "engine": "dask.distributed" if client is not None else "local",
-            "skipped": ["grid.nc", "hooks"],
+            "skipped": skipped,
             "reason": "the grid is streamed in chunks and never held in memory at once",
         }
         document = manifest(sweep, rows, columns, timings, files, layout)
@@ -220,5 +231,5 @@ def _stream_to_folder(
     # writing, so a failure here cannot touch the result
     per_configuration = configurations(sweep, budget)
     return RunResult(
-        target, None, rows, timings, files, "partitioned", len(chunks), per_configuration
+        target, None, rows, timings, files, "partitioned", len(chunks), per_configuration, skipped
     )

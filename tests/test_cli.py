@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -91,6 +92,12 @@ def test_streamed_run_prints_the_summary_too(
     assert "CLI test: decode summary" in flat
     assert "does not fit" in flat  # 70B in bf16 at 32k on one H100, as in memory
     assert "chunks, partitioned by model (decode 12 rows, prefill 12 rows," in flat
+    # what the config asks for but a streamed grid cannot give is said, not silently missing
+    assert "not written: grid.nc, figures (they need the whole grid in memory;" in flat
+    manifest = json.loads((tmp_path / "cli-run" / "manifest.json").read_text())
+    assert manifest["layout"]["skipped"] == ["grid.nc", "figures"]
+    assert not (tmp_path / "cli-run" / "grid.nc").exists()
+    assert not (tmp_path / "cli-run" / "report.html").exists()
 
 
 @pytest.mark.parametrize(

@@ -84,6 +84,7 @@ def test_small_budget_streams_partitions(results, sweep):
     assert layout["kind"] == "partitioned"
     assert layout["by"] == ["model"]
     assert layout["chunks"] == parts.chunks
+    assert layout["skipped"] == parts.skipped == []  # no grid.nc or hooks were asked for
     assert json.loads((whole.folder / "manifest.json").read_text())["layout"] == {"kind": "single"}
 
 

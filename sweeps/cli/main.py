@@ -190,6 +190,11 @@ def run(
                     f"wrote {result.folder}/{how} ({row_counts(result.rows)}) "
                     f"in {sum(result.timings.values()):.2f} s"
                 )
+                if result.skipped:
+                    console.print(
+                        f"not written: {', '.join(result.skipped)} (they need the whole grid "
+                        "in memory; a larger --memory-budget keeps it in one piece)"
+                    )
 
 
 @cli.command()
