@@ -401,6 +401,7 @@ def run_bench(
 
     from sweeps.export.parquet import WRITE_OPTIONS, frames, write_tables
     from sweeps.grid import build_grid
+    from sweeps.grid.chunks import BASE_BYTES
 
     say = progress or (lambda _: None)
     engine_text, e2e_text = bench_configs(quick)
@@ -481,7 +482,8 @@ def run_bench(
 
         say("end to end")
         e2e_sweep = parse_config(e2e_text, "<bench-e2e>")
-        budget = 64 * 2**20 + 8 * 2**20 if quick else e2e_budget
+        # the quick grid is small: a budget just over the minimum still cuts it into chunks
+        budget = BASE_BYTES + 8 * 2**20 if quick else e2e_budget
         result = end_to_end(e2e_text, budget, folder)
         e2e_points = e2e_sweep.decode_points + e2e_sweep.prefill_points
         report["end_to_end"] = {

@@ -132,15 +132,16 @@ def run_to_folder(
     ``hooks`` add (charts, report), and ``manifest.json`` last.
 
     When the grid's estimated memory (``sweeps.grid.chunks.estimate_bytes``) exceeds
-    ``memory_budget`` [byte] (default: half the physical memory), or when ``client`` (a
+    ``memory_budget`` [byte] (default: half the physical memory; at least
+    ``sweeps.grid.chunks.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
     ``dask.distributed.Client``) is given, the grid is evaluated in chunks and streamed to
     ``decode/model=<id>/part-N.parquet`` and ``prefill/...`` instead; ``grid.nc`` and the hooks
     are skipped (they need the whole grid in memory) and the manifest says so. ``progress`` is
     called after each chunk with (points done, points in all).
     """
-    from sweeps.grid.chunks import default_budget, needs_chunks
+    from sweeps.grid.chunks import check_budget, default_budget, needs_chunks
 
-    budget = default_budget() if memory_budget is None else memory_budget
+    budget = default_budget() if memory_budget is None else check_budget(memory_budget)
     if client is not None or needs_chunks(sweep, budget):
         return _stream_to_folder(sweep, Path(out), force, budget, progress, client, hooks)
     return _run_in_memory(sweep, Path(out), force, hooks, progress)

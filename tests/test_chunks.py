@@ -11,6 +11,7 @@ from sweeps.errors import ConfigError
 from sweeps.export.frame import decode_frame, prefill_frame
 from sweeps.export.stream import categories
 from sweeps.grid.chunks import BASE_BYTES, estimate_bytes, needs_chunks, parse_size, plan_chunks
+from sweeps.pipeline import run_to_folder
 
 CONFIG = """
 [sweep]
@@ -39,7 +40,12 @@ def sweep():
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("2GiB", 2 * 2**30), ("512MB", 512 * 10**6), ("1.5e9", 1_500_000_000), ("64 mib", 64 * 2**20)],
+    [
+        ("2GiB", 2 * 2**30),
+        ("512MB", 512 * 10**6),
+        ("1.5e9", 1_500_000_000),
+        ("640 mib", 640 * 2**20),
+    ],
 )
 def test_parse_size(text, expected):
     assert parse_size(text) == expected
@@ -49,6 +55,17 @@ def test_parse_size(text, expected):
 def test_parse_size_rejects(text):
     with pytest.raises(ConfigError, match="--memory-budget"):
         parse_size(text)
+
+
+def test_a_budget_below_what_a_run_holds_is_refused(sweep, tmp_path):
+    """No run could keep to it: the interpreter and its libraries alone hold more."""
+    expected = r"--memory-budget: '64MiB' is less than a run holds before any grid \(448 MiB"
+    with pytest.raises(ConfigError, match=expected + r".*allowed: at least 448MiB"):
+        parse_size("64MiB")
+    with pytest.raises(ConfigError, match=r"--memory-budget: 1,000 bytes is less than a run"):
+        run_to_folder(sweep, tmp_path, memory_budget=1000)
+    assert list(tmp_path.iterdir()) == []  # refused before anything is written
+    assert parse_size("448MiB") == BASE_BYTES
 
 
 def test_estimate_counts_the_materialised_grid(sweep):

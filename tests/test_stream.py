@@ -202,3 +202,42 @@ def test_sigkill_mid_run_leaves_previous_result(sweep, tmp_path):
     # and the next run for the same target removes it, since its process is gone
     run_to_folder(sweep, out, force=True, memory_budget=budget_for(sweep))
     assert sorted(p.name for p in out.iterdir()) == [sweep.name]
+
+
+RSS_CONFIG = """
+[sweep]
+name = "rss"
+[axes]
+model = ["llama-3-8b", "mixtral-8x7b", "qwen2.5-7b", "gemma-2-9b"]
+hardware = ["h100-sxm", "h200", "b200", "mi300x", "l4", "a100-80gb", "gaudi3", "tpu-v5p",
+            "h100-pcie", "h20", "l40s", "mi325x", "tpu-v6e", "gaudi2", "b300", "mi250x"]
+batch = { start = 1, stop = 1024 }
+context = [512, 1024, 2048, 4096, 8192, 16384, 32768, 131072]
+kv_heads = ["native", 1]
+kv_dtype = ["bf16", "fp8", "int4"]
+[outputs]
+charts = []
+grid = "none"
+"""
+
+PEAK_PROBE = """
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, capture_output=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux only")
+def test_streamed_run_keeps_to_its_memory_budget(tmp_path):
+    """The whole process's peak RSS stays under ``--memory-budget``, for a grid of 6.3 M
+    points that in one piece would not (in memory this run peaks at about 830 MiB)."""
+    config = tmp_path / "rss.toml"
+    config.write_text(RSS_CONFIG)
+    budget = 768 * 2**20
+    assert estimate_bytes(parse_config(RSS_CONFIG, "rss.toml")) > budget  # so it streams
+    command = [sys.executable, "-m", "sweeps", "run", str(config), "--out", str(tmp_path)]
+    probe = [sys.executable, "-c", PEAK_PROBE, *command, "--memory-budget", "768MiB"]
+    done = subprocess.run(probe, capture_output=True, text=True, check=True)
+    peak = int(done.stdout) * 1024
+    assert (tmp_path / "rss" / "decode" / "model=llama-3-8b").is_dir()
+    assert peak <= budget, f"peak RSS {peak / 2**20:.0f} MiB over a budget of 768 MiB"

@@ -127,8 +127,8 @@ def _load_all(configs: tuple[Path, ...]) -> list[Any]:
     "--memory-budget",
     default=None,
     metavar="SIZE",
-    help="Memory a run may use, e.g. 2GiB; bigger grids are computed in chunks and "
-    "streamed to decode/model=<id>/part-N.parquet. Default: half the RAM.",
+    help="Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
+    "chunks and streamed to decode/model=<id>/part-N.parquet. Default: half the RAM.",
 )
 @click.option(
     "--scheduler",

@@ -33,8 +33,10 @@ _AXES_ROW = 4 * 4 + 3 * 8 + 1
 _TABLE_ROW = {"decode": _AXES_ROW + 13 * 8 + 3 * 1 + 4, "prefill": _AXES_ROW + 6 * 8 + 1 + 4}
 _WORKING = 1.25
 """Allowance for the export's transient copies (one column being converted, writer buffers)."""
-BASE_BYTES = 64 * 2**20
-"""Interpreter, libraries and low-rank variables [byte]."""
+BASE_BYTES = 448 * 2**20
+"""What a run holds before any grid [byte]: the interpreter, its libraries (numpy, xarray,
+Polars, numba) and the low-rank variables. A streamed run of an 880-point grid peaks at
+415 MB on the development machine. Also the smallest budget accepted."""
 
 _UNITS = {
     "": 1,
@@ -67,7 +69,23 @@ def parse_size(text: str) -> int:
     if size <= 0:
         msg = f"--memory-budget: {text!r} must be > 0"
         raise ConfigError(msg)
-    return size
+    return check_budget(size, text)
+
+
+def check_budget(budget: int, text: str | None = None) -> int:
+    """``budget`` [byte] if a run can keep to it; a ``ConfigError`` below ``BASE_BYTES``.
+
+    ``text`` is the budget as the user wrote it, for the message.
+    """
+    if budget < BASE_BYTES:
+        shown = repr(text) if text is not None else f"{budget:,} bytes"
+        msg = (
+            f"--memory-budget: {shown} is less than a run holds before any grid "
+            f"({BASE_BYTES // 2**20} MiB: Python, numpy, xarray, Polars, numba); "
+            f"allowed: at least {BASE_BYTES // 2**20}MiB"
+        )
+        raise ConfigError(msg)
+    return budget
 
 
 def physical_memory() -> int:
