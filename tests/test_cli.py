@@ -100,6 +100,22 @@ def test_streamed_run_prints_the_summary_too(
     assert not (tmp_path / "cli-run" / "report.html").exists()
 
 
+def test_run_on_a_local_dask_cluster(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """``--workers`` evaluates on a local cluster, which always streams, and says so."""
+    pytest.importorskip("distributed")
+    args = ["run", str(write_config(GOOD)), "--out", str(tmp_path), "--workers", "1"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.output.split())
+    assert "chunks, partitioned by model (decode 12 rows, prefill 12 rows," in flat
+    assert "not written: grid.nc, figures" in flat
+    assert "a run on a dask cluster always streams" in flat
+    manifest = json.loads((tmp_path / "cli-run" / "manifest.json").read_text())
+    assert manifest["layout"]["engine"] == "dask.distributed"
+
+
 @pytest.mark.parametrize(
     ("bad", "key"),
     [

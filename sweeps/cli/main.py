@@ -191,9 +191,14 @@ def run(
                     f"in {sum(result.timings.values()):.2f} s"
                 )
                 if result.skipped:
+                    hint = (
+                        "a run on a dask cluster always streams"
+                        if client is not None
+                        else "a larger --memory-budget keeps it in one piece"
+                    )
                     console.print(
                         f"not written: {', '.join(result.skipped)} (they need the whole grid "
-                        "in memory; a larger --memory-budget keeps it in one piece)"
+                        f"in memory; {hint})"
                     )
 
 
