@@ -11,7 +11,7 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Protocol, TypeVar
 
-from sweeps.catalog.records import DType, Hardware, Model
+from sweeps.catalog.records import COMPUTE_DTYPES, DType, Hardware, Model
 from sweeps.errors import CatalogError
 
 T = TypeVar("T")
@@ -25,9 +25,6 @@ class _Record(Protocol):
 
 
 R = TypeVar("R", bound=_Record)
-
-COMPUTE_DTYPES = ("bf16", "fp8", "int8", "fp4", "fp32")
-"""Compute dtypes a hardware record may carry a peak for."""
 
 
 def _rows(filename: str) -> list[dict[str, str]]:

@@ -6,11 +6,18 @@ Every figure is SI: bytes, bytes/s, FLOP/s. Records built from a config's custom
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any, Literal
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "gqa+sliding")
+
+COMPUTE_DTYPES = ("bf16", "fp8", "int8", "fp4", "fp32")
+"""Compute dtypes a hardware record may carry a peak for (``peak_flops_<dtype>`` columns)."""
+
+BF16_BYTES = 2.0
+"""Bytes of a bf16 element: the basis of ``Model.kv_bytes_per_token``'s default [byte]."""
 
 TABLE_FIELDS = (
     "params",
@@ -135,3 +142,201 @@ class Model:
     def is_moe(self) -> bool:
         """True for a mixture-of-experts model."""
         return self.experts > self.experts_per_token
+
+    @property
+    def width(self) -> int:
+        """Model width [1]: ``hidden_size``, or ``heads * head_dim`` where a custom table gives
+        none (the two agree for every catalog model but those whose attention is wider or
+        narrower than the residual stream, which always state ``hidden_size``)."""
+        return self.hidden_size or self.heads * self.head_dim
+
+    @property
+    def kv_latent(self) -> int:
+        """MLA latent elements cached per token per layer, ``kv_lora_rank + qk_rope_head_dim``
+        [1]; 0 where the model is not MLA (docs/cost-model.md section 2)."""
+        return self.kv_lora_rank + self.qk_rope_head_dim if self.is_mla else 0
+
+    @property
+    def attention_dim(self) -> int:
+        """Query-key plus value dimension per head that one attended pair costs, FLOP-wise [1].
+
+        ``2 * head_dim`` for MHA/GQA/MQA; for MLA in its absorbed (decode) form the scores and
+        the weighted sum run against the latent: ``kv_lora_rank + rope`` for q.k and
+        ``kv_lora_rank`` for the values, ``2 * kv_lora_rank + qk_rope_head_dim``."""
+        if self.is_mla:
+            return 2 * self.kv_lora_rank + self.qk_rope_head_dim
+        return 2 * self.head_dim
+
+    def cache_heads(self, kv_heads: int) -> int:
+        """Heads the KV cache is split into across tensor-parallel ranks [head].
+
+        An MLA latent is one vector per token shared by every query head: it cannot be split
+        by head, so it counts as one head (replicated on every rank)."""
+        return 1 if self.is_mla else kv_heads
+
+    def kv_elements_per_token_layer(self, kv_heads: int) -> int:
+        """Elements one token adds to one layer's cache [1]: K and V of each KV head,
+        ``2 * kv_heads * head_dim``, or the MLA latent."""
+        return self.kv_latent if self.is_mla else 2 * kv_heads * self.head_dim
+
+    def kv_bytes_per_token(
+        self, kv_bytes: float = BF16_BYTES, kv_heads: int | None = None
+    ) -> float:
+        """KV bytes one token adds over all layers [byte], at ``kv_bytes`` per element
+        [byte] and ``kv_heads`` (default: the model's own)."""
+        heads = self.kv_heads if kv_heads is None else kv_heads
+        return self.kv_elements_per_token_layer(heads) * kv_bytes * self.layers
+
+
+SpecDType = Literal["float64", "int64", "str"]
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """One spec of a record as the grid and the spec tables carry it, declared once.
+
+    name : Coordinate name in the grid (unique across models and hardware)
+    unit : Unit, SI (``1`` for a pure number, ``-`` for a label)
+    description : One line, what it means
+    value : The record's value (``None``: the grid supplies it, e.g. the sweep's compute peak)
+    dtype : ``float64``, ``int64`` or ``str``
+    column : Column of ``models.parquet`` / ``hardware.parquet`` (defaults to ``name``)
+    """
+
+    name: str
+    unit: str
+    description: str
+    value: Callable[[Any], object] | None
+    dtype: SpecDType
+    column: str = ""
+
+    @property
+    def column_name(self) -> str:
+        """The Parquet column name."""
+        return self.column or self.name
+
+
+def _attr(name: str) -> Callable[[Any], object]:
+    return lambda record: getattr(record, name)
+
+
+MODEL_SPECS: tuple[Spec, ...] = (
+    Spec("params", "1", "All parameters, every expert", _attr("params"), "float64"),
+    Spec(
+        "active_params",
+        "1",
+        "Parameters used per token (= params for dense models)",
+        _attr("active_params"),
+        "float64",
+    ),
+    Spec("layers", "1", "Transformer layers", _attr("layers"), "int64"),
+    Spec("heads", "head", "Query heads", _attr("heads"), "int64"),
+    Spec(
+        "native_kv_heads",
+        "head",
+        "The model's own key/value heads",
+        _attr("kv_heads"),
+        "int64",
+        "kv_heads",
+    ),
+    Spec("head_dim", "1", "Query/key dimension of one head", _attr("head_dim"), "int64"),
+    Spec("hidden_size", "1", "Model width", _attr("width"), "int64"),
+    Spec(
+        "attention",
+        "-",
+        "Attention kind: mha, gqa, mqa, mla or gqa+sliding",
+        _attr("attention"),
+        "str",
+    ),
+    Spec(
+        "attention_dim",
+        "1",
+        "Query-key plus value dimension per head, attention FLOPs",
+        _attr("attention_dim"),
+        "int64",
+    ),
+    Spec(
+        "kv_latent",
+        "1",
+        "MLA latent elements cached per token per layer (0: not MLA)",
+        _attr("kv_latent"),
+        "int64",
+    ),
+    Spec("experts", "1", "Routed experts per MoE layer (1 for dense)", _attr("experts"), "int64"),
+    Spec(
+        "experts_per_token",
+        "1",
+        "Experts each token is routed to (1 for dense)",
+        _attr("experts_per_token"),
+        "int64",
+    ),
+    Spec(
+        "sliding_window",
+        "token",
+        "Window of the local layers (0: none)",
+        _attr("sliding_window"),
+        "int64",
+    ),
+    Spec(
+        "local_layers",
+        "1",
+        "Layers that keep only the sliding window",
+        _attr("local_layers"),
+        "int64",
+    ),
+    Spec(
+        "model_kv_bytes_per_token",
+        "byte",
+        "KV bytes per token at the model's native KV heads in bf16, all layers",
+        lambda model: model.kv_bytes_per_token(),
+        "float64",
+        "kv_bytes_per_token",
+    ),
+    Spec(
+        "model_source", "-", "Where the model's figures come from", _attr("source"), "str", "source"
+    ),
+)
+"""Every model spec the grid carries per model and ``models.parquet`` writes, in column order."""
+
+
+def _peak(dtype: str) -> Callable[[Any], object]:
+    return lambda device: device.peak_flops.get(dtype, float("nan"))
+
+
+_PEAK_NOTES = {
+    "bf16": ("FLOP/s", "Peak dense bf16 throughput"),
+    "fp8": ("FLOP/s", "Peak dense fp8 throughput (null: not supported)"),
+    "int8": ("OP/s", "Peak dense int8 throughput (null: not published)"),
+    "fp4": ("FLOP/s", "Peak dense fp4 throughput (null: not supported)"),
+    "fp32": ("FLOP/s", "Peak non-tensor fp32 throughput"),
+}
+
+HARDWARE_SPECS: tuple[Spec, ...] = (
+    Spec("hardware_name", "-", "Device name", _attr("name"), "str", "name"),
+    Spec("vendor", "-", "Device vendor", _attr("vendor"), "str"),
+    Spec(
+        "bandwidth", "byte/s", "Peak DRAM/HBM bandwidth (datasheet)", _attr("bandwidth"), "float64"
+    ),
+    Spec("memory", "byte", "Device memory", _attr("memory"), "float64"),
+    Spec(
+        "peak_flops",
+        "FLOP/s",
+        "Peak dense throughput in the sweep's compute dtype",
+        None,
+        "float64",
+    ),
+    *(
+        Spec(f"peak_flops_{dtype}", *_PEAK_NOTES[dtype], _peak(dtype), "float64")
+        for dtype in COMPUTE_DTYPES
+    ),
+    Spec(
+        "hardware_source",
+        "-",
+        "Where the device's figures come from",
+        _attr("source"),
+        "str",
+        "source",
+    ),
+)
+"""Every device spec the grid carries per device and ``hardware.parquet`` writes, in column
+order; ``peak_flops`` depends on the sweep's options and is supplied by the grid."""

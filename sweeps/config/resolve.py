@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from sweeps import axes
 from sweeps.catalog import (
     COMPUTE_DTYPES,
     TABLE_FIELDS,
@@ -74,31 +75,19 @@ class Sweep:
         """SHA-256 of the config text, as hex."""
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
+    def points(self, dims: Sequence[str]) -> int:
+        """Points of this sweep's grid over ``dims`` (axis dims of ``sweeps.axes.AXES``) [1]."""
+        return axes.points(self, dims)
+
     @property
     def decode_points(self) -> int:
-        """Points of the decode grid."""
-        return _product(
-            len(self.models),
-            len(self.hardware),
-            len(self.tp),
-            len(self.batch),
-            len(self.context),
-            len(self.kv_heads),
-            len(self.kv_dtype),
-            len(self.weight_dtype),
-        )
+        """Points of the decode grid (every axis but the prompt)."""
+        return self.points([a.dim for a in axes.AXES if a.dim != "prompt"])
 
     @property
     def prefill_points(self) -> int:
-        """Points of the prefill grid."""
-        return self.decode_points // len(self.context) * len(self.prompt)
-
-
-def _product(*sizes: int) -> int:
-    out = 1
-    for size in sizes:
-        out *= size
-    return out
+        """Points of the prefill grid (every axis but the context)."""
+        return self.points([a.dim for a in axes.AXES if a.dim != "context"])
 
 
 # --- formatting pydantic's errors -------------------------------------------------------------
