@@ -129,7 +129,8 @@ AXIS: dict[str, Axis] = {axis.dim: axis for axis in AXES}
 """Every axis by its dim."""
 
 SPLIT_DIMS: tuple[str, ...] = tuple(
-    axis.dim for axis in sorted((a for a in AXES if a.split is not None), key=lambda a: a.split)
+    axis.dim
+    for axis in sorted((a for a in AXES if a.split is not None), key=lambda a: a.split or 0)
 )
 """The outer dims a grid is cut along for chunks, outermost first."""
 
