@@ -40,12 +40,13 @@ def read_text(
     except OSError as exc:
         msg = f"{path}: cannot read the {what}: {exc.strerror or exc}"
         raise error(msg) from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
+        msg = f"{path}: {kind}; the {what} must be a regular file"
+        raise error(msg)
     with os.fdopen(fd, "rb") as handle:
-        mode = os.fstat(handle.fileno()).st_mode
-        if not stat.S_ISREG(mode):
-            kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file"
-            msg = f"{path}: {kind}; the {what} must be a regular file"
-            raise error(msg)
         try:
             data = handle.read(limit + 1)
         except OSError as exc:
