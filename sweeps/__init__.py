@@ -28,8 +28,7 @@ if TYPE_CHECKING:
     from sweeps.export import to_parquet
     from sweeps.grid import build_grid
     from sweeps.physics import classify_llm_phases, compute_arithmetic_intensity
-    from sweeps.pipeline import run, run_to_folder
-    from sweeps.summary import summarize
+    from sweeps.pipeline import run, run_to_folder, summarize
 
 _LAZY = {
     "Sweep": "sweeps.config",
@@ -46,7 +45,7 @@ _LAZY = {
     "run_to_folder": "sweeps.pipeline",
     "to_parquet": "sweeps.export",
     "build_grid": "sweeps.grid",
-    "summarize": "sweeps.summary",
+    "summarize": "sweeps.pipeline",
     "ceiling_chart": "sweeps.charts",
     "bottleneck_chart": "sweeps.charts",
     "ai_vs_batch_chart": "sweeps.charts",

@@ -119,9 +119,9 @@ AXES: tuple[Axis, ...] = (
         "heads",
         "head",
         "Key/value heads: the model's own ('native') or a GQA override",
-        "KV heads",
+        "kv heads",
     ),
-    Axis("kv_dtype", "kv_dtype", "name", "-", "Number format of the KV cache", "KV dtype"),
+    Axis("kv_dtype", "kv_dtype", "name", "-", "Number format of the KV cache", "kv dtype"),
     Axis("weight_dtype", "weight_dtype", "name", "-", "Number format of the weights", "weights"),
 )
 

@@ -401,7 +401,7 @@ def run_bench(
 
     from sweeps.export.parquet import WRITE_OPTIONS, frames, write_tables
     from sweeps.grid import build_grid
-    from sweeps.grid.chunks import BASE_BYTES
+    from sweeps.grid.memory import BASE_BYTES
 
     say = progress or (lambda _: None)
     engine_text, e2e_text = bench_configs(quick)

@@ -9,8 +9,10 @@ import sweeps.grid.build as build
 from sweeps.config import parse_config
 from sweeps.errors import ConfigError
 from sweeps.export.frame import decode_frame, prefill_frame
-from sweeps.export.stream import categories
-from sweeps.grid.chunks import BASE_BYTES, estimate_bytes, needs_chunks, parse_size, plan_chunks
+from sweeps.axes import categories
+from sweeps.cli.options import parse_size
+from sweeps.grid.chunks import needs_chunks, plan_chunks
+from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 from sweeps.pipeline import run_to_folder
 
 CONFIG = """
@@ -62,7 +64,7 @@ def test_a_budget_below_what_a_run_holds_is_refused(sweep, tmp_path):
     expected = r"--memory-budget: '64MiB' is less than a run holds before any grid \(448 MiB"
     with pytest.raises(ConfigError, match=expected + r".*allowed: at least 448MiB"):
         parse_size("64MiB")
-    with pytest.raises(ConfigError, match=r"--memory-budget: 1,000 bytes is less than a run"):
+    with pytest.raises(ConfigError, match=r"^memory budget: 1,000 bytes is less than a run"):
         run_to_folder(sweep, tmp_path, memory_budget=1000)
     assert list(tmp_path.iterdir()) == []  # refused before anything is written
     assert parse_size("448MiB") == BASE_BYTES

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from sweeps.cli.main import cli
 from sweeps.config import parse_config
-from sweeps.grid.chunks import BASE_BYTES, estimate_bytes
+from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 
 from .conftest import SEED_CONFIG
 

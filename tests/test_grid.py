@@ -12,7 +12,7 @@ import xarray as xr
 
 from sweeps.config import parse_config
 from sweeps.grid import DECODE_DIMS, PREFILL_DIMS, REGISTRY, build_grid
-from sweeps.summary import summarize
+from sweeps.pipeline import summarize
 
 from .conftest import NOTE_CONFIG
 

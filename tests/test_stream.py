@@ -17,7 +17,7 @@ import pytest
 
 from sweeps.config import parse_config
 from sweeps.export.parquet import read_units
-from sweeps.grid.chunks import BASE_BYTES, estimate_bytes
+from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 from sweeps.pipeline import run_to_folder
 
 from .conftest import KEYS, in_sweep_order
@@ -165,7 +165,7 @@ def test_failing_chunk_leaves_previous_result(sweep, tmp_path):
 CHILD = """
 import sys, time
 from sweeps.config import parse_config
-from sweeps.grid.chunks import BASE_BYTES, estimate_bytes
+from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 from sweeps.pipeline import run_to_folder
 sweep = parse_config(open(sys.argv[1]).read(), sys.argv[1])
 budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 10

@@ -113,8 +113,8 @@ def _cell(value: object) -> str:
 
 
 def summary_table(ds: xr.Dataset) -> str:
-    """The summary (``sweeps.summary.summarize``) as an HTML table, units in the headers."""
-    from sweeps.summary import summarize
+    """The summary (``sweeps.pipeline.summarize``) as an HTML table, units in the headers."""
+    from sweeps.pipeline.summary import summarize
 
     frame = summarize(ds)
     heads = "".join(

@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from sweeps.cli.options import memory_budget_option
+
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
 
@@ -123,12 +125,9 @@ def _load_all(configs: tuple[Path, ...]) -> list[Any]:
     help="Folder that receives <sweep name>/.",
 )
 @click.option("--force", is_flag=True, help="Replace an existing result.")
-@click.option(
-    "--memory-budget",
-    default=None,
-    metavar="SIZE",
-    help="Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
-    "chunks and streamed to decode/model=<id>/part-N.parquet. Default: half the RAM.",
+@memory_budget_option(
+    "Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
+    "chunks and streamed to decode/model=<id>/part-N.parquet. Default: half the RAM."
 )
 @click.option(
     "--scheduler",
@@ -162,8 +161,8 @@ def run(
     with _errors():
         sweeps = _load_all(configs)
         from sweeps.charts import output_hooks
+        from sweeps.cli.options import parse_size
         from sweeps.cli.render import print_summary, row_counts
-        from sweeps.grid.chunks import parse_size
         from sweeps.pipeline import run_to_folder
 
         budget = parse_size(memory_budget) if memory_budget else None
@@ -204,12 +203,7 @@ def run(
 
 @cli.command()
 @click.argument("configs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--memory-budget",
-    default=None,
-    metavar="SIZE",
-    help="Budget to plan chunks against, e.g. 2GiB. Default: half the RAM.",
-)
+@memory_budget_option("Budget to plan chunks against, e.g. 2GiB. Default: half the RAM.")
 def validate(configs: tuple[Path, ...], memory_budget: str | None) -> None:
     """Check CONFIGS without computing: print each grid's size and estimated memory.
 
@@ -218,10 +212,11 @@ def validate(configs: tuple[Path, ...], memory_budget: str | None) -> None:
       sweeps validate configs/*.toml
     """
     with _errors():
+        from sweeps.cli.options import parse_size
         from sweeps.cli.render import print_validation
         from sweeps.config import load_config
         from sweeps.errors import ConfigError
-        from sweeps.grid.chunks import parse_size
+        from sweeps.pipeline import plan
 
         budget = parse_size(memory_budget) if memory_budget else None
         failed = False
@@ -232,7 +227,7 @@ def validate(configs: tuple[Path, ...], memory_budget: str | None) -> None:
                 click.echo(f"Error: {error}", err=True)
                 failed = True
                 continue
-            print_validation(sweep, budget)
+            print_validation(plan(sweep, budget))
         if failed:
             sys.exit(EXIT_CONFIG)
 
@@ -397,7 +392,7 @@ def bench(quick: bool, as_json: bool, e2e_budget: str) -> None:
         import json
 
         from sweeps.bench import format_report, run_bench
-        from sweeps.grid.chunks import parse_size
+        from sweeps.cli.options import parse_size
 
         def say(step: str) -> None:
             if not as_json:

@@ -10,7 +10,10 @@ from typing import Any
 
 import click
 
+from sweeps.axes import AXIS
 from sweeps.config import Sweep
+from sweeps.grid import DECODE_DIMS
+from sweeps.pipeline.plan import Plan
 
 
 def _si(value: float, unit: str) -> str:
@@ -24,15 +27,8 @@ def _batch(value: float) -> str:
     return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
 
 
-AXES = (
-    ("model", "model"),
-    ("hardware", "hardware"),
-    ("tp", "tp"),
-    ("context", "context"),
-    ("kv_heads", "kv heads"),
-    ("kv_dtype", "kv dtype"),
-    ("weight_dtype", "weights"),
-)
+AXES = tuple((dim, AXIS[dim].title) for dim in DECODE_DIMS if dim != "batch")
+"""The summary's configuration columns and their titles (a configuration is all but the batch)."""
 
 
 SUMMARY_ROWS = 40
@@ -94,26 +90,18 @@ def row_counts(rows: Mapping[str, int]) -> str:
     return ", ".join(f"{name} {n:,} {'row' if n == 1 else 'rows'}" for name, n in rows.items())
 
 
-def print_validation(sweep: Sweep, budget: int | None = None) -> None:
-    """One line per valid config: grid sizes, the memory a run needs, and how it will run.
-
-    ``budget`` [byte] defaults to ``sweeps.grid.chunks.default_budget()``; above it the line
-    says how many chunks the run will stream.
-    """
-    from sweeps.grid.chunks import default_budget, estimate_bytes, plan_chunks
-
-    budget = default_budget() if budget is None else budget
-    need = estimate_bytes(sweep)
-    plan = "in memory, single files"
-    if need > budget:
-        plan = (
-            f"streamed in {len(plan_chunks(sweep, budget)):,} chunks, partitioned by model "
-            f"(budget {budget / 2**30:,.2f} GiB)"
+def print_validation(plan: Plan) -> None:
+    """One line per valid config: rows per table, the memory a run needs, and how it will run."""
+    sweep, how = plan.sweep, "in memory, single files"
+    if plan.streamed:
+        how = (
+            f"streamed in {plan.chunks:,} chunks, partitioned by model "
+            f"(budget {plan.budget / 2**30:,.2f} GiB)"
         )
+    tables = ", ".join(f"{name} {rows:,} points" for name, rows in plan.rows.items())
     click.echo(
-        f"{sweep.path}: ok: {sweep.name}: decode {sweep.decode_points:,} points, "
-        f"prefill {sweep.prefill_points:,} points, estimated memory "
-        f"{need / 2**20:,.1f} MiB; {plan}"
+        f"{sweep.path}: ok: {sweep.name}: {tables}, estimated memory "
+        f"{plan.memory / 2**20:,.1f} MiB; {how}"
     )
 
 

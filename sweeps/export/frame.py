@@ -21,13 +21,11 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
-from sweeps.grid import BOTTLENECK_FLAGS, DECODE_DIMS, PREFILL_DIMS, REGISTRY, by_phase
-
-NAME_AXES = ("model", "hardware", "kv_dtype", "weight_dtype")
-
-DECODE_VARIABLES = tuple(v.name for v in by_phase("decode"))
-PREFILL_VARIABLES = ("ridge_point", *(v.name for v in by_phase("prefill")))
-
+from sweeps.axes import AXIS
+from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
+from sweeps.config import NATIVE
+from sweeps.grid import BOTTLENECK_FLAGS, REGISTRY, TABLES, Analysis
+from sweeps.grid.analyses import BY_NAME
 
 Categories = Mapping[str, Sequence[str]]
 """Enum categories per name axis, to give a chunk's frame the whole sweep's schema."""
@@ -115,17 +113,18 @@ def _enum_series(name: str, codes: np.ndarray, enum: pl.Enum, checked: bool) -> 
 def _axis_column(
     ds: xr.Dataset, dim: str, layout: _Layout, categories: Categories | None = None
 ) -> pl.Series:
-    column = REGISTRY[dim].column_name
-    if dim in NAME_AXES:
+    axis = AXIS[dim]
+    column = axis.column_name
+    if axis.kind == "name":
         labels = [str(v) for v in ds[dim].values]
         enum = pl.Enum(list(categories[dim]) if categories and dim in categories else labels)
         codes = pl.Series(column, labels, dtype=enum).to_physical().to_numpy()
         return _spread(
             codes, (dim,), layout, partial(_enum_series, column, enum=enum, checked=True)
         )
-    if dim == "kv_heads":  # the effective head count, per model
-        counts = np.asarray(ds["kv_heads_count"].transpose("model", "kv_heads").values, np.int64)
-        return _spread(counts, ("model", "kv_heads"), layout, partial(pl.Series, column))
+    if axis.kind == "heads":  # the effective head count, per model
+        counts = np.asarray(ds["kv_heads_count"].transpose("model", dim).values, np.int64)
+        return _spread(counts, ("model", dim), layout, partial(pl.Series, column))
     values = np.asarray(ds[dim].values, dtype=np.int64)
     return _spread(values, (dim,), layout, partial(pl.Series, column))
 
@@ -134,30 +133,46 @@ _BOTTLENECK = pl.Enum(list(BOTTLENECK_FLAGS))
 
 
 def _column(ds: xr.Dataset, name: str, layout: _Layout) -> pl.Series:
-    column = REGISTRY[name].column_name
+    entry = REGISTRY[name]
+    column = entry.column_name
     da = ds[name]
     own = [d for d in layout.dims if d in da.dims]
     make: Make = partial(pl.Series, column)
-    if name in ("bottleneck", "prefill_bottleneck"):
+    if entry.dtype == "flag":
         make = partial(_enum_series, column, enum=_BOTTLENECK, checked=False)
-    elif name == "ridge_batch":
+    elif entry.dtype == "nullable":
         make = partial(pl.Series, column, dtype=pl.Float64, nan_to_null=True)
     return _spread(da.transpose(*own).values, own, layout, make)
 
 
-def _native_flag(ds: xr.Dataset, layout: _Layout) -> pl.Series:
-    native = np.asarray([label == "native" for label in ds["kv_heads"].values])
-    return _spread(native, ("kv_heads",), layout, partial(pl.Series, "kv_heads_native"))
+def _native_flag(ds: xr.Dataset, dim: str, layout: _Layout) -> pl.Series:
+    native = np.asarray([label == NATIVE for label in ds[dim].values])
+    return _spread(native, (dim,), layout, partial(pl.Series, f"{dim}_native"))
 
 
-def _frame(
-    ds: xr.Dataset, dims: Sequence[str], names: Sequence[str], categories: Categories | None = None
+_WORKERS = min(4, os.cpu_count() or 1)
+_PARALLEL_MIN_ROWS = 1 << 20  # below this, starting threads costs more than they save
+
+
+def table_frame(
+    ds: xr.Dataset, analysis: Analysis | str, categories: Categories | None = None
 ) -> pl.DataFrame:
+    """One row per point of ``analysis``'s dims: its axis columns, then its value columns.
+
+    ``categories`` gives the Enum categories of name axes (default: ``ds``'s own labels); a
+    chunk of a sweep passes the whole sweep's, so every part has the same schema.
+
+    Columns that repeat share memory between their repeats (many chunks per column); the frame
+    is ready to write or query, and ``.rechunk()`` gives one contiguous array per column.
+    """
+    table = BY_NAME[analysis] if isinstance(analysis, str) else analysis
+    dims, names = table.dims, table.columns
     layout = _layout(dims, tuple(ds.sizes[d] for d in dims))
-    jobs: list[Callable[[], pl.Series]] = [
-        partial(_axis_column, ds, d, layout, categories) for d in dims
-    ]
-    jobs.insert(dims.index("kv_heads") + 1, partial(_native_flag, ds, layout))
+    jobs: list[Callable[[], pl.Series]] = []
+    for dim in dims:
+        jobs.append(partial(_axis_column, ds, dim, layout, categories))
+        if AXIS[dim].kind == "heads":  # the setting's label lives on as a flag beside the count
+            jobs.append(partial(_native_flag, ds, dim, layout))
     jobs += [partial(_column, ds, name, layout) for name in names]
     if _WORKERS < 2 or layout.rows < _PARALLEL_MIN_ROWS:
         return pl.DataFrame([job() for job in jobs])
@@ -167,33 +182,22 @@ def _frame(
         return pl.DataFrame(list(pool.map(lambda job: job(), jobs)))
 
 
-_WORKERS = min(4, os.cpu_count() or 1)
-_PARALLEL_MIN_ROWS = 1 << 20  # below this, starting threads costs more than they save
-
-
 def decode_frame(ds: xr.Dataset, categories: Categories | None = None) -> pl.DataFrame:
-    """One row per decode point: the axes, then every decode variable of the registry.
-
-    ``categories`` gives the Enum categories of name axes (default: ``ds``'s own labels); a
-    chunk of a sweep passes the whole sweep's, so every part has the same schema.
-
-    Columns that repeat share memory between their repeats (many chunks per column); the frame
-    is ready to write or query, and ``.rechunk()`` gives one contiguous array per column.
-    """
-    return _frame(ds, DECODE_DIMS, DECODE_VARIABLES, categories)
+    """One row per decode point: the axes, then every decode column (see ``table_frame``)."""
+    return table_frame(ds, "decode", categories)
 
 
 def prefill_frame(ds: xr.Dataset, categories: Categories | None = None) -> pl.DataFrame:
     """One row per prefill point; the prompt length is the ``context`` column."""
-    return _frame(ds, PREFILL_DIMS, PREFILL_VARIABLES, categories)
+    return table_frame(ds, "prefill", categories)
 
 
-def _spec_frame(ds: xr.Dataset, dim: str, phase: str) -> pl.DataFrame:
-    columns: dict[str, object] = {dim: [str(v) for v in ds[dim].values]}
-    for entry in by_phase(phase):  # type: ignore[arg-type]
-        if entry.name in ds.coords and ds[entry.name].dims == (dim,):
-            values = ds[entry.name].values
-            columns[entry.column_name] = (
+def _spec_frame(ds: xr.Dataset, dim: str, specs: Sequence[Spec]) -> pl.DataFrame:
+    columns: dict[str, object] = {AXIS[dim].column_name: [str(v) for v in ds[dim].values]}
+    for spec in specs:
+        if spec.name in ds.coords and ds[spec.name].dims == (dim,):
+            values = ds[spec.name].values
+            columns[spec.column_name] = (
                 [str(v) for v in values] if values.dtype == object else values
             )
     return pl.DataFrame(columns)
@@ -201,7 +205,7 @@ def _spec_frame(ds: xr.Dataset, dim: str, phase: str) -> pl.DataFrame:
 
 def hardware_frame(ds: xr.Dataset) -> pl.DataFrame:
     """The device specs actually used, one row each, SI units."""
-    frame = _spec_frame(ds, "hardware", "hardware")
+    frame = _spec_frame(ds, "hardware", HARDWARE_SPECS)
     return frame.with_columns(
         pl.col(c).fill_nan(None) for c in frame.columns if c.startswith("peak_")
     )
@@ -209,4 +213,18 @@ def hardware_frame(ds: xr.Dataset) -> pl.DataFrame:
 
 def models_frame(ds: xr.Dataset) -> pl.DataFrame:
     """The model specs actually used, one row each."""
-    return _spec_frame(ds, "model", "model")
+    return _spec_frame(ds, "model", MODEL_SPECS)
+
+
+SPEC_TABLES = {"hardware": hardware_frame, "models": models_frame}
+"""The spec tables, by name, and the function making each from a grid."""
+
+TABLE_NAMES: tuple[str, ...] = (*(t.name for t in TABLES), *SPEC_TABLES)
+"""Every table of a result: one per analysis that has one, then the spec tables."""
+
+
+def frame(ds: xr.Dataset, name: str, categories: Categories | None = None) -> pl.DataFrame:
+    """The table ``name`` (one of ``TABLE_NAMES``) of the grid ``ds``."""
+    if name in SPEC_TABLES:
+        return SPEC_TABLES[name](ds)
+    return table_frame(ds, name, categories)

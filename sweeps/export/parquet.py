@@ -10,38 +10,48 @@ from typing import Any
 import polars as pl
 import xarray as xr
 
-from sweeps.export.frame import decode_frame, hardware_frame, models_frame, prefill_frame
-from sweeps.grid import Variable, by_phase
-from sweeps.grid.variables import Phase
+from sweeps.axes import AXIS
+from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS
+from sweeps.export.frame import TABLE_NAMES, frame
+from sweeps.grid import REGISTRY, Variable
+from sweeps.grid.analyses import BY_NAME
 
-_MAKERS = {
-    "decode": decode_frame,
-    "prefill": prefill_frame,
-    "hardware": hardware_frame,
-    "models": models_frame,
-}
-TABLES = tuple(_MAKERS)
+TABLES = TABLE_NAMES
+
+WRITE_OPTIONS: dict[str, Any] = {"statistics": True, "row_group_size": 1 << 17}
+"""Polars ``write_parquet`` settings of every table. Row groups of 131,072 rows (DuckDB's own
+are 122,880) whatever the frame's chunks or the writer's thread count, so a file's layout
+depends on its rows only."""
+
+_SPEC_DIMS = {"hardware": ("hardware", HARDWARE_SPECS), "models": ("model", MODEL_SPECS)}
 
 
-# Registry phases whose entries name each table's columns, first match wins; and the entries
-# that stand for something else there (the kv_heads label is exported as its count; the
-# prefill's prompt axis is its context column).
-_TABLE_PHASES: dict[str, tuple[Phase, ...]] = {
-    "decode": ("axis", "decode"),
-    "prefill": ("axis", "prefill", "decode"),
-    "hardware": ("hardware", "axis"),
-    "models": ("model", "axis"),
-}
-_EXCLUDED = {"decode": {"kv_heads", "prompt"}, "prefill": {"kv_heads", "context"}}
+def _axis_entries(dims: tuple[str, ...]) -> list[Variable]:
+    """The registry entries of a table's axis columns: the KV-head setting is exported as
+    the count in effect, with its native flag beside it."""
+    entries = []
+    for dim in dims:
+        if AXIS[dim].kind == "heads":
+            entries += [REGISTRY["kv_heads_count"], REGISTRY[f"{dim}_native"]]
+        else:
+            entries.append(REGISTRY[dim])
+    return entries
+
+
+def declared_columns(table: str) -> dict[str, Variable]:
+    """The registry entry behind each column of ``table`` (one of ``TABLES``), by column."""
+    if table in _SPEC_DIMS:
+        dim, specs = _SPEC_DIMS[table]
+        entries = [REGISTRY[dim], *(REGISTRY[spec.name] for spec in specs)]
+    else:
+        analysis = BY_NAME[table]
+        entries = [*_axis_entries(analysis.dims), *(REGISTRY[n] for n in analysis.columns)]
+    return {entry.column_name: entry for entry in entries}
 
 
 def column_info(frame: pl.DataFrame, table: str) -> dict[str, dict[str, str]]:
-    """Unit and description of every column of ``frame``, one of the four ``TABLES``."""
-    lookup: dict[str, Variable] = {}
-    for phase in _TABLE_PHASES[table]:
-        for entry in by_phase(phase):
-            if entry.name not in _EXCLUDED.get(table, ()):
-                lookup.setdefault(entry.column_name, entry)
+    """Unit and description of every column of ``frame``, one of the ``TABLES``."""
+    lookup = declared_columns(table)
     info = {}
     for column in frame.columns:
         found = lookup.get(column)
@@ -66,15 +76,9 @@ def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[s
     return info
 
 
-WRITE_OPTIONS: dict[str, Any] = {"statistics": True, "row_group_size": 1 << 17}
-"""Polars ``write_parquet`` settings of every table. Row groups of 131,072 rows (DuckDB's own
-are 122,880) whatever the frame's chunks or the writer's thread count, so a file's layout
-depends on its rows only."""
-
-
 def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
-    """The four tables of a result, by name."""
-    return {name: make(ds) for name, make in _MAKERS.items()}
+    """Every table of a result (``TABLES``), by name."""
+    return {name: frame(ds, name) for name in TABLES}
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ class Written:
 
 
 def write_tables(ds: xr.Dataset, folder: Path) -> dict[str, Written]:
-    """Write ``<table>.parquet`` for each of the four ``TABLES`` into ``folder``.
+    """Write ``<table>.parquet`` for each of the ``TABLES`` into ``folder``.
 
     One table at a time: each frame is built, written and freed before the next, so the export
     needs memory for the largest table only, not for all of them. A lazy (dask-backed) grid is
@@ -95,16 +99,16 @@ def write_tables(ds: xr.Dataset, folder: Path) -> dict[str, Written]:
     if any(variable.chunks is not None for variable in ds.variables.values()):
         ds = ds.compute()
     written = {}
-    for name, make in _MAKERS.items():
-        frame = make(ds)
-        info = write_frame(frame, folder / f"{name}.parquet", name)
-        written[name] = Written(frame.height, info)
-        del frame
+    for name in TABLES:
+        table = frame(ds, name)
+        info = write_frame(table, folder / f"{name}.parquet", name)
+        written[name] = Written(table.height, info)
+        del table
     return written
 
 
 def to_parquet(ds: xr.Dataset, folder: str | Path) -> dict[str, int]:
-    """Write ``decode``, ``prefill``, ``hardware`` and ``models`` ``.parquet`` into ``folder``.
+    """Write ``<table>.parquet`` for every table of the result (``TABLES``) into ``folder``.
 
     Returns the row count of each table.
     """

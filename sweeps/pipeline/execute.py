@@ -6,22 +6,17 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import xarray as xr
 
 from sweeps.config import Sweep, load_config
-from sweeps.export import (
-    atomic_folder,
-    check_target,
-    to_netcdf,
-    write_frame,
-    write_tables,
-)
-from sweeps.export.stream import Progress
-from sweeps.grid import build_grid
+from sweeps.export import atomic_folder, check_target, to_netcdf, write_frame, write_tables
+from sweeps.grid import TABLES, build_grid
+from sweeps.pipeline.manifest import manifest
+from sweeps.pipeline.plan import Plan, plan
+from sweeps.pipeline.stream import PART_PATTERN, Progress
 
 if TYPE_CHECKING:
     import polars as pl
@@ -48,7 +43,7 @@ class RunResult:
 
     ``dataset`` is the whole grid for a single-file result; for a streamed (partitioned)
     result it is ``None``: the grid never existed in memory at once. ``configurations`` is
-    then the grid at one batch size (``sweeps.export.stream.configurations``), enough for the
+    then the grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
     summary, or ``None`` where even that was over the memory budget; ``skipped`` names the
     outputs asked for that need the whole grid and were not written (``grid.nc``, the hooks
     by name).
@@ -65,56 +60,15 @@ class RunResult:
     skipped: list[str] = field(default_factory=list)
 
     def summary(self) -> pl.DataFrame | None:
-        """``sweeps.summary.summarize`` of the result, or ``None`` where no grid is held."""
-        from sweeps.summary import summarize
+        """``sweeps.pipeline.summarize`` of the result, or ``None`` where no grid is held."""
+        from sweeps.pipeline.summary import summarize
 
         grid = self.dataset if self.dataset is not None else self.configurations
         return None if grid is None else summarize(grid)
 
 
-def _version() -> str:
-    from sweeps import __version__
-
-    return __version__
-
-
-def manifest(
-    sweep: Sweep,
-    rows: Mapping[str, int],
-    columns: Mapping[str, object],
-    timings: dict[str, float],
-    files: list[str],
-    layout: dict[str, object] | None = None,
-) -> dict[str, object]:
-    """The manifest of a result folder, as a JSON-ready dict.
-
-    ``layout`` says how the tables are stored: ``{"kind": "single"}`` (``decode.parquet``) or
-    ``{"kind": "partitioned", "partitioning": "hive", "by": ["model"], "chunks": n, ...}``.
-    """
-    return {
-        "package": "sweeps",
-        "version": _version(),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "sweep": {"name": sweep.name, "title": sweep.title},
-        "config": {"path": sweep.path, "sha256": sweep.sha256, "text": sweep.text},
-        "axes": {
-            "model": [m.id for m in sweep.models],
-            "hardware": [h.id for h in sweep.hardware],
-            "tp": list(sweep.tp),
-            "batch": list(sweep.batch),
-            "context": list(sweep.context),
-            "prompt": list(sweep.prompt),
-            "kv_heads": list(sweep.kv_heads),
-            "kv_dtype": [d.name for d in sweep.kv_dtype],
-            "weight_dtype": [d.name for d in sweep.weight_dtype],
-        },
-        "options": vars(sweep.options),
-        "rows": rows,
-        "columns": columns,
-        "timings_s": timings,
-        "files": files,
-        "layout": layout or {"kind": "single"},
-    }
+def _write_manifest(folder: Path, document: dict[str, object]) -> None:
+    (folder / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
 
 
 def run_to_folder(
@@ -128,22 +82,20 @@ def run_to_folder(
 ) -> RunResult:
     """Compute ``sweep`` and write ``<out>/<name>/`` atomically (replaced only with ``force``).
 
-    Writes the four Parquet tables, ``grid.nc`` (unless ``[outputs] grid = "none"``), whatever
-    ``hooks`` add (charts, report), and ``manifest.json`` last.
+    Writes a Parquet table per analysis and per spec, ``grid.nc`` (unless ``[outputs] grid =
+    "none"``), whatever ``hooks`` add (charts, report), and ``manifest.json`` last.
 
-    When the grid's estimated memory (``sweeps.grid.chunks.estimate_bytes``) exceeds
+    When the grid's estimated memory (``sweeps.grid.memory.estimate_bytes``) exceeds
     ``memory_budget`` [byte] (default: half the physical memory; at least
-    ``sweeps.grid.chunks.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
+    ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
     ``dask.distributed.Client``) is given, the grid is evaluated in chunks and streamed to
-    ``decode/model=<id>/part-N.parquet`` and ``prefill/...`` instead; ``grid.nc`` and the hooks
-    are skipped (they need the whole grid in memory) and the manifest says so. ``progress`` is
-    called after each chunk with (points done, points in all).
+    ``<table>/model=<id>/part-N.parquet`` instead; ``grid.nc`` and the hooks are skipped (they
+    need the whole grid in memory) and the manifest says so. ``progress`` is called after each
+    chunk with (rows done, rows in all).
     """
-    from sweeps.grid.chunks import check_budget, default_budget, needs_chunks
-
-    budget = default_budget() if memory_budget is None else check_budget(memory_budget)
-    if client is not None or needs_chunks(sweep, budget):
-        return _stream_to_folder(sweep, Path(out), force, budget, progress, client, hooks)
+    how = plan(sweep, memory_budget, distributed=client is not None)
+    if how.streamed:
+        return _stream_to_folder(how, Path(out), force, progress, client, hooks)
     return _run_in_memory(sweep, Path(out), force, hooks, progress)
 
 
@@ -167,35 +119,32 @@ def _run_in_memory(
             files.append("grid.nc")
         timings["export"] = time.perf_counter() - start
         if progress is not None:
-            progress(
-                sweep.decode_points + sweep.prefill_points,
-                sweep.decode_points + sweep.prefill_points,
-            )
+            total = sum(rows[table.name] for table in TABLES)
+            progress(total, total)
         for hook in hooks:
             start = time.perf_counter()
             files += hook(ds, sweep, staging)
             timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
         files.append("manifest.json")
-        document = manifest(sweep, rows, columns, timings, files)
-        (staging / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
+        _write_manifest(staging, manifest(sweep, rows, columns, timings, files))
     return RunResult(target, ds, rows, timings, files)
 
 
 def _stream_to_folder(
-    sweep: Sweep,
+    how: Plan,
     out: Path,
     force: bool,
-    budget: int,
     progress: Progress | None,
     client: Any,
     hooks: tuple[Hook, ...],
 ) -> RunResult:
-    from sweeps.export.stream import configurations, spec_tables, stream_chunks
     from sweeps.grid.chunks import plan_chunks
+    from sweeps.pipeline.stream import configurations, spec_tables, stream_chunks
 
+    sweep = how.sweep
     target = out / sweep.name
     check_target(target, force)
-    chunks = plan_chunks(sweep, budget)
+    chunks = plan_chunks(sweep, how.budget)
     timings: dict[str, float] = {}
     skipped = ["grid.nc"] if sweep.grid_format == "netcdf" else []
     skipped += [getattr(hook, "__name__", "hook") for hook in hooks]
@@ -203,13 +152,13 @@ def _stream_to_folder(
         start = time.perf_counter()
         results = stream_chunks(sweep, chunks, staging, progress, client)
         timings["grid_and_export"] = time.perf_counter() - start
-        rows: dict[str, int] = {"decode": 0, "prefill": 0}
+        rows = {table.name: 0 for table in TABLES}
         files: list[str] = []
         for result in results:
-            for phase, count in result["rows"].items():
-                rows[phase] += count
-            files += result["files"]
-        columns: dict[str, object] = dict(results[0]["columns"]) if results else {}
+            for name, count in result.rows.items():
+                rows[name] += count
+            files += result.files
+        columns: dict[str, object] = dict(results[0].columns) if results else {}
         for name, frame in spec_tables(sweep).items():
             columns[name] = write_frame(frame, staging / f"{name}.parquet", name)
             files.append(f"{name}.parquet")
@@ -219,18 +168,17 @@ def _stream_to_folder(
             "kind": "partitioned",
             "partitioning": "hive",
             "by": ["model"],
-            "tables": {p: f"{p}/model=<id>/part-<N>.parquet" for p in ("decode", "prefill")},
+            "tables": {t.name: PART_PATTERN.format(table=t.name) for t in TABLES},
             "chunks": len(chunks),
-            "memory_budget_bytes": budget,
+            "memory_budget_bytes": how.budget,
             "engine": "dask.distributed" if client is not None else "local",
             "skipped": skipped,
             "reason": "the grid is streamed in chunks and never held in memory at once",
         }
-        document = manifest(sweep, rows, columns, timings, files, layout)
-        (staging / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
+        _write_manifest(staging, manifest(sweep, rows, columns, timings, files, layout))
     # a small fraction of the sweep (one batch size), for the summary; outside the folder's
     # writing, so a failure here cannot touch the result
-    per_configuration = configurations(sweep, budget)
+    per_configuration = configurations(sweep, how.budget)
     return RunResult(
         target, None, rows, timings, files, "partitioned", len(chunks), per_configuration, skipped
     )

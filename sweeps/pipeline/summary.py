@@ -14,6 +14,7 @@ import xarray as xr
 from sweeps.grid import DECODE_DIMS
 
 SUMMARY_DIMS = tuple(d for d in DECODE_DIMS if d != "batch")
+"""The dims of a configuration: the decode dims but the batch, which the summary answers for."""
 SUMMARY_VARIABLES = (
     "ceiling",
     "knee_batch",

@@ -1,0 +1,201 @@
+"""Decode: one step for B sequences at context S (docs/cost-model.md section 3).
+
+FLOPs and bytes of the step, the asymptotic ceiling ``F_seq / KV_seq`` and the batches that
+matter (knee, ceiling fraction, ridge, memory wall), then the roofline of every point on every
+device in one pass (bottleneck, attainable FLOP/s, step time, tokens/s, feasibility).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sweeps import physics
+from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+
+DIMS = ("model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype")
+
+
+def _compute(x: Inputs) -> dict[str, Any]:
+    opt, tp, batch = x.options, x["tp"], x["batch"]
+    attention_on = 1.0 if opt.attention_flops else 0.0
+    bandwidth = x["bandwidth"] * opt.bandwidth_efficiency
+    peak = x["peak_flops"] * opt.compute_efficiency
+    layer_tokens = physics.kv_cached_layer_tokens(
+        x["context"], x["layers"], x["local_layers"], x["_window"]
+    )
+    out: dict[str, Any] = {
+        # per token: every layer holds it, so the "cached token-layers" are the layers
+        "kv_bytes_per_token": physics.kv_bytes_per_sequence(
+            x["_kv_elements"], x["kv_bytes"], x["layers"]
+        ),
+    }
+    kv_seq = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], layer_tokens)
+    out["kv_bytes_per_sequence"] = kv_seq
+    kv_dev = kv_seq / x["_shards"]
+    f_seq = (
+        physics.decode_flops_per_sequence(
+            x["active_params"],
+            physics.attention_flops_per_token(x["heads"], x["attention_dim"], layer_tokens),
+            attention_on,
+        )
+        / tp
+    )
+    out["flops"] = physics.decode_flops(batch, f_seq)
+    ridge = physics.ridge_point(peak, bandwidth)
+    out["ridge_point"] = ridge
+    ceiling = physics.asymptotic_ceiling(f_seq, kv_dev)
+    out["ceiling"] = ceiling
+    w_dev = x["weight_bytes"]
+    out["knee_batch"] = physics.knee_batch(w_dev, kv_dev)
+    out["ceiling_batch"] = physics.batch_for_fraction(opt.ceiling_fraction, w_dev, kv_dev)
+    out["ridge_batch"] = physics.ridge_batch(ridge, w_dev, f_seq, kv_dev)
+    max_batch = physics.max_batch(x["memory"], opt.memory_reserve, w_dev, kv_dev)
+    out["max_batch"] = max_batch
+    out["ceiling_reachable"] = out["ceiling_batch"] <= max_batch
+    out["allreduce_bytes"] = physics.allreduce_bytes(
+        x["layers"], batch, x["hidden_size"], opt.activation_bytes, tp
+    )
+    out["tile_fill"] = physics.tile_fill(batch)
+    point = x.engine.pointwise
+    step_bytes = point(physics.decode_bytes, DIMS, x["weights_read_bytes"], batch, kv_dev)
+    ai = point(physics.arithmetic_intensity, DIMS, out["flops"], step_bytes)
+    out["bytes"] = step_bytes
+    out["arithmetic_intensity"] = ai
+    out["fraction_of_ceiling"] = point(np.divide, DIMS, ai, ceiling)
+    roof = x.engine.roofline(
+        DIMS, with_tokens=True, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
+        max_batch=max_batch, peak=peak, bandwidth=bandwidth, ridge=ridge,
+        peak_flops=x["peak_flops"],
+    )  # fmt: skip
+    out["bottleneck"] = roof["bottleneck"]
+    out["attainable_flops"] = roof["attainable_flops"]
+    out["utilization"] = roof["utilization"]
+    out["step_time_s"] = roof["time"]
+    out["tokens_per_s"] = roof["tokens_per_s"]
+    out["feasible"] = roof["feasible"]
+    out.update(_bandwidth=bandwidth, _peak=peak, _attention_on=attention_on)
+    return out
+
+
+_V = Variable
+
+DECODE = Analysis(
+    name="decode",
+    dims=DIMS,
+    variables=(
+        _V("kv_bytes_per_token", "byte", "KV bytes one token adds, all layers"),
+        _V("kv_bytes_per_sequence", "byte", "KV bytes of one sequence at this context"),
+        _V("flops", "FLOP", "FLOPs of one decode step, per device"),
+        _V(
+            "ridge_point",
+            "FLOP/byte",
+            "Peak FLOP/s over bandwidth of the device (efficiencies applied)",
+        ),
+        _V(
+            "ceiling",
+            "FLOP/byte",
+            "Asymptotic decode intensity as batch grows, F_seq/KV_seq",
+        ),
+        _V("knee_batch", "sequence", "Batch reaching half the ceiling, W/KV_seq"),
+        _V(
+            "ceiling_batch",
+            "sequence",
+            "Batch reaching options.ceiling_fraction of the ceiling",
+        ),
+        _V(
+            "ridge_batch",
+            "sequence",
+            "Batch where decode turns compute-bound (null: never)",
+            "nullable",
+        ),
+        _V(
+            "max_batch",
+            "sequence",
+            "Largest batch whose weights and caches fit (0: does not fit)",
+            "int64",
+        ),
+        _V(
+            "ceiling_reachable",
+            "-",
+            "ceiling_batch fits in memory (ceiling_batch <= max_batch)",
+            "bool",
+        ),
+        _V(
+            "allreduce_bytes",
+            "byte",
+            "Tensor-parallel all-reduce bytes per device per step (interconnect, not in bytes)",
+        ),
+        _V("tile_fill", "1", "Useful share of a 16-row tensor-core tile's rows, 0..1"),
+        _V(
+            "bytes",
+            "byte",
+            "HBM bytes of one decode step, per device: weights + every cache",
+            rank="point",
+        ),
+        _V("arithmetic_intensity", "FLOP/byte", "Decode FLOPs per HBM byte", rank="point"),
+        _V(
+            "fraction_of_ceiling",
+            "1",
+            "Arithmetic intensity over the ceiling, 0..1",
+            rank="point",
+        ),
+        _V(
+            "bottleneck",
+            "-",
+            "memory-bound or compute-bound (a tie is compute-bound)",
+            "flag",
+            rank="full",
+        ),
+        _V(
+            "attainable_flops",
+            "FLOP/s",
+            "Roofline bound on throughput, min(AI*bandwidth, peak)",
+            rank="full",
+        ),
+        _V("utilization", "1", "Attainable over peak FLOP/s, 0..1", rank="full"),
+        _V(
+            "step_time_s",
+            "s",
+            "Roofline bound on one decode step (inter-token latency)",
+            rank="full",
+        ),
+        _V("tokens_per_s", "token/s", "Decode throughput bound, batch / step time", rank="full"),
+        _V(
+            "feasible",
+            "-",
+            "The batch fits in device memory (batch <= max_batch)",
+            "bool",
+            rank="full",
+        ),
+    ),
+    compute=_compute,
+    needs=("model",),
+    columns=(
+        "flops",
+        "bytes",
+        "arithmetic_intensity",
+        "ridge_point",
+        "bottleneck",
+        "attainable_flops",
+        "utilization",
+        "ceiling",
+        "fraction_of_ceiling",
+        "knee_batch",
+        "ceiling_batch",
+        "ridge_batch",
+        "max_batch",
+        "ceiling_reachable",
+        "feasible",
+        "step_time_s",
+        "tokens_per_s",
+        "weight_bytes",
+        "weights_read_bytes",
+        "kv_bytes_per_token",
+        "kv_bytes_per_sequence",
+        "experts_touched",
+        "allreduce_bytes",
+        "tile_fill",
+    ),
+)

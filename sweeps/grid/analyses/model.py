@@ -1,0 +1,42 @@
+"""Model bytes: the weights a device holds and reads, and how tensor parallelism splits the cache.
+
+No table of its own: its outputs are columns of the decode table. docs/cost-model.md section 2
+(weights) and section 3 (MoE: the experts a batch touches, the weights a step reads).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps import physics
+from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+
+
+def _compute(x: Inputs) -> dict[str, Any]:
+    tp, batch = x["tp"], x["batch"]
+    weights = physics.weight_bytes(x["params"], x["weight_bytes_per_param"])
+    read_params = physics.params_read(
+        x["params"], x["active_params"], x["experts"], x["experts_per_token"], batch
+    )
+    return {
+        "weight_bytes": weights / tp,
+        "experts_touched": physics.expected_experts_touched(
+            x["experts"], x["experts_per_token"], batch
+        ),
+        "weights_read_bytes": read_params * x["weight_bytes_per_param"] / tp,
+        "_shards": physics.kv_shards(tp, x["_cache_heads"]),
+    }
+
+
+MODEL = Analysis(
+    name="model",
+    dims=("model", "tp", "batch", "kv_heads", "weight_dtype"),
+    variables=(
+        Variable("weight_bytes", "byte", "Weight bytes held per device (all experts)"),
+        Variable(
+            "experts_touched", "1", "Expected distinct experts per MoE layer in a decode step"
+        ),
+        Variable("weights_read_bytes", "byte", "Weight bytes one decode step reads per device"),
+    ),
+    compute=_compute,
+)

@@ -1,0 +1,144 @@
+"""Prefill: N prompt tokens for B sequences (docs/cost-model.md section 4).
+
+FLOPs (linear layers and causal attention), the bytes of the weights read and the new caches
+written, and the roofline of every point on every device: bottleneck, attainable FLOP/s,
+time to first token, feasibility.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps import physics
+from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+
+DIMS = ("model", "hardware", "tp", "batch", "prompt", "kv_heads", "kv_dtype", "weight_dtype")
+
+
+def _compute(x: Inputs) -> dict[str, Any]:
+    opt, tp, batch, prompt = x.options, x["tp"], x["batch"], x["prompt"]
+    window, ridge = x["_window"], x["ridge_point"]
+    layer_tokens = physics.kv_cached_layer_tokens(prompt, x["layers"], x["local_layers"], window)
+    kv_dev = (
+        physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], layer_tokens) / x["_shards"]
+    )
+    pairs = physics.prefill_attention_pairs(prompt, x["layers"], x["local_layers"], window)
+    flops = (
+        physics.prefill_flops(
+            batch,
+            prompt,
+            x["active_params"],
+            x["heads"],
+            x["attention_dim"],
+            pairs,
+            x["_attention_on"],
+        )
+        / tp
+    )
+    read_params = physics.params_read(
+        x["params"], x["active_params"], x["experts"], x["experts_per_token"], batch * prompt
+    )
+    weights_read = read_params * x["weight_bytes_per_param"] / tp
+    max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)
+    point = x.engine.pointwise
+    nbytes = point(physics.prefill_bytes, DIMS, weights_read, batch, kv_dev)
+    ai = point(physics.arithmetic_intensity, DIMS, flops, nbytes)
+    roof = x.engine.roofline(
+        DIMS, with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
+        max_batch=max_batch, peak=x["_peak"], bandwidth=x["_bandwidth"], ridge=ridge,
+        peak_flops=x["peak_flops"],
+    )  # fmt: skip
+    return {
+        "prefill_flops": flops,
+        "prefill_bytes": nbytes,
+        "prefill_arithmetic_intensity": ai,
+        "prefill_bottleneck": roof["bottleneck"],
+        "prefill_attainable_flops": roof["attainable_flops"],
+        "prefill_utilization": roof["utilization"],
+        "ttft_s": roof["time"],
+        "prefill_feasible": roof["feasible"],
+        "prefill_memory_bound_prompt": physics.prefill_memory_bound_prompt(
+            ridge, x["weight_bytes_per_param"]
+        ),
+    }
+
+
+_V = Variable
+
+PREFILL = Analysis(
+    name="prefill",
+    dims=DIMS,
+    variables=(
+        _V("prefill_flops", "FLOP", "FLOPs of the prefill, per device", column="flops"),
+        _V(
+            "prefill_bytes",
+            "byte",
+            "HBM bytes of the prefill, per device: weights + new caches",
+            column="bytes",
+            rank="point",
+        ),
+        _V(
+            "prefill_arithmetic_intensity",
+            "FLOP/byte",
+            "Prefill FLOPs per HBM byte",
+            column="arithmetic_intensity",
+            rank="point",
+        ),
+        _V(
+            "prefill_bottleneck",
+            "-",
+            "memory-bound or compute-bound (a tie is compute-bound)",
+            "flag",
+            "bottleneck",
+            "full",
+        ),
+        _V(
+            "prefill_attainable_flops",
+            "FLOP/s",
+            "Roofline bound on prefill throughput",
+            column="attainable_flops",
+            rank="full",
+        ),
+        _V(
+            "prefill_utilization",
+            "1",
+            "Attainable over peak FLOP/s, 0..1",
+            column="utilization",
+            rank="full",
+        ),
+        _V(
+            "prefill_feasible",
+            "-",
+            "Weights and the prompts' caches fit in device memory",
+            "bool",
+            "feasible",
+            "full",
+        ),
+        _V(
+            "ttft_s",
+            "s",
+            "Roofline bound on the prefill time (time to first token)",
+            rank="full",
+        ),
+        _V(
+            "prefill_memory_bound_prompt",
+            "token",
+            "Prompt length below which prefill is memory-bound, R*wb/2",
+            column="memory_bound_prompt",
+        ),
+    ),
+    compute=_compute,
+    needs=("model", "decode"),
+    columns=(
+        "ridge_point",
+        "prefill_flops",
+        "prefill_bytes",
+        "prefill_arithmetic_intensity",
+        "prefill_bottleneck",
+        "prefill_attainable_flops",
+        "prefill_utilization",
+        "prefill_feasible",
+        "ttft_s",
+        "prefill_memory_bound_prompt",
+    ),
+)

@@ -1,0 +1,73 @@
+"""How the grid lays an analysis's arrays out: the canonical order and the compiled pass.
+
+``GridEngine`` is the ``Engine`` of ``sweeps.grid.analyses.base`` for xarray Variables: its
+``pointwise`` computes a per-point quantity C-contiguous in canonical dim order (so the
+roofline pass reads it in place), its ``roofline`` runs ``sweeps.grid.roof``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from sweeps.grid.roof import roofline_outputs
+
+
+def order(variable: xr.Variable, dims: tuple[str, ...]) -> xr.Variable:
+    """``variable`` with its dims in the order they have in ``dims``."""
+    return variable.transpose(*[d for d in dims if d in variable.dims])
+
+
+def pointwise(function: Callable[..., Any], dims: tuple[str, ...], *args: Any) -> xr.Variable:
+    """``function(*args)`` with numpy broadcasting in the canonical order of ``dims``.
+
+    xarray orders a result's dimensions as they first appear in the expression, and numpy lays
+    the result out by its operands' strides, so a per-point quantity such as the step bytes
+    came out transposed (batch outermost) and the roofline pass copied it into order. Here
+    every Variable operand is made contiguous with its dimensions in canonical order, size-1
+    axes for the others (a copy only for the low-rank operands; per-point ones already are):
+    the result is C-contiguous over its dimensions in that order, and the pass reads it in
+    place.
+    """
+    variables = [a for a in args if isinstance(a, xr.Variable)]
+    present = [d for d in dims if any(d in v.dims for v in variables)]
+
+    def laid_out(a: Any) -> Any:
+        if not isinstance(a, xr.Variable):
+            return a
+        own = [d for d in present if d in a.dims]
+        data = np.ascontiguousarray(a.transpose(*own).values)
+        return data.reshape([a.sizes[d] if d in a.dims else 1 for d in present])
+
+    return xr.Variable(present, function(*(laid_out(a) for a in args)))
+
+
+@dataclass(frozen=True)
+class GridEngine:
+    """The grid's engine: named dims of ``sizes``, the compiled pass (``use_kernel``: force it
+    on or off, for tests) and optional dask ``chunks`` per model and device."""
+
+    sizes: Mapping[str, int]
+    use_kernel: bool | None = None
+    chunks: Mapping[str, int] | None = None
+
+    def pointwise(self, function: Callable[..., Any], dims: tuple[str, ...], *args: Any) -> Any:
+        """See ``pointwise``."""
+        return pointwise(function, dims, *args)
+
+    def roofline(
+        self, dims: tuple[str, ...], *, with_tokens: bool, **inputs: Any
+    ) -> dict[str, Any]:
+        """See ``sweeps.grid.roof.roofline_outputs``."""
+        return roofline_outputs(
+            dims,
+            dict(self.sizes),
+            with_tokens=with_tokens,
+            use_kernel=self.use_kernel,
+            chunks=self.chunks,
+            **inputs,
+        )
