@@ -39,7 +39,8 @@ class Variable:
 
     @property
     def label(self) -> str:
-        """``description [unit]``, for axis titles and tables."""
+        """``name [unit]`` with the name's underscores as spaces (``step time s [s]``), for axis
+        titles and tables."""
         return f"{self.name.replace('_', ' ')} [{self.unit}]"
 
 
