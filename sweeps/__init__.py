@@ -11,24 +11,27 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the names __getattr__ serves, for type checkers (aliases: re-exported)
     from sweeps.charts import ai_vs_batch_chart as ai_vs_batch_chart
     from sweeps.charts import bottleneck_chart as bottleneck_chart
     from sweeps.charts import ceiling_chart as ceiling_chart
     from sweeps.charts import output_hooks as output_hooks
     from sweeps.charts import roofline_chart as roofline_chart
-    from sweeps.config import Sweep, load_config, parse_config
-    from sweeps.errors import (
-        CatalogError,
-        ConfigError,
-        ImportModelError,
-        OutputExistsError,
-        SweepsError,
-    )
-    from sweeps.export import to_parquet
-    from sweeps.grid import build_grid
-    from sweeps.physics import classify_llm_phases, compute_arithmetic_intensity
-    from sweeps.pipeline import run, run_to_folder, summarize
+    from sweeps.config import Sweep as Sweep
+    from sweeps.config import load_config as load_config
+    from sweeps.config import parse_config as parse_config
+    from sweeps.errors import CatalogError as CatalogError
+    from sweeps.errors import ConfigError as ConfigError
+    from sweeps.errors import ImportModelError as ImportModelError
+    from sweeps.errors import OutputExistsError as OutputExistsError
+    from sweeps.errors import SweepsError as SweepsError
+    from sweeps.export import to_parquet as to_parquet
+    from sweeps.grid import build_grid as build_grid
+    from sweeps.physics import classify_llm_phases as classify_llm_phases
+    from sweeps.physics import compute_arithmetic_intensity as compute_arithmetic_intensity
+    from sweeps.pipeline import run as run
+    from sweeps.pipeline import run_to_folder as run_to_folder
+    from sweeps.pipeline import summarize as summarize
 
 _LAZY = {
     "Sweep": "sweeps.config",
@@ -54,32 +57,28 @@ _LAZY = {
 }
 
 
+_SUBPACKAGES = frozenset(
+    {"physics", "catalog", "config", "grid", "export", "pipeline", "charts", "cli"}
+)
+"""Layers reachable as ``sweeps.<name>`` after a bare ``import sweeps``, imported on first use."""
+
+
 def __getattr__(name: str) -> Any:
     """Import each layer only when asked for, so that ``sweeps --help`` stays fast."""
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module 'sweeps' has no attribute {name!r}"
-        raise AttributeError(msg)
     import importlib
 
-    return getattr(importlib.import_module(module), name)
+    module = _LAZY.get(name)
+    if module is not None:
+        return getattr(importlib.import_module(module), name)
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    msg = f"module 'sweeps' has no attribute {name!r}"
+    raise AttributeError(msg)
 
 
-__all__ = [
-    "CatalogError",
-    "ConfigError",
-    "ImportModelError",
-    "OutputExistsError",
-    "Sweep",
-    "SweepsError",
-    "__version__",
-    "build_grid",
-    "classify_llm_phases",
-    "compute_arithmetic_intensity",
-    "load_config",
-    "parse_config",
-    "run",
-    "run_to_folder",
-    "summarize",
-    "to_parquet",
-]
+__all__ = sorted([*_LAZY, "__version__"])
+
+
+def __dir__() -> list[str]:
+    """The public API and the layers, without importing any of them."""
+    return sorted({*__all__, *_SUBPACKAGES})

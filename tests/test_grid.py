@@ -122,7 +122,7 @@ name = "loop"
 [axes]
 model = ["llama-3-8b", "mistral-7b", "mixtral-8x7b", "falcon-7b"]
 hardware = ["h100-sxm", "h200", "mi300x"]
-tp = [1, 2]
+tp = [1, 2, 3]
 batch = { start = 1, stop = 512, geometric = true }
 context = [512, 4096, 8192, 32768]
 prompt = [128, 2048, 8192, 32768]
@@ -134,15 +134,24 @@ memory_reserve = 0.05
 """
 
 
+def _kv_share(h: int, tp: int) -> float:
+    """Share of one sequence's KV cache on the busiest device: deal the ``h`` KV heads out to
+    ``tp`` devices in turn and count the most any device got (devices past the ``h``-th hold a
+    replica of one head, which is no more than that)."""
+    held = [0] * tp
+    for head in range(h):
+        held[head % tp] += 1
+    return max(held) / h
+
+
 def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type: ignore[no-untyped-def]
     """The cost model for one point, in plain Python floats, written from cost-model.md."""
     h = m.kv_heads if label == "native" else int(label)
     window = m.sliding_window if m.sliding_window else math.inf
     per_layer = 2 * h * m.head_dim  # K and V elements per token per layer
-    shards = min(tp, h)
     # cached token-layers: full layers hold s, local layers min(s, window)
     lt = (m.layers - m.local_layers) * s + m.local_layers * min(s, window)
-    kv_seq = per_layer * kvb * lt / shards
+    kv_seq = per_layer * kvb * lt * _kv_share(h, tp)
     f_seq = (2 * m.active_params + attention * 4 * m.heads * m.head_dim * lt) / tp
     e, k = m.experts, m.experts_per_token
     if e > k:
@@ -182,11 +191,10 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type:
 def _scalar_prefill(m, hw, tp, b, n, label, kvb, wb, reserve, attention):  # type: ignore[no-untyped-def]
     h = m.kv_heads if label == "native" else int(label)
     window = m.sliding_window if m.sliding_window else math.inf
-    shards = min(tp, h)
     cap = min(n, window)
     pairs = (m.layers - m.local_layers) * n * n / 2 + m.local_layers * cap * (n - cap / 2)
     lt = (m.layers - m.local_layers) * n + m.local_layers * cap
-    kv_seq = 2 * h * m.head_dim * kvb * lt / shards
+    kv_seq = 2 * h * m.head_dim * kvb * lt * _kv_share(h, tp)
     flops = b * (2 * n * m.active_params + attention * 2 * m.heads * 2 * m.head_dim * pairs) / tp
     e, k = m.experts, m.experts_per_token
     tokens = b * n

@@ -54,3 +54,37 @@ def test_the_probe_can_fail():
         check=True,
     )
     assert done.stdout.strip() == "True"
+
+
+def test_dir_shows_the_public_api_and_all_matches_the_lazy_names():
+    import sweeps
+
+    names = dir(sweeps)
+    for builder in ("ceiling_chart", "bottleneck_chart", "ai_vs_batch_chart", "roofline_chart"):
+        assert builder in names
+        assert builder in sweeps.__all__
+    assert {"run", "to_parquet", "summarize", "__version__", "export", "grid"} <= set(names)
+    assert sweeps.__all__ == sorted(sweeps.__all__)
+    with pytest.raises(AttributeError, match="module 'sweeps' has no attribute 'nope'"):
+        _ = sweeps.nope
+
+
+BARE = """
+import json, sys
+import sweeps
+names = dir(sweeps)
+light = sorted(m for m in sys.modules if "." not in m)
+writer = sweeps.export.to_parquet
+print("RESULT " + json.dumps([light, writer.__module__, "ceiling_chart" in names]))
+"""
+
+
+def test_a_bare_import_reaches_the_layers_and_stays_light():
+    """``import sweeps`` then ``sweeps.export...`` works in a fresh interpreter; neither the
+    import nor ``dir`` loads a heavy library."""
+    done = subprocess.run([sys.executable, "-c", BARE], capture_output=True, text=True, check=True)
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    light, module, listed = json.loads(line.removeprefix("RESULT "))
+    assert not set(light) & set(HEAVY), sorted(set(light) & set(HEAVY))
+    assert module.startswith("sweeps.export")
+    assert listed
