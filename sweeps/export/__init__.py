@@ -10,6 +10,7 @@ from sweeps.export.parquet import (
     read_units,
     to_parquet,
     write_frame,
+    write_with_units,
     write_tables,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "to_netcdf",
     "to_parquet",
     "write_frame",
+    "write_with_units",
     "write_tables",
 ]

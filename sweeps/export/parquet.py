@@ -63,17 +63,22 @@ def column_info(frame: pl.DataFrame, table: str) -> dict[str, dict[str, str]]:
 
 
 def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[str, str]]:
-    """Write ``frame`` with its columns' units and descriptions as Parquet key-value metadata.
+    """Write ``frame``, one of the ``TABLES``, with its columns' units (see ``write_with_units``).
 
-    Keys: ``sweeps:columns`` (JSON of ``{column: {unit, description}}``) and one
-    ``unit:<column>`` per column, readable with DuckDB's ``parquet_kv_metadata``. Returns that
-    ``{column: {unit, description}}`` map (``column_info``).
+    Returns the ``{column: {unit, description}}`` map written (``column_info``).
     """
     info = column_info(frame, table)
+    write_with_units(frame, path, info)
+    return info
+
+
+def write_with_units(frame: pl.DataFrame, path: Path, info: dict[str, dict[str, str]]) -> None:
+    """Write ``frame`` with ``info`` (``{column: {unit, description}}``) as Parquet key-value
+    metadata: ``sweeps:columns`` (the JSON of ``info``) and one ``unit:<column>`` per column,
+    readable with DuckDB's ``parquet_kv_metadata``."""
     metadata = {"sweeps:columns": json.dumps(info)}
     metadata.update({f"unit:{column}": entry["unit"] for column, entry in info.items()})
     frame.write_parquet(path, metadata=metadata, **WRITE_OPTIONS)
-    return info
 
 
 def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
