@@ -93,8 +93,8 @@ def calibration_chart(frame: pl.DataFrame) -> alt.Chart:
     data = frame.filter(pl.col("bound").is_not_null()).select(
         "model", "hardware", "tp", "batch_given", "metric", "value", "bound", "ratio", "source"
     )
-    low = float(min(data["value"].min(), data["bound"].min())) / 2  # type: ignore[arg-type]
-    high = float(max(data["value"].max(), data["bound"].max())) * 2  # type: ignore[arg-type]
+    values = data.select(pl.concat_list("value", "bound").explode()).to_series().to_numpy()
+    low, high = float(values.min()) / 2, float(values.max()) * 2
     scale = alt.Scale(type="log", domain=[low, high])
     points = (
         alt.Chart(alt.Data(values=data.to_dicts()))
