@@ -10,8 +10,8 @@ from sweeps.export.parquet import (
     read_units,
     to_parquet,
     write_frame,
-    write_with_units,
     write_tables,
+    write_with_units,
 )
 
 __all__ = [
@@ -28,6 +28,6 @@ __all__ = [
     "to_netcdf",
     "to_parquet",
     "write_frame",
-    "write_with_units",
     "write_tables",
+    "write_with_units",
 ]
