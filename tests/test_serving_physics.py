@@ -8,6 +8,7 @@ Pareto front is checked against an O(n**2) reference.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -599,6 +600,23 @@ def test_pareto_front_continuous_values() -> None:
     np.testing.assert_array_equal(physics.pareto_front(x, y, g), dominated_reference(x, y, g))
 
 
+def test_edges_give_nulls_without_warnings() -> None:
+    # where() evaluates both branches: the unused one must not divide by zero either
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert math.isnan(physics.max_utilization(-0.015, 0.03))  # 2x + D = 0
+        assert physics.md1_waiting_time(np.array([1.0, 2.0]), 0.03).tolist() == [np.inf, np.inf]
+        assert math.isnan(physics.time_per_output_token(0.0, 1))
+        assert math.isnan(physics.mean_local_context(100, 1, np.inf))
+        assert physics.chunked_ttft(100, 0.0, 0.01) == np.inf
+        assert physics.balanced_chunk(8, 100, 1) == np.inf
+        assert physics.decode_request_rate(8, 1, 0.01) == np.inf
+        flops, nbytes = (2.0, 0.0, 0.0), (1.0, 1e-310, 0.0)  # a near-flat line: its root overflows
+        assert physics.static_decode_time(5, 3, flops, nbytes, np.inf, 1.0, 1.0) == pytest.approx(
+            2.0
+        )
+
+
 # --- duck typing --------------------------------------------------------------------------
 
 
@@ -639,3 +657,10 @@ def test_static_decode_time_on_scalars_numpy_and_xarray() -> None:
     assert da.dims == ("output_tokens",)
     np.testing.assert_array_equal(call(np.asarray(outputs)), scalars)
     np.testing.assert_array_equal(da.values, scalars)
+    # coefficients on a batch axis (as the grid has them), outputs on another: a 2-D result
+    batch = xr.DataArray([1, 256, 4096], dims="batch")
+    grid_flops, grid_bytes = coefficients(GPT_OSS_20B, batch)
+    out = xr.DataArray(outputs, dims="output_tokens")
+    both = physics.static_decode_time(16, out, grid_flops, grid_bytes, 128, H100_FLOPS, H100_BW)
+    assert set(both.dims) == {"batch", "output_tokens"}
+    np.testing.assert_array_equal(both.isel(batch=2).transpose("output_tokens").values, scalars)

@@ -86,7 +86,8 @@ def max_utilization(slack: Array, service_time: Array) -> Array:
     Utilization bound, ``rho_max`` (NaN: infeasible) [1]
     """
     feasible = slack > 0
-    return where(feasible, 2 * slack / (2 * slack + service_time), np.nan)
+    room = where(feasible, slack, 0.0)
+    return where(feasible, 2 * room / (2 * room + service_time), np.nan)
 
 
 def replicas_for_rate(arrival_rate: Array, capacity: Array) -> Array:

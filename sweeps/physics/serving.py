@@ -102,7 +102,8 @@ def _sum_positive_part(first: Array, last: Array, d0: Array, d1: Array) -> Array
     -------
     Sum of the positive part [s]
     """
-    root = -d0 / where(d1 == 0, 1.0, d1)
+    with np.errstate(over="ignore"):  # a near-flat line's root overflows to inf: clipped below
+        root = -d0 / where(d1 == 0, 1.0, d1)
     lo = where(d1 > 0, np.floor(root) + 1, first)
     hi = where(d1 < 0, np.ceil(root) - 1, where((d1 == 0) & (d0 <= 0), first - 1, last))
     lo = np.minimum(np.maximum(lo, first), last + 1)
