@@ -611,10 +611,9 @@ def test_edges_give_nulls_without_warnings() -> None:
         assert physics.chunked_ttft(100, 0.0, 0.01) == np.inf
         assert physics.balanced_chunk(8, 100, 1) == np.inf
         assert physics.decode_request_rate(8, 1, 0.01) == np.inf
-        flops, nbytes = (2.0, 0.0, 0.0), (1.0, 1e-310, 0.0)  # a near-flat line: its root overflows
-        assert physics.static_decode_time(5, 3, flops, nbytes, np.inf, 1.0, 1.0) == pytest.approx(
-            2.0
-        )
+        # a near-flat line: its root overflows; steps 6 and 7 at 2 s each
+        flat = ((2.0, 0.0, 0.0), (1.0, 1e-310, 0.0))
+        assert physics.static_decode_time(5, 3, *flat, np.inf, 1.0, 1.0) == pytest.approx(4.0)
 
 
 # --- duck typing --------------------------------------------------------------------------
