@@ -619,6 +619,18 @@ def test_edges_give_nulls_without_warnings() -> None:
 # --- duck typing --------------------------------------------------------------------------
 
 
+def context_coefficients_sum(*args: Any) -> Any:
+    """The three coefficients of ``context_coefficients`` at ``S = 1000``, local ``min(S, 128)``."""
+    fixed, full, local = physics.context_coefficients(*args)
+    return fixed + full * 1000 + local * 128
+
+
+def affine_step_time_at(context: Any) -> Any:
+    flops, nbytes = coefficients(GPT_OSS_20B, 4096)
+    local = np.minimum(context, 128)
+    return physics.affine_step_time(context, local, flops, nbytes, H100_FLOPS, H100_BW)
+
+
 @pytest.mark.parametrize(
     ("function", "args"),
     [
@@ -636,6 +648,27 @@ def test_edges_give_nulls_without_warnings() -> None:
         (physics.prefill_replicas, (10.0, 0.03, [np.nan, 0.9])),
         (physics.decode_request_rate, (64, [1, 256], 0.01)),
         (physics.cost_per_million_tokens, ([np.nan, 2.5], 1000.0)),
+        (physics.request_latency, (0.03, [0.0, 2.5])),
+        (physics.mean_context, (2048, [1, 256])),
+        (physics.output_tokens_per_s_per_device, (14.37, 256, [1, 8])),
+        (physics.tokens_per_s_per_user, ([0.01, 0.02],)),
+        (physics.prefill_time_share, ([1.0, 14.37], 0.03)),
+        (physics.balanced_chunk, (32, 2048, [1, 257])),
+        (physics.chunked_step_flops, (1e12, 3e13, 2048, [0.0, 256.0])),
+        (physics.chunked_step_bytes, (1.5e10, [0.0, 9e9], 1e8)),
+        (physics.chunked_request_rate, (2048, [0.0, 256.0], 0.02)),
+        (physics.kv_handoff_time, ([512, 2048], 131_072, 50e9)),
+        (physics.ttft_slack, (0.5, [0.03, 0.6], 0.005)),
+        (physics.replicas_for_rate, ([0.5, 100.0], 14.37)),
+        (physics.pool_devices, ([1, 3], 2, 5, 4)),
+        (physics.goodput_per_device, (10.0, 256, [1, 26])),
+        (physics.colocated_queued_ttft, (0.03, 0.01, [1.0, 10.0], 4)),
+        (physics.fleet_price_per_hour, ([1, 3], 8, 2.5)),
+        (physics.logit_params, ([0, 128_256], 4096)),
+        (physics.mla_absorbed_attention_dim, ([512, 256], 64)),
+        (physics.mla_expanded_attention_dim, ([128, 64], 64, 128)),
+        (context_coefficients_sum, (16, 0.0, 2e9, 4096, 24, [0, 12])),
+        (affine_step_time_at, ([100, 5000],)),
     ],
 )
 def test_serving_functions_on_scalars_numpy_and_xarray(

@@ -28,9 +28,9 @@ def context_coefficients(
     """Coefficients of a step's cost ``fixed + B per_seq + B per_lt (full S + local min(S, w))``.
 
     For FLOPs: ``fixed = 0``, ``per_sequence = 2 (P_act - lookup)``, ``per_layer_token =
-    attention_on * 2 H d_att``. For bytes: ``fixed = W_read(B)``, ``per_sequence = 0``,
-    ``per_layer_token = kv_elements * kb / kv_shards``. Divide by ``tp`` as the per-step physics
-    does.
+    attention_on * 2 H d_att``. For bytes: ``fixed = W_read(B)`` (``weights_read_with_gather``
+    at ``B`` tokens), ``per_sequence = 0``, ``per_layer_token = kv_elements * kb / kv_shards``.
+    Per device at ``tp > 1``: divide FLOPs and weights by ``tp`` as the per-step physics does.
 
     Parameters
     ----------
