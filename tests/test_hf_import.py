@@ -401,7 +401,7 @@ def test_cli_import_model_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     missing = runner.invoke(cli, ["import-model", str(tmp_path / "none.json")])
     assert missing.exit_code == 2
-    assert "cannot read" in missing.output
+    assert "no such config.json" in missing.output
     bad_id = runner.invoke(
         cli, ["import-model", str(HF / "llama-3-8b" / "config.json"), "--id", "Bad Name"]
     )
