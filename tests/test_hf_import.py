@@ -2,7 +2,7 @@
 ``config = ...`` key of a sweep config and the ``sweeps import-model`` command.
 
 The config.json files under tests/data/hf/ were written by ``scripts/build_catalog.py
---write-configs`` from the shapes in shared/reference/models.csv and its notes, in Hugging
+--write-configs`` from the shapes in the reference models.csv (tests/fixtures/reference/) and its notes, in Hugging
 Face field names (one folder per reference id).
 """
 
@@ -32,7 +32,7 @@ from sweeps.errors import ConfigError, ImportModelError
 
 ROOT = Path(__file__).resolve().parent.parent
 HF = ROOT / "tests" / "data" / "hf"
-REFERENCE = ROOT.parent / "shared" / "reference" / "models.csv"
+REFERENCE = ROOT / "tests" / "fixtures" / "reference" / "models.csv"
 CONFIGS = sorted(HF.glob("*/config.json"))
 SHAPE_FIELDS = (
     "layers",
@@ -62,8 +62,6 @@ def _config(name: str) -> dict[str, Any]:
 
 
 def _reference() -> dict[str, dict[str, str]]:
-    if not REFERENCE.exists():
-        pytest.skip(f"reference table {REFERENCE} is not in this checkout")
     return {row["id"]: row for row in csv.DictReader(REFERENCE.open(encoding="utf-8"))}
 
 
