@@ -27,6 +27,8 @@ from typing import Any
 
 from sweeps.catalog.hf import FAMILIES, Family, count_parameters
 from sweeps.catalog.hf.rules import Dense
+from sweeps.catalog.loader import csv_columns
+from sweeps.catalog.records import Hardware, Model
 
 GIB = 2**30
 MIB = 2**20
@@ -225,57 +227,6 @@ FAMILY: dict[str, tuple[str, dict[str, Any], Callable[[dict[str, str]], dict[str
     ),
 }
 
-HW_COLUMNS = [
-    "id",
-    "aliases",
-    "vendor",
-    "name",
-    "memory",
-    "memory_basis",
-    "bandwidth",
-    "peak_flops_bf16",
-    "peak_flops_fp8",
-    "peak_flops_int8",
-    "peak_flops_fp4",
-    "peak_flops_fp32",
-    "cache_bytes",
-    "price_per_hour",
-    "price_kind",
-    "price_as_of",
-    "price_source",
-    "source",
-    "notes",
-]
-MODEL_COLUMNS = [
-    "id",
-    "aliases",
-    "family",
-    "hf_repo",
-    "params",
-    "active_params",
-    "layers",
-    "hidden_size",
-    "heads",
-    "kv_heads",
-    "head_dim",
-    "intermediate_size",
-    "vocab_size",
-    "attention",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "v_head_dim",
-    "experts",
-    "experts_per_token",
-    "shared_experts",
-    "moe_intermediate_size",
-    "sliding_window",
-    "local_layers",
-    "max_context",
-    "tie_word_embeddings",
-    "source",
-    "notes",
-]
-
 
 def _scaled(text: str, factor: float) -> str:
     return "" if text.strip() == "" else f"{float(text) * factor:.15g}"
@@ -462,8 +413,8 @@ def main(argv: list[str]) -> int:
         del args[at : at + 2]
     reference = Path(args[0]) if args else Path("../shared/reference")
     data = Path(__file__).resolve().parent.parent / "sweeps" / "catalog" / "data"
-    write(data / "hardware.csv", HW_COLUMNS, build_hardware(reference))
-    write(data / "models.csv", MODEL_COLUMNS, build_models(reference))
+    write(data / "hardware.csv", csv_columns(Hardware), build_hardware(reference))
+    write(data / "models.csv", csv_columns(Model), build_models(reference))
     if configs is not None:
         write_configs(reference, configs)
     return 0

@@ -5,12 +5,13 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from sweeps.catalog import TABLE_FIELDS, Hardware, Model, load_catalog, unique
-from sweeps.catalog.loader import _record
+from sweeps.catalog.loader import _record, csv_columns
 from sweeps.errors import CatalogError
 
 REFERENCE = Path(__file__).resolve().parent / "fixtures" / "reference"
@@ -197,3 +198,11 @@ def test_loader_reads_each_field_by_its_annotated_type() -> None:
     assert isinstance(model.layers, int)
     with pytest.raises(CatalogError, match="'yes' is not true/false"):
         _record(Model, {**model_row, "tie_word_embeddings": "yes"}, "models.csv")
+
+
+@pytest.mark.parametrize(
+    ("filename", "record"), [("hardware.csv", Hardware), ("models.csv", Model)]
+)
+def test_each_record_field_is_a_column_of_its_file(filename: str, record: type) -> None:
+    text = resources.files("sweeps.catalog").joinpath("data", filename).read_text("utf-8")
+    assert text.splitlines()[0].split(",") == csv_columns(record)

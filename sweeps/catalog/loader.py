@@ -94,6 +94,18 @@ def _record(cls: type[D], row: dict[str, str], filename: str, **given: Any) -> D
     return cls(**values)
 
 
+def csv_columns(cls: type[Hardware | Model | DType]) -> list[str]:
+    """The columns of a catalog CSV file of ``cls`` records: one per field, in field order,
+    ``peak_flops`` spread over ``peak_flops_<dtype>`` for each compute dtype."""
+    columns = []
+    for spec in dataclasses.fields(cls):
+        if spec.name == "peak_flops":
+            columns += [f"peak_flops_{dtype}" for dtype in COMPUTE_DTYPES]
+        else:
+            columns.append(spec.name)
+    return columns
+
+
 def _hardware(row: dict[str, str]) -> Hardware:
     """A device row; its ``peak_flops_<dtype>`` columns make up ``peak_flops``."""
     name = "hardware.csv"
