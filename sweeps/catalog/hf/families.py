@@ -16,6 +16,7 @@ from typing import Any
 
 from sweeps.catalog.hf.fields import Fields
 from sweeps.catalog.hf.rules import (
+    ATTENTION_BIAS,
     DENSE,
     KV_HEADS,
     RMS_NORMS,
@@ -39,8 +40,6 @@ from sweeps.catalog.hf.rules import (
     window_every_layer,
 )
 from sweeps.errors import ImportModelError
-
-# --- the families ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +89,7 @@ def _deepseek(name: str, architecture: str, router_bias: Rule) -> Family:
             dense_required=True,
         ),
         mla=True,
-        qkv_bias=flag("attention_bias"),
+        qkv_bias=ATTENTION_BIAS,
         router_bias=router_bias,
     )
 
@@ -100,15 +99,13 @@ def _noaux(f: Fields) -> bool:
     return f.value("topk_method") == "noaux_tc"
 
 
-_QWEN_BIAS = flag("attention_bias")
-
 FAMILIES: Mapping[str, Family] = MappingProxyType(
     {
         "llama": Family(
             "Llama",
             "LlamaForCausalLM",
-            qkv_bias=flag("attention_bias"),
-            o_bias=flag("attention_bias"),
+            qkv_bias=ATTENTION_BIAS,
+            o_bias=ATTENTION_BIAS,
             mlp_bias=flag("mlp_bias"),
         ),
         "mistral": Family("Mistral", "MistralForCausalLM", window=window_every_layer),
@@ -123,8 +120,8 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
             "Qwen3",
             "Qwen3ForCausalLM",
             head_dim_in_file=True,
-            qkv_bias=_QWEN_BIAS,
-            o_bias=_QWEN_BIAS,
+            qkv_bias=ATTENTION_BIAS,
+            o_bias=ATTENTION_BIAS,
             window=qwen_window,
             qk_norm=True,
         ),
@@ -133,8 +130,8 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
             "Qwen3MoeForCausalLM",
             Experts("num_experts", "moe_intermediate_size", qwen_moe_layers),
             head_dim_in_file=True,
-            qkv_bias=_QWEN_BIAS,
-            o_bias=_QWEN_BIAS,
+            qkv_bias=ATTENTION_BIAS,
+            o_bias=ATTENTION_BIAS,
             window=qwen_window,
             qk_norm=True,
         ),
@@ -173,8 +170,8 @@ FAMILIES: Mapping[str, Family] = MappingProxyType(
             Experts("num_local_experts", "intermediate_size", bias=True),
             defaults={"attention_bias": True},
             head_dim_in_file=True,
-            qkv_bias=flag("attention_bias"),
-            o_bias=flag("attention_bias"),
+            qkv_bias=ATTENTION_BIAS,
+            o_bias=ATTENTION_BIAS,
             router_bias=always,
             window=alternating("sliding", "full"),
             sinks=True,

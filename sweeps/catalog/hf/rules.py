@@ -37,6 +37,10 @@ def flag(key: str) -> Rule:
     return rule
 
 
+ATTENTION_BIAS = flag("attention_bias")
+"""Q/K/V (and, where the family says so, O) biases per the file's ``attention_bias``."""
+
+
 # --- KV heads -------------------------------------------------------------------------------
 
 
