@@ -249,7 +249,11 @@ def prices(reference: Path) -> dict[str, dict[str, str]]:
         if row["hardware"] not in known:
             msg = f"prices.csv: hardware {row['hardware']!r} is not in the catalog"
             raise SystemExit(msg)
-        float(row["price_per_hour_usd"])  # a number, or the script stops here
+        try:
+            float(row["price_per_hour_usd"])
+        except ValueError:
+            msg = f"prices.csv: {row['hardware']}: {row['price_per_hour_usd']!r} is not a number"
+            raise SystemExit(msg) from None
         out[row["hardware"]] = {column: row[key] for column, key in PRICE_COLUMNS.items()}
     return out
 

@@ -21,7 +21,7 @@ COMPUTE_DTYPES = ("bf16", "fp8", "int8", "fp4", "fp32")
 BF16_BYTES = 2.0
 """Bytes of a bf16 element: the basis of ``Model.kv_bytes_per_token``'s default [byte]."""
 
-TABLE = MappingProxyType({"table": True})
+TABLE_KEY = MappingProxyType({"table": True})
 """Field metadata of a ``Model`` field that a config's ``[models.*]`` table can set."""
 
 
@@ -100,31 +100,31 @@ class Model:
     """
 
     id: str
-    params: float = field(metadata=TABLE)
-    active_params: float = field(metadata=TABLE)
-    layers: int = field(metadata=TABLE)
-    heads: int = field(metadata=TABLE)
-    kv_heads: int = field(metadata=TABLE)
-    head_dim: int = field(metadata=TABLE)
-    hidden_size: int = field(default=0, metadata=TABLE)
+    params: float = field(metadata=TABLE_KEY)
+    active_params: float = field(metadata=TABLE_KEY)
+    layers: int = field(metadata=TABLE_KEY)
+    heads: int = field(metadata=TABLE_KEY)
+    kv_heads: int = field(metadata=TABLE_KEY)
+    head_dim: int = field(metadata=TABLE_KEY)
+    hidden_size: int = field(default=0, metadata=TABLE_KEY)
     intermediate_size: int = 0
     vocab_size: int = 0
-    attention: str = field(default="gqa", metadata=TABLE)
-    kv_lora_rank: int = field(default=0, metadata=TABLE)
-    qk_rope_head_dim: int = field(default=0, metadata=TABLE)
-    v_head_dim: int = field(default=0, metadata=TABLE)
-    experts: int = field(default=1, metadata=TABLE)
-    experts_per_token: int = field(default=1, metadata=TABLE)
+    attention: str = field(default="gqa", metadata=TABLE_KEY)
+    kv_lora_rank: int = field(default=0, metadata=TABLE_KEY)
+    qk_rope_head_dim: int = field(default=0, metadata=TABLE_KEY)
+    v_head_dim: int = field(default=0, metadata=TABLE_KEY)
+    experts: int = field(default=1, metadata=TABLE_KEY)
+    experts_per_token: int = field(default=1, metadata=TABLE_KEY)
     shared_experts: int = 0
     moe_intermediate_size: int = 0
-    sliding_window: int = field(default=0, metadata=TABLE)
-    local_layers: int = field(default=0, metadata=TABLE)
-    max_context: int = field(default=0, metadata=TABLE)
+    sliding_window: int = field(default=0, metadata=TABLE_KEY)
+    local_layers: int = field(default=0, metadata=TABLE_KEY)
+    max_context: int = field(default=0, metadata=TABLE_KEY)
     tie_word_embeddings: bool = False
     family: str = ""
     hf_repo: str = ""
     aliases: tuple[str, ...] = ()
-    source: str = field(default="", metadata=TABLE)
+    source: str = field(default="", metadata=TABLE_KEY)
     notes: str = ""
 
     @property
@@ -191,7 +191,7 @@ class Model:
 
 TABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Model) if f.metadata.get("table"))
 """``Model`` fields a config's ``[models.*]`` table can set (the schema's keys, less
-``config``), in field order: those declared with ``metadata=TABLE``."""
+``config``), in field order: those declared with ``metadata=TABLE_KEY``."""
 
 
 SpecDType = Literal["float64", "int64", "str"]

@@ -148,7 +148,8 @@ def _nesting_key(text: str) -> str | None:
 def read_config(path: str | Path) -> dict[str, Any]:
     """Read a ``config.json`` file (a bounded regular file, see ``sweeps.files.read_text``);
     ``ImportModelError`` naming the file, and the field where one is at fault, if it is not
-    a JSON object."""
+    a JSON object. Integer literals too long to be a shape (over 20 digits) are kept as
+    ``fields.Oversized``, so the field that holds one is named when it is read."""
     path = Path(path)
     text = read_text(path, ImportModelError, "config.json")
     try:
