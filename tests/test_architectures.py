@@ -17,7 +17,7 @@ from sweeps.catalog import load_catalog, unique
 from sweeps.config import parse_config
 from sweeps.grid import build_grid
 
-REFERENCE = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "models.csv"
+REFERENCE = Path(__file__).resolve().parent / "fixtures" / "reference" / "models.csv"
 
 
 def _grid(
@@ -55,8 +55,6 @@ def _at(ds: xr.Dataset, name: str, **where: Any) -> float:
 
 
 def test_catalog_params_within_half_a_percent_of_the_reference() -> None:
-    if not REFERENCE.exists():
-        pytest.skip(f"reference table {REFERENCE} is not in this checkout")
     rows = {r["id"]: r for r in csv.DictReader(REFERENCE.open(encoding="utf-8"))}
     models = unique(load_catalog().models)
     assert len(models) == 29

@@ -6,6 +6,8 @@ Every figure is SI: bytes, bytes/s, FLOP/s. Records built from a config's custom
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -19,26 +21,8 @@ COMPUTE_DTYPES = ("bf16", "fp8", "int8", "fp4", "fp32")
 BF16_BYTES = 2.0
 """Bytes of a bf16 element: the basis of ``Model.kv_bytes_per_token``'s default [byte]."""
 
-TABLE_FIELDS = (
-    "params",
-    "active_params",
-    "layers",
-    "heads",
-    "kv_heads",
-    "head_dim",
-    "hidden_size",
-    "attention",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "v_head_dim",
-    "experts",
-    "experts_per_token",
-    "sliding_window",
-    "local_layers",
-    "max_context",
-    "source",
-)
-"""``Model`` fields a config's ``[models.*]`` table can set (the schema's keys, less ``config``)."""
+TABLE_KEY = MappingProxyType({"table": True})
+"""Field metadata of a ``Model`` field that a config's ``[models.*]`` table can set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +57,10 @@ class Hardware:
     memory : Device memory [byte]
     bandwidth : Peak DRAM/HBM bandwidth [byte/s]
     peak_flops : Peak dense throughput per compute dtype [FLOP/s]; never the 2:4-sparse figure
+    price_per_hour : What one device-hour costs [USD/h]; None where no price is known
+    price_kind : How that price is offered (provider, on-demand or reserved, region)
+    price_as_of : The date the price was read; None with no price
+    price_source : Where the price was read
     """
 
     id: str
@@ -84,6 +72,9 @@ class Hardware:
     memory_basis: str = ""
     cache_bytes: float | None = None
     price_per_hour: float | None = None
+    price_kind: str = ""
+    price_as_of: datetime.date | None = None
+    price_source: str = ""
     aliases: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
@@ -103,34 +94,37 @@ class Model:
     experts, experts_per_token : Routed experts per MoE layer and per token; 1, 1 for dense
     sliding_window : Window length of the local layers [token]; 0 for none
     local_layers : Layers that keep only ``sliding_window`` tokens [1]
+    hidden_size : Width of the residual stream [1]; 0 where a custom table gives none
+    vocab_size : Vocabulary [token]; 0 where unknown (a custom table without one)
+    tie_word_embeddings : The input embedding and the LM head are one matrix
     """
 
     id: str
-    params: float
-    active_params: float
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    hidden_size: int = 0
+    params: float = field(metadata=TABLE_KEY)
+    active_params: float = field(metadata=TABLE_KEY)
+    layers: int = field(metadata=TABLE_KEY)
+    heads: int = field(metadata=TABLE_KEY)
+    kv_heads: int = field(metadata=TABLE_KEY)
+    head_dim: int = field(metadata=TABLE_KEY)
+    hidden_size: int = field(default=0, metadata=TABLE_KEY)
     intermediate_size: int = 0
     vocab_size: int = 0
-    attention: str = "gqa"
-    kv_lora_rank: int = 0
-    qk_rope_head_dim: int = 0
-    v_head_dim: int = 0
-    experts: int = 1
-    experts_per_token: int = 1
+    attention: str = field(default="gqa", metadata=TABLE_KEY)
+    kv_lora_rank: int = field(default=0, metadata=TABLE_KEY)
+    qk_rope_head_dim: int = field(default=0, metadata=TABLE_KEY)
+    v_head_dim: int = field(default=0, metadata=TABLE_KEY)
+    experts: int = field(default=1, metadata=TABLE_KEY)
+    experts_per_token: int = field(default=1, metadata=TABLE_KEY)
     shared_experts: int = 0
     moe_intermediate_size: int = 0
-    sliding_window: int = 0
-    local_layers: int = 0
-    max_context: int = 0
+    sliding_window: int = field(default=0, metadata=TABLE_KEY)
+    local_layers: int = field(default=0, metadata=TABLE_KEY)
+    max_context: int = field(default=0, metadata=TABLE_KEY)
     tie_word_embeddings: bool = False
     family: str = ""
     hf_repo: str = ""
-    aliases: tuple[str, ...] = field(default=())
-    source: str = ""
+    aliases: tuple[str, ...] = ()
+    source: str = field(default="", metadata=TABLE_KEY)
     notes: str = ""
 
     @property
@@ -149,6 +143,13 @@ class Model:
         none (the two agree for every catalog model but those whose attention is wider or
         narrower than the residual stream, which always state ``hidden_size``)."""
         return self.hidden_size or self.heads * self.head_dim
+
+    @property
+    def embedding_params(self) -> int:
+        """Embedding parameters [1]: the input embedding and the LM head, ``2 * vocab_size *
+        width``, or ``vocab_size * width`` when they are one tied matrix; 0 where the
+        vocabulary is unknown."""
+        return self.vocab_size * self.width * (1 if self.tie_word_embeddings else 2)
 
     @property
     def kv_latent(self) -> int:
@@ -186,6 +187,11 @@ class Model:
         [byte] and ``kv_heads`` (default: the model's own)."""
         heads = self.kv_heads if kv_heads is None else kv_heads
         return self.kv_elements_per_token_layer(heads) * kv_bytes * self.layers
+
+
+TABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Model) if f.metadata.get("table"))
+"""``Model`` fields a config's ``[models.*]`` table can set (the schema's keys, less
+``config``), in field order: those declared with ``metadata=TABLE_KEY``."""
 
 
 SpecDType = Literal["float64", "int64", "str"]
