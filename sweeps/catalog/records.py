@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
+
+from sweeps.physics import embedding_params, mla_attention_dim
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "gqa+sliding")
 
@@ -148,8 +151,8 @@ class Model:
     def embedding_params(self) -> int:
         """Embedding parameters [1]: the input embedding and the LM head, ``2 * vocab_size *
         width``, or ``vocab_size * width`` when they are one tied matrix; 0 where the
-        vocabulary is unknown."""
-        return self.vocab_size * self.width * (1 if self.tie_word_embeddings else 2)
+        vocabulary is unknown (``sweeps.physics.embedding_params``)."""
+        return int(embedding_params(self.vocab_size, self.width, self.tie_word_embeddings))
 
     @property
     def kv_latent(self) -> int:
@@ -167,6 +170,22 @@ class Model:
         if self.is_mla:
             return 2 * self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.head_dim
+
+    @property
+    def prefill_attention_dim(self) -> float:
+        """Query-key plus value dimension per head of one attended pair in a prefill [1].
+
+        ``attention_dim`` but for MLA, whose prefill kernels run the non-absorbed form
+        (``d_qk + d_v``, 320 for DeepSeek-V3 against 1088 absorbed): each phase takes the
+        cheaper form (``sweeps.physics.mla_attention_dim``, no cached keys to re-project)."""
+        if not self.is_mla:
+            return float(self.attention_dim)
+        nope = self.head_dim - self.qk_rope_head_dim
+        return float(
+            mla_attention_dim(
+                self.kv_lora_rank, self.qk_rope_head_dim, nope, self.v_head_dim, math.inf
+            )
+        )
 
     def cache_heads(self, kv_heads: int) -> int:
         """Heads the KV cache is split into across tensor-parallel ranks [head].
@@ -194,7 +213,7 @@ TABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Model) if f.metadata.get
 ``config``), in field order: those declared with ``metadata=TABLE_KEY``."""
 
 
-SpecDType = Literal["float64", "int64", "str"]
+SpecDType = Literal["float64", "int64", "bool", "str"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +224,7 @@ class Spec:
     unit : Unit, SI (``1`` for a pure number, ``-`` for a label)
     description : One line, what it means
     value : The record's value (``None``: the grid supplies it, e.g. the sweep's compute peak)
-    dtype : ``float64``, ``int64`` or ``str``
+    dtype : ``float64``, ``int64``, ``bool`` or ``str``
     column : Column of ``models.parquet`` / ``hardware.parquet`` (defaults to ``name``)
     """
 
@@ -297,6 +316,27 @@ MODEL_SPECS: tuple[Spec, ...] = (
         lambda model: model.kv_bytes_per_token(),
         "float64",
         "kv_bytes_per_token",
+    ),
+    Spec(
+        "vocab_size",
+        "token",
+        "Vocabulary (0: not given, the note's abstract form)",
+        _attr("vocab_size"),
+        "int64",
+    ),
+    Spec(
+        "tied_embeddings",
+        "-",
+        "The input embedding and the lm_head share one matrix",
+        _attr("tie_word_embeddings"),
+        "bool",
+    ),
+    Spec(
+        "embedding_params",
+        "1",
+        "Embedding parameters E: 2*V*width untied, V*width tied (0 without a vocabulary)",
+        _attr("embedding_params"),
+        "float64",
     ),
     Spec(
         "model_source", "-", "Where the model's figures come from", _attr("source"), "str", "source"

@@ -40,7 +40,7 @@ AXIS_COORDS: tuple[Variable, ...] = (
 
 Coord = tuple[str | tuple[str, ...], np.ndarray]
 
-_NUMPY = {"float64": float, "int64": np.int64, "str": object}
+_NUMPY = {"float64": float, "int64": np.int64, "bool": np.bool_, "str": object}
 
 
 def _axis_values(sweep: Sweep) -> dict[str, Coord]:
@@ -90,7 +90,9 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
     ``_window`` [token]: the local layers' window, infinite for a model without one;
     ``_kv_elements`` [1]: cached elements per token per layer
     (``Model.kv_elements_per_token_layer``);
-    ``_cache_heads`` [head]: heads the cache splits into across ranks (``Model.cache_heads``).
+    ``_cache_heads`` [head]: heads the cache splits into across ranks (``Model.cache_heads``);
+    ``_prefill_attention_dim`` [1]: a prefill pair's attention dim
+    (``Model.prefill_attention_dim``).
     """
     counts = _kv_counts(sweep)
     models = sweep.models
@@ -111,6 +113,7 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
                 dtype=np.int64,
             ),
         ),
+        "_prefill_attention_dim": ("model", np.array([m.prefill_attention_dim for m in models])),
         "_cache_heads": (
             ("model", "kv_heads"),
             np.array(
