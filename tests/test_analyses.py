@@ -11,7 +11,7 @@ import pytest
 from sweeps.axes import AXES, canonical
 from sweeps.config import parse_config
 from sweeps.grid import ANALYSES, REGISTRY, TABLES, VARIABLES, build_grid
-from sweeps.grid.analyses import BY_NAME, ITEMSIZE, Inputs, Variable, owner
+from sweeps.grid.analyses import BY_NAME, ITEMSIZE, Inputs, Variable, active_dims, owner
 from sweeps.grid.coords import derived_inputs, grid_coords
 from sweeps.grid.memory import analysis_bytes, row_bytes
 
@@ -105,10 +105,11 @@ def test_the_grid_stores_each_variable_as_declared(grid) -> None:
                 assert set(data.dims) == set(analysis.dims) - {"hardware"}, variable.name
 
 
-def test_every_grid_variable_and_coordinate_is_registered(grid) -> None:
+def test_every_grid_variable_and_coordinate_is_registered(sweep, grid) -> None:
     missing = [str(name) for name in grid.variables if str(name) not in REGISTRY]
     assert missing == []
-    assert {a.dim for a in AXES} <= set(grid.dims)
+    assert set(grid.dims) == set(active_dims(sweep))  # the dims of the analyses that apply
+    assert set(active_dims(sweep)) < {a.dim for a in AXES}  # no serving axes without [serving]
 
 
 def test_the_memory_estimate_follows_the_declarations(sweep) -> None:

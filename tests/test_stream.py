@@ -17,6 +17,8 @@ import pytest
 
 from sweeps.config import parse_config
 from sweeps.export.parquet import read_units
+from sweeps.grid import DECODE_DIMS
+from sweeps.grid.chunks import table_points
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 from sweeps.pipeline import run_to_folder
 
@@ -78,7 +80,7 @@ def test_small_budget_streams_partitions(results, sweep):
         assert folders == sorted(f"model={m.id}" for m in sweep.models)
         assert all(f.name.startswith("part-") for f in (parts.folder / phase).rglob("*.parquet"))
     assert parts.rows == whole.rows
-    assert seen[-1][0] == seen[-1][1] == sweep.decode_points + sweep.prefill_points
+    assert seen[-1][0] == seen[-1][1] == table_points(sweep)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     layout = json.loads((parts.folder / "manifest.json").read_text())["layout"]
     assert layout["kind"] == "partitioned"
@@ -95,7 +97,7 @@ def test_streamed_result_has_the_same_summary(results, sweep):
     streamed = parts.summary()
     assert streamed is not None
     assert streamed.equals(whole.summary())
-    assert streamed.height == sweep.decode_points // len(sweep.batch)
+    assert streamed.height == sweep.points(DECODE_DIMS) // len(sweep.batch)
 
 
 def test_no_summary_where_even_one_batch_is_over_budget(tmp_path):

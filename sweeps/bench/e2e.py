@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.config import parse_config
+from sweeps.grid.chunks import table_points
 
 _CHILD = """
 import json, resource, sys, time
@@ -58,7 +59,7 @@ def measure_end_to_end(text: str, quick: bool, budget: int, folder: Path) -> dic
     if quick:
         budget = BASE_BYTES + QUICK_HEADROOM
     result = end_to_end(text, budget, folder)
-    points = sweep.decode_points + sweep.prefill_points
+    points = table_points(sweep)
     return {
         **result,
         "points": points,

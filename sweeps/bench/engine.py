@@ -8,6 +8,8 @@ from typing import Any
 
 from sweeps.bench.timing import interleaved
 from sweeps.config import Sweep
+from sweeps.grid import DECODE_DIMS, PREFILL_DIMS
+from sweeps.grid.chunks import table_points
 
 
 def write_limit(
@@ -44,10 +46,10 @@ def measure_engine(sweep: Sweep) -> tuple[dict[str, Any], dict[str, Any], Any]:
     timed = interleaved({"engine": lambda: build_grid(sweep), "fill": fill, "copy": copy}, 5)
     t_engine, ds = timed["engine"]
     engine = {
-        "decode_points": sweep.decode_points,
-        "prefill_points": sweep.prefill_points,
+        "decode_points": sweep.points(DECODE_DIMS),
+        "prefill_points": sweep.points(PREFILL_DIMS),
         "seconds": t_engine,
-        "points_per_s": (sweep.decode_points + sweep.prefill_points) / t_engine,
+        "points_per_s": table_points(sweep) / t_engine,
     }
     t_fill, t_copy = timed["fill"][0], timed["copy"][0]
     limit = {

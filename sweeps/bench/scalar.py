@@ -19,7 +19,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.axes import AXES
 from sweeps.config import Sweep
-from sweeps.grid.analyses import ANALYSES, TABLES, Inputs
+from sweeps.grid.analyses import ANALYSES, TABLES, Inputs, active_dims, applicable
 
 Index = tuple[int, ...]
 """One index per axis of ``AXES``, in its order."""
@@ -28,7 +28,7 @@ POSITION: dict[str, int] = {axis.dim: i for i, axis in enumerate(AXES)}
 """Where each dim's index sits in an ``Index``."""
 
 CHECKED: tuple[str, ...] = tuple(v.name for a in ANALYSES for v in a.variables)
-"""What ``check`` compares: every variable every analysis declares."""
+"""What ``check`` compares: every variable every analysis declares (those a sweep computes)."""
 
 POINTS_PER_SAMPLE = len(TABLES)
 """Grid points one sampled index evaluates: one cell of each table (decode, prefill)."""
@@ -86,7 +86,7 @@ def scalar_point(sweep: Sweep, table: Table, index: Index) -> dict[str, Any]:
     }
     engine = ScalarEngine()
     results: dict[str, Any] = {}
-    for analysis in ANALYSES:
+    for analysis in applicable(sweep):
         results.update(analysis.compute(Inputs(values, sweep.options, engine, results)))
     return results
 
@@ -94,7 +94,8 @@ def scalar_point(sweep: Sweep, table: Table, index: Index) -> dict[str, Any]:
 def sample(sweep: Sweep, size: int, seed: int = 4) -> list[Index]:
     """``size`` points of ``sweep``, each one index per axis drawn at random."""
     rng = random.Random(seed)
-    sizes = [len(getattr(sweep, axis.field)) for axis in AXES]
+    active = active_dims(sweep)
+    sizes = [axis.size(sweep) if axis.dim in active else 1 for axis in AXES]
     return [tuple(rng.randrange(n) for n in sizes) for _ in range(size)]
 
 
@@ -118,7 +119,7 @@ def check(ds: Any, points: list[Index], values: list[dict[str, Any]]) -> float:
     over every variable of ``CHECKED``."""
     index = np.asarray(points, dtype=np.intp).reshape(len(points), len(AXES))
     worst = 0.0
-    for name in CHECKED:
+    for name in (name for name in CHECKED if name in ds.data_vars):
         variable = ds[name].variable
         at = tuple(index[:, POSITION[str(d)]] for d in variable.dims)
         engine = np.asarray(variable.values[at], dtype=np.float64)

@@ -79,16 +79,6 @@ class Sweep:
         """Points of this sweep's grid over ``dims`` (axis dims of ``sweeps.axes.AXES``) [1]."""
         return axes.points(self, dims)
 
-    @property
-    def decode_points(self) -> int:
-        """Points of the decode grid (every axis but the prompt)."""
-        return self.points([a.dim for a in axes.AXES if a.dim != "prompt"])
-
-    @property
-    def prefill_points(self) -> int:
-        """Points of the prefill grid (every axis but the context)."""
-        return self.points([a.dim for a in axes.AXES if a.dim != "context"])
-
 
 # --- formatting pydantic's errors -------------------------------------------------------------
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from sweeps.axes import AXES
+from sweeps.axes import AXIS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.config import NATIVE, Sweep
+from sweeps.grid.analyses import active_dims
 from sweeps.grid.analyses.base import Variable
 
 AXIS_COORDS: tuple[Variable, ...] = (
@@ -43,12 +44,15 @@ Coord = tuple[str | tuple[str, ...], np.ndarray]
 _NUMPY = {"float64": float, "int64": np.int64, "bool": np.bool_, "str": object}
 
 
+_AXIS_NUMPY = {"size": np.int64, "value": np.float64, "name": object, "heads": object}
+
+
 def _axis_values(sweep: Sweep) -> dict[str, Coord]:
+    """The dims of the analyses ``sweep`` asks for, with their labels."""
     coords: dict[str, Coord] = {}
-    for axis in AXES:
-        labels = axis.labels(sweep)
-        dtype = np.int64 if axis.kind == "size" else object
-        coords[axis.dim] = (axis.dim, np.asarray(labels, dtype=dtype))
+    for dim in active_dims(sweep):
+        axis = AXIS[dim]
+        coords[dim] = (dim, np.asarray(axis.labels(sweep), dtype=_AXIS_NUMPY[axis.kind]))
     return coords
 
 

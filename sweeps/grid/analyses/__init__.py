@@ -5,6 +5,9 @@ To add an analysis: write its module (dims, variables, compute; see ``base``) an
 streaming and manifest follow from the declaration.
 """
 
+from typing import Any
+
+from sweeps.axes import canonical
 from sweeps.grid.analyses.base import (
     COLUMN_ITEMSIZE,
     ITEMSIZE,
@@ -28,6 +31,21 @@ TABLES: tuple[Analysis, ...] = tuple(a for a in ANALYSES if a.has_table)
 """The analyses that write a table, in order (``decode``, ``prefill``, ...)."""
 
 
+def applicable(sweep: Any) -> tuple[Analysis, ...]:
+    """The analyses ``sweep`` asks for, in dependency order."""
+    return tuple(analysis for analysis in ANALYSES if analysis.applies(sweep))
+
+
+def tables(sweep: Any) -> tuple[Analysis, ...]:
+    """The analyses whose tables ``sweep`` writes, in order."""
+    return tuple(analysis for analysis in TABLES if analysis.applies(sweep))
+
+
+def active_dims(sweep: Any) -> tuple[str, ...]:
+    """Every dim of the analyses ``sweep`` asks for, in the canonical order of the axes."""
+    return canonical({dim for analysis in applicable(sweep) for dim in analysis.dims})
+
+
 def owner(name: str) -> Analysis:
     """The analysis that declares the variable ``name`` (``KeyError`` if none does)."""
     for analysis in ANALYSES:
@@ -49,5 +67,8 @@ __all__ = [
     "Inputs",
     "Rank",
     "Variable",
+    "active_dims",
+    "applicable",
     "owner",
+    "tables",
 ]

@@ -10,23 +10,20 @@ from typing import Any
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.steps import weights_read
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
     tp, batch, wb = x["tp"], x["batch"], x["weight_bytes_per_param"]
     vocab = (x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     weights = physics.weight_bytes(x["params"], wb)
-    read_params = physics.params_read(
-        x["params"], x["active_params"], x["experts"], x["experts_per_token"], batch
-    )
-    # the input embedding is a gather of B rows; the memory wall still holds every weight
-    read = physics.weights_read_with_gather(read_params * wb, *vocab, wb, batch)
     return {
         "weight_bytes": weights / tp,
         "experts_touched": physics.expected_experts_touched(
             x["experts"], x["experts_per_token"], batch
         ),
-        "weights_read_bytes": read / tp,
+        # the input embedding is a gather of B rows; the memory wall still holds every weight
+        "weights_read_bytes": weights_read(x, batch),
         # a decode step reads _fixed + B (KV_seq + _gather): the shape W + B KV_seq that the
         # ceiling, knee and ridge batch take (cost-model section 3)
         "_fixed": physics.fixed_weights_read(weights, *vocab, wb) / tp,

@@ -11,42 +11,14 @@ from typing import Any
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.steps import prefill_work
 
 DIMS = ("model", "hardware", "tp", "batch", "prompt", "kv_heads", "kv_dtype", "weight_dtype")
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
-    opt, tp, batch, prompt = x.options, x["tp"], x["batch"], x["prompt"]
-    window, ridge = x["_window"], x["ridge_point"]
-    layer_tokens = physics.kv_cached_layer_tokens(prompt, x["layers"], x["local_layers"], window)
-    kv_dev = (
-        physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], layer_tokens) / x["_shards"]
-    )
-    pairs = physics.prefill_attention_pairs(prompt, x["layers"], x["local_layers"], window)
-    vocab, width, tied = x["vocab_size"], x["hidden_size"], x["tied_embeddings"]
-    # the lookup computes nothing and only each prompt's last token needs logits
-    flops = (
-        physics.prefill_flops(
-            batch,
-            prompt,
-            x["active_params"],
-            x["heads"],
-            x["_prefill_attention_dim"],
-            pairs,
-            x["_attention_on"],
-            physics.embedding_params(vocab, width, tied),
-            physics.logit_params(vocab, width),
-        )
-        / tp
-    )
-    read_params = physics.params_read(
-        x["params"], x["active_params"], x["experts"], x["experts_per_token"], batch * prompt
-    )
-    wb = x["weight_bytes_per_param"]
-    tokens = batch * prompt
-    weights_read = (
-        physics.weights_read_with_gather(read_params * wb, vocab, width, tied, wb, tokens) / tp
-    )
+    opt, batch, prompt, ridge = x.options, x["batch"], x["prompt"], x["ridge_point"]
+    flops, weights_read, kv_dev = prefill_work(x, batch, prompt)
     max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)
     point = x.engine.pointwise
     nbytes = point(physics.prefill_bytes, DIMS, weights_read, batch, kv_dev)
