@@ -11,7 +11,15 @@ import pytest
 from sweeps.axes import AXES, canonical
 from sweeps.config import parse_config
 from sweeps.grid import ANALYSES, REGISTRY, TABLES, VARIABLES, build_grid
-from sweeps.grid.analyses import BY_NAME, ITEMSIZE, Inputs, Variable, active_dims, owner
+from sweeps.grid.analyses import (
+    BY_NAME,
+    ITEMSIZE,
+    Inputs,
+    Variable,
+    active_dims,
+    applicable,
+    owner,
+)
 from sweeps.grid.coords import derived_inputs, grid_coords
 from sweeps.grid.memory import analysis_bytes, row_bytes
 
@@ -82,8 +90,11 @@ def test_each_compute_returns_its_declared_variables_and_only_internals_besides(
     values = {str(k): ds[k].variable for k in ds.variables}
     values.update({k: xr.Variable(d, v) for k, (d, v) in derived_inputs(sweep).items()})
     results: dict = {}
-    for analysis in ANALYSES:
-        out = analysis.compute(Inputs(values, sweep.options, Recording(), results))
+    for analysis in applicable(sweep):
+        inputs = Inputs(
+            values, sweep.options, Recording(), results, getattr(sweep, "serving", None)
+        )
+        out = analysis.compute(inputs)
         public = {k for k in out if not k.startswith("_")}
         assert public == {v.name for v in analysis.variables}, analysis.name
         for variable in analysis.variables:  # a variable's dims never leave its analysis's
@@ -91,10 +102,10 @@ def test_each_compute_returns_its_declared_variables_and_only_internals_besides(
         results.update(out)
 
 
-def test_the_grid_stores_each_variable_as_declared(grid) -> None:
+def test_the_grid_stores_each_variable_as_declared(sweep, grid) -> None:
     numpy = {"float64": np.float64, "nullable": np.float64, "int64": np.int64}
-    numpy |= {"bool": np.bool_, "flag": np.int8}
-    for analysis in ANALYSES:
+    numpy |= {"bool": np.bool_, "flag": np.int8, "str": np.object_}
+    for analysis in applicable(sweep):
         for variable in analysis.variables:
             data = grid[variable.name]
             assert data.dtype == numpy[variable.dtype], variable.name
@@ -127,5 +138,6 @@ def test_the_memory_estimate_follows_the_declarations(sweep) -> None:
 
 
 def test_the_notes_abstract_model_still_builds() -> None:
-    ds = build_grid(parse_config(NOTE_CONFIG))
-    assert set(ds.data_vars) == {v.name for a in ANALYSES for v in a.variables}
+    sweep = parse_config(NOTE_CONFIG)
+    ds = build_grid(sweep)
+    assert set(ds.data_vars) == {v.name for a in applicable(sweep) for v in a.variables}

@@ -13,7 +13,6 @@ from click.testing import CliRunner
 from sweeps.axes import AXES
 from sweeps.bench.scalar import (
     CHECKED,
-    POINTS_PER_SAMPLE,
     ScalarEngine,
     _worst,
     check,
@@ -24,7 +23,7 @@ from sweeps.bench.timing import interleaved
 from sweeps.cli.main import cli
 from sweeps.config import parse_config
 from sweeps.grid import ANALYSES, TABLES, build_grid
-from sweeps.grid.analyses import active_dims
+from sweeps.grid.analyses import active_dims, applicable, tables
 
 # MoE, sliding windows, a tp that does not divide the heads, a GQA override, int4 weights and a
 # prompt axis of its own; then MLA (native heads only): every branch of the wiring.
@@ -92,8 +91,8 @@ def test_check_compares_every_declared_variable(varied):  # type: ignore[no-unty
     (and every low-rank variable) is compared."""
     assert tuple(v.name for a in ANALYSES for v in a.variables) == CHECKED
     assert {c for t in TABLES for c in t.columns} <= set(CHECKED)
-    assert POINTS_PER_SAMPLE == 2
-    _, ds, points, values = varied
+    sweep, ds, points, values = varied
+    assert [t.name for t in tables(sweep)] == ["decode", "prefill"]  # no [serving] table
     for name in ("ridge_batch", "prefill_feasible", "tokens_per_s", "experts_touched"):
         broken = [dict(row) for row in values]
         broken[5][name] = float(broken[5][name]) * 1.5 + 1.0  # NaN stays NaN: +1 after it
@@ -103,8 +102,10 @@ def test_check_compares_every_declared_variable(varied):  # type: ignore[no-unty
 
 
 def test_scalar_results_are_scalars(varied):  # type: ignore[no-untyped-def]
-    _, _, _, values = varied
-    assert all(np.ndim(values[0][name]) == 0 for name in CHECKED)
+    sweep, _, _, values = varied
+    computed = [v.name for a in applicable(sweep) for v in a.variables]
+    assert computed
+    assert all(np.ndim(values[0][name]) == 0 for name in computed)
 
 
 def test_scalar_engine_roofline_by_hand():

@@ -19,7 +19,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.axes import AXES
 from sweeps.config import Sweep
-from sweeps.grid.analyses import ANALYSES, TABLES, Inputs, active_dims, applicable
+from sweeps.grid.analyses import ANALYSES, Inputs, active_dims, applicable, tables
 
 Index = tuple[int, ...]
 """One index per axis of ``AXES``, in its order."""
@@ -30,8 +30,6 @@ POSITION: dict[str, int] = {axis.dim: i for i, axis in enumerate(AXES)}
 CHECKED: tuple[str, ...] = tuple(v.name for a in ANALYSES for v in a.variables)
 """What ``check`` compares: every variable every analysis declares (those a sweep computes)."""
 
-POINTS_PER_SAMPLE = len(TABLES)
-"""Grid points one sampled index evaluates: one cell of each table (decode, prefill)."""
 
 
 class ScalarEngine:
@@ -135,9 +133,10 @@ def measure_scalar(sweep: Sweep, ds: Any, size: int, engine_rate: float) -> dict
 
     points = sample(sweep, size)
     seconds, values = timed(lambda: scalar_loop(sweep, points))
-    rate = POINTS_PER_SAMPLE * len(points) / seconds
+    per_sample = len(tables(sweep))  # one cell of each table (decode, prefill)
+    rate = per_sample * len(points) / seconds
     return {
-        "sample_points": POINTS_PER_SAMPLE * len(points),
+        "sample_points": per_sample * len(points),
         "seconds": seconds,
         "points_per_s": rate,
         "engine_speedup": engine_rate / rate,

@@ -376,6 +376,23 @@ HARDWARE_SPECS: tuple[Spec, ...] = (
         for dtype in COMPUTE_DTYPES
     ),
     Spec(
+        "price_per_hour",
+        "USD/h",
+        "Price of one device-hour (null: none known)",
+        lambda device: float("nan") if device.price_per_hour is None else device.price_per_hour,
+        "float64",
+    ),
+    Spec("price_kind", "-", "What the price is (on-demand, list, ...)", _attr("price_kind"), "str"),
+    Spec(
+        "hardware_price_as_of",
+        "-",
+        "Date the price was read",
+        lambda device: "" if device.price_as_of is None else device.price_as_of.isoformat(),
+        "str",
+        "price_as_of",
+    ),
+    Spec("price_source", "-", "Where the price comes from", _attr("price_source"), "str"),
+    Spec(
         "hardware_source",
         "-",
         "Where the device's figures come from",

@@ -12,7 +12,7 @@ import xarray as xr
 
 from sweeps.axes import AXIS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS
-from sweeps.export.frame import TABLE_NAMES, frame
+from sweeps.export.frame import TABLE_NAMES, frame, table_names
 from sweeps.grid import REGISTRY, Variable
 from sweeps.grid.analyses import BY_NAME
 
@@ -82,8 +82,8 @@ def write_with_units(frame: pl.DataFrame, path: Path, info: dict[str, dict[str, 
 
 
 def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
-    """Every table of a result (``TABLES``), by name."""
-    return {name: frame(ds, name) for name in TABLES}
+    """Every table of the result ``ds`` (``table_names``), by name."""
+    return {name: frame(ds, name) for name in table_names(ds)}
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ def write_tables(ds: xr.Dataset, folder: Path) -> dict[str, Written]:
     if any(variable.chunks is not None for variable in ds.variables.values()):
         ds = ds.compute()
     written = {}
-    for name in TABLES:
+    for name in table_names(ds):
         table = frame(ds, name)
         info = write_frame(table, folder / f"{name}.parquet", name)
         written[name] = Written(table.height, info)

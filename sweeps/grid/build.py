@@ -76,7 +76,8 @@ def build_grid(
     results: dict[str, Any] = {}
     analyses = applicable(sweep)
     for analysis in analyses:
-        results.update(analysis.compute(Inputs(values, sweep.options, engine, results)))
+        inputs = Inputs(values, sweep.options, engine, results, getattr(sweep, "serving", None))
+        results.update(analysis.compute(inputs))
     data_vars = {
         variable.name: _stored(results[variable.name], variable, analysis.dims)
         for analysis in analyses

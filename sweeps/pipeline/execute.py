@@ -13,7 +13,7 @@ import xarray as xr
 
 from sweeps.config import Sweep, load_config
 from sweeps.export import atomic_folder, check_target, to_netcdf, write_frame, write_tables
-from sweeps.grid import TABLES, build_grid
+from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.plan import Plan, plan
 from sweeps.pipeline.stream import PART_PATTERN, Progress
@@ -119,7 +119,7 @@ def _run_in_memory(
             files.append("grid.nc")
         timings["export"] = time.perf_counter() - start
         if progress is not None:
-            total = sum(rows[table.name] for table in TABLES)
+            total = sum(rows[table.name] for table in analyses.tables(sweep))
             progress(total, total)
         for hook in hooks:
             start = time.perf_counter()
@@ -152,7 +152,7 @@ def _stream_to_folder(
         start = time.perf_counter()
         results = stream_chunks(sweep, chunks, staging, progress, client)
         timings["grid_and_export"] = time.perf_counter() - start
-        rows = {table.name: 0 for table in TABLES}
+        rows = {table.name: 0 for table in analyses.tables(sweep)}
         files: list[str] = []
         for result in results:
             for name, count in result.rows.items():
@@ -168,7 +168,7 @@ def _stream_to_folder(
             "kind": "partitioned",
             "partitioning": "hive",
             "by": ["model"],
-            "tables": {t.name: PART_PATTERN.format(table=t.name) for t in TABLES},
+            "tables": {t.name: PART_PATTERN.format(table=t.name) for t in analyses.tables(sweep)},
             "chunks": len(chunks),
             "memory_budget_bytes": how.budget,
             "engine": "dask.distributed" if client is not None else "local",

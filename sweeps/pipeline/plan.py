@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sweeps.config import Sweep
-from sweeps.grid.analyses import TABLES
+from sweeps.grid.analyses import tables
 from sweeps.grid.chunks import plan_chunks
 from sweeps.grid.memory import check_budget, default_budget, estimate_bytes
 
@@ -50,7 +50,7 @@ def plan(sweep: Sweep, memory_budget: int | None = None, distributed: bool = Fal
     streamed = distributed or memory > budget
     return Plan(
         sweep,
-        {table.name: sweep.points(table.dims) for table in TABLES},
+        {table.name: sweep.points(table.dims) for table in tables(sweep)},
         memory,
         budget,
         len(plan_chunks(sweep, budget)) if streamed else 1,

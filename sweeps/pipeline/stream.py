@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from sweeps.axes import categories
 from sweeps.config import Sweep
-from sweeps.grid.analyses import TABLES
+from sweeps.grid.analyses import tables
 from sweeps.grid.chunks import Chunk
 from sweeps.grid.memory import estimate_bytes
 
@@ -65,7 +65,7 @@ def write_chunk(
     folder = Path(folder)
     ds = build_grid(chunk.sweep)
     result = ChunkResult(chunk.index)
-    for table in TABLES:
+    for table in tables(chunk.sweep):
         frame = table_frame(ds, table, enums)
         path = part_path(table.name, chunk)
         if not folder.is_dir():  # the run was abandoned and its staging folder removed

@@ -20,9 +20,11 @@ from sweeps.grid.analyses.base import (
 )
 from sweeps.grid.analyses.decode import DECODE
 from sweeps.grid.analyses.model import MODEL
+from sweeps.grid.analyses.pools import POOLS
 from sweeps.grid.analyses.prefill import PREFILL
+from sweeps.grid.analyses.serving import SERVING
 
-ANALYSES: tuple[Analysis, ...] = (MODEL, DECODE, PREFILL)
+ANALYSES: tuple[Analysis, ...] = (MODEL, DECODE, PREFILL, SERVING, POOLS)
 """Every analysis, each after those it needs."""
 
 BY_NAME: dict[str, Analysis] = {analysis.name: analysis for analysis in ANALYSES}

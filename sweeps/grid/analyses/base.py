@@ -106,6 +106,8 @@ class Inputs:
     options: Any
     engine: Engine
     results: Mapping[str, Any] = field(default_factory=dict)
+    serving: Any = None
+    """The sweep's serving objectives (``Sweep.serving``), for the analyses that need them."""
 
     def __getitem__(self, name: str) -> Any:
         if name in self.results:
