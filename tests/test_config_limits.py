@@ -152,3 +152,18 @@ def test_model_table_bounds() -> None:
     )
     assert "models.m.layers: Input should be less than or equal to 1024 (got 5000)" in text
     assert "models.m.head_dim: Input should be less than or equal to 1048576" in text
+
+
+def test_a_list_axis_longer_than_the_cap_is_refused() -> None:
+    from pydantic import ValidationError
+
+    from sweeps.config.schema import Axes
+
+    with pytest.raises(ValidationError, match=r"at most 1000000 items"):
+        Axes.model_validate(
+            {
+                "model": ["m"],
+                "hardware": ["g"],
+                "context": list(range(1, limits.MAX_AXIS_VALUES + 2)),
+            }
+        )

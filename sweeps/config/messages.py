@@ -94,7 +94,10 @@ def describe(error: Any) -> str:
         return f"{key}: must be {_TYPE_NAMES[kind]}, not {got} (got {shown(value)})"
     message = str(error["msg"]).removeprefix("Value error, ")
     if kind == "literal_error":
-        message = f"must be one of {error['ctx']['expected']}"
+        expected = re.findall(r"'([^']*)'", str(error["ctx"]["expected"]))
+        hint = suggest(value, expected) if isinstance(value, str) else ""
+        hint = f"; {hint}" if hint.startswith("did you mean") else ""
+        return f"{key}: must be one of {error['ctx']['expected']} (got {shown(value)}){hint}"
     if kind == "value_error" and loc == ("sweep", "name"):
         return f"{key}: {shown(value)} is not a valid name: {message}"
     if kind == "value_error":

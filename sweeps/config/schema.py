@@ -1,183 +1,47 @@
-"""The TOML schema of a sweep config, as pydantic models: types, ranges and unknown keys.
+"""The TOML schema of a sweep config, as pydantic models: its tables and their keys.
 
-Strict at the boundary: no bool for a number, no number for a bool, no string for a number,
-every float finite, every integer within ``sweeps.config.limits``. Every key carries a
-description, so ``ConfigFile.model_json_schema()`` is the config's JSON Schema for editors.
-Cross-references (catalog ids, kv_heads dividing a model's heads, dtypes a device lacks) are
-checked afterwards in ``resolve``, where the catalog is at hand.
+Every key carries a description, so ``ConfigFile.model_json_schema()`` is the config's JSON
+Schema for editors; the value types and their bounds are in ``types``. Cross-references
+(catalog ids, kv_heads dividing a model's heads, dtypes a device lacks) are checked afterwards
+in ``resolve``, where the catalog is at hand.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
-    Discriminator,
-    Field,
-    StringConstraints,
-    Tag,
-    model_validator,
-)
+from pydantic import ConfigDict, Field, model_validator
 
 from sweeps.config import limits
-from sweeps.config.limits import (
-    MAX_AXIS_VALUES,
-    MAX_BATCH,
-    MAX_COUNT,
-    MAX_EXPERTS,
-    MAX_PARAMS,
-    MAX_TOKENS,
-    MAX_VOCAB,
-    MAX_WIDTH,
+from sweeps.config.limits import MAX_BATCH, MAX_COUNT, MAX_EXPERTS, MAX_TOKENS, MAX_VOCAB
+from sweeps.config.types import (
+    AUTO,
+    AXIS_LENGTH,
+    CHART_KINDS,
+    NAME_PATTERN,
+    AxisRange,
+    BatchAxis,
+    ChartKind,
+    ComputeDType,
+    Count,
+    CountAxis,
+    CountOrNone,
+    Efficiency,
+    Fraction,
+    KvHeadsAxis,
+    Name,
+    NameAxis,
+    Params,
+    PositiveFloat,
+    Strict,
+    SweepName,
+    TokenAxis,
+    TokensOrNone,
+    Width,
+    WidthOrNone,
 )
 
-NAME_PATTERN = r"^[a-z0-9._-]+$"
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
-
-
-def _sweep_name(name: str) -> str:
-    problem = limits.name_problem(name)
-    if problem is not None:
-        raise ValueError(problem)
-    return name
-
-
-SweepName = Annotated[
-    str,
-    AfterValidator(_sweep_name),
-    Field(json_schema_extra={"pattern": limits.SWEEP_NAME_PATTERN}),
-]
-PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
-Efficiency = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
-Params = Annotated[float, Field(gt=0, le=MAX_PARAMS, allow_inf_nan=False)]
-Batch = Annotated[int, Field(gt=0, le=MAX_BATCH)]
-Tokens = Annotated[int, Field(gt=0, le=MAX_TOKENS)]
-TokensOrNone = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
-Count = Annotated[int, Field(gt=0, le=MAX_COUNT)]
-CountOrNone = Annotated[int, Field(ge=0, le=MAX_COUNT)]
-Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
-WidthOrNone = Annotated[int, Field(ge=0, le=MAX_WIDTH)]
-
-ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
-CHART_KINDS: tuple[ChartKind, ...] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
-ComputeDType = Literal["bf16", "fp8", "int8", "fp4", "fp32"]
-"""The compute dtypes a device may carry a peak for (``sweeps.catalog.COMPUTE_DTYPES``)."""
-AUTO = "auto"
-"""``options.compute_dtype`` default: each weight format's own GEMM format."""
-
-
-class Strict(BaseModel):
-    """Base of every table: unknown keys are errors, values are never converted."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class AxisRange(Strict):
-    """An integer axis written as a range: linear with ``step``, or geometric with ``factor``."""
-
-    maximum: ClassVar[int] = MAX_TOKENS
-    start: Tokens = Field(description="First value")
-    stop: Tokens = Field(description="Last value, included where the range falls on it")
-    step: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = Field(default=1, description="Linear step")
-    geometric: bool = Field(default=False, description="Multiply by factor instead of adding step")
-    factor: Annotated[int, Field(ge=2, le=MAX_TOKENS)] = Field(
-        default=2, description="Geometric ratio"
-    )
-
-    @model_validator(mode="after")
-    def _ordered(self) -> AxisRange:
-        if self.stop < self.start:
-            msg = f"stop ({self.stop}) is below start ({self.start})"
-            raise ValueError(msg)
-        if self.count > MAX_AXIS_VALUES:
-            msg = (
-                f"the range holds {self.count:,} values; an axis holds at most "
-                f"{MAX_AXIS_VALUES:,} (limits.MAX_AXIS_VALUES)"
-            )
-            raise ValueError(msg)
-        return self
-
-    @property
-    def count(self) -> int:
-        """Values in the range, computed without expanding it [1]."""
-        if not self.geometric:
-            return (self.stop - self.start) // self.step + 1
-        count, value = 0, self.start
-        while value <= self.stop:  # at most log2(MAX_TOKENS) = 24 turns
-            count, value = count + 1, value * self.factor
-        return count
-
-    def values(self) -> list[int]:
-        """The axis values, ``start`` up to and including ``stop`` where it falls on the range."""
-        if not self.geometric:
-            return list(range(self.start, self.stop + 1, self.step))
-        return [self.start * self.factor**k for k in range(self.count)]
-
-
-class BatchRange(AxisRange):
-    """A batch axis written as a range."""
-
-    maximum: ClassVar[int] = MAX_BATCH
-    start: Batch = Field(description="First batch")
-    stop: Batch = Field(description="Last batch, included where the range falls on it")
-
-
-class CountRange(AxisRange):
-    """A tensor-parallel axis written as a range."""
-
-    maximum: ClassVar[int] = MAX_COUNT
-    start: Count = Field(description="First value")
-    stop: Count = Field(description="Last value, included where the range falls on it")
-
-
-def _axis_form(value: object) -> str | None:
-    return "@range" if isinstance(value, dict) else "@list" if isinstance(value, list) else None
-
-
-def _int_axis(value: Any, table: type[AxisRange], noun: str) -> Any:
-    """An integer axis type: a list of ``value``, or a ``table`` range. Union branches are
-    tagged ``@...`` so that errors name the branch that matches what the user wrote."""
-    return Annotated[
-        Annotated[Annotated[list[value], Field(min_length=1)], Tag("@list")]
-        | Annotated[table, Tag("@range")],
-        Discriminator(
-            _axis_form,
-            custom_error_type="axis_form",
-            custom_error_message=f"must be a list of {noun} or a range table "
-            "such as { start = 1, stop = 1024, geometric = true }",
-        ),
-    ]
-
-
-if TYPE_CHECKING:
-    TokenAxis = list[int] | AxisRange
-    BatchAxis = list[int] | AxisRange
-    CountAxis = list[int] | AxisRange
-else:
-    TokenAxis = _int_axis(Tokens, AxisRange, f"positive integers (at most {MAX_TOKENS:,})")
-    BatchAxis = _int_axis(Batch, BatchRange, f"positive integers (at most {MAX_BATCH:,})")
-    CountAxis = _int_axis(Count, CountRange, f"positive integers (at most {MAX_COUNT:,})")
-
-NameAxis = Annotated[list[Name], Field(min_length=1)]
-
-
-def _kv_form(value: object) -> str:
-    return "@native" if isinstance(value, str) else "@count"
-
-
-KvHeadsAxis = Annotated[
-    list[
-        Annotated[
-            Annotated[Literal["native"], Tag("@native")] | Annotated[Count, Tag("@count")],
-            Discriminator(_kv_form),
-        ]
-    ],
-    Field(min_length=1),
-]
+__all__ = ["AUTO", "CHART_KINDS", "NAME_PATTERN", "AxisRange", "ChartKind", "ComputeDType"]
 
 
 class SweepTable(Strict):
@@ -223,10 +87,10 @@ class Options(Strict):
     ceiling_fraction: Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)] = Field(
         default=0.90, description="'Has hit the ceiling' threshold of charts and summaries (0, 1)"
     )
-    compute_dtype: Literal["auto"] | Name = Field(
+    compute_dtype: Literal["auto", ComputeDType] = Field(
         default="bf16",
         description="Dense peak that sets the compute roof: 'auto' (each weight format's own "
-        "GEMM format) or one of bf16, fp8, int8, fp4, fp32",
+        "GEMM format, bf16 where a device lacks it) or one compute dtype every device has",
     )
     bandwidth_efficiency: Efficiency = Field(
         default=1.0, description="Fraction of peak bandwidth kernels reach (0, 1]"
@@ -378,7 +242,7 @@ class ServingTable(Serving):
     output_tokens: TokenAxis = Field(
         default=[128, 512], description="Output tokens per request (>= 1)"
     )
-    arrival_rate: Annotated[list[PositiveFloat], Field(min_length=1)] = Field(
+    arrival_rate: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
         default=[1.0, 10.0], description="Arrival rates [request/s] (> 0)"
     )
 
