@@ -78,17 +78,22 @@ VALUES = st.recursive(
 )
 
 
+def _is_table(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
 def _table(model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
     """Random values for a random subset of ``model``'s keys (sub-tables recursively)."""
     fields: dict[str, st.SearchStrategy[Any]] = {}
     for name, info in model.model_fields.items():
         annotation = info.annotation
         options = [VALUES]
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            options.append(_table(annotation))
+        tables = [a for a in (annotation, *get_args(annotation)) if _is_table(a)]
+        if tables:  # a table, or an optional one (``ServingTable | None``)
+            options.append(_table(tables[0]))
         elif get_origin(annotation) is dict:
             inner = get_args(annotation)[1]
-            if isinstance(inner, type) and issubclass(inner, BaseModel):
+            if _is_table(inner):
                 names = st.sampled_from(["m", "g", "q", "llama-3-8b", "Bad Name"])
                 options.append(st.dictionaries(names, _table(inner), max_size=2))
         fields[name] = st.one_of(*options)

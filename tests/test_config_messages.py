@@ -199,3 +199,26 @@ def test_imported_shapes_meet_the_table_bounds(tmp_path: Path) -> None:
         match=r"models\.m\.config: 'c\.json' gives layers: Input should be less than or equal to 1024 \(got 5000\)",
     ):
         load_config(_model_config(tmp_path, "c.json"))
+
+
+def test_kv_heads_checked_once_per_head_count() -> None:
+    tables = "".join(
+        f"[models.m{i}]\nparams = 1e9\nlayers = 2\nheads = 64\nkv_heads = 8\nhead_dim = 64\n"
+        for i in range(4)
+    )
+    models = json.dumps(["llama-3-8b", "m0", "m1", "m2", "m3"])
+    text = BASE.replace('["llama-3-8b"]', models) + 'kv_heads = ["native", 3]\n' + tables
+    assert _lines(text) == [
+        "axes.kv_heads[1]: 3 does not divide the 32 query heads of model 'llama-3-8b'; "
+        "allowed: 'native', [1, 2, 4, 8, 16, 32]",
+        "axes.kv_heads[1]: 3 does not divide the 64 query heads of models 'm0', 'm1' and 2 more; "
+        "allowed: 'native', [1, 2, 4, 8, 16, 32, 64]",
+    ]
+
+
+def test_a_key_that_is_not_bare_is_quoted_as_toml_writes_it() -> None:
+    text = BASE + '[models."Bad Name"]\nparams = 1e9\n[models."llama-3.1-x"]\nparams = true\n'
+    assert _lines(text) == [
+        "models.\"Bad Name\": 'Bad Name' is not a valid name; use only a-z, 0-9, '.', '_', '-'",
+        'models."llama-3.1-x".params: must be a number, not bool (got True)',
+    ]

@@ -4,6 +4,7 @@ together as one ``ConfigError``."""
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Sequence
@@ -42,11 +43,19 @@ def _table_for(path: tuple[str, ...]) -> type[BaseModel] | None:
     return None
 
 
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
 def key_path(loc: Sequence[str | int]) -> str:
-    """``("axes", "batch", 2)`` as ``axes.batch[2]``."""
+    """``("axes", "batch", 2)`` as ``axes.batch[2]``; a key that is not bare is quoted, as
+    TOML writes it (``models."my model"``)."""
     out = ""
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif part != "[key]":  # pydantic's marker for an error in a table's key itself
+            key = part if _BARE_KEY.match(part) else json.dumps(part)
+            out += f".{key}" if out else key
     return out
 
 
@@ -128,21 +137,38 @@ def toml_error(path: str, text: str, error: tomllib.TOMLDecodeError) -> ConfigEr
 
 
 class Problems:
-    """Every problem found in one config, each a ``key: message`` line."""
+    """Every problem found in one config, each a ``key: message`` line.
+
+    Past ``MAX_PROBLEMS`` lines the rest are only counted, so a file with a million mistakes
+    costs no more than one with fifty (``full`` lets a check skip composing its message).
+    """
 
     def __init__(self) -> None:
         self.lines: list[str] = []
+        self.dropped = 0
 
-    def add(self, key: str, message: str) -> None:
+    @property
+    def full(self) -> bool:
+        """True once ``MAX_PROBLEMS`` lines are held: further problems are only counted."""
+        return len(self.lines) >= MAX_PROBLEMS
+
+    def add(self, key: str, message: str = "") -> None:
         """Record that ``key`` has a problem ``message``."""
-        self.lines.append(f"{key}: {message}")
+        self.add_line(f"{key}: {message}")
+
+    def add_line(self, line: str) -> None:
+        """Record a problem already written as ``key: message``."""
+        if self.full:
+            self.dropped += 1
+        elif line not in self.lines[-1:]:
+            self.lines.append(line)
 
     def raise_if_any(self, path: str) -> None:
         """Raise one ``ConfigError`` listing them all, each prefixed by ``path``."""
         lines = list(dict.fromkeys(self.lines))
         if not lines:
             return
-        more = len(lines) - MAX_PROBLEMS
-        lines = lines[:MAX_PROBLEMS] + ([f"... and {more} more problems"] if more > 0 else [])
+        if self.dropped:
+            lines.append(f"... and {self.dropped} more problems")
         msg = "\n".join(f"{path}: {line}" for line in lines)
         raise ConfigError(msg)

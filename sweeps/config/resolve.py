@@ -13,7 +13,7 @@ import copy
 import math
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -70,7 +70,7 @@ def _validate(raw: dict[str, Any], problems: Problems) -> tuple[schema.ConfigFil
     except ValidationError as error:
         errors = error.errors()
     for line in dict.fromkeys(describe(e) for e in errors):
-        problems.lines.append(line)
+        problems.add_line(line)
     pruned, broken = _prune(raw, errors)
     try:
         return schema.ConfigFile.model_validate(pruned), broken
@@ -120,21 +120,27 @@ def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
 def _resolve_names(
     names: list[str],
     key: str,
-    custom: dict[str, T],
+    custom: Mapping[str, T],
+    catalog: Mapping[str, T],
     lookup: Callable[[str], T],
-    skip: set[str],
     problems: Problems,
+    skip: set[str],
 ) -> tuple[T, ...]:
-    """Records of ``names``; a name given twice, or an id and its alias, is a duplicate."""
+    """Records of ``names`` (``custom`` tables first, then ``catalog`` ids and aliases, whose
+    ``lookup`` writes the message of an unknown name); an id and its alias are duplicates."""
     out: list[T] = []
     first: dict[str, int] = {}
     for index, name in enumerate(names):
-        if name in skip:
+        if name in skip:  # a broken custom table or name: already reported
             continue
-        try:
-            record = custom[name] if name in custom else lookup(name)
-        except CatalogError as error:
-            problems.add(f"{key}[{index}]", str(error))
+        record = custom.get(name) or catalog.get(name)
+        if record is None:
+            try:
+                if not problems.full:  # compose the message only while it can be shown
+                    lookup(name)
+                problems.add(f"{key}[{index}]", f"unknown {name!r}")
+            except CatalogError as error:
+                problems.add(f"{key}[{index}]", str(error))
             continue
         ident = str(getattr(record, "id", None) or getattr(record, "name", name))
         if ident in first:
@@ -161,9 +167,25 @@ def _axis_values(value: Any, key: str, problems: Problems) -> tuple[Any, ...]:
     return tuple(values)
 
 
+def _named(ids: list[str]) -> str:
+    """``model 'a'``, ``models 'a' and 'b'`` or ``models 'a', 'b' and 3 more``."""
+    if len(ids) == 1:
+        return f"model {ids[0]!r}"
+    head = ", ".join(map(repr, ids[:-1] if len(ids) <= 3 else ids[:2]))
+    tail = repr(ids[-1]) if len(ids) <= 3 else f"{len(ids) - 2} more"
+    return f"models {head} and {tail}"
+
+
 def _kv_heads(
     values: list[str | int], models: Sequence[Any], problems: Problems
 ) -> tuple[str, ...]:
+    """The KV-head labels; each count must divide the heads of every model (none is MLA).
+
+    Models are grouped by head count, so the check costs distinct values x distinct counts.
+    """
+    groups: dict[int | None, list[str]] = {}
+    for model in models:
+        groups.setdefault(None if model.is_mla else model.heads, []).append(model.id)
     labels: dict[str, None] = {}
     for index, value in enumerate(values):
         key = f"axes.kv_heads[{index}]"
@@ -174,19 +196,19 @@ def _kv_heads(
         labels[label] = None
         if value == NATIVE:
             continue
-        for model in models:
-            if model.is_mla:
+        for heads, ids in groups.items():
+            if heads is None:
                 problems.add(
                     key,
-                    f"{value} cannot apply to MLA model {model.id!r}, whose cache "
+                    f"{value} cannot apply to MLA {_named(ids)}, whose cache "
                     "is one latent per layer; allowed: 'native'",
                 )
-            elif model.heads % int(value):
-                divisors = [d for d in range(1, model.heads + 1) if model.heads % d == 0]
+            elif heads % int(value):
+                divisors = [d for d in range(1, heads + 1) if heads % d == 0]
                 problems.add(
                     key,
-                    f"{value} does not divide the {model.heads} query heads of "
-                    f"model {model.id!r}; allowed: 'native', {divisors}",
+                    f"{value} does not divide the {heads} query heads of "
+                    f"{_named(ids)}; allowed: 'native', {divisors}",
                 )
     return tuple(labels)
 
@@ -241,11 +263,14 @@ def _resolve(
     dtypes = {n: custom_dtype(n, t) for n, t in config.dtypes.items()}
     a = config.axes
 
-    def names(axis: str, custom: dict[str, T], lookup: Callable[[str], T]) -> tuple[T, ...]:
-        return _resolve_names(getattr(a, axis), f"axes.{axis}", custom, lookup, broken, problems)
+    def names(
+        axis: str, custom: dict[str, T], table: Mapping[str, T], lookup: Callable[[str], T]
+    ) -> tuple[T, ...]:
+        values = getattr(a, axis)
+        return _resolve_names(values, f"axes.{axis}", custom, table, lookup, problems, broken)
 
-    model_records = names("model", models, catalog.lookup_model)
-    hardware = names("hardware", devices, catalog.lookup_hardware)
+    model_records = names("model", models, catalog.models, catalog.lookup_model)
+    hardware = names("hardware", devices, catalog.hardware, catalog.lookup_hardware)
     _check_points(config, problems)
     context = _axis_values(a.context, "axes.context", problems)
     batch = _axis_values(a.batch, "axes.batch", problems)
@@ -260,8 +285,8 @@ def _resolve(
         context=context,
         prompt=_axis_values(a.prompt, "axes.prompt", problems) if a.prompt is not None else context,
         kv_heads=_kv_heads(list(a.kv_heads), model_records, problems),
-        kv_dtype=names("kv_dtype", dtypes, catalog.lookup_dtype),
-        weight_dtype=names("weight_dtype", dtypes, catalog.lookup_dtype),
+        kv_dtype=names("kv_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype),
+        weight_dtype=names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype),
         tp=_axis_values(a.tp, "axes.tp", problems),
         options=config.options,
         charts=tuple(dict.fromkeys(outputs.charts)),
