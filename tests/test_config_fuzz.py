@@ -78,6 +78,33 @@ VALUES = st.recursive(
 )
 
 
+GOOD: dict[str, list[Any]] = {
+    "model": [["llama-3-8b"], ["m"], ["m", "mistral-7b"]],
+    "hardware": [["h100-sxm"], ["g"], ["g", "a100-80gb"]],
+    "kv_dtype": [["fp8"], ["q"]],
+    "weight_dtype": [["int4"], ["q", "fp8"]],
+    "kv_heads": [["native", 8], [1, 2]],
+    "batch": [[1, 2, 512], {"start": 1, "stop": 64, "geometric": True}],
+    "context": [{"start": 1, "stop": 100000}, [8192]],
+    "tp": [[1, 2, 4]],
+    "compute_dtype": ["auto", "fp8"],
+    "params": [8e9, 70e9],
+    "layers": [32, 1],
+    "heads": [32, 64],
+    "head_dim": [128],
+    "kv_lora_rank": [512],
+    "peak_flops": [{"bf16": 1e15}, {"bf16": 1e15, "fp8": 2e15}],
+    "bandwidth": [3e12],
+    "memory": [8e10],
+    "bits": [4, 3.5],
+    "group_size": [32],
+    "scale_bytes": [1],
+    "chunk_tokens": [0, 4096],
+    "arrival_rate": [[0.5, 100]],
+}
+"""Values that pass the schema, per key name: a drawn config often reaches the cross-checks."""
+
+
 def _is_table(annotation: Any) -> bool:
     return isinstance(annotation, type) and issubclass(annotation, BaseModel)
 
@@ -88,6 +115,11 @@ def _table(model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
     for name, info in model.model_fields.items():
         annotation = info.annotation
         options = [VALUES]
+        plausible = [*GOOD.get(name, [])]
+        if isinstance(info.default, int | float | str | list) and info.default is not None:
+            plausible.append(info.default)
+        if plausible:  # values that pass, so that the cross-checks behind the schema run too
+            options.append(st.sampled_from(plausible))
         tables = [a for a in (annotation, *get_args(annotation)) if _is_table(a)]
         if tables:  # a table, or an optional one (``ServingTable | None``)
             options.append(_table(tables[0]))
