@@ -40,10 +40,15 @@ _CUSTOM = ("models", "hardware", "dtypes")
 def _prune(raw: dict[str, Any], errors: Sequence[Any]) -> tuple[dict[str, Any], set[str]]:
     """``raw`` without the keys the schema rejected, and the names of the broken tables."""
     pruned, broken = copy.deepcopy(raw), set()
+    done: set[tuple[Any, ...]] = set()  # keys already dropped whole: their other errors are moot
     for error in errors:
+        if tuple(error["loc"][:2]) in done:
+            continue
         loc = error_loc(error)
         top = str(loc[0]) if loc else ""
         table = pruned.get(top)
+        if not (loc[:1] == ("axes",) and loc[1:2] and loc[1] in _NAME_AXES):
+            done.add(tuple(error["loc"][:2]))
         if len(loc) < 2 or not isinstance(table, dict):
             pruned.pop(top, None)
         elif loc[0] in _CUSTOM:
@@ -68,9 +73,12 @@ def _validate(raw: dict[str, Any], problems: Problems) -> tuple[schema.ConfigFil
     try:
         return schema.ConfigFile.model_validate(raw), set()
     except ValidationError as error:
-        errors = error.errors()
-    for line in dict.fromkeys(describe(e) for e in errors):
-        problems.add_line(line)
+        errors = error.errors(include_url=False)
+    for e in errors:
+        if problems.full:  # counted, not described: a million mistakes cost no more than fifty
+            problems.dropped += 1
+        else:
+            problems.add_line(describe(e))
     pruned, broken = _prune(raw, errors)
     try:
         return schema.ConfigFile.model_validate(pruned), broken
