@@ -163,12 +163,14 @@ class Problems:
         elif line not in self.lines[-1:]:
             self.lines.append(line)
 
-    def raise_if_any(self, path: str) -> None:
-        """Raise one ``ConfigError`` listing them all, each prefixed by ``path``."""
+    def error(self, path: str) -> ConfigError:
+        """One ``ConfigError`` listing every problem, each line prefixed by ``path``."""
         lines = list(dict.fromkeys(self.lines))
-        if not lines:
-            return
         if self.dropped:
             lines.append(f"... and {self.dropped} more problems")
-        msg = "\n".join(f"{path}: {line}" for line in lines)
-        raise ConfigError(msg)
+        return ConfigError("\n".join(f"{path}: {line}" for line in lines))
+
+    def raise_if_any(self, path: str) -> None:
+        """Raise ``error(path)`` if any problem was found."""
+        if self.lines:
+            raise self.error(path)

@@ -319,10 +319,8 @@ def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = No
         raise ConfigError(msg) from None
     problems = Problems()
     config, broken = _validate(raw, problems)
-    if config is None:
-        problems.raise_if_any(path)
-        msg = f"{path}: not a valid config"  # not reached: a failed validation left a problem
-        raise ConfigError(msg)
+    if config is None:  # a required table is wrong: the schema's problems are all there is
+        raise problems.error(path)
     sweep = _resolve(config, broken, path, text, catalog or load_catalog(), problems)
     problems.raise_if_any(path)
     return sweep
