@@ -9,6 +9,7 @@ import pytest
 
 from sweeps.config import load_config, parse_config
 from sweeps.errors import ConfigError
+from sweeps.grid import DECODE_DIMS
 
 from .conftest import CONFIGS
 
@@ -182,7 +183,7 @@ def test_config_error_is_a_value_error() -> None:
 
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.toml")), ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path: Path) -> None:
-    assert load_config(path).decode_points > 0
+    assert load_config(path).points(DECODE_DIMS) > 0
 
 
 def test_model_table_keys_are_the_catalog_table_fields() -> None:

@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from sweeps.config import Sweep, load_config, schema
 from sweeps.errors import ConfigError
+from sweeps.grid import DECODE_DIMS
 
 _BARE = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -174,6 +175,6 @@ def test_a_config_is_a_sweep_or_a_config_error(folder: Path, text: str) -> None:
         message = str(error)
     else:
         assert isinstance(sweep, Sweep)
-        assert sweep.decode_points >= 1
+        assert sweep.points(DECODE_DIMS) >= 1
         return
     assert message.startswith(str(path))

@@ -167,3 +167,20 @@ def test_a_list_axis_longer_than_the_cap_is_refused() -> None:
                 "context": list(range(1, limits.MAX_AXIS_VALUES + 2)),
             }
         )
+
+
+def test_serving_and_pools_grids_are_capped_too() -> None:
+    text = BASE + (
+        "[serving]\nprompt_tokens = { start = 1, stop = 1000000 }\n"
+        "output_tokens = { start = 1, stop = 1000000 }\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, "s.toml")
+    lines = str(info.value).splitlines()
+    assert lines[0].startswith(
+        "s.toml: serving: the serving grid has 30,000,000,000,000 points (model 1 x hardware 1 x tp 1 "
+        "x batch 10 x kv_heads 1 x kv_dtype 1 x weight_dtype 1 x prompt_tokens 1,000,000 x "
+        "output_tokens 1,000,000 x mode 3)"
+    )
+    assert lines[1].startswith("s.toml: serving: the pools grid has 4,000,000,000,000 points")
+    assert len(lines) == 2

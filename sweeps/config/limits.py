@@ -34,7 +34,7 @@ MAX_AXIS_VALUES = 10**6
 """Most values one axis may hold, ranges included; checked before a range is expanded [1]."""
 
 MAX_POINTS = 10**12
-"""Most points of any one grid of a sweep (decode, prefill, serving) [1]."""
+"""Most points of any one grid of a sweep (decode, prefill, serving, pools) [1]."""
 
 MAX_BATCH = 2**18
 """Largest batch [sequence] (262,144)."""

@@ -91,7 +91,9 @@ def _length(value: Any) -> int:
 
 
 def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
-    """Each grid's points from the axis lengths, against ``MAX_POINTS``, before expanding."""
+    """Each grid's points from the axis lengths, against ``MAX_POINTS``, before expanding:
+    decode, prefill, and with ``[serving]`` the serving table (3 batching modes at most) and
+    the pools table (every pair of prefill and decode devices, 2 plans)."""
     a = config.axes
     common = {
         "model": len(a.model),
@@ -108,18 +110,26 @@ def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
     }
     if config.serving is not None:
         s = config.serving
-        grids["serving"] = {
-            **common,
+        workload = {
             "prompt_tokens": _length(s.prompt_tokens),
             "output_tokens": _length(s.output_tokens),
+        }
+        grids["serving"] = {**common, **workload, "mode": 3}
+        devices = common["hardware"] * common["tp"]
+        grids["pools"] = {
+            **{dim: common[dim] for dim in ("model", "kv_heads", "kv_dtype", "weight_dtype")},
+            **workload,
             "arrival_rate": len(s.arrival_rate),
+            "prefill (hardware x tp)": devices,
+            "decode (hardware x tp)": devices,
+            "pool_mode": 2,
         }
     for grid, lengths in grids.items():
         points = math.prod(lengths.values())
         if points > MAX_POINTS:
             sizes = " x ".join(f"{dim} {n:,}" for dim, n in lengths.items())
             problems.add(
-                "axes",
+                "serving" if grid in ("serving", "pools") else "axes",
                 f"the {grid} grid has {points:,} points ({sizes}); a sweep holds at most "
                 f"{MAX_POINTS:,} (limits.MAX_POINTS): shorten an axis or split the sweep",
             )
