@@ -120,3 +120,73 @@ attention_flops = false
     assert _one(ds, "flops") == 2 * 8e9
     assert _one(ds, "weights_read_bytes") == 16e9
     assert _one(ds, "prefill_flops") == 2 * 2048 * 8e9
+
+
+def test_d4_fp8_weights_run_the_fp8_peak_by_default() -> None:
+    text = """
+[sweep]
+name = "fp8"
+[axes]
+model = ["llama-3.1-8b"]
+hardware = ["h100-sxm"]
+batch = { start = 1, stop = 4096, geometric = true }
+context = [128]
+kv_dtype = ["fp8"]
+weight_dtype = ["fp8"]
+[options]
+compute_dtype = "{compute}"
+"""
+    best = {}
+    for compute in ("auto", "bf16"):
+        ds = build_grid(parse_config(text.replace("{compute}", compute)))
+        assert str(ds["compute_dtype"].values.reshape(-1)[0]) == (
+            "fp8" if compute == "auto" else "bf16"
+        )
+        best[compute] = float(ds["tokens_per_s"].where(ds["feasible"]).max())
+    # compute-bound at the best batch: the roof is the peak, 1978.9 against 989.4 TFLOP/s
+    assert best["auto"] / best["bf16"] == pytest.approx(1978.9 / 989.4, rel=1e-12)
+    # 2 (P - V h) + attention at 128 tokens a sequence per token: 1978.9e12 / 15.077e9
+    assert best["auto"] == pytest.approx(131_253.27, rel=1e-6)
+
+
+def test_d4_a_device_without_the_formats_peak_runs_it_at_bf16() -> None:
+    text = """
+[sweep]
+name = "a100"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["a100-80gb", "h100-sxm"]
+batch = [1]
+context = [512]
+weight_dtype = ["fp8", "int4", "bf16"]
+"""
+    ds = build_grid(parse_config(text))
+    table = {
+        (str(h), str(w)): str(ds["compute_dtype"].sel(hardware=h, weight_dtype=w).values)
+        for h in ds["hardware"].values
+        for w in ds["weight_dtype"].values
+    }
+    # fp8 on Ampere is weight-only (dequantized to bf16); int4 weight-only runs bf16 GEMMs
+    assert table[("a100-80gb", "fp8")] == "bf16"
+    assert table[("h100-sxm", "fp8")] == "fp8"
+    assert table[("h100-sxm", "int4")] == "bf16"
+    assert table[("h100-sxm", "bf16")] == "bf16"
+
+
+def test_deepseek_v3_fp8_prefill_at_32k_on_eight_h200() -> None:
+    text = """
+[sweep]
+name = "ds"
+[axes]
+model = ["deepseek-v3"]
+hardware = ["h200"]
+tp = [8]
+batch = [1]
+context = [32768]
+prompt = [32768]
+weight_dtype = ["fp8"]
+"""
+    # the issue's 0.732 s (absorbed MLA, bf16 roof) is 0.325 s in the non-absorbed form on the
+    # fp8 roof, and 0.317 s with the lookup and last-token logits (D2) as well
+    ds = build_grid(parse_config(text))
+    assert _one(ds, "ttft_s") == pytest.approx(0.31725, rel=1e-4)

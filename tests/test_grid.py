@@ -59,7 +59,7 @@ def test_llama3_8b_from_the_catalog() -> None:
     # 2 (P - V h) / (2**30 + h wb): the lookup computes nothing (V h = 525,336,576) and a
     # sequence reads its own embedding row; 14.96 in the note's form, which counts it as 2 P
     assert round(float(ds["ceiling"].squeeze()), 2) == 13.98
-    ridge = ds["ridge_point"]
+    ridge = ds["ridge_point"].sel(weight_dtype="bf16")  # bf16 weights run the bf16 peak
     assert round(float(ridge.sel(hardware="h100-sxm")), 1) == 295.3
     assert round(float(ridge.sel(hardware="h200")), 1) == 206.1
     # memory-bound at every batch, and the ridge batch does not exist
@@ -109,7 +109,7 @@ def test_low_rank_variables_keep_their_dimensions() -> None:
     ds = _grid(LLAMA)
     assert ds["weight_bytes"].dims == ("model", "tp", "weight_dtype")
     assert ds["kv_bytes_per_sequence"].dims == ("model", "context", "kv_heads", "kv_dtype")
-    assert ds["ridge_point"].dims == ("hardware",)
+    assert ds["ridge_point"].dims == ("hardware", "weight_dtype")  # the peak the weights run at
     # the ceiling counts the embedding row a sequence gathers, in the weights' format
     assert ds["ceiling"].dims == ("model", "tp", "context", "kv_heads", "kv_dtype", "weight_dtype")
     assert ds["step_time_s"].dims == DECODE_DIMS
@@ -146,7 +146,16 @@ def _kv_share(h: int, tp: int) -> float:
     return max(held) / h
 
 
-def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type: ignore[no-untyped-def]
+def _peak(hw, weight) -> float:  # type: ignore[no-untyped-def]
+    """The compute dtype that runs ``weight`` on ``hw``: the format's own tensor cores (fp8
+    weights on fp8 peaks), bf16 where the device has none (cost-model.md section 5)."""
+    return (
+        hw.peak_flops[weight.compute] if weight.compute in hw.peak_flops else hw.peak_flops["bf16"]
+    )
+
+
+def _scalar_point(m, hw, tp, b, s, label, kvb, weight, reserve, attention):  # type: ignore[no-untyped-def]
+    wb = weight.bytes_per_element
     """The cost model for one point, in plain Python floats, written from cost-model.md."""
     h = m.kv_heads if label == "native" else int(label)
     window = m.sliding_window if m.sliding_window else math.inf
@@ -172,7 +181,7 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type:
     own = kv_seq + (width * wb / tp if table else 0)
     shared = (m.params - table) * wb / tp
     ai = flops / nbytes
-    peak, bw = hw.peak_flops["bf16"], hw.bandwidth
+    peak, bw = _peak(hw, weight), hw.bandwidth
     ridge = peak / bw
     attainable = min(ai * bw, peak)
     ceiling = f_seq / own
@@ -197,7 +206,8 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type:
     }
 
 
-def _scalar_prefill(m, hw, tp, b, n, label, kvb, wb, reserve, attention):  # type: ignore[no-untyped-def]
+def _scalar_prefill(m, hw, tp, b, n, label, kvb, weight, reserve, attention):  # type: ignore[no-untyped-def]
+    wb = weight.bytes_per_element
     h = m.kv_heads if label == "native" else int(label)
     window = m.sliding_window if m.sliding_window else math.inf
     cap = min(n, window)
@@ -221,7 +231,7 @@ def _scalar_prefill(m, hw, tp, b, n, label, kvb, wb, reserve, attention):  # typ
     )
     nbytes = (read - table + rows * width) * wb / tp + b * kv_seq
     ai = flops / nbytes
-    peak, bw = hw.peak_flops["bf16"], hw.bandwidth
+    peak, bw = _peak(hw, weight), hw.bandwidth
     max_b = max(math.floor((hw.memory * (1 - reserve) - m.params * wb / tp) / kv_seq), 0)
     return {
         "prefill_flops": flops,
@@ -250,7 +260,7 @@ def _compare(ds: xr.Dataset, dims: tuple[str, ...], point, names: list[str]) -> 
             ds[dims[4]].values[si],
             sweep.kv_heads[ki],
             sweep.kv_dtype[kvi].bytes_per_element,
-            sweep.weight_dtype[wi].bytes_per_element,
+            sweep.weight_dtype[wi],
             reserve,
             attention,
         )

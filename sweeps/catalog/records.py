@@ -223,7 +223,7 @@ class Spec:
     name : Coordinate name in the grid (unique across models and hardware)
     unit : Unit, SI (``1`` for a pure number, ``-`` for a label)
     description : One line, what it means
-    value : The record's value (``None``: the grid supplies it, e.g. the sweep's compute peak)
+    value : The record's value
     dtype : ``float64``, ``int64``, ``bool`` or ``str``
     column : Column of ``models.parquet`` / ``hardware.parquet`` (defaults to ``name``)
     """
@@ -231,7 +231,7 @@ class Spec:
     name: str
     unit: str
     description: str
-    value: Callable[[Any], object] | None
+    value: Callable[[Any], object]
     dtype: SpecDType
     column: str = ""
 
@@ -364,13 +364,6 @@ HARDWARE_SPECS: tuple[Spec, ...] = (
         "bandwidth", "byte/s", "Peak DRAM/HBM bandwidth (datasheet)", _attr("bandwidth"), "float64"
     ),
     Spec("memory", "byte", "Device memory", _attr("memory"), "float64"),
-    Spec(
-        "peak_flops",
-        "FLOP/s",
-        "Peak dense throughput in the sweep's compute dtype",
-        None,
-        "float64",
-    ),
     *(
         Spec(f"peak_flops_{dtype}", *_PEAK_NOTES[dtype], _peak(dtype), "float64")
         for dtype in COMPUTE_DTYPES
@@ -402,4 +395,4 @@ HARDWARE_SPECS: tuple[Spec, ...] = (
     ),
 )
 """Every device spec the grid carries per device and ``hardware.parquet`` writes, in column
-order; ``peak_flops`` depends on the sweep's options and is supplied by the grid."""
+order (the peak the sweep's weights run at is the grid's ``peak_flops``)."""

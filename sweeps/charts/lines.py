@@ -209,7 +209,9 @@ def _roofs(sel: Selection, points: pl.DataFrame) -> pl.DataFrame:
     ridge = np.atleast_1d(
         ds["ridge_point"].max([d for d in ds["ridge_point"].dims if d != "hardware"]).values
     )
-    peak = np.atleast_1d(ds["peak_flops"].values) * float(ds.attrs.get("compute_efficiency", 1.0))
+    peaks = ds["peak_flops"]
+    peaks = peaks.max([d for d in peaks.dims if d != "hardware"]) if peaks.ndim > 1 else peaks
+    peak = np.atleast_1d(peaks.values) * float(ds.attrs.get("compute_efficiency", 1.0))
     names = [str(n) for n in np.atleast_1d(ds["hardware_name"].values)]
     intensity = points["arithmetic_intensity"].to_numpy()
     lo = float(np.nanmin(intensity)) / 2

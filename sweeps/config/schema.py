@@ -88,7 +88,7 @@ class Options(Strict):
         default=0.90, description="'Has hit the ceiling' threshold of charts and summaries (0, 1)"
     )
     compute_dtype: Literal["auto", ComputeDType] = Field(
-        default="bf16",
+        default="auto",
         description="Dense peak that sets the compute roof: 'auto' (each weight format's own "
         "GEMM format, bf16 where a device lacks it) or one compute dtype every device has",
     )

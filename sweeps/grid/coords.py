@@ -39,6 +39,15 @@ AXIS_COORDS: tuple[Variable, ...] = (
 )
 """Coordinates that describe the axes' labels (``kv_heads_native`` exists only as a column)."""
 
+DEVICE_COORDS: tuple[Variable, ...] = (
+    Variable(
+        "peak_flops",
+        "FLOP/s",
+        "Peak dense throughput of the device in the compute dtype that runs the weight format",
+    ),
+)
+"""Coordinates of a device that depend on the sweep: the peak the weights run at."""
+
 Coord = tuple[str | tuple[str, ...], np.ndarray]
 
 _NUMPY = {"float64": float, "int64": np.int64, "bool": np.bool_, "str": object}
@@ -60,7 +69,6 @@ def _spec_values(records: tuple[Any, ...], specs: tuple[Spec, ...], dim: str) ->
     return {
         spec.name: (dim, np.asarray([spec.value(r) for r in records], dtype=_NUMPY[spec.dtype]))
         for spec in specs
-        if spec.value is not None
     }
 
 
@@ -83,8 +91,18 @@ def grid_coords(sweep: Sweep) -> dict[str, Coord]:
     )
     coords.update(_spec_values(sweep.models, MODEL_SPECS, "model"))
     coords.update(_spec_values(sweep.hardware, HARDWARE_SPECS, "hardware"))
-    compute = sweep.options.compute_dtype
-    coords["peak_flops"] = ("hardware", np.array([d.peak_flops[compute] for d in sweep.hardware]))
+    coords["peak_flops"] = (
+        ("hardware", "weight_dtype"),
+        np.array(
+            [
+                [
+                    device.peak_flops[sweep.compute_dtype_for(weight, device)]
+                    for weight in sweep.weight_dtype
+                ]
+                for device in sweep.hardware
+            ]
+        ),
+    )
     return coords
 
 
@@ -96,7 +114,8 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
     (``Model.kv_elements_per_token_layer``);
     ``_cache_heads`` [head]: heads the cache splits into across ranks (``Model.cache_heads``);
     ``_prefill_attention_dim`` [1]: a prefill pair's attention dim
-    (``Model.prefill_attention_dim``).
+    (``Model.prefill_attention_dim``); ``_compute_dtype`` [-]: the format whose peak runs
+    each weight format on each device (``Sweep.compute_dtype_for``).
     """
     counts = _kv_counts(sweep)
     models = sweep.models
@@ -118,6 +137,16 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
             ),
         ),
         "_prefill_attention_dim": ("model", np.array([m.prefill_attention_dim for m in models])),
+        "_compute_dtype": (
+            ("hardware", "weight_dtype"),
+            np.array(
+                [
+                    [sweep.compute_dtype_for(w, d) for w in sweep.weight_dtype]
+                    for d in sweep.hardware
+                ],
+                dtype=object,
+            ),
+        ),
         "_cache_heads": (
             ("model", "kv_heads"),
             np.array(

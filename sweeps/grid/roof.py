@@ -69,15 +69,17 @@ def _kernel() -> Callable[..., None] | None:
         o_tokens,
         o_feasible,
     ):
-        # points are (tp, batch, rest) in C order; max_batch has no batch axis
+        # points are (tp, batch, rest) in C order; max_batch has no batch axis; the device
+        # figures vary with the rest too (the compute peak with the weight format)
         models, devices, splits, batches, rest = o_attainable.shape
         for m in range(models):
             for h in range(devices):
-                pk, bw, rd, pf = peak[h], bandwidth[h], ridge[h], peak_flops[h]
+                pks, bws, rds, pfs = peak[h], bandwidth[h], ridge[h], peak_flops[h]
                 for s in range(splits):
                     for b in range(batches):
                         size = batch[b]
                         for r in range(rest):
+                            pk, bw, rd, pf = pks[r], bws[r], rds[r], pfs[r]
                             a = ai[m, s, b, r]
                             att = attainable(a, pk, bw)
                             t = roofline_time(flops[m, s, b, r], nbytes[m, s, b, r], pk, bw)
@@ -113,7 +115,8 @@ def roofline_outputs(
     """Bottleneck, attainable FLOP/s, utilization, roofline time, feasibility (and tokens/s).
 
     ``dims`` is ``model, hardware, tp, batch, ...``; ``flops``, ``nbytes`` and ``ai`` have no
-    hardware dimension, ``max_batch`` no batch dimension, the device figures only hardware.
+    hardware dimension, ``max_batch`` no batch dimension, the device figures no model, tp or
+    batch dimension (the compute peak depends on the weight format).
     ``use_kernel`` forces the compiled (True) or the numpy (False) path; by default the kernel
     runs on large grids when available. ``chunks`` (``{"model": n, "hardware": n}``, needs
     dask) returns dask arrays instead, one block per that many models and devices, each
@@ -173,16 +176,14 @@ def _gather(
         max_batch=contiguous(
             max_batch, (models, devices, splits, 1, *rest), (models, devices, splits, size)
         ),
-        device=tuple(
-            contiguous(x, (1, devices) + (1,) * (len(dims) - 2), (devices,)) for x in device
-        ),
+        device=tuple(contiguous(x, (1, devices, 1, 1, *rest), (devices, size)) for x in device),
     )
 
 
 @dataclass(frozen=True)
 class _Inputs:
     """The roofline pass's inputs: per point (model, tp, batch, rest) without the device,
-    ``max_batch`` per (model, device, tp, rest), the device figures per device."""
+    ``max_batch`` per (model, device, tp, rest), the device figures per (device, rest)."""
 
     ai: np.ndarray
     nbytes: np.ndarray
@@ -277,7 +278,7 @@ def _numpy_roof(
     """The same physics, one device at a time, with numpy (no compiler needed)."""
     ai, nbytes, flops, batch, max_batch = args
     size = batch[:, None]  # (batch, 1) against points (model, tp, batch, rest)
-    for h, (pk, bw, rd, pf) in enumerate(zip(*device, strict=True)):
+    for h, (pk, bw, rd, pf) in enumerate(zip(*device, strict=True)):  # each (rest,): broadcast
         attainable = physics.attainable_flops(ai, pk, bw)
         time = physics.roofline_time(flops, nbytes, pk, bw)
         out["attainable_flops"][:, h] = attainable

@@ -12,7 +12,7 @@ from __future__ import annotations
 from sweeps.axes import AXES, Axis
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.grid.analyses import ANALYSES, Variable
-from sweeps.grid.coords import AXIS_COORDS
+from sweeps.grid.coords import AXIS_COORDS, DEVICE_COORDS
 
 BOTTLENECK_FLAGS = ("memory-bound", "compute-bound")
 """Meaning of the int8 ``bottleneck`` codes: 0 memory-bound, 1 compute-bound."""
@@ -39,6 +39,7 @@ VARIABLES: tuple[Variable, ...] = (
     *AXIS_COORDS,
     *(spec_variable(spec) for spec in MODEL_SPECS),
     *(spec_variable(spec) for spec in HARDWARE_SPECS),
+    *DEVICE_COORDS,
     *(variable for analysis in ANALYSES for variable in analysis.variables),
 )
 """Every variable and coordinate, axes first, then specs, then each analysis's outputs."""

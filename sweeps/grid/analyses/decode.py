@@ -79,6 +79,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out["step_time_s"] = roof["time"]
     out["tokens_per_s"] = roof["tokens_per_s"]
     out["feasible"] = roof["feasible"]
+    out["compute_dtype"] = x["_compute_dtype"]
     out.update(_bandwidth=bandwidth, _peak=peak, _attention_on=attention_on)
     return out
 
@@ -108,7 +109,15 @@ DECODE = Analysis(
         _V(
             "ridge_point",
             "FLOP/byte",
-            "Peak FLOP/s over bandwidth of the device (efficiencies applied)",
+            "Peak FLOP/s over bandwidth of the device (efficiencies applied), at the peak of "
+            "the compute dtype",
+        ),
+        _V(
+            "compute_dtype",
+            "-",
+            "Tensor-core format that runs the weights (options.compute_dtype; auto: the "
+            "weight format's own, bf16 where the device has no such peak)",
+            "str",
         ),
         _V(
             "ceiling",
@@ -199,6 +208,7 @@ DECODE = Analysis(
         "bytes",
         "arithmetic_intensity",
         "ridge_point",
+        "compute_dtype",
         "bottleneck",
         "attainable_flops",
         "utilization",
