@@ -50,6 +50,11 @@ def cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
         yield client
 
 
+def writable(folder: Path) -> bool:
+    """Whether this process may create files in ``folder``."""
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
 def check_out(out: Path) -> None:
     """``--out`` must be a folder (or not exist yet) that this process can write."""
     if out.exists() and not out.is_dir():
@@ -58,7 +63,7 @@ def check_out(out: Path) -> None:
         )
         raise BadArguments(msg)
     existing = next((p for p in (out, *out.absolute().parents) if p.exists()), None)
-    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+    if existing is not None and not writable(existing):
         msg = (
             f"--out {out}: {existing} cannot be written (read-only or no permission); "
             "choose a writable folder"
