@@ -63,6 +63,24 @@ def test_run_writes_outputs_and_prints_the_summary(
     assert forced.exit_code == 0, forced.output
 
 
+def test_quiet_keeps_the_results_and_verbose_adds_the_plan_and_timings(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    path = str(write_config(GOOD))
+    quiet = runner.invoke(cli, ["run", path, "--out", str(tmp_path), "--quiet"])
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.stderr == ""
+    assert "CLI test: decode summary" in quiet.stdout
+    verbose = runner.invoke(cli, ["run", path, "--out", str(tmp_path), "--force", "-v"])
+    assert verbose.exit_code == 0, verbose.output
+    assert f"{path}: ok: cli-run: decode 12 points" in verbose.stderr  # the plan, first
+    assert verbose.stderr.index("ok: cli-run") < verbose.stderr.index("wrote ")
+    assert any(
+        line.split()[:1] == ["grid"] and line.endswith(" s") for line in verbose.stderr.splitlines()
+    )
+    assert verbose.stdout == quiet.stdout  # the results do not depend on how much is said
+
+
 def test_run_summary_of_a_large_sweep_is_cut_short(
     runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:

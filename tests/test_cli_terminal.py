@@ -19,7 +19,7 @@ import pytest
 from sweeps.grid.memory import BASE_BYTES
 
 from .conftest import ROOT
-from .terminal import run_in_terminal
+from .terminal import Screen, run_in_terminal
 
 WIDE = """
 [sweep]
@@ -150,3 +150,24 @@ def test_piped_json_is_the_document_alone(tmp_path: Path) -> None:
     assert quiet.stdout.startswith("Two models on three devices: decode summary")
     verbose = piped("validate", str(config), "-v", cwd=tmp_path)
     assert verbose.stdout.startswith(f"{config}: ok: wide:")
+
+
+def test_the_screen_model_wraps_erases_and_moves_as_a_terminal() -> None:
+    screen = Screen(3)
+    screen.feed("abc\r\ndef")  # exactly the width: no wrap
+    assert (screen.text(), screen.wraps) == (["abc", "def"], 0)
+    screen.feed("g")  # one past the last column: a wrap
+    assert (screen.text(), screen.wraps) == (["abc", "def", "g"], 1)
+    bar = Screen(20)
+    bar.feed("line\r\nbar 1\rbar 2\r\x1b[2K\x1b[1A\r\x1b[2Kdone\x1b[1;32m!\x1b[0m")
+    assert bar.text() == ["done!"]
+
+
+@pytest.mark.parametrize("what", ["hardware", "models"])
+def test_the_catalog_fits_80_columns(tmp_path: Path, what: str) -> None:
+    session = run_in_terminal(sweeps("list", what), 80, env(), str(tmp_path))
+    assert session.code == 0
+    assert session.screen.wraps == 0
+    lines = session.screen.text()
+    assert lines[0] == f"catalog: {what}"
+    assert "sources:" in lines
