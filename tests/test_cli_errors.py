@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import sweeps.pipeline.execute
-from sweeps.cli import cluster
+from sweeps.cli import cluster, options
 from sweeps.cli.main import cli
 
 from .test_cli import GOOD
@@ -76,7 +76,7 @@ def test_out_that_cannot_be_written_is_a_failed_run(
     config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the tests may run as root, whom a read-only mode does not stop: answer for os.access
-    monkeypatch.setattr(cluster, "writable", lambda folder: False)
+    monkeypatch.setattr(options, "writable", lambda folder: False)
     result = invoke("run", str(config), "--out", str(tmp_path / "out"))
     assert result.exit_code == 1
     assert (

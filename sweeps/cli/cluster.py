@@ -1,11 +1,9 @@
-"""The dask cluster of ``--scheduler`` / ``--workers``, and the checks of ``--out``."""
+"""The dask cluster of ``--scheduler`` / ``--workers``."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from sweeps.cli.errors import BadArguments, RunFailed
@@ -48,24 +46,3 @@ def cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
         Client(local) as client,
     ):
         yield client
-
-
-def writable(folder: Path) -> bool:
-    """Whether this process may create files in ``folder``."""
-    return os.access(folder, os.W_OK | os.X_OK)
-
-
-def check_out(out: Path) -> None:
-    """``--out`` must be a folder (or not exist yet) that this process can write."""
-    if out.exists() and not out.is_dir():
-        msg = (
-            f"--out {out}: a file is there, not a folder; name a folder (it is created if missing)"
-        )
-        raise BadArguments(msg)
-    existing = next((p for p in (out, *out.absolute().parents) if p.exists()), None)
-    if existing is not None and not writable(existing):
-        msg = (
-            f"--out {out}: {existing} cannot be written (read-only or no permission); "
-            "choose a writable folder"
-        )
-        raise RunFailed(msg)

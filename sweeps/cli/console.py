@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -156,6 +156,7 @@ class Phases:
             self._bar.remove_task(self._task)
         self._task = None
 
-    def progress(self) -> Callable[[int, int], None] | None:
-        """A ``progress`` callback for the library, moving the open phase; ``None`` unused."""
-        return self.update if self._bar is not None else None
+    @property
+    def drawn(self) -> bool:
+        """Whether the phases are drawn (a terminal, not ``--quiet``)."""
+        return self._bar is not None

@@ -63,7 +63,7 @@ def run_one(
             force=force,
             hooks=tuple(_phased(hook, phases) for hook in output_hooks(sweep)),
             memory_budget=budget,
-            progress=_grid_progress(phases, after) if phases.progress() else None,
+            progress=_grid_progress(phases, after) if phases.drawn else None,
             client=client,
         )
         phases.start("summarizing")

@@ -20,6 +20,7 @@ from sweeps.cli.errors import EXIT_BAD_INPUT, error_line, handled
 from sweeps.cli.options import (
     POSITIVE,
     CatalogId,
+    check_out,
     cluster_options,
     configs_argument,
     memory_budget_option,
@@ -71,7 +72,7 @@ def run(
       sweeps run configs/seed-llama3-8b-h100.toml --out outputs --force
       sweeps run configs/*.toml --json > runs.json
     """
-    from sweeps.cli.cluster import check_out, cluster
+    from sweeps.cli.cluster import cluster
     from sweeps.cli.execute import run_one
     from sweeps.config import load_config
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 import click
 from click.shell_completion import CompletionItem
 
+from sweeps.cli.errors import BadArguments, RunFailed
 from sweeps.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -193,3 +195,24 @@ def out_option(function: F) -> F:
         show_default=True,
         help="Folder that receives <sweep name>/.",
     )(function)
+
+
+def writable(folder: Path) -> bool:
+    """Whether this process may create files in ``folder``."""
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def check_out(out: Path) -> None:
+    """``--out`` must be a folder (or not exist yet) that this process can write."""
+    if out.exists() and not out.is_dir():
+        msg = (
+            f"--out {out}: a file is there, not a folder; name a folder (it is created if missing)"
+        )
+        raise BadArguments(msg)
+    existing = next((p for p in (out, *out.absolute().parents) if p.exists()), None)
+    if existing is not None and not writable(existing):
+        msg = (
+            f"--out {out}: {existing} cannot be written (read-only or no permission); "
+            "choose a writable folder"
+        )
+        raise RunFailed(msg)
