@@ -122,6 +122,20 @@ def test_streamed_run_prints_the_summary_too(
     assert not (tmp_path / "cli-run" / "report.html").exists()
 
 
+def test_a_streamed_run_too_big_for_even_its_summary_says_so(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    budget = str(BASE_BYTES + 1500)  # one batch size of the grid needs 2,050 bytes, a chunk less
+    args = ["run", str(write_config(GOOD)), "--out", str(tmp_path), "--memory-budget", budget]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert (
+        "no summary: even the grid at one batch size is over the memory budget "
+        "(the decode/ dataset has every configuration)" in result.stderr
+    )
+
+
 def test_run_on_a_local_dask_cluster(
     runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:

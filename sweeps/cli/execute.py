@@ -81,6 +81,11 @@ def run_one(
                 output.width,
             )
         )
+    if frame is None:
+        output.status(
+            "no summary: even the grid at one batch size is over the memory budget "
+            f"({render.where_rows_are(result)} has every configuration)"
+        )
     for line in render.run_lines(result, distributed=client is not None):
         output.status(line)
     for line in render.timing_lines(result):

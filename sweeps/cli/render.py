@@ -44,8 +44,8 @@ def units(names: Sequence[str]) -> dict[str, str]:
 
 
 def header(name: str) -> str:
-    """``ceiling\\n[FLOP/byte]``: a column title over the registry's unit. Batches are
-    ``knee\\nbatch``: their unit, the same for all, is said once in the caption."""
+    """``ceiling`` over ``[FLOP/byte]``: a column title over the registry's unit. Batches are
+    ``knee`` over ``batch``: their unit, the same for all, is said once in the caption."""
     unit = REGISTRY[name].unit
     title = name.replace("_", "\n")
     if name in BATCHES or unit in ("-", "1"):
