@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sweeps.cli.numbers import binary, count, si
+from sweeps.cli.render import units
 
 LISTS = ("hardware", "models", "dtypes")
 """What ``sweeps list`` lists."""
@@ -56,29 +57,27 @@ def _dtype(d: Any) -> dict[str, Any]:
 
 
 UNITS = {
-    "hardware": {
-        "memory": "byte",
-        "bandwidth": "byte/s",
-        "peak_flops": "FLOP/s",
-        "ridge_point": "FLOP/byte",
-    },
-    "models": {"params": "1", "active_params": "1", "head_dim": "1"},
+    "hardware": units(["memory", "bandwidth", "peak_flops", "ridge_point"]),
+    "models": units(["params", "active_params", "head_dim"]),
     "dtypes": {"bits": "bit", "scale_bytes": "byte", "bytes_per_element": "byte"},
 }
-"""Units of the numeric fields of each list, as the variable registry spells them."""
+"""Units of the numeric fields of each list: the variable registry's (a dtype's are its own)."""
+
+
+def _peak(row: dict[str, Any], dtype: str) -> str:
+    peaks = row["peak_flops"]
+    return si(peaks[dtype], UNITS["hardware"]["peak_flops"]) if dtype in peaks else "-"
+
 
 _CELLS: dict[str, tuple[tuple[str, Callable[[dict[str, Any]], str]], ...]] = {
     "hardware": (
         ("id", lambda r: r["id"]),
         ("name", lambda r: r["name"]),
-        ("bf16 dense", lambda r: si(r["peak_flops"]["bf16"], "FLOP/s")),
-        (
-            "fp8 dense",
-            lambda r: si(r["peak_flops"]["fp8"], "FLOP/s") if "fp8" in r["peak_flops"] else "-",
-        ),
-        ("bandwidth", lambda r: si(r["bandwidth"], "byte/s")),
+        ("bf16 dense", lambda r: _peak(r, "bf16")),
+        ("fp8 dense", lambda r: _peak(r, "fp8")),
+        ("bandwidth", lambda r: si(r["bandwidth"], UNITS["hardware"]["bandwidth"])),
         ("memory", lambda r: binary(r["memory"])),
-        ("ridge\n[FLOP/byte]", lambda r: f"{r['ridge_point']:,.0f}"),
+        (f"ridge\n[{UNITS['hardware']['ridge_point']}]", lambda r: f"{r['ridge_point']:,.0f}"),
     ),
     "models": (
         ("id", lambda r: r["id"]),
