@@ -1,5 +1,5 @@
 """What a ``pip install`` of the wheel gives a new user: ``sweeps init`` and ``sweeps run`` from an
-empty folder, the shipped studies, the schema (issue 16 item 4).
+empty folder, the shipped studies, the schema, and `mypy --strict` on a user script (issue 16).
 
 The wheel is built from a copy of the tree (pip's own build, as a user's ``pip install .``
 would), installed without its dependencies into a fresh venv that has no access to this
@@ -123,3 +123,33 @@ def test_init_and_run_from_an_empty_folder(venv: Path, tmp_path: Path) -> None:
     assert (empty / "outputs" / "mine" / "decode.parquet").is_file()
     schema = json.loads(sh(sweeps, "schema", cwd=empty, env=env))
     assert "axes" in schema["properties"]
+
+
+USER_SCRIPT = """
+import sweeps
+
+ds = sweeps.run({"sweep": {"name": "x"}, "axes": {"model": ["llama-3-8b"], "hardware": ["h100-sxm"]}})
+ceiling: float = float(ds["ceiling"].max())
+print(ceiling)
+"""
+
+
+def test_a_user_script_type_checks_strictly_against_the_installed_wheel(
+    venv: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "user.py"
+    script.write_text(USER_SCRIPT, encoding="utf-8")
+    python = venv / "bin" / "python"
+    args = (
+        "-m",
+        "mypy",
+        "--strict",
+        "--python-executable",
+        python,
+        "--cache-dir",
+        tmp_path / "cache",
+    )
+    checked = sh(sys.executable, *args, script, cwd=tmp_path)
+    assert "Success: no issues found in 1 source file" in checked  # the wheel carries py.typed
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    assert float(sh(python, script, cwd=tmp_path, env=env)) == pytest.approx(243.3, abs=0.1)
