@@ -88,8 +88,8 @@ def test_out_that_cannot_be_written_is_a_failed_run(
     ("code", "hint"),
     [
         (errno.ENOSPC, "the disk is full; free some space or choose another --out"),
-        (errno.EACCES, "permission denied; choose a folder you can write (--out)"),
-        (errno.EROFS, "the file system is read-only; choose a writable --out"),
+        (errno.EACCES, "permission denied; choose another --out that you can write"),
+        (errno.EROFS, "the file system is read-only; choose another --out that you can write"),
     ],
 )
 def test_an_os_error_during_the_run_is_one_line_and_exit_1(
@@ -143,3 +143,21 @@ def test_a_missing_config_and_a_missing_model_file_are_bad_input(tmp_path: Path)
     assert model.exit_code == 2
     assert model.stderr.startswith("Error: ")
     assert "cannot read" in model.stderr
+
+
+def test_an_os_error_outside_a_run_names_no_flag_the_command_lacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweeps.cli import init
+
+    def full(path: Path, text: str, force: bool) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(init, "write_config", full)
+    result = invoke("init", "mine")
+    assert result.exit_code == 1
+    assert (
+        result.stderr
+        == "Error: mine.toml: the disk is full; free some space or choose another folder\n"
+    )

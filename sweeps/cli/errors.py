@@ -35,13 +35,20 @@ class RunFailed(SweepsError):
 
 
 _OS_HINTS = {
-    errno.ENOSPC: "the disk is full; free some space or choose another --out",
-    errno.EDQUOT: "the disk quota is used up; free some space or choose another --out",
-    errno.EACCES: "permission denied; choose a folder you can write (--out)",
-    errno.EPERM: "permission denied; choose a folder you can write (--out)",
-    errno.EROFS: "the file system is read-only; choose a writable --out",
-    errno.ENOTDIR: "a file stands where a folder is needed; choose another --out",
+    errno.ENOSPC: "the disk is full; free some space or choose {elsewhere}",
+    errno.EDQUOT: "the disk quota is used up; free some space or choose {elsewhere}",
+    errno.EACCES: "permission denied; choose {elsewhere} that you can write",
+    errno.EPERM: "permission denied; choose {elsewhere} that you can write",
+    errno.EROFS: "the file system is read-only; choose {elsewhere} that you can write",
+    errno.ENOTDIR: "a file stands where a folder is needed; choose {elsewhere}",
 }
+"""What to say, and to do, for the ``OSError`` numbers a run meets on its output folder."""
+
+
+def _elsewhere() -> str:
+    """``another --out`` in a command that has one, else ``another folder``."""
+    ctx = click.get_current_context(silent=True)
+    return "another --out" if ctx is not None and "out" in ctx.params else "another folder"
 
 
 def _exit_code(error: SweepsError) -> int:
@@ -63,7 +70,8 @@ def _message(error: SweepsError) -> str:
 def os_message(error: OSError) -> str:
     """``<file>: <what happened>; <what to do>`` for an ``OSError`` of a run."""
     where = error.filename or ""
-    hint = _OS_HINTS.get(error.errno or 0, error.strerror or str(error))
+    known = _OS_HINTS.get(error.errno or 0)
+    hint = known.format(elsewhere=_elsewhere()) if known else error.strerror or str(error)
     return f"{where}: {hint}" if where else hint
 
 
