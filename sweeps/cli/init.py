@@ -44,7 +44,7 @@ weight_dtype = ["bf16"]  # weight number formats
 # tp = [1, 2]  # tensor-parallel degrees
 
 [options]
-memory_reserve = 0.10  # fraction of device memory kept free (activations, fragmentation)
+memory_reserve = 0.10  # fraction of device memory kept for activations and runtime
 ceiling_fraction = 0.90  # "how close to the ceiling" the summary asks about
 
 [outputs]
