@@ -44,19 +44,41 @@ def test_run_writes_outputs_and_prints_the_summary(
     result = runner.invoke(cli, ["run", str(path), "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert (out / "cli-run" / "decode.parquet").is_file()
-    assert "CLI test: decode summary" in result.output
-    assert "never" in result.output  # Llama-3 8B decode never turns compute-bound on an H100
-    assert "does not fit" in result.output  # 70B in bf16 at 32k on one H100
-    flat = " ".join(result.output.split())  # the terminal may wrap the line
-    assert "(decode 12 rows, prefill 12 rows, hardware 1 row, models 2 rows)" in flat
-    # a second run without --force fails with exit 1 and leaves the result alone
+    # the summary is the result (stdout), where it went is status (stderr)
+    assert "CLI test: decode summary" in result.stdout
+    assert "never" in result.stdout  # Llama-3 8B decode never turns compute-bound on an H100
+    assert "does not fit" in result.stdout  # 70B in bf16 at 32k on one H100
+    assert "wrote " not in result.stdout
+    assert "(decode 12 rows, prefill 12 rows, hardware 1 row, models 2 rows)" in result.stderr
+    # a second run without --force is refused before any work (exit 2: the arguments) and
+    # leaves the result alone
     before = (out / "cli-run" / "manifest.json").read_bytes()
     again = runner.invoke(cli, ["run", str(path), "--out", str(out)])
-    assert again.exit_code == 1
-    assert "a result is already there; pass --force" in again.output
+    assert again.exit_code == 2
+    assert again.stderr.startswith("Error: ")
+    assert "a result is already there" in again.stderr
+    assert "--force" in again.stderr
     assert (out / "cli-run" / "manifest.json").read_bytes() == before
     forced = runner.invoke(cli, ["run", str(path), "--out", str(out), "--force"])
     assert forced.exit_code == 0, forced.output
+
+
+def test_quiet_keeps_the_results_and_verbose_adds_the_plan_and_timings(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    path = str(write_config(GOOD))
+    quiet = runner.invoke(cli, ["run", path, "--out", str(tmp_path), "--quiet"])
+    assert quiet.exit_code == 0, quiet.output
+    assert quiet.stderr == ""
+    assert "CLI test: decode summary" in quiet.stdout
+    verbose = runner.invoke(cli, ["run", path, "--out", str(tmp_path), "--force", "-v"])
+    assert verbose.exit_code == 0, verbose.output
+    assert f"{path}: ok: cli-run: decode 12 points" in verbose.stderr  # the plan, first
+    assert verbose.stderr.index("ok: cli-run") < verbose.stderr.index("wrote ")
+    assert any(
+        line.split()[:1] == ["grid"] and line.endswith(" s") for line in verbose.stderr.splitlines()
+    )
+    assert verbose.stdout == quiet.stdout  # the results do not depend on how much is said
 
 
 def test_run_summary_of_a_large_sweep_is_cut_short(
@@ -98,6 +120,20 @@ def test_streamed_run_prints_the_summary_too(
     assert manifest["layout"]["skipped"] == ["grid.nc", "figures"]
     assert not (tmp_path / "cli-run" / "grid.nc").exists()
     assert not (tmp_path / "cli-run" / "report.html").exists()
+
+
+def test_a_streamed_run_too_big_for_even_its_summary_says_so(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    budget = str(BASE_BYTES + 1500)  # one batch size of the grid needs 2,050 bytes, a chunk less
+    args = ["run", str(write_config(GOOD)), "--out", str(tmp_path), "--memory-budget", budget]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert (
+        "no summary: even the grid at one batch size is over the memory budget "
+        "(the decode/ dataset has every configuration)" in result.stderr
+    )
 
 
 def test_run_on_a_local_dask_cluster(
@@ -163,8 +199,8 @@ def test_validate_reports_each_file(
 def test_validate(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["validate", str(SEED_CONFIG)])
     assert result.exit_code == 0, result.output
-    assert "ok: seed-llama3-8b-h100: decode 18 points" in result.output
-    assert "estimated memory" in result.output
+    assert "ok: seed-llama3-8b-h100: decode 18 points" in result.stdout
+    assert "estimated memory 448.0 MiB; in memory, single files" in result.stdout
 
 
 @pytest.mark.parametrize(
@@ -174,40 +210,94 @@ def test_validate(runner: CliRunner) -> None:
 def test_list(runner: CliRunner, what: str, expected: str) -> None:
     result = runner.invoke(cli, ["list", what])
     assert result.exit_code == 0
-    assert expected in result.output
+    assert expected in result.stdout
+
+
+def test_list_prints_sources_whole_and_counts_as_people_read_them(runner: CliRunner) -> None:
+    from sweeps.catalog import load_catalog
+
+    catalog = load_catalog()
+    source = catalog.lookup_hardware("h100-sxm").source
+    assert len(source) > 80  # the old listing cut it at 80 characters
+    result = runner.invoke(cli, ["list", "hardware"])
+    assert result.exit_code == 0
+    assert source in result.stdout  # a numbered note under the table, whole
+    assert "3.35 Tbyte/s" in result.stdout  # the registry's spelling of byte/s
+    wide = runner.invoke(cli, ["list", "hardware", "--wide"])
+    assert any(line.rstrip().endswith(source) for line in wide.stdout.splitlines())
+    models = runner.invoke(cli, ["list", "models"])
+    row = next(line for line in models.stdout.splitlines() if line.startswith("llama-2-13b "))
+    assert " 13 B " in row  # billions of parameters are B, not G
+    assert " G " not in models.stdout
+
+
+CLASSIFY = ["classify", "--params", "7e9", "--sequence-length", "512", "--batch-size", "8"]
+PEAKS = ["--peak-flops", "989e12", "--bandwidth", "3.35e12"]
 
 
 def test_classify_matches_the_textbook_check_value(runner: CliRunner) -> None:
-    result = runner.invoke(
-        cli,
-        [
-            "classify",
-            "--params",
-            "7e9",
-            "--sequence-length",
-            "512",
-            "--batch-size",
-            "8",
-            "--peak-flops",
-            "989e12",
-            "--bandwidth",
-            "3.35e12",
-        ],
-    )
+    result = runner.invoke(cli, [*CLASSIFY, *PEAKS])
     assert result.exit_code == 0, result.output
-    assert "ridge point 295.2239" in result.output
-    assert "2.7098 %" in result.output
-    assert "memory-bound" in result.output
-    assert "compute-bound" in result.output
+    assert "ridge point 295.2239 FLOP/byte" in result.stdout
+    assert "2.7098 %" in result.stdout
+    assert "memory-bound" in result.stdout
+    assert "compute-bound" in result.stdout
+    assert "[FLOP/B]" not in result.stdout
 
 
-def test_classify_bad_input_exits_2(runner: CliRunner) -> None:
-    result = runner.invoke(cli, ["classify", "--params", "7e9"])
-    assert result.exit_code == 2
-    assert "give --hardware, or both --peak-flops and --bandwidth" in result.output
-    result = runner.invoke(cli, ["classify", "--params", "-1", "--hardware", "h100-sxm"])
-    assert result.exit_code == 2
-    assert "--params must be > 0 (got -1.0)" in result.output
+def test_classify_peaks_given_next_to_hardware_override_the_catalog(runner: CliRunner) -> None:
+    result = runner.invoke(cli, [*CLASSIFY, "--hardware", "h100-sxm", "--peak-flops", "670e12"])
+    assert result.exit_code == 0, result.output
+    assert "ridge point 200.0 FLOP/byte" in result.stdout  # 670e12 / 3.35e12, not 989e12's
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--params", "7e9"], "give --hardware, or both --peak-flops and --bandwidth"),
+        (["--params", "-1", "--hardware", "h100-sxm"], "'-1' must be a finite number > 0"),
+        (["--params", "inf", "--hardware", "h100-sxm"], "'inf' must be a finite number > 0"),
+        (["--params", "7e9", "--hardware", "h100-sxm", "--peak-flops", "0"], "'0' must be a"),
+        (["--params", "7e9", "--peak-flops", "1e15", "--bandwidth", "inf"], "'inf' must be a"),
+        (["--params", "7e9", "--peak-flops", "1e15", "--bandwidth", "nan"], "'nan' must be a"),
+        (["--params", "7e9", "--batch-size", "0", "--hardware", "h100-sxm"], "--batch-size"),
+        (["--params", "7e9", "--hardware", "h100"], "unknown hardware 'h100'; did you mean"),
+    ],
+)
+def test_classify_bad_input_exits_2(runner: CliRunner, args: list[str], message: str) -> None:
+    result = runner.invoke(cli, ["classify", *args])
+    assert result.exit_code == 2, result.output
+    assert "Error: " in result.stderr
+    assert message in result.stderr
+    assert result.stdout == ""
+    assert "Traceback" not in result.output
+
+
+def test_import_model_puts_the_toml_on_stdout_and_the_report_on_stderr(
+    runner: CliRunner, tmp_path: Path
+) -> None:
+    config = {
+        "model_type": "llama",
+        "hidden_size": 4096,
+        "intermediate_size": 14336,
+        "num_hidden_layers": 32,
+        "num_attention_heads": 32,
+        "num_key_value_heads": 8,
+        "vocab_size": 128256,
+        "max_position_embeddings": 8192,
+    }
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    result = runner.invoke(cli, ["import-model", str(path), "--id", "mine"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("[models.mine]")
+    # 2 (K and V) x 8 heads x 128 dims x 2 bytes x 32 layers, from Model.kv_bytes_per_token
+    assert "kv bytes/token   131,072 in bf16, all layers" in result.stderr
+    parse_config(
+        '[sweep]\nname = "x"\n[axes]\nmodel = ["mine"]\nhardware = ["h100-sxm"]\n'
+        + result.stdout.replace(str(path), path.as_posix()),
+        str(tmp_path / "s.toml"),
+    )
 
 
 def test_console_script_help_has_an_example() -> None:
@@ -216,3 +306,4 @@ def test_console_script_help_has_an_example() -> None:
     )
     assert done.returncode == 0
     assert "sweeps run configs/seed-llama3-8b-h100.toml" in done.stdout
+    assert "sweeps init my-sweep" in done.stdout

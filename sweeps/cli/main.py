@@ -1,100 +1,33 @@
-"""The ``sweeps`` command. Thin: each command loads, calls one library function, prints.
+"""The ``sweeps`` command. Thin: each command loads, makes one library call, renders.
 
-This is the one place that turns library errors into ``Error: ...`` and an exit code:
-0 success, 1 a failed run (e.g. the result exists without ``--force``), 2 a bad config or
-bad arguments. Heavy modules are imported inside the commands so that ``--help`` is instant.
+Errors are mapped to ``Error: ...`` and an exit code in one place (``sweeps.cli.errors``);
+shared options are declared once (``sweeps.cli.options``); what is printed is built in
+``sweeps.cli.render`` and written through ``sweeps.cli.console`` (results on stdout, progress
+and status on stderr). Heavy modules are imported inside the commands so that ``--help`` and
+``validate`` are instant.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
-from sweeps.cli.options import memory_budget_option
-
-EXIT_FAILED = 1
-EXIT_CONFIG = 2
-
-
-@contextmanager
-def _errors() -> Iterator[None]:
-    from sweeps.errors import CatalogError, ConfigError, SweepsError
-
-    try:
-        yield
-    except (ConfigError, CatalogError) as error:
-        click.echo(f"Error: {error}", err=True)
-        sys.exit(EXIT_CONFIG)
-    except SweepsError as error:
-        click.echo(f"Error: {error}", err=True)
-        sys.exit(EXIT_FAILED)
-
-
-def _console() -> Any:
-    import shutil
-
-    from rich.console import Console
-
-    return Console(soft_wrap=False, width=max(120, shutil.get_terminal_size().columns))
-
-
-@contextmanager
-def _cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
-    """A dask ``Client`` for ``--scheduler`` or ``--workers``, else ``None``."""
-    if scheduler is None and workers is None:
-        yield None
-        return
-    from sweeps.errors import ConfigError
-
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        msg = "--scheduler/--workers need the dask extra: pip install 'sweeps[dask]'"
-        raise ConfigError(msg) from None
-    if scheduler is not None:
-        with Client(scheduler) as client:
-            yield client
-        return
-    with (
-        LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster,
-        Client(cluster) as client,
-    ):
-        yield client
-
-
-@contextmanager
-def _progress(console: Any, name: str) -> Iterator[Any]:
-    """A progress callback drawing a bar with ETA on a terminal; ``None`` elsewhere."""
-    if not console.is_terminal:
-        yield None
-        return
-    from rich.progress import (
-        BarColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    columns = (
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.percentage:>3.0f}%"),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        task = bar.add_task(name, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
+from sweeps.cli.console import Output
+from sweeps.cli.errors import EXIT_BAD_INPUT, error_line, handled
+from sweeps.cli.options import (
+    POSITIVE,
+    CatalogId,
+    check_out,
+    cluster_options,
+    configs_argument,
+    memory_budget_option,
+    out_option,
+    output_options,
+    parse_size,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,42 +38,21 @@ def cli() -> None:
 
     \b
     Example:
+      sweeps init my-sweep --model llama-3-8b --hardware h100-sxm
       sweeps run configs/seed-llama3-8b-h100.toml
     """
 
 
-def _load_all(configs: tuple[Path, ...]) -> list[Any]:
-    from sweeps.config import load_config
-
-    return [load_config(path) for path in configs]
-
-
 @cli.command()
-@click.argument("configs", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "--out",
-    type=click.Path(path_type=Path),
-    default=Path("outputs"),
-    show_default=True,
-    help="Folder that receives <sweep name>/.",
-)
-@click.option("--force", is_flag=True, help="Replace an existing result.")
+@configs_argument
+@out_option
 @memory_budget_option(
     "Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
     "chunks and streamed to decode/model=<id>/part-N.parquet. Default: half the RAM."
 )
-@click.option(
-    "--scheduler",
-    default=None,
-    metavar="ADDRESS",
-    help="Evaluate on this dask.distributed scheduler (needs the dask extra).",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Evaluate on a local dask cluster of N workers (needs the dask extra).",
-)
+@cluster_options
+@output_options
+@handled
 def run(
     configs: tuple[Path, ...],
     out: Path,
@@ -148,125 +60,117 @@ def run(
     memory_budget: str | None,
     scheduler: str | None,
     workers: int | None,
+    output: Output,
 ) -> None:
     """Validate CONFIGS, compute every grid, write outputs/<name>/ and print a summary.
 
     Every config is validated before any is computed; a failed run leaves earlier results
-    untouched.
+    untouched. The summary goes to stdout, progress and status to stderr.
 
     \b
     Example:
       sweeps run configs/seed-llama3-8b-h100.toml --out outputs --force
+      sweeps run configs/*.toml --json > runs.json
     """
-    with _errors():
-        sweeps = _load_all(configs)
-        from sweeps.charts import output_hooks
-        from sweeps.cli.options import parse_size
-        from sweeps.cli.render import print_summary, row_counts
-        from sweeps.pipeline import run_to_folder
+    from sweeps.cli.cluster import cluster
+    from sweeps.cli.execute import run_one
+    from sweeps.config import load_config
 
-        budget = parse_size(memory_budget) if memory_budget else None
-        console = _console()
-        with _cluster(scheduler, workers) as client:
-            for sweep in sweeps:
-                with _progress(console, sweep.name) as progress:
-                    result = run_to_folder(
-                        sweep,
-                        out,
-                        force=force,
-                        hooks=output_hooks(sweep),
-                        memory_budget=budget,
-                        progress=progress,
-                        client=client,
-                    )
-                partitioned = result.layout == "partitioned"
-                summary = result.summary()
-                if summary is not None:
-                    where = "the decode/ dataset" if partitioned else "decode.parquet"
-                    print_summary(console, sweep, summary, where)
-                how = f" in {result.chunks} chunks, partitioned by model" if partitioned else ""
-                console.print(
-                    f"wrote {result.folder}/{how} ({row_counts(result.rows)}) "
-                    f"in {sum(result.timings.values()):.2f} s"
-                )
-                if result.skipped:
-                    hint = (
-                        "a run on a dask cluster always streams"
-                        if client is not None
-                        else "a larger --memory-budget keeps it in one piece"
-                    )
-                    console.print(
-                        f"not written: {', '.join(result.skipped)} (they need the whole grid "
-                        f"in memory; {hint})"
-                    )
+    sweeps = [load_config(path) for path in configs]
+    budget = parse_size(memory_budget) if memory_budget else None
+    check_out(out)
+    documents = []
+    with cluster(scheduler, workers) as client:
+        for sweep in sweeps:
+            documents.append(run_one(sweep, out, force, budget, client, output))
+    if output.json:
+        output.document({"runs": documents})
 
 
 @cli.command()
-@click.argument("configs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@configs_argument
 @memory_budget_option("Budget to plan chunks against, e.g. 2GiB. Default: half the RAM.")
-def validate(configs: tuple[Path, ...], memory_budget: str | None) -> None:
+@output_options
+@handled
+def validate(configs: tuple[Path, ...], memory_budget: str | None, output: Output) -> None:
     """Check CONFIGS without computing: print each grid's size and estimated memory.
 
     \b
     Example:
       sweeps validate configs/*.toml
     """
-    with _errors():
-        from sweeps.cli.options import parse_size
-        from sweeps.cli.render import print_validation
-        from sweeps.config import load_config
-        from sweeps.errors import ConfigError
-        from sweeps.pipeline import plan
+    from sweeps.cli.render import plan_document, plan_line
+    from sweeps.config import load_config
+    from sweeps.errors import ConfigError
+    from sweeps.pipeline import plan
 
-        budget = parse_size(memory_budget) if memory_budget else None
-        failed = False
-        for path in configs:  # each file on its own: one bad config hides no other verdict
-            try:
-                sweep = load_config(path)
-            except ConfigError as error:
-                click.echo(f"Error: {error}", err=True)
-                failed = True
-                continue
-            print_validation(plan(sweep, budget))
-        if failed:
-            sys.exit(EXIT_CONFIG)
+    budget = parse_size(memory_budget) if memory_budget else None
+    documents: list[dict[str, Any]] = []
+    for path in configs:  # each file on its own: one bad config hides no other verdict
+        try:
+            how = plan(load_config(path), budget)
+        except ConfigError as error:
+            error_line(str(error))
+            documents.append({"config": str(path), "ok": False, "error": str(error)})
+            continue
+        documents.append(plan_document(how))
+        output.result(plan_line(how))
+    if output.json:
+        output.document({"configs": documents})
+    if not all(document["ok"] for document in documents):
+        sys.exit(EXIT_BAD_INPUT)
 
 
 @cli.command("list")
 @click.argument("what", type=click.Choice(["hardware", "models", "dtypes"]))
-def list_catalog(what: str) -> None:
+@click.option("--wide", is_flag=True, help="Sources in the table, on one line each.")
+@output_options
+@handled
+def list_catalog(what: str, wide: bool, output: Output) -> None:
     """List the catalog: hardware, models or dtypes, with their sources.
 
     \b
     Example:
       sweeps list hardware
+      sweeps list models --json | jq '.items[].id'
     """
-    from sweeps.cli.render import print_catalog
+    from sweeps.cli.render_catalog import catalog_document, catalog_table
 
-    print_catalog(_console(), what)
+    if output.json:
+        output.document(catalog_document(what))
+        return
+    for renderable in catalog_table(what, wide):
+        output.result(renderable)
 
 
 @cli.command()
-@click.option("--params", type=float, required=True, help="Parameters, e.g. 7e9.")
+@click.option("--params", type=POSITIVE, required=True, help="Parameters, e.g. 7e9.")
 @click.option(
     "--sequence-length",
-    type=int,
+    type=click.IntRange(min=1),
     default=512,
     show_default=True,
     help="Prompt tokens of the prefill.",
 )
 @click.option(
-    "--batch-size", type=int, default=1, show_default=True, help="Sequences in the decode step."
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Sequences in the decode step.",
 )
-@click.option("--bytes-per-param", type=float, default=2.0, show_default=True)
+@click.option("--bytes-per-param", type=POSITIVE, default=2.0, show_default=True)
 @click.option(
     "--hardware",
     "hardware_id",
+    type=CatalogId("hardware"),
     default=None,
     help="Catalog device for the peaks (else give --peak-flops and --bandwidth).",
 )
-@click.option("--peak-flops", type=float, default=None, help="Peak dense FLOP/s.")
-@click.option("--bandwidth", type=float, default=None, help="Peak bandwidth [byte/s].")
+@click.option("--peak-flops", type=POSITIVE, default=None, help="Peak dense FLOP/s.")
+@click.option("--bandwidth", type=POSITIVE, default=None, help="Peak bandwidth [byte/s].")
+@output_options
+@handled
 def classify(
     params: float,
     sequence_length: int,
@@ -275,42 +179,44 @@ def classify(
     hardware_id: str | None,
     peak_flops: float | None,
     bandwidth: float | None,
+    output: Output,
 ) -> None:
     """One point, like the note's classify_llm_phases: prefill vs decode as a table.
+
+    A peak given next to --hardware overrides the catalog's.
 
     \b
     Example:
       sweeps classify --params 7e9 --sequence-length 512 --batch-size 8 --hardware h100-sxm
     """
-    with _errors():
-        from sweeps.cli.render import print_classification
-        from sweeps.errors import ConfigError
-        from sweeps.physics import classify_llm_phases
+    from sweeps.cli.errors import BadArguments
+    from sweeps.cli.render import classification_table
+    from sweeps.physics import classify_llm_phases
 
-        if hardware_id is not None:
-            from sweeps.catalog import load_catalog
+    if hardware_id is not None:
+        from sweeps.catalog import load_catalog
 
-            device = load_catalog().lookup_hardware(hardware_id)
-            peak_flops = peak_flops or device.peak_flops["bf16"]
-            bandwidth = bandwidth or device.bandwidth
-        if peak_flops is None or bandwidth is None:
-            msg = "give --hardware, or both --peak-flops and --bandwidth"
-            raise ConfigError(msg)
-        for name, value in (
-            ("--params", params),
-            ("--sequence-length", sequence_length),
-            ("--batch-size", batch_size),
-            ("--bytes-per-param", bytes_per_param),
-            ("--peak-flops", peak_flops),
-            ("--bandwidth", bandwidth),
-        ):
-            if not value > 0:
-                msg = f"{name} must be > 0 (got {value})"
-                raise ConfigError(msg)
-        result = classify_llm_phases(
-            params, sequence_length, batch_size, bytes_per_param, peak_flops, bandwidth
-        )
-        print_classification(_console(), result)
+        device = load_catalog().lookup_hardware(hardware_id)
+        peak_flops = device.peak_flops["bf16"] if peak_flops is None else peak_flops
+        bandwidth = device.bandwidth if bandwidth is None else bandwidth
+    if peak_flops is None or bandwidth is None:
+        msg = "give --hardware, or both --peak-flops and --bandwidth"
+        raise BadArguments(msg)
+    result = classify_llm_phases(
+        params, sequence_length, batch_size, bytes_per_param, peak_flops, bandwidth
+    )
+    if output.json:
+        inputs = {
+            "params": params,
+            "sequence_length": sequence_length,
+            "batch_size": batch_size,
+            "bytes_per_param": bytes_per_param,
+            "peak_flops": peak_flops,
+            "bandwidth": bandwidth,
+        }
+        output.document({"inputs": inputs, **result})
+        return
+    output.result(classification_table(result))
 
 
 @cli.command("import-model")
@@ -321,52 +227,20 @@ def classify(
     default=None,
     help="Model id for the table (default: from _name_or_path or the folder name).",
 )
+@handled
 def import_model(path: Path, model_id: str | None) -> None:
     """Read a Hugging Face config.json from disk (nothing is fetched): print the resolved
-    spec and a [models.NAME] table to paste into a sweep config.
+    spec (stderr) and a [models.NAME] table to paste into a sweep config (stdout).
 
     \b
     Example:
-      sweeps import-model path/to/Meta-Llama-3-8B/config.json --id llama3-8b
+      sweeps import-model path/to/Meta-Llama-3-8B/config.json --id llama3-8b >> my-sweep.toml
     """
     from sweeps.catalog.hf_import import load_model, model_to_toml
-    from sweeps.errors import ImportModelError
+    from sweeps.cli.render import model_lines
 
-    try:
-        model = load_model(path, model_id)
-    except ImportModelError as error:
-        click.echo(f"Error: {error}", err=True)
-        sys.exit(EXIT_CONFIG)
-    latent = model.kv_lora_rank + model.qk_rope_head_dim
-    per_layer = latent if model.is_mla else 2 * model.kv_heads * model.head_dim
-    lines = [
-        f"model            {model.id} ({model.family})",
-        f"params           {model.params:,.0f} total, {model.active_params:,.0f} active",
-        f"layers           {model.layers}",
-        f"heads            {model.heads} query, {model.kv_heads} KV, head_dim {model.head_dim}",
-        f"attention        {model.attention}",
-        f"kv bytes/token   {per_layer * 2 * model.layers:,} in bf16, all layers",
-    ]
-    if model.is_moe:
-        lines.append(
-            f"experts          {model.experts} routed, {model.experts_per_token} per "
-            f"token, {model.shared_experts} shared"
-        )
-    if model.is_mla:
-        lines.append(
-            f"mla              kv_lora_rank {model.kv_lora_rank}, qk_rope_head_dim "
-            f"{model.qk_rope_head_dim}, v_head_dim {model.v_head_dim}"
-        )
-    if model.local_layers:
-        lines.append(
-            f"sliding window   {model.sliding_window} tokens on {model.local_layers} "
-            f"of {model.layers} layers"
-        )
-    lines.append(f"max context      {model.max_context:,}")
-    if model.notes:
-        lines.append(f"notes            {model.notes}")
-    click.echo("\n".join(lines))
-    click.echo("")
+    model = load_model(path, model_id)
+    click.echo("\n".join([*model_lines(model), ""]), err=True)
     click.echo(model_to_toml(model, str(path)), nl=False)
 
 
@@ -380,6 +254,7 @@ def import_model(path: Path, model_id: str | None) -> None:
     metavar="SIZE",
     help="Memory budget of the end-to-end run.",
 )
+@handled
 def bench(quick: bool, as_json: bool, e2e_budget: str) -> None:
     """Measure the engine: points/s, vs a scalar loop, vs the write limit, the export vs
     Polars, and an end-to-end streamed run with its peak RSS.
@@ -388,18 +263,82 @@ def bench(quick: bool, as_json: bool, e2e_budget: str) -> None:
     Example:
       sweeps bench --json
     """
-    with _errors():
-        import json
+    import json
 
-        from sweeps.bench import format_report, run_bench
-        from sweeps.cli.options import parse_size
+    from sweeps.bench import format_report, run_bench
 
-        def say(step: str) -> None:
-            if not as_json:
-                click.echo(f"measuring: {step}", err=True)
+    def say(step: str) -> None:
+        if not as_json:
+            click.echo(f"measuring: {step}", err=True)
 
-        report = run_bench(quick=quick, e2e_budget=parse_size(e2e_budget), progress=say)
-        click.echo(json.dumps(report, indent=2) if as_json else format_report(report))
+    report = run_bench(quick=quick, e2e_budget=parse_size(e2e_budget), progress=say)
+    click.echo(json.dumps(report, indent=2) if as_json else format_report(report))
+
+
+@cli.command()
+@click.argument("name", required=False)
+@click.option(
+    "--model", "models", multiple=True, type=CatalogId("model"), help="A model id (repeatable)."
+)
+@click.option(
+    "--hardware",
+    "hardware",
+    multiple=True,
+    type=CatalogId("hardware"),
+    help="A device id (repeatable).",
+)
+@click.option("--study", default=None, help="Copy the shipped study NAME instead.")
+@click.option("--list", "list_studies", is_flag=True, help="List the shipped studies.")
+@click.option("--force", is_flag=True, help="Replace an existing file.")
+@handled
+def init(
+    name: str | None,
+    models: tuple[str, ...],
+    hardware: tuple[str, ...],
+    study: str | None,
+    list_studies: bool,
+    force: bool,
+) -> None:
+    """Write NAME.toml, a commented starter config that validates, and sweeps.schema.json
+    beside it for editors; or copy a shipped study.
+
+    \b
+    Example:
+      sweeps init my-sweep --model llama-3-8b --model llama-3-70b --hardware h200
+      sweeps init --list
+      sweeps init --study seed-llama3-8b-h100
+    """
+    from sweeps.cli import init as studies
+    from sweeps.cli.errors import BadArguments
+
+    if study is not None and (models or hardware):
+        msg = "--study copies a shipped study as it is; give --model/--hardware without it"
+        raise BadArguments(msg)
+    if list_studies:
+        for study_name in studies.study_names():
+            click.echo(f"{study_name:<36} {studies.study_title(study_name)}")
+        return
+    if study is not None:
+        text, name = studies.study_text(study), name or study
+    else:
+        name = name or "my-sweep"
+        text = studies.starter_text(name, models or ("llama-3-8b",), hardware or ("h100-sxm",))
+    written = studies.write_config(Path(f"{name}.toml"), text, force)
+    files = ", ".join(str(p) for p in written)
+    click.echo(f"wrote {files}; next: sweeps run {name}.toml", err=True)
+
+
+@cli.command()
+def schema() -> None:
+    """Print the config files' JSON Schema (for taplo, VS Code, jsonschema).
+
+    \b
+    Example:
+      sweeps schema > sweeps.schema.json
+    """
+    from sweeps.cli.init import schema_text
+
+    click.echo(schema_text(), nl=False)
 
 
 def main() -> None:

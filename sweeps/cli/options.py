@@ -1,17 +1,25 @@
 """Options shared by several commands, declared once, and the parsing of their values.
 
 Only the CLI names its flags: a size the user wrote for ``--memory-budget`` is checked here,
-with a message naming the flag, then handed to the library as a number of bytes.
+with a message naming the flag, then handed to the library as a number of bytes. The value
+types complete on the shell (catalog ids, config files) and refuse what the library cannot use
+(a peak of ``inf``) before any work.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.shell_completion import CompletionItem
 
+from sweeps.cli.errors import BadArguments, RunFailed
 from sweeps.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -62,3 +70,149 @@ def parse_size(text: str) -> int:
 def memory_budget_option(help_text: str) -> Callable[[F], F]:
     """The ``--memory-budget SIZE`` option, with the command's own ``help_text``."""
     return click.option("--memory-budget", default=None, metavar="SIZE", help=help_text)
+
+
+class PositiveFinite(click.ParamType):
+    """A finite number > 0 (``inf``, ``nan``, ``0`` and negatives are refused, exit 2)."""
+
+    name = "number"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        if not math.isfinite(number) or number <= 0:
+            self.fail(f"{value!r} must be a finite number > 0", param, ctx)
+        return number
+
+
+POSITIVE = PositiveFinite()
+
+
+class CatalogId(click.ParamType):
+    """An id of the shipped catalog (``hardware`` or ``model``); completes on the shell.
+
+    The value is checked where it is used, so a mistyped id gets the catalog's suggestion.
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.name = f"{kind} id"
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        from sweeps.catalog import load_catalog, unique
+
+        catalog = load_catalog()
+        table = catalog.hardware if self.kind == "hardware" else catalog.models
+        ids = [record.id for record in unique(table)]
+        return [CompletionItem(i) for i in ids if i.startswith(incomplete)]
+
+
+class ConfigPath(click.Path):
+    """A config file: completes on ``*.toml`` files and on folders."""
+
+    def __init__(self) -> None:
+        super().__init__(path_type=Path)
+
+    def shell_complete(
+        self, ctx: click.Context, param: click.Parameter, incomplete: str
+    ) -> list[CompletionItem]:
+        folder, _, stem = incomplete.rpartition("/")
+        base = Path(folder or ".")
+        if not base.is_dir():
+            return []
+        items = []
+        for path in sorted(base.iterdir()):
+            if not path.name.startswith(stem) or path.name.startswith("."):
+                continue
+            shown = f"{folder}/{path.name}" if folder else path.name
+            if path.is_dir():
+                items.append(CompletionItem(shown + "/", type="dir"))
+            elif path.suffix == ".toml":
+                items.append(CompletionItem(shown, type="file"))
+        return items
+
+
+def configs_argument(function: F) -> F:
+    """The ``CONFIGS...`` argument of ``run`` and ``validate``."""
+    return click.argument("configs", nargs=-1, required=True, type=ConfigPath())(function)
+
+
+def output_options(function: F) -> F:
+    """``--json``, ``--quiet``/``-q`` and ``--verbose``/``-v``; the command gets ``output``."""
+    from sweeps.cli.console import Output
+
+    options = (
+        click.option(
+            "--json", "as_json", is_flag=True, help="Print one JSON document on stdout instead."
+        ),
+        click.option("--quiet", "-q", is_flag=True, help="Print the results only, no status."),
+        click.option("--verbose", "-v", count=True, help="Say more: timings, the plan."),
+    )
+
+    def wrapper(*args: Any, as_json: bool, quiet: bool, verbose: int, **kwargs: Any) -> Any:
+        return function(*args, output=Output(as_json, quiet, verbose), **kwargs)
+
+    wrapped = functools.update_wrapper(wrapper, function)
+    for option in reversed(options):
+        wrapped = option(wrapped)
+    return wrapped  # type: ignore[return-value]
+
+
+def cluster_options(function: F) -> F:
+    """``--scheduler ADDRESS`` and ``--workers N`` (they exclude each other)."""
+    options = (
+        click.option(
+            "--scheduler",
+            default=None,
+            metavar="ADDRESS",
+            help="Evaluate on this dask.distributed scheduler (needs the dask extra).",
+        ),
+        click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Evaluate on a local dask cluster of N workers (needs the dask extra).",
+        ),
+    )
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def out_option(function: F) -> F:
+    """``--out DIR`` and ``--force``: where a result goes and whether it may replace one."""
+    function = click.option("--force", is_flag=True, help="Replace an existing result.")(function)
+    return click.option(
+        "--out",
+        type=click.Path(path_type=Path),
+        default=Path("outputs"),
+        show_default=True,
+        help="Folder that receives <sweep name>/.",
+    )(function)
+
+
+def writable(folder: Path) -> bool:
+    """Whether this process may create files in ``folder``."""
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def check_out(out: Path) -> None:
+    """``--out`` must be a folder (or not exist yet) that this process can write."""
+    if out.exists() and not out.is_dir():
+        msg = (
+            f"--out {out}: a file is there, not a folder; name a folder (it is created if missing)"
+        )
+        raise BadArguments(msg)
+    existing = next((p for p in (out, *out.absolute().parents) if p.exists()), None)
+    if existing is not None and not writable(existing):
+        msg = (
+            f"--out {out}: {existing} cannot be written (read-only or no permission); "
+            "choose a writable folder"
+        )
+        raise RunFailed(msg)

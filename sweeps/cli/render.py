@@ -1,88 +1,183 @@
-"""Terminal rendering with rich: the summary, the catalog, validation and classification.
+"""What the commands print: the run summary, the run's outcome, validation, classification, a
+model. Presentation only: every number comes from the library (the summary frame, the ``Plan``,
+the ``RunResult``, the records) and every unit from the variable registry.
 
-Presentation only: every number comes from the library (the summary frame, catalog records).
+Each result exists twice, as rows of plain values (the ``--json`` document, SI units) and as a
+rich table built from those same rows, so the two can never disagree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import click
-
 from sweeps.axes import AXIS
-from sweeps.config import Sweep
-from sweeps.grid import DECODE_DIMS
-from sweeps.pipeline.plan import Plan
+from sweeps.cli.numbers import binary, grouped, si, whole_batch
+from sweeps.grid import DECODE_DIMS, REGISTRY
 
+CONFIGURATION = tuple(dim for dim in DECODE_DIMS if dim != "batch")
+"""The axes of one configuration of the summary: all but the batch, which it answers for."""
 
-def _si(value: float, unit: str) -> str:
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
+SUMMARY_FIELDS = (
+    "ceiling",
+    "knee_batch",
+    "ceiling_batch",
+    "max_batch",
+    "ridge_batch",
+    "ceiling_reachable",
+)
+"""The summary's values per configuration, named as the registry names them."""
 
-
-def _batch(value: float) -> str:
-    return f"{value:,.1f}" if value < 100 else f"{value:,.0f}"
-
-
-AXES = tuple((dim, AXIS[dim].title) for dim in DECODE_DIMS if dim != "batch")
-"""The summary's configuration columns and their titles (a configuration is all but the batch)."""
-
+BATCHES = ("knee_batch", "ceiling_batch", "max_batch", "ridge_batch")
+"""Summary values in sequences: shown as whole batches (the first that reaches, rounded up)."""
 
 SUMMARY_ROWS = 40
 """Configurations a terminal summary shows at most; a sweep has thousands."""
 
+DROP_ORDER = ("knee_batch", "ridge_batch", "max_batch")
+"""Columns a summary leaves out, in this order, when the terminal is too narrow for it."""
 
-def print_summary(
-    console: Any, sweep: Sweep, frame: Any, decode_table: str = "decode.parquet"
-) -> None:
-    """The per-configuration summary of a run (``RunResult.summary()``) as a table.
 
-    Axes with a single value move to the caption, so the table shows what varies. A sweep of
-    more than ``SUMMARY_ROWS`` configurations shows its first ones and says where the rest are:
-    ``decode_table``, the decode file or, for a streamed result, its ``decode/`` dataset.
+def units(names: Sequence[str]) -> dict[str, str]:
+    """The registry's unit of each of ``names`` that it knows (for the ``--json`` documents)."""
+    return {name: REGISTRY[name].unit for name in names if name in REGISTRY}
+
+
+def header(name: str) -> str:
+    """``ceiling`` over ``[FLOP/byte]``: a column title over the registry's unit. Batches are
+    ``knee`` over ``batch``: their unit, the same for all, is said once in the caption."""
+    unit = REGISTRY[name].unit
+    title = name.replace("_", "\n")
+    if name in BATCHES or unit in ("-", "1"):
+        return title
+    return f"{title}\n[{unit}]"
+
+
+def summary_rows(frame: Any) -> list[dict[str, Any]]:
+    """The summary frame (``RunResult.summary()``) as plain rows: batches in whole sequences.
+
+    ``ridge_batch`` is ``None`` where decode never turns compute-bound; ``fits`` is false where
+    not one sequence fits (``max_batch`` 0).
     """
-    from rich.table import Table
-
-    fraction = sweep.options.ceiling_fraction
-    varying = [(c, h) for c, h in AXES if frame[c].n_unique() > 1 or c in ("model", "hardware")]
-    fixed = [f"{h} {frame[c][0]}" for c, h in AXES if (c, h) not in varying]
-    if frame.height > SUMMARY_ROWS:
-        fixed.append(
-            f"first {SUMMARY_ROWS} of {frame.height:,} configurations; {decode_table} has "
-            "every one (ceiling, knee_batch, max_batch, ridge_batch columns)"
-        )
-        frame = frame.head(SUMMARY_ROWS)
-    table = Table(
-        title=f"{sweep.title}: decode summary",
-        title_justify="left",
-        caption=", ".join(fixed),
-        caption_justify="left",
-    )
-    for _, header in varying:
-        table.add_column(header, justify="right" if header in ("tp", "context") else "left")
-    for header in ("ceiling\n[FLOP/B]", "knee\nbatch", "max\nbatch", "ridge\nbatch"):
-        table.add_column(header, justify="right")
-    table.add_column(f"{fraction:.0%} of ceiling\nbefore memory wall", no_wrap=True)
+    rows = []
     for row in frame.iter_rows(named=True):
-        if not row["fits"]:
-            verdict = "does not fit"
-        elif row["ceiling_reachable"]:
-            verdict = f"yes, at batch {_batch(row['ceiling_batch'])}"
-        else:
-            verdict = f"no: needs {_batch(row['ceiling_batch'])}"
-        cells = [f"{row[c]:,}" if c == "context" else str(row[c]) for c, _ in varying]
-        cells += [
-            f"{row['ceiling']:.2f}",
-            _batch(row["knee_batch"]),
-            f"{row['max_batch']:,}" if row["fits"] else "0",
-            "never" if row["ridge_batch"] is None else _batch(row["ridge_batch"]),
-            verdict,
-        ]
-        table.add_row(*cells)
-    console.print(table)
+        record = {dim: row[dim] for dim in CONFIGURATION if dim in row}
+        record["ceiling"] = float(row["ceiling"])
+        for name in BATCHES:
+            value = row[name]
+            record[name] = None if value is None else _batch_value(name, value)
+        record["ceiling_reachable"] = bool(row["ceiling_reachable"])
+        record["fits"] = bool(row["fits"])
+        rows.append(record)
+    return rows
+
+
+def _batch_value(name: str, value: float) -> int:
+    # max_batch is the largest batch that fits: already whole, never rounded up
+    return int(value) if name == "max_batch" else whole_batch(value)
+
+
+def _verdict(row: Mapping[str, Any]) -> str:
+    if not row["fits"]:
+        return "does not fit"
+    if row["ceiling_reachable"]:
+        return f"yes, at batch {row['ceiling_batch']:,}"
+    return f"no: needs {row['ceiling_batch']:,}"
+
+
+def _cell(name: str, row: Mapping[str, Any]) -> str:
+    value = row[name]
+    if name == "ceiling":
+        return grouped(value)
+    if name == "ridge_batch" and value is None:
+        return "never"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value)
+
+
+def summary_table(
+    rows: list[dict[str, Any]],
+    title: str,
+    fraction: float,
+    where: str,
+    console: Any,
+    width: int | None,
+) -> Any:
+    """The summary as a table that fits ``width`` columns (``None``: any width).
+
+    Axes with one value move to the caption, so the table shows what varies; more than
+    ``SUMMARY_ROWS`` configurations show their first ones and say that ``where`` has every
+    one; a narrow terminal drops columns in ``DROP_ORDER`` and the caption says which.
+    """
+    varying = [
+        dim
+        for dim in CONFIGURATION
+        if len({row[dim] for row in rows}) > 1 or dim in ("model", "hardware")
+    ]
+    notes = [f"{AXIS[dim].title} {rows[0][dim]}" for dim in CONFIGURATION if dim not in varying]
+    if len(rows) > SUMMARY_ROWS:
+        notes.append(
+            f"first {SUMMARY_ROWS} of {len(rows):,} configurations; {where} has every one "
+            "(ceiling, knee_batch, max_batch, ridge_batch columns)"
+        )
+        rows = rows[:SUMMARY_ROWS]
+    values = ["ceiling", "knee_batch", "max_batch", "ridge_batch"]
+    verdict = f"reaches {fraction:.0%}\nof ceiling?"
+    dropped: list[str] = []
+    while True:
+        table = _summary_grid(rows, title, varying, values, verdict, notes, dropped)
+        if width is None or _width(console, table) <= width:
+            return table
+        left = [name for name in DROP_ORDER if name in values]
+        if not left:
+            return table  # the cells are cut with an ellipsis: nothing more to drop
+        values.remove(left[0])
+        dropped.append(left[0])
+
+
+def _summary_grid(
+    rows: list[dict[str, Any]],
+    title: str,
+    varying: list[str],
+    values: list[str],
+    verdict: str,
+    notes: list[str],
+    dropped: list[str],
+) -> Any:
+    from rich.text import Text
+
+    from sweeps.cli.console import table as new_table
+
+    caption = list(notes)
+    if dropped:
+        caption.append(f"left out to fit the terminal: {', '.join(dropped)} (see --json)")
+    if any(name in BATCHES for name in values):
+        caption.append(f"batches in whole {REGISTRY['knee_batch'].unit}s")
+    table = new_table(f"{title}: decode summary", ", ".join(caption))
+    for dim in varying:
+        right = AXIS[dim].kind == "size"
+        table.add_column(
+            Text(AXIS[dim].title),
+            justify="right" if right else "left",
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+    for name in values:
+        table.add_column(Text(header(name)), justify="right", no_wrap=True)
+    table.add_column(Text(verdict), no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        cells = [f"{row[d]:,}" if AXIS[d].kind == "size" else str(row[d]) for d in varying]
+        cells += [_cell(name, row) for name in values]
+        table.add_row(*(Text(cell) for cell in [*cells, _verdict(row)]))
+    return table
+
+
+def _width(console: Any, renderable: Any) -> int:
+    from rich.measure import Measurement
+
+    options = console.options.update_width(10_000)
+    return int(Measurement.get(console, options, renderable).maximum)
 
 
 def row_counts(rows: Mapping[str, int]) -> str:
@@ -90,117 +185,132 @@ def row_counts(rows: Mapping[str, int]) -> str:
     return ", ".join(f"{name} {n:,} {'row' if n == 1 else 'rows'}" for name, n in rows.items())
 
 
-def print_validation(plan: Plan) -> None:
-    """One line per valid config: rows per table, the memory a run needs, and how it will run."""
-    sweep, how = plan.sweep, "in memory, single files"
+def run_lines(result: Any, distributed: bool) -> list[str]:
+    """What a ``RunResult`` says after the summary: where it went, how, and what was not written."""
+    partitioned = result.layout == "partitioned"
+    how = f" in {result.chunks:,} chunks, partitioned by model" if partitioned else ""
+    seconds = sum(result.timings.values())
+    lines = [f"wrote {result.folder}/{how} ({row_counts(result.rows)}) in {seconds:,.2f} s"]
+    if result.skipped:
+        hint = (
+            "a run on a dask cluster always streams"
+            if distributed
+            else "a larger --memory-budget keeps it in one piece"
+        )
+        lines.append(
+            f"not written: {', '.join(result.skipped)} (they need the whole grid in memory; {hint})"
+        )
+    return lines
+
+
+def timing_lines(result: Any) -> list[str]:
+    """``-v``: the seconds of each phase of the run [s]."""
+    return [f"  {name:<16} {seconds:8.3f} s" for name, seconds in result.timings.items()]
+
+
+def run_document(sweep: Any, result: Any, rows: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """One run for ``sweeps run --json``: the same fields as the table and the lines, SI."""
+    return {
+        "name": sweep.name,
+        "title": sweep.title,
+        "config": sweep.path,
+        "folder": str(result.folder),
+        "layout": result.layout,
+        "chunks": result.chunks,
+        "rows": dict(result.rows),
+        "files": list(result.files),
+        "skipped": list(result.skipped),
+        "seconds": dict(result.timings),
+        "ceiling_fraction": sweep.options.ceiling_fraction,
+        "summary": rows,
+        "units": units([*CONFIGURATION, *SUMMARY_FIELDS, "fits"]),
+    }
+
+
+def where_rows_are(result: Any) -> str:
+    """Where every configuration of a result is: the decode file or the decode dataset."""
+    return "the decode/ dataset" if result.layout == "partitioned" else "decode.parquet"
+
+
+def plan_document(plan: Any) -> dict[str, Any]:
+    """A ``Plan`` for ``sweeps validate --json``, SI units."""
+    return {
+        "config": plan.sweep.path,
+        "ok": True,
+        "name": plan.sweep.name,
+        "rows": dict(plan.rows),
+        "memory_bytes": plan.memory,
+        "budget_bytes": plan.budget,
+        "layout": plan.layout,
+        "chunks": plan.chunks,
+    }
+
+
+def plan_line(plan: Any) -> str:
+    """One line per valid config: rows per table, the memory a run needs, how it will run."""
+    how = "in memory, single files"
     if plan.streamed:
         how = (
             f"streamed in {plan.chunks:,} chunks, partitioned by model "
-            f"(budget {plan.budget / 2**30:,.2f} GiB)"
+            f"(budget {binary(plan.budget)})"
         )
     tables = ", ".join(f"{name} {rows:,} points" for name, rows in plan.rows.items())
-    click.echo(
-        f"{sweep.path}: ok: {sweep.name}: {tables}, estimated memory "
-        f"{plan.memory / 2**20:,.1f} MiB; {how}"
+    return (
+        f"{plan.sweep.path}: ok: {plan.sweep.name}: {tables}, estimated memory "
+        f"{binary(plan.memory)}; {how}"
     )
 
 
-def print_catalog(console: Any, what: str) -> None:
-    """The catalog as a table, with sources."""
-    from rich.table import Table
+def classification_table(result: Mapping[str, Any]) -> Any:
+    """The textbook classification of one point (``classify_llm_phases``) as a table."""
+    from rich.text import Text
 
-    from sweeps.catalog import load_catalog, unique
+    from sweeps.cli.console import table as new_table
 
-    catalog = load_catalog()
-    table = Table(title=f"catalog: {what}", title_justify="left", show_lines=False)
-    if what == "hardware":
-        for header in (
-            "id",
-            "name",
-            "bf16 dense",
-            "fp8 dense",
-            "bandwidth",
-            "memory",
-            "ridge",
-            "source",
-        ):
-            table.add_column(header, overflow="fold")
-        for hw in unique(catalog.hardware):
-            fp8 = hw.peak_flops.get("fp8")
-            table.add_row(
-                hw.id,
-                hw.name,
-                _si(hw.peak_flops["bf16"], "FLOP/s"),
-                _si(fp8, "FLOP/s") if fp8 else "-",
-                _si(hw.bandwidth, "B/s"),
-                f"{hw.memory / 2**30:,.1f} GiB",
-                f"{hw.peak_flops['bf16'] / hw.bandwidth:.0f}",
-                hw.source[:80],
-            )
-    elif what == "models":
-        for header in (
-            "id",
-            "params",
-            "active",
-            "layers",
-            "heads",
-            "kv heads",
-            "head dim",
-            "attention",
-            "source",
-        ):
-            table.add_column(header, overflow="fold")
-        for m in unique(catalog.models):
-            table.add_row(
-                m.id,
-                _si(m.params, ""),
-                _si(m.active_params, ""),
-                str(m.layers),
-                str(m.heads),
-                str(m.kv_heads),
-                str(m.head_dim),
-                m.attention,
-                m.source[:80],
-            )
-    else:
-        for header in ("name", "bits", "group", "scale bytes", "bytes/element", "description"):
-            table.add_column(header)
-        for d in catalog.dtypes.values():
-            table.add_row(
-                d.name,
-                f"{d.bits:g}",
-                str(d.group_size or "-"),
-                f"{d.scale_bytes:g}",
-                f"{d.bytes_per_element:.6g}",
-                d.description,
-            )
-    console.print(table)
-
-
-def print_classification(console: Any, result: dict[str, Any]) -> None:
-    """The textbook classification of one point."""
-    from rich.table import Table
-
-    table = Table(title=f"ridge point {result['ridge_point']} FLOP/byte", title_justify="left")
-    for header in (
-        "phase",
-        "FLOPs",
-        "bytes",
-        "AI [FLOP/B]",
-        "bottleneck",
-        "attainable",
-        "utilization",
-    ):
-        table.add_column(header)
+    ridge = REGISTRY["ridge_point"].unit
+    table = new_table(f"ridge point {result['ridge_point']} {ridge}")
+    for title in ("phase", "FLOPs", "bytes", "AI", "bottleneck", "attainable", "utilization"):
+        table.add_column(Text(f"AI\n[{ridge}]" if title == "AI" else title), no_wrap=True)
     for phase in ("prefill", "decode"):
         p = result[phase]
         table.add_row(
             phase,
-            _si(p["total_flops"], "FLOP"),
-            _si(p["memory_bytes"], "B"),
-            f"{p['arithmetic_intensity']}",
+            si(p["total_flops"], "FLOP"),
+            si(p["memory_bytes"], "byte"),
+            f"{p['arithmetic_intensity']:,}",
             p["bottleneck"],
-            _si(p["achieved_flops"], "FLOP/s"),
+            si(p["achieved_flops"], "FLOP/s"),
             f"{p['utilization_percent']} %",
         )
-    console.print(table)
+    return table
+
+
+def model_lines(model: Any) -> list[str]:
+    """The resolved spec of an imported model, for a person to check before pasting."""
+    lines = [
+        f"model            {model.id} ({model.family})",
+        f"params           {model.params:,.0f} total, {model.active_params:,.0f} active",
+        f"layers           {model.layers}",
+        f"heads            {model.heads} query, {model.kv_heads} KV, head_dim {model.head_dim}",
+        f"attention        {model.attention}",
+        f"kv bytes/token   {model.kv_bytes_per_token():,.0f} in bf16, all layers",
+    ]
+    if model.is_moe:
+        lines.append(
+            f"experts          {model.experts} routed, {model.experts_per_token} per "
+            f"token, {model.shared_experts} shared"
+        )
+    if model.is_mla:
+        lines.append(
+            f"mla              kv_lora_rank {model.kv_lora_rank}, qk_rope_head_dim "
+            f"{model.qk_rope_head_dim}, v_head_dim {model.v_head_dim}"
+        )
+    if model.local_layers:
+        lines.append(
+            f"sliding window   {model.sliding_window} tokens on {model.local_layers} "
+            f"of {model.layers} layers"
+        )
+    lines.append(f"max context      {model.max_context:,}")
+    if model.notes:
+        lines.append(f"notes            {model.notes}")
+    return lines

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import xarray as xr
 
 from sweeps.config import Sweep, load_config
+from sweeps.errors import ConfigError
 from sweeps.export import atomic_folder, check_target, to_netcdf, write_frame, write_tables
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.manifest import manifest
@@ -26,14 +27,30 @@ Hook = Callable[[xr.Dataset, Sweep, Path], list[str]]
 files there and return their paths relative to it."""
 
 
-def run(config: Sweep | str | Path, chunks: Mapping[str, int] | None = None) -> xr.Dataset:
-    """The grid of a sweep: a ``Sweep``, or the path of a config file to load first.
+def run(
+    config: Sweep | str | Path | Mapping[str, Any], chunks: Mapping[str, int] | None = None
+) -> xr.Dataset:
+    """The grid of a sweep: a ``Sweep``, the path of a config file to load first, or a dict of
+    the file's tables (as ``tomllib`` reads one), validated as a file is.
 
     ``chunks`` (e.g. ``{"model": 1}``, needs the ``dask`` extra) gives a lazy grid whose
     full-rank variables are dask arrays, computed block by block when asked (see
     ``sweeps.grid.build_grid``).
     """
-    sweep = config if isinstance(config, Sweep) else load_config(config)
+    if isinstance(config, Sweep):
+        sweep = config
+    elif isinstance(config, str | Path):
+        sweep = load_config(config)
+    elif isinstance(config, Mapping):
+        from sweeps.pipeline.mapping import sweep_from_mapping
+
+        sweep = sweep_from_mapping(config)
+    else:
+        msg = (
+            f"sweeps.run: a config is a path, a Sweep or a dict of a config file's tables; "
+            f"got {type(config).__name__}"
+        )
+        raise ConfigError(msg)
     return build_grid(sweep, chunks=chunks)
 
 

@@ -1,0 +1,162 @@
+"""Where the CLI writes: results on stdout, progress and status on stderr, at the real width.
+
+A terminal gets its own width (never forced wider: a line longer than the terminal wraps and
+leaves a stale copy on every refresh of a progress bar), colour unless ``NO_COLOR`` is set, and
+transient progress bars. A pipe gets plain text at the table's natural width, so nothing is cut,
+and no bar. ``--json`` prints one document on stdout and nothing else there; ``--quiet`` keeps
+only the results; ``-v`` adds timings and the plan.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+PIPE_WIDTH = 10_000
+"""Width of a console that is not a terminal: a table is laid out at its natural width."""
+
+
+def _console(stream: Any) -> Any:
+    from rich.console import Console
+
+    terminal = stream.isatty()
+    return Console(
+        file=stream,
+        width=None if terminal else PIPE_WIDTH,
+        no_color="NO_COLOR" in os.environ or not terminal,
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+    )
+
+
+def table(title: str, caption: str | None = None) -> Any:
+    """A rich table in the house style: a rule under the header, no vertical borders (three
+    columns of a terminal's width saved per column), plain-text title and caption."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    return Table(
+        title=Text(title),
+        title_justify="left",
+        caption=Text(caption) if caption else None,
+        caption_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+
+
+@dataclass
+class Output:
+    """The two streams of one command and how much it says: ``json``, ``quiet``, ``verbose``."""
+
+    json: bool = False
+    quiet: bool = False
+    verbose: int = 0
+    _out: Any = field(default=None, repr=False)
+    _err: Any = field(default=None, repr=False)
+
+    @property
+    def out(self) -> Any:
+        """The rich console on stdout (results)."""
+        if self._out is None:
+            self._out = _console(sys.stdout)
+        return self._out
+
+    @property
+    def err(self) -> Any:
+        """The rich console on stderr (progress, status)."""
+        if self._err is None:
+            self._err = _console(sys.stderr)
+        return self._err
+
+    @property
+    def width(self) -> int | None:
+        """The terminal's width for stdout, or ``None`` when stdout is not a terminal."""
+        return self.out.width if self.out.is_terminal else None
+
+    def result(self, renderable: Any) -> None:
+        """A result (a table, a line): stdout; not with ``--json``."""
+        if not self.json:
+            self.out.print(renderable, crop=False, markup=False)
+
+    def document(self, document: object) -> None:
+        """The ``--json`` document: stdout, one JSON value."""
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        sys.stdout.flush()
+
+    def status(self, text: str, level: int = 0) -> None:
+        """A status line on stderr: not with ``--quiet``; ``level`` 1 only with ``-v``."""
+        if not self.quiet and self.verbose >= level:
+            self.err.print(text, markup=False, highlight=False)
+
+    @contextmanager
+    def phases(self, name: str) -> Iterator[Phases]:
+        """Progress bars on stderr for the phases of a run of ``name`` (none when piped)."""
+        if self.quiet or not self.err.is_terminal:
+            yield Phases(None, name)
+            return
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            SpinnerColumn,
+            TaskProgressColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.table import Column
+
+        columns = (
+            SpinnerColumn(),
+            TextColumn("{task.description}", table_column=Column(no_wrap=True, ratio=1)),
+            BarColumn(bar_width=20),
+            TaskProgressColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=self.err, transient=True) as bar:
+            yield Phases(bar, name)
+
+
+class Phases:
+    """One bar per phase, each saying what it does; ``None`` as ``bar`` draws nothing.
+
+    ``start`` opens a phase (and closes the one before), ``update`` moves it, ``done`` ends it.
+    """
+
+    def __init__(self, bar: Any, name: str) -> None:
+        self._bar = bar
+        self._name = name
+        self._task: Any = None
+
+    def start(self, what: str, total: float | None = None) -> None:
+        """Open the phase ``what`` (``total`` units of work, ``None``: not known)."""
+        self.done()
+        if self._bar is not None:
+            description = f"{self._name}: {what}"
+            self._task = self._bar.add_task(description, total=total)
+
+    def update(self, done: float, total: float) -> None:
+        """``done`` of ``total`` units of the open phase."""
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, completed=done, total=total)
+
+    def done(self) -> None:
+        """Close the open phase (its bar is removed: the bars are transient)."""
+        if self._bar is not None and self._task is not None:
+            self._bar.remove_task(self._task)
+        self._task = None
+
+    @property
+    def drawn(self) -> bool:
+        """Whether the phases are drawn (a terminal, not ``--quiet``)."""
+        return self._bar is not None

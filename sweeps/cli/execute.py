@@ -1,0 +1,93 @@
+"""``sweeps run`` for one sweep: one library call (``run_to_folder``) with its phases drawn.
+
+The library reports the progress of the grid and the tables (once at the end in memory, after
+each chunk when streamed); the figures and the report are hooks, so their phases are opened
+here, around each hook. What the run wrote is then rendered from the ``RunResult``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+from sweeps.cli.console import Output, Phases
+from sweeps.config import Sweep
+
+HOOK_PHASES = {"figures": "writing figures", "report": "writing the report"}
+"""What each output hook's phase says, by the hook's name (else ``writing <name>``)."""
+
+
+def _phased(hook: Any, phases: Phases) -> Any:
+    name = getattr(hook, "__name__", "hook")
+
+    @functools.wraps(hook)
+    def wrapper(*args: Any) -> Any:
+        phases.start(HOOK_PHASES.get(name, f"writing {name}"))
+        return hook(*args)
+
+    return wrapper
+
+
+def _grid_progress(phases: Phases, after: str) -> Any:
+    """The library's progress callback: moves the grid phase, then opens ``after``."""
+
+    def progress(done: int, total: int) -> None:
+        phases.update(done, total)
+        if done >= total:
+            phases.start(after)
+
+    return progress
+
+
+def run_one(
+    sweep: Sweep, out: Path, force: bool, budget: int | None, client: Any, output: Output
+) -> dict[str, Any]:
+    """Run ``sweep`` into ``out``, draw its phases, print its summary; its ``--json`` record."""
+    from sweeps.charts import output_hooks
+    from sweeps.cli import render
+    from sweeps.pipeline import plan, run_to_folder
+
+    how = plan(sweep, budget, distributed=client is not None)
+    output.status(render.plan_line(how), level=1)
+    with output.phases(sweep.name) as phases:
+        if how.streamed:
+            phases.start(f"computing and writing {how.chunks:,} chunks")
+            after = "writing the spec tables and the summary"
+        else:
+            phases.start("computing the grid and writing the tables")
+            after = "writing the manifest"
+        result = run_to_folder(
+            sweep,
+            out,
+            force=force,
+            hooks=tuple(_phased(hook, phases) for hook in output_hooks(sweep)),
+            memory_budget=budget,
+            progress=_grid_progress(phases, after) if phases.drawn else None,
+            client=client,
+        )
+        phases.start("summarizing")
+        frame = result.summary()
+        rows = None if frame is None else render.summary_rows(frame)
+        phases.done()
+    if rows:
+        output.result(
+            render.summary_table(
+                rows,
+                sweep.title,
+                sweep.options.ceiling_fraction,
+                render.where_rows_are(result),
+                output.out,
+                output.width,
+            )
+        )
+    if frame is None:
+        output.status(
+            "no summary: even the grid at one batch size is over the memory budget "
+            f"({render.where_rows_are(result)} has every configuration)"
+        )
+    for line in render.run_lines(result, distributed=client is not None):
+        output.status(line)
+    for line in render.timing_lines(result):
+        output.status(line, level=1)
+    return render.run_document(sweep, result, rows)

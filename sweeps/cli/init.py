@@ -1,0 +1,120 @@
+"""``sweeps init``: a commented starter config, or a copy of a shipped study.
+
+The studies are package data (``sweeps/studies/*.toml``, the repository's ``configs/``), so a
+plain ``pip install`` has them. Every file written here carries the ``#:schema`` line that
+points editors (taplo, VS Code's Even Better TOML) at ``sweeps.schema.json`` beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from importlib.abc import Traversable
+from pathlib import Path
+
+from sweeps.cli.errors import BadArguments
+
+SCHEMA_FILE = "sweeps.schema.json"
+"""The JSON Schema's file name, beside the configs that point at it."""
+SCHEMA_LINE = f"#:schema ./{SCHEMA_FILE}"
+"""The first line of every shipped config: taplo's directive, relative to the config."""
+
+JSON_SCHEMA_DRAFT = "http://json-schema.org/draft-07/schema#"
+"""The draft the schema declares: the one taplo's validator and ``jsonschema`` both read
+(pydantic's output uses nothing newer; ``$defs`` are reached by JSON pointer)."""
+
+STARTER = """\
+{schema}
+# A sweep: every combination of the [axes] values is one point of the grid.
+# Check it with `sweeps validate {file}`, run it with `sweeps run {file}`.
+# Every key: `sweeps schema`, and the README's "Config reference".
+
+[sweep]
+name = "{name}"  # the output folder: outputs/{name}/
+title = "{title}"
+
+[axes]
+model = {models}  # catalog ids (`sweeps list models`) or [models.NAME] tables
+hardware = {hardware}  # catalog ids (`sweeps list hardware`) or [hardware.NAME] tables
+batch = {{ start = 1, stop = 256, geometric = true }}  # sequences per decode step: 1, 2, 4 ... 256
+context = [512, 8192]  # tokens in each sequence's KV cache
+kv_heads = ["native"]  # the model's own KV heads, or counts to compare (GQA)
+kv_dtype = ["bf16"]  # KV-cache number formats (`sweeps list dtypes`)
+weight_dtype = ["bf16"]  # weight number formats
+# tp = [1, 2]  # tensor-parallel degrees
+
+[options]
+memory_reserve = 0.10  # fraction of device memory kept for activations and runtime
+ceiling_fraction = 0.90  # "how close to the ceiling" the summary asks about
+
+[outputs]
+charts = ["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
+formats = ["html"]  # add "png", "svg" for static figures
+"""
+
+
+def _studies() -> Traversable:
+    return resources.files("sweeps") / "studies"
+
+
+def study_names() -> list[str]:
+    """The shipped studies by name (their file names less ``.toml``)."""
+    files = [p.name for p in _studies().iterdir()]
+    return sorted(name.removesuffix(".toml") for name in files if name.endswith(".toml"))
+
+
+def study_text(name: str) -> str:
+    """The text of the shipped study ``name``."""
+    from sweeps.catalog.loader import suggest
+
+    names = study_names()
+    if name not in names:
+        msg = f"--study {name}: no such study; {suggest(name, names)} (see sweeps init --list)"
+        raise BadArguments(msg)
+    return (_studies() / f"{name}.toml").read_text(encoding="utf-8")
+
+
+def study_title(name: str) -> str:
+    """The first comment line of a study: what it is about."""
+    for line in study_text(name).splitlines():
+        if line.startswith("# "):
+            return line.removeprefix("# ")
+    return ""
+
+
+def starter_text(name: str, models: tuple[str, ...], hardware: tuple[str, ...]) -> str:
+    """A commented starter config for ``models`` on ``hardware`` (it validates)."""
+    return STARTER.format(
+        schema=SCHEMA_LINE,
+        file=f"{name}.toml",
+        name=name,
+        title=f"{', '.join(models)} on {', '.join(hardware)}",
+        models=json.dumps(list(models)),
+        hardware=json.dumps(list(hardware)),
+    )
+
+
+def schema_text() -> str:
+    """The config files' JSON Schema (``sweeps.config.schema.ConfigFile``), as JSON text."""
+    from sweeps.config.schema import ConfigFile
+
+    document = {"$schema": JSON_SCHEMA_DRAFT, **ConfigFile.model_json_schema()}
+    return json.dumps(document, indent=2) + "\n"
+
+
+def write_config(path: Path, text: str, force: bool) -> list[Path]:
+    """Validate ``text`` as ``path``, write it and, when missing, the schema beside it."""
+    from sweeps.config import parse_config
+
+    if path.exists() and not force:
+        msg = f"{path}: a file is already there; pass --force to replace it, or give another NAME"
+        raise BadArguments(msg)
+    parse_config(text, str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    written = [path]
+    schema = path.parent / SCHEMA_FILE
+    if not schema.exists():
+        schema.write_text(schema_text(), encoding="utf-8")
+        written.append(schema)
+    return written
