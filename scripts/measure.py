@@ -12,7 +12,7 @@ causal attention. Times are CUDA events after warm-up, the median of ``--iters``
     sweeps calibrate measured-h200.csv
 
 PyTorch is needed to measure (it is not a dependency of sweeps); everything else here, the
-arguments and the CSV, works without it.
+arguments and the CSV, works without it (sweeps itself provides the CSV's columns).
 """
 
 from __future__ import annotations
@@ -26,22 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-COLUMNS = (
-    "model",
-    "hardware",
-    "tp",
-    "weight_dtype",
-    "kv_dtype",
-    "compute_dtype",
-    "batch",
-    "prompt_tokens",
-    "output_tokens",
-    "metric",
-    "value",
-    "per",
-    "source",
-)
-"""The calibrate CSV's columns (``sweeps.calibrate.COLUMNS``), in order."""
+from sweeps.calibrate import COLUMNS  # the CSV is written for sweeps calibrate
 
 DTYPES = ("bf16", "fp16", "fp32")
 

@@ -11,6 +11,15 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"
 SEED_CONFIG = CONFIGS / "seed-llama3-8b-h100.toml"
 
+BASE_CONFIG = """
+[sweep]
+name = "t"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm"]
+"""
+"""The smallest valid config, for tests that add or break one key."""
+
 # The note's abstract inputs: P = 8e9 at 2 bytes (2P = 16e9 bytes); one layer, one KV head of
 # dim 31250 gives kv_tok = 2 * 1 * 31250 * 2 * 1 = 125,000 bytes, so KV_seq = 1e9 bytes at
 # 8000 tokens and 0.064e9 bytes at 512 tokens, exactly the note's figures.

@@ -11,15 +11,8 @@ from sweeps.config import load_config, parse_config
 from sweeps.errors import ConfigError
 from sweeps.grid import DECODE_DIMS
 
+from .conftest import BASE_CONFIG as BASE
 from .conftest import CONFIGS
-
-BASE = """
-[sweep]
-name = "t"
-[axes]
-model = ["llama-3-8b"]
-hardware = ["h100-sxm"]
-"""
 
 
 def test_defaults_fill_missing_axes() -> None:

@@ -9,13 +9,7 @@ import pytest
 from sweeps.config import SWEEP_NAME_PATTERN, check_name, limits, parse_config
 from sweeps.errors import ConfigError
 
-BASE = """
-[sweep]
-name = "t"
-[axes]
-model = ["llama-3-8b"]
-hardware = ["h100-sxm"]
-"""
+from .conftest import BASE_CONFIG as BASE
 
 
 @pytest.mark.parametrize(

@@ -13,13 +13,7 @@ from sweeps.config import load_config, parse_config
 from sweeps.config.limits import MAX_PROBLEMS
 from sweeps.errors import ConfigError
 
-BASE = """
-[sweep]
-name = "t"
-[axes]
-model = ["llama-3-8b"]
-hardware = ["h100-sxm"]
-"""
+from .conftest import BASE_CONFIG as BASE
 
 
 def _lines(text: str, path: str = "s.toml") -> list[str]:

@@ -15,15 +15,8 @@ from sweeps.catalog import COMPUTE_DTYPES, load_catalog
 from sweeps.config import parse_config, schema
 from sweeps.errors import ConfigError
 
+from .conftest import BASE_CONFIG as BASE
 from .conftest import CONFIGS
-
-BASE = """
-[sweep]
-name = "t"
-[axes]
-model = ["llama-3-8b"]
-hardware = ["h100-sxm"]
-"""
 
 CUSTOM_MODEL = """
 [models.m]

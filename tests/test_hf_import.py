@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from sweeps.catalog import load_catalog
-from sweeps.catalog.hf_import import (
+from sweeps.catalog.hf import (
     count_parameters,
     default_name,
     load_model,

@@ -27,9 +27,7 @@ Index = tuple[int, ...]
 POSITION: dict[str, int] = {axis.dim: i for i, axis in enumerate(AXES)}
 """Where each dim's index sits in an ``Index``."""
 
-CHECKED: tuple[str, ...] = tuple(
-    v.name for a in ANALYSES for v in a.variables if v.dtype != "str"
-)
+CHECKED: tuple[str, ...] = tuple(v.name for a in ANALYSES for v in a.variables if v.dtype != "str")
 """What ``check`` compares: every number every analysis declares (those a sweep computes)."""
 
 

@@ -236,7 +236,7 @@ def import_model(path: Path, model_id: str | None) -> None:
     Example:
       sweeps import-model path/to/Meta-Llama-3-8B/config.json --id llama3-8b >> my-sweep.toml
     """
-    from sweeps.catalog.hf_import import load_model, model_to_toml
+    from sweeps.catalog.hf import load_model, model_to_toml
     from sweeps.cli.render import model_lines
 
     model = load_model(path, model_id)

@@ -13,19 +13,10 @@ from typing import Any
 
 from sweeps.axes import AXIS
 from sweeps.cli.numbers import binary, grouped, si, whole_batch
-from sweeps.grid import DECODE_DIMS, REGISTRY
+from sweeps.grid import REGISTRY
+from sweeps.grid.analyses.decode import CONFIGURATION
+from sweeps.grid.analyses.decode import SUMMARY as SUMMARY_FIELDS
 
-CONFIGURATION = tuple(dim for dim in DECODE_DIMS if dim != "batch")
-"""The axes of one configuration of the summary: all but the batch, which it answers for."""
-
-SUMMARY_FIELDS = (
-    "ceiling",
-    "knee_batch",
-    "ceiling_batch",
-    "max_batch",
-    "ridge_batch",
-    "ceiling_reachable",
-)
 """The summary's values per configuration, named as the registry names them."""
 
 BATCHES = ("knee_batch", "ceiling_batch", "max_batch", "ridge_batch")

@@ -52,7 +52,7 @@ def _read_json(key: str, given: str, path: Path, problems: Problems) -> dict[str
 
 def _imported(name: str, table: schema.ModelTable, base: Path, problems: Problems) -> Model | None:
     """The record of the table's ``config = "..."`` file (relative to ``base``), or None."""
-    from sweeps.catalog.hf_import import model_from_config
+    from sweeps.catalog.hf import model_from_config
 
     key, file = f"models.{name}", Path(str(table.config))
     path = file if file.is_absolute() else base / file

@@ -11,18 +11,8 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
-from sweeps.grid import DECODE_DIMS
-
-SUMMARY_DIMS = tuple(d for d in DECODE_DIMS if d != "batch")
-"""The dims of a configuration: the decode dims but the batch, which the summary answers for."""
-SUMMARY_VARIABLES = (
-    "ceiling",
-    "knee_batch",
-    "ceiling_batch",
-    "max_batch",
-    "ridge_batch",
-    "ceiling_reachable",
-)
+from sweeps.grid.analyses.decode import CONFIGURATION as SUMMARY_DIMS
+from sweeps.grid.analyses.decode import SUMMARY as SUMMARY_VARIABLES
 
 
 def summarize(ds: xr.Dataset) -> pl.DataFrame:

@@ -16,6 +16,18 @@ from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 
 DIMS = ("model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype")
 
+CONFIGURATION = tuple(dim for dim in DIMS if dim != "batch")
+"""The dims of one configuration: every decode dim but the batch, which the summary answers."""
+SUMMARY = (
+    "ceiling",
+    "knee_batch",
+    "ceiling_batch",
+    "max_batch",
+    "ridge_batch",
+    "ceiling_reachable",
+)
+"""What the summary says of a configuration (none of them has a batch dimension)."""
+
 
 def _compute(x: Inputs) -> dict[str, Any]:
     opt, tp, batch = x.options, x["tp"], x["batch"]
