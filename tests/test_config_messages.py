@@ -162,12 +162,18 @@ def _model_config(tmp_path: Path, reference: str) -> Path:
             None,
             r"models\.m\.config: '/dev/zero': /dev/zero: not a regular file; the config\.json must be",
         ),
-        ('{"a": ' * 100_000, r"models\.m\.config: 'c\.json': .*c\.json: not a JSON file"),
         (
-            '{"hidden_size": 1' + "0" * 5000 + "}",
-            r"models\.m\.config: 'c\.json': .*c\.json: not a JSON file",
+            '{"a": ' * 100_000,
+            r"models\.m\.config: 'c\.json': .*c\.json: field 'a' nests deeper than a config\.json",
         ),
-        ("[1, 2]", r"models\.m\.config: 'c\.json': .*c\.json: must hold a JSON object, not list"),
+        (
+            '{"model_type": "llama", "hidden_size": 1' + "0" * 5000 + "}",
+            r"models\.m\.config: 'c\.json': .*c\.json: field 'hidden_size' = 1000.* \(5001 digits\)",
+        ),
+        (
+            "[1, 2]",
+            r"models\.m\.config: 'c\.json': .*c\.json: a config\.json must hold a JSON object",
+        ),
     ],
 )
 def test_config_json_references_are_read_bounded(

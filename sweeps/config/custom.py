@@ -8,7 +8,6 @@ schema bounds as a value written in the table. Problems are added to the caller'
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,7 @@ from pydantic import ValidationError
 from sweeps.catalog import TABLE_FIELDS, DType, Hardware, Model
 from sweeps.config import schema
 from sweeps.config.messages import Problems, describe
-from sweeps.errors import ConfigError, ImportModelError
-from sweeps.files import read_text
+from sweeps.errors import ImportModelError
 
 MODEL_FIELDS: tuple[str, ...] = tuple(
     dict.fromkeys((*TABLE_FIELDS, "vocab_size", "tie_word_embeddings"))
@@ -32,22 +30,15 @@ SHAPE_KEYS = ("params", "layers", "heads", "kv_heads", "head_dim")
 
 
 def _read_json(key: str, given: str, path: Path, problems: Problems) -> dict[str, Any] | None:
-    """The JSON object in ``path`` (``given`` as written in the table), read bounded, or None."""
-    key = f"{key}.config"
+    """The JSON object in ``path`` (``given`` as written in the table), or None with the
+    problem noted under ``<key>.config`` (``sweeps.catalog.hf.read_config`` reads it)."""
+    from sweeps.catalog.hf import read_config
+
     try:
-        text = read_text(path, ConfigError, "config.json")
-    except ConfigError as error:
-        problems.add(key, f"{given!r}: {error}")
+        return read_config(path)
+    except ImportModelError as error:
+        problems.add(f"{key}.config", f"{given!r}: {error}")
         return None
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError) as error:  # bad JSON, a 5000-digit integer, deep nesting
-        problems.add(key, f"{given!r}: {path}: not a JSON file: {str(error)[:200]}")
-        return None
-    if not isinstance(data, dict):
-        problems.add(key, f"{given!r}: {path}: must hold a JSON object, not {type(data).__name__}")
-        return None
-    return data
 
 
 def _imported(name: str, table: schema.ModelTable, base: Path, problems: Problems) -> Model | None:
