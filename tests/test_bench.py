@@ -176,3 +176,11 @@ def test_interleaved_frees_the_previous_result_and_times_without_gc():
     assert 0 < seconds < float("inf")
     assert last is not None
     assert previous[-1]() is last  # the last result is returned
+
+
+def test_validate_line_measures_the_library_and_the_cold_command() -> None:
+    from sweeps.bench.validate import measure_validate
+
+    figures = measure_validate(values=1000)
+    assert figures["values"] == 1000
+    assert 0 < figures["parse_seconds"] < figures["command_seconds"]
