@@ -8,6 +8,7 @@ schema bounds as a value written in the table. Problems are added to the caller'
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -146,20 +147,18 @@ def custom_model(
     return Model(**values)
 
 
+_HARDWARE_FIELDS = {f.name for f in dataclasses.fields(Hardware)}
+
+
 def custom_hardware(name: str, table: schema.HardwareTable) -> Hardware:
-    """The ``Hardware`` of ``[hardware.<name>]``."""
-    peaks = {k: v for k, v in table.peak_flops.model_dump().items() if v is not None}
-    return Hardware(
-        id=name,
-        name=table.name or name,
-        vendor=table.vendor,
-        memory=table.memory,
-        bandwidth=table.bandwidth,
-        peak_flops=peaks,
-        memory_basis="bytes, as given in the config",
-        price_per_hour=table.price_per_hour,
-        source=table.source,
-    )
+    """The ``Hardware`` of ``[hardware.<name>]``: every key of the table that is a field of
+    the record, as given (a new ``Hardware`` field is one schema key away from custom tables)."""
+    given = {
+        key: getattr(table, key) for key in type(table).model_fields if key in _HARDWARE_FIELDS
+    }
+    given["peak_flops"] = {k: v for k, v in table.peak_flops.model_dump().items() if v is not None}
+    given["name"] = table.name or name
+    return Hardware(id=name, memory_basis="bytes, as given in the config", **given)
 
 
 def custom_dtype(name: str, table: schema.DTypeTable) -> DType:
