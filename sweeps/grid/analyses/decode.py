@@ -74,26 +74,36 @@ def _compute(x: Inputs) -> dict[str, Any]:
         x["layers"], batch, x["hidden_size"], opt.activation_bytes, tp
     )
     out["tile_fill"] = physics.tile_fill(batch)
-    point = x.engine.pointwise
-    step_bytes = point(physics.decode_bytes, DIMS, x["weights_read_bytes"], batch, kv_dev)
-    ai = point(physics.arithmetic_intensity, DIMS, out["flops"], step_bytes)
-    out["bytes"] = step_bytes
-    out["arithmetic_intensity"] = ai
-    out["fraction_of_ceiling"] = point(np.divide, DIMS, ai, ceiling)
-    roof = x.engine.roofline(
-        DIMS, with_tokens=True, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
-        max_batch=max_batch, peak=peak, bandwidth=bandwidth, ridge=ridge,
-        peak_flops=x["peak_flops"],
-    )  # fmt: skip
-    out["bottleneck"] = roof["bottleneck"]
-    out["attainable_flops"] = roof["attainable_flops"]
-    out["utilization"] = roof["utilization"]
-    out["step_time_s"] = roof["time"]
-    out["tokens_per_s"] = roof["tokens_per_s"]
-    out["feasible"] = roof["feasible"]
     out["compute_dtype"] = x["_compute_dtype"]
+    out.update(_roofline(x, out, kv_dev, peak, bandwidth))
     out.update(_bandwidth=bandwidth, _peak=peak, _attention_on=attention_on)
     return out
+
+
+def _roofline(
+    x: Inputs, out: dict[str, Any], kv_dev: Any, peak: Any, bandwidth: Any
+) -> dict[str, Any]:
+    """The per-point outputs: the step's bytes and intensity laid out for the compiled pass,
+    then the pass itself (bottleneck, attainable FLOP/s, step time, tokens/s, feasibility)."""
+    batch, point = x["batch"], x.engine.pointwise
+    step_bytes = point(physics.decode_bytes, DIMS, x["weights_read_bytes"], batch, kv_dev)
+    ai = point(physics.arithmetic_intensity, DIMS, out["flops"], step_bytes)
+    roof = x.engine.roofline(
+        DIMS, with_tokens=True, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
+        max_batch=out["max_batch"], peak=peak, bandwidth=bandwidth, ridge=out["ridge_point"],
+        peak_flops=x["peak_flops"],
+    )  # fmt: skip
+    return {
+        "bytes": step_bytes,
+        "arithmetic_intensity": ai,
+        "fraction_of_ceiling": point(np.divide, DIMS, ai, out["ceiling"]),
+        "bottleneck": roof["bottleneck"],
+        "attainable_flops": roof["attainable_flops"],
+        "utilization": roof["utilization"],
+        "step_time_s": roof["time"],
+        "tokens_per_s": roof["tokens_per_s"],
+        "feasible": roof["feasible"],
+    }
 
 
 _V = Variable
