@@ -16,6 +16,7 @@ import sweeps.pipeline.execute
 from sweeps.cli import cluster, options
 from sweeps.cli.main import cli
 
+from .conftest import SEED_CONFIG as SEED
 from .test_cli import GOOD
 
 
@@ -160,3 +161,17 @@ def test_an_os_error_outside_a_run_names_no_flag_the_command_lacks(
         result.stderr
         == "Error: mine.toml: the disk is full; free some space or choose another folder\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"),
+    [
+        ("1e999", "'1e999' is larger than any machine; allowed: at most 4 EiB"),
+        ("", "cannot read '' as a size; write e.g. 2GiB"),
+        ("0", "'0' is less than a run holds before any grid"),
+    ],
+)
+def test_a_memory_budget_is_a_size_or_a_usage_error(budget: str, message: str) -> None:
+    result = invoke("validate", str(SEED), "--memory-budget", budget)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: --memory-budget: {message}")

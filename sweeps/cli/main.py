@@ -20,6 +20,7 @@ from sweeps.cli.errors import EXIT_BAD_INPUT, error_line, handled
 from sweeps.cli.options import (
     POSITIVE,
     CatalogId,
+    budget,
     check_out,
     cluster_options,
     configs_argument,
@@ -77,12 +78,12 @@ def run(
     from sweeps.config import load_config
 
     sweeps = [load_config(path) for path in configs]
-    budget = parse_size(memory_budget) if memory_budget else None
+    size = budget(memory_budget)
     check_out(out)
     documents = []
     with cluster(scheduler, workers) as client:
         for sweep in sweeps:
-            documents.append(run_one(sweep, out, force, budget, client, output))
+            documents.append(run_one(sweep, out, force, size, client, output))
     if output.json:
         output.document({"runs": documents})
 
@@ -104,11 +105,11 @@ def validate(configs: tuple[Path, ...], memory_budget: str | None, output: Outpu
     from sweeps.errors import ConfigError
     from sweeps.pipeline import plan
 
-    budget = parse_size(memory_budget) if memory_budget else None
+    size = budget(memory_budget)
     documents: list[dict[str, Any]] = []
     for path in configs:  # each file on its own: one bad config hides no other verdict
         try:
-            how = plan(load_config(path), budget)
+            how = plan(load_config(path), size)
         except ConfigError as error:
             error_line(str(error))
             documents.append({"config": str(path), "ok": False, "error": str(error)})

@@ -42,6 +42,9 @@ _UNITS = {
 }
 
 
+_LARGEST = float(2**62)
+
+
 def parse_size(text: str) -> int:
     """``"2GiB"``, ``"512MB"``, ``"1.5e9"`` as a number of bytes [byte], for ``--memory-budget``.
 
@@ -56,7 +59,11 @@ def parse_size(text: str) -> int:
             f"1e9 (units: {', '.join(u for u in _UNITS if u)})"
         )
         raise ConfigError(msg)
-    size = int(float(match.group(1)) * _UNITS[match.group(2)])
+    value = float(match.group(1)) * _UNITS[match.group(2)]
+    if not value < _LARGEST:  # 1e999 is inf; no machine has 2**62 bytes
+        msg = f"--memory-budget: {text!r} is larger than any machine; allowed: at most 4 EiB"
+        raise ConfigError(msg)
+    size = int(value)
     if size < BASE_BYTES:
         msg = (
             f"--memory-budget: {text!r} is less than a run holds before any grid "
@@ -68,8 +75,15 @@ def parse_size(text: str) -> int:
 
 
 def memory_budget_option(help_text: str) -> Callable[[F], F]:
-    """The ``--memory-budget SIZE`` option, with the command's own ``help_text``."""
+    """The ``--memory-budget SIZE`` option, with the command's own ``help_text``; the command
+    reads it with ``budget`` (inside its error handling)."""
     return click.option("--memory-budget", default=None, metavar="SIZE", help=help_text)
+
+
+def budget(text: str | None) -> int | None:
+    """The ``--memory-budget`` given, in bytes, or None when it is not given (an empty value
+    is a mistake, not the default: ``parse_size`` says so)."""
+    return None if text is None else parse_size(text)
 
 
 class PositiveFinite(click.ParamType):
