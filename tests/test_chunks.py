@@ -6,11 +6,11 @@ import polars as pl
 import pytest
 
 import sweeps.grid.build as build
+from sweeps.axes import categories
+from sweeps.cli.options import parse_size
 from sweeps.config import parse_config
 from sweeps.errors import ConfigError
 from sweeps.export.frame import decode_frame, prefill_frame
-from sweeps.axes import categories
-from sweeps.cli.options import parse_size
 from sweeps.grid.chunks import needs_chunks, plan_chunks
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 from sweeps.pipeline import run_to_folder

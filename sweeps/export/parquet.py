@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import xarray as xr
 
-from sweeps.axes import AXIS
+from sweeps.axes import AXIS, NAME_DIMS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS
-from sweeps.export.frame import TABLE_NAMES, frame
+from sweeps.export.frame import SPEC_TABLES, TABLE_NAMES, frame
 from sweeps.grid import REGISTRY, Variable
 from sweeps.grid.analyses import BY_NAME
 
@@ -62,17 +63,46 @@ def column_info(frame: pl.DataFrame, table: str) -> dict[str, dict[str, str]]:
     return info
 
 
-def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[str, str]]:
-    """Write ``frame`` with its columns' units and descriptions as Parquet key-value metadata.
+def arrow_schema(frame: pl.DataFrame, info: dict[str, dict[str, str]]) -> Any:
+    """The Arrow schema of ``frame`` with each column's unit and description in its field
+    metadata, and the whole map in the schema metadata (``sweeps:columns``, and
+    ``PANDAS_ATTRS``, which pandas reads into ``DataFrame.attrs["units"]``)."""
+    import pyarrow as pa
 
-    Keys: ``sweeps:columns`` (JSON of ``{column: {unit, description}}``) and one
-    ``unit:<column>`` per column, readable with DuckDB's ``parquet_kv_metadata``. Returns that
-    ``{column: {unit, description}}`` map (``column_info``).
-    """
-    info = column_info(frame, table)
+    fields = [
+        field.with_metadata({**(field.metadata or {}), **info[field.name]})
+        for field in frame.head(0).to_arrow().schema
+    ]
+    units = {column: entry["unit"] for column, entry in info.items()}
+    attrs = {"units": units, "descriptions": {c: e["description"] for c, e in info.items()}}
+    return pa.schema(
+        fields, metadata={"sweeps:columns": json.dumps(info), "PANDAS_ATTRS": json.dumps(attrs)}
+    )
+
+
+def parquet_metadata(info: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The Parquet footer's key-value metadata: ``sweeps:columns`` and one ``unit:<column>``
+    per column, for readers that see only the footer (DuckDB's ``parquet_kv_metadata``)."""
     metadata = {"sweeps:columns": json.dumps(info)}
     metadata.update({f"unit:{column}": entry["unit"] for column, entry in info.items()})
-    frame.write_parquet(path, metadata=metadata, **WRITE_OPTIONS)
+    return metadata
+
+
+def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[str, str]]:
+    """Write ``frame`` with its columns' units and descriptions in the file's metadata.
+
+    Three places, one per kind of reader: the Parquet footer's key-value metadata
+    (``parquet_metadata``), the Arrow schema's field metadata and schema metadata
+    (``arrow_schema``: pyarrow, pandas). Returns the ``{column: {unit, description}}`` map
+    (``column_info``).
+    """
+    info = column_info(frame, table)
+    frame.write_parquet(
+        path,
+        metadata=parquet_metadata(info),
+        arrow_schema=arrow_schema(frame, info),
+        **WRITE_OPTIONS,
+    )
     return info
 
 
@@ -87,23 +117,51 @@ class Written:
 
     rows: int
     columns: dict[str, dict[str, str]]
+    files: list[str] = field(default_factory=list)
 
 
-def write_tables(ds: xr.Dataset, folder: Path) -> dict[str, Written]:
-    """Write ``<table>.parquet`` for each of the ``TABLES`` into ``folder``.
+PART = "{table}/{model}.parquet"
+"""Where a model's rows of a table go in the partitioned layout, relative to the result
+folder. Named by the model id alone, not ``model=<id>``: each file keeps its ``model``
+column, and a ``key=value`` folder makes pyarrow, pandas and Polars read a second ``model``
+(a plain string from the path) that clashes with the file's own Enum."""
 
-    One table at a time: each frame is built, written and freed before the next, so the export
-    needs memory for the largest table only, not for all of them. A lazy (dask-backed) grid is
-    computed once first, not once per column.
+
+PART_PATTERN = PART.replace("{model}", "<model>")
+"""``PART`` as the manifest describes it: ``<table>/<model>.parquet``."""
+
+
+def table_files(table: str, layout: str, models: Sequence[str]) -> list[str]:
+    """The files of ``table`` in ``layout`` (``single`` or ``partitioned``), relative to the
+    result folder, in row order."""
+    if layout == "partitioned":
+        return [PART.format(table=table, model=model) for model in models]
+    return [f"{table}.parquet"]
+
+
+def write_tables(ds: xr.Dataset, folder: Path, layout: str = "single") -> dict[str, Written]:
+    """Write every table of ``TABLES`` into ``folder``: the spec tables as one file each, the
+    analysis tables as ``table_files`` says for ``layout``.
+
+    One table (one model's rows in the partitioned layout) at a time: each frame is built,
+    written and freed before the next. A lazy (dask-backed) grid is computed once first.
     """
     if any(variable.chunks is not None for variable in ds.variables.values()):
         ds = ds.compute()
+    models = [str(m) for m in ds["model"].values]
+    enums = {dim: [str(v) for v in ds[dim].values] for dim in NAME_DIMS}
     written = {}
     for name in TABLES:
-        table = frame(ds, name)
-        info = write_frame(table, folder / f"{name}.parquet", name)
-        written[name] = Written(table.height, info)
-        del table
+        files = [f"{name}.parquet"] if name in SPEC_TABLES else table_files(name, layout, models)
+        rows, info = 0, {}
+        for index, relative in enumerate(files):
+            part = ds if len(files) == 1 else ds.isel(model=[index])
+            table = frame(part, name, enums)
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            info = write_frame(table, folder / relative, name)
+            rows += table.height
+            del table
+        written[name] = Written(rows, info, files)
     return written
 
 

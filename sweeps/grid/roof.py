@@ -11,10 +11,14 @@ bits (IEEE arithmetic, no fast-math).
 
 from __future__ import annotations
 
+import os
+import tempfile
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import xarray as xr
@@ -49,7 +53,6 @@ def _kernel() -> Callable[..., None] | None:
     roofline_time = jit(physics.roofline_time)
     tokens = jit(physics.tokens_per_second)
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
     def roof(
         ai,
         nbytes,
@@ -89,7 +92,41 @@ def _kernel() -> Callable[..., None] | None:
                             for r in range(rest):
                                 o_tokens[m, h, s, b, r] = tokens(size, o_time[m, h, s, b, r])
 
-    return roof
+    return _cached(numba, roof)
+
+
+def _temporary_cache() -> str:
+    """A cache folder in the temporary folder: this user's own, kept across runs so that
+    only the first compiles; a fresh one if another user holds that name."""
+    folder = Path(tempfile.gettempdir()) / f"sweeps-numba-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder.stat().st_uid == os.getuid() and os.access(folder, os.W_OK):
+            return str(folder)
+    except OSError:
+        pass
+    return tempfile.mkdtemp(prefix="sweeps-numba-")
+
+
+def _cached(numba: Any, function: Callable[..., None]) -> Callable[..., None]:
+    """``function`` compiled with its machine code cached on disk, beside the package or in
+    numba's user cache folder; where neither is writable (a read-only install run by a user
+    without a writable home), in a temporary folder instead, said once with a warning."""
+    options = {"cache": True, "nogil": True, "error_model": "numpy"}
+    try:
+        return cast(Callable[..., None], numba.njit(**options)(function))
+    except RuntimeError as error:
+        if "no locator available" not in str(error):
+            raise
+    config: Any = numba.core.config
+    config.CACHE_DIR = _temporary_cache()
+    warnings.warn(
+        "sweeps: no writable place to cache the compiled roofline loop (the package folder "
+        f"and the home folder are read-only); caching it in {config.CACHE_DIR}",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+    return cast(Callable[..., None], numba.njit(**options)(function))
 
 
 def roofline_outputs(

@@ -12,11 +12,23 @@ from typing import TYPE_CHECKING, Any
 import xarray as xr
 
 from sweeps.config import Sweep, load_config
-from sweeps.export import atomic_folder, check_target, to_netcdf, write_frame, write_tables
+from sweeps.export import (
+    DATABASE,
+    GRID_FILES,
+    Written,
+    atomic_folder,
+    check_target,
+    result_folder,
+    write_database,
+    write_frame,
+    write_grid,
+    write_tables,
+)
+from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import TABLES, build_grid
 from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.plan import Plan, plan
-from sweeps.pipeline.stream import PART_PATTERN, Progress
+from sweeps.pipeline.stream import Progress, configurations
 
 if TYPE_CHECKING:
     import polars as pl
@@ -79,106 +91,149 @@ def run_to_folder(
     memory_budget: int | None = None,
     progress: Progress | None = None,
     client: Any = None,
+    layout: str | None = None,
+    grid_format: str | None = None,
+    duckdb: bool | None = None,
 ) -> RunResult:
     """Compute ``sweep`` and write ``<out>/<name>/`` atomically (replaced only with ``force``).
 
-    Writes a Parquet table per analysis and per spec, ``grid.nc`` (unless ``[outputs] grid =
-    "none"``), whatever ``hooks`` add (charts, report), and ``manifest.json`` last.
+    Writes the Parquet tables in ``layout`` (``[outputs] layout``: ``auto``, ``single`` or
+    ``partitioned``, see ``sweeps.pipeline.plan``), the grid file (``grid_format``:
+    ``[outputs] grid``), whatever ``hooks`` add (charts, report), ``sweep.duckdb`` where
+    ``duckdb`` (``[outputs] duckdb``) and ``manifest.json`` last. The parameters left ``None``
+    take the sweep's own settings.
 
     When the grid's estimated memory (``sweeps.grid.memory.estimate_bytes``) exceeds
     ``memory_budget`` [byte] (default: half the physical memory; at least
     ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
-    ``dask.distributed.Client``) is given, the grid is evaluated in chunks and streamed to
-    ``<table>/model=<id>/part-N.parquet`` instead; ``grid.nc`` and the hooks are skipped (they
-    need the whole grid in memory) and the manifest says so. ``progress`` is called after each
-    chunk with (rows done, rows in all).
+    ``dask.distributed.Client``) is given, the grid is evaluated in chunks and its rows
+    streamed into the same files; the grid file and the hooks need the whole grid and are
+    skipped (the manifest says so). ``progress`` is called after each chunk with (rows done,
+    rows in all).
     """
-    how = plan(sweep, memory_budget, distributed=client is not None)
-    if how.streamed:
-        return _stream_to_folder(how, Path(out), force, progress, client, hooks)
-    return _run_in_memory(sweep, Path(out), force, hooks, progress)
-
-
-def _run_in_memory(
-    sweep: Sweep, out: Path, force: bool, hooks: tuple[Hook, ...], progress: Progress | None
-) -> RunResult:
-    target = out / sweep.name
+    settings = _Settings(
+        str(layout or getattr(sweep, "layout", "auto")),
+        grid_format or sweep.grid_format,
+        bool(getattr(sweep, "duckdb", False) if duckdb is None else duckdb),
+    )
+    how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
+    target = result_folder(out, sweep.name)
     check_target(target, force)
     timings: dict[str, float] = {}
-    start = time.perf_counter()
-    ds = build_grid(sweep)
-    timings["grid"] = time.perf_counter() - start
-    with atomic_folder(target, force) as staging:
+    ds = None
+    if not how.streamed:
         start = time.perf_counter()
-        tables = write_tables(ds, staging)
-        files = [f"{name}.parquet" for name in tables]
-        rows = {name: table.rows for name, table in tables.items()}
-        columns = {name: table.columns for name, table in tables.items()}
-        if sweep.grid_format == "netcdf":
-            to_netcdf(ds, staging / "grid.nc")
-            files.append("grid.nc")
-        timings["export"] = time.perf_counter() - start
-        if progress is not None:
-            total = sum(rows[table.name] for table in TABLES)
-            progress(total, total)
-        for hook in hooks:
-            start = time.perf_counter()
-            files += hook(ds, sweep, staging)
-            timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
+        ds = build_grid(sweep)
+        timings["grid"] = time.perf_counter() - start
+    with atomic_folder(target, force) as staging:
+        written = _write(how, ds, staging, timings, progress, client)
+        files = [f for table in written.values() for f in table.files]
+        skipped = _whole_grid_outputs(ds, sweep, staging, settings, hooks, timings, files)
+        if settings.duckdb:  # written once the Parquet files are in place (see below)
+            files.append(DATABASE)
+        rows = {name: table.rows for name, table in written.items()}
+        columns = {name: table.columns for name, table in written.items()}
         files.append("manifest.json")
-        _write_manifest(staging, manifest(sweep, rows, columns, timings, files))
-    return RunResult(target, ds, rows, timings, files)
+        document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped))
+        _write_manifest(staging, document)
+    if settings.duckdb:
+        write_database(target, {name: table.files for name, table in written.items()})
+    per_configuration = ds if ds is not None else configurations(sweep, how.budget)
+    return RunResult(
+        target,
+        ds,
+        rows,
+        timings,
+        files,
+        how.layout,
+        how.chunks,
+        per_configuration,
+        skipped,
+    )
 
 
-def _stream_to_folder(
+def _whole_grid_outputs(
+    ds: xr.Dataset | None,
+    sweep: Sweep,
+    staging: Path,
+    settings: _Settings,
+    hooks: tuple[Hook, ...],
+    timings: dict[str, float],
+    files: list[str],
+) -> list[str]:
+    """Write the grid file and run the hooks where the whole grid ``ds`` is held (appending
+    to ``files`` and ``timings``); returns what was skipped because it is not."""
+    outputs = [GRID_FILES[settings.grid_format]] if settings.grid_format in GRID_FILES else []
+    outputs += [getattr(hook, "__name__", "hook") for hook in hooks]
+    if ds is None:
+        return outputs
+    if settings.grid_format in GRID_FILES:
+        start = time.perf_counter()
+        write_grid(ds, staging / outputs[0], settings.grid_format)
+        timings["grid_file"] = time.perf_counter() - start
+        files.append(outputs[0])
+    for hook in hooks:
+        start = time.perf_counter()
+        files += hook(ds, sweep, staging)
+        timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
+    return []
+
+
+@dataclass(frozen=True)
+class _Settings:
+    layout: str
+    grid_format: str
+    duckdb: bool
+
+
+def _write(
     how: Plan,
-    out: Path,
-    force: bool,
+    ds: xr.Dataset | None,
+    staging: Path,
+    timings: dict[str, float],
     progress: Progress | None,
     client: Any,
-    hooks: tuple[Hook, ...],
-) -> RunResult:
+) -> dict[str, Written]:
+    """Every table into ``staging``: from the whole grid ``ds``, or streamed chunk by chunk."""
+    start = time.perf_counter()
+    if ds is not None:
+        written = write_tables(ds, staging, how.layout)
+        if progress is not None:
+            total = sum(written[table.name].rows for table in TABLES)
+            progress(total, total)
+        timings["tables"] = time.perf_counter() - start
+        return written
     from sweeps.grid.chunks import plan_chunks
-    from sweeps.pipeline.stream import configurations, spec_tables, stream_chunks
+    from sweeps.pipeline.plan import chunk_budget
+    from sweeps.pipeline.stream import spec_tables, stream_tables
 
-    sweep = how.sweep
-    target = out / sweep.name
-    check_target(target, force)
-    chunks = plan_chunks(sweep, how.budget)
-    timings: dict[str, float] = {}
-    skipped = ["grid.nc"] if sweep.grid_format == "netcdf" else []
-    skipped += [getattr(hook, "__name__", "hook") for hook in hooks]
-    with atomic_folder(target, force) as staging:
-        start = time.perf_counter()
-        results = stream_chunks(sweep, chunks, staging, progress, client)
-        timings["grid_and_export"] = time.perf_counter() - start
-        rows = {table.name: 0 for table in TABLES}
-        files: list[str] = []
-        for result in results:
-            for name, count in result.rows.items():
-                rows[name] += count
-            files += result.files
-        columns: dict[str, object] = dict(results[0].columns) if results else {}
-        for name, frame in spec_tables(sweep).items():
-            columns[name] = write_frame(frame, staging / f"{name}.parquet", name)
-            files.append(f"{name}.parquet")
-            rows[name] = frame.height
-        files.append("manifest.json")
-        layout = {
-            "kind": "partitioned",
-            "partitioning": "hive",
-            "by": ["model"],
-            "tables": {t.name: PART_PATTERN.format(table=t.name) for t in TABLES},
-            "chunks": len(chunks),
-            "memory_budget_bytes": how.budget,
-            "engine": "dask.distributed" if client is not None else "local",
-            "skipped": skipped,
-            "reason": "the grid is streamed in chunks and never held in memory at once",
-        }
-        _write_manifest(staging, manifest(sweep, rows, columns, timings, files, layout))
-    # a small fraction of the sweep (one batch size), for the summary; outside the folder's
-    # writing, so a failure here cannot touch the result
-    per_configuration = configurations(sweep, how.budget)
-    return RunResult(
-        target, None, rows, timings, files, "partitioned", len(chunks), per_configuration, skipped
-    )
+    chunks = plan_chunks(how.sweep, chunk_budget(how.budget))
+    streamed = stream_tables(how.sweep, chunks, staging, how.layout, progress, client)
+    written = {name: Written(*entry) for name, entry in streamed.items()}
+    timings["grid_and_tables"] = time.perf_counter() - start
+    for name, table in spec_tables(how.sweep).items():
+        info = write_frame(table, staging / f"{name}.parquet", name)
+        written[name] = Written(table.height, info, [f"{name}.parquet"])
+    return written
+
+
+def _layout(how: Plan, skipped: list[str]) -> dict[str, object]:
+    """The manifest's ``layout``: how the tables are stored and how the grid was computed."""
+    document: dict[str, object] = {
+        "kind": how.layout,
+        "tables": {
+            t.name: f"{t.name}.parquet"
+            if how.layout == "single"
+            else PART_PATTERN.format(table=t.name)
+            for t in TABLES
+        },
+        "chunks": how.chunks,
+        "memory_budget_bytes": how.budget,
+        "engine": "dask.distributed" if how.distributed else "local",
+        "skipped": skipped,
+    }
+    if how.layout == "partitioned":
+        document["by"] = ["model"]
+    if skipped:
+        document["reason"] = "the grid is streamed in chunks and never held in memory at once"
+    return document
