@@ -54,13 +54,14 @@ def to_netcdf(ds: xr.Dataset, path: str | Path) -> None:
 
 
 def to_zarr(ds: xr.Dataset, path: str | Path) -> None:
-    """Write ``ds`` to ``path`` as a Zarr v3 store, chunked, zstd-compressed, consolidated."""
+    """Write ``ds`` to ``path`` as a Zarr store, chunked, compressed (zarr's default, zstd),
+    with consolidated metadata; format 2, which every Zarr reader opens."""
     encoding = {
         str(name): {"chunks": chunk_shape(variable)}
         for name, variable in ds.data_vars.items()
         if variable.ndim
     }
-    ds.to_zarr(path, mode="w-", zarr_format=3, consolidated=True, encoding=encoding)
+    ds.to_zarr(path, mode="w-", zarr_format=2, consolidated=True, encoding=encoding)
 
 
 WRITERS = {"zarr": to_zarr, "netcdf": to_netcdf}

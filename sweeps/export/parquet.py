@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -80,29 +81,32 @@ def arrow_schema(frame: pl.DataFrame, info: dict[str, dict[str, str]]) -> Any:
     )
 
 
-def parquet_metadata(info: dict[str, dict[str, str]]) -> dict[str, str]:
-    """The Parquet footer's key-value metadata: ``sweeps:columns`` and one ``unit:<column>``
-    per column, for readers that see only the footer (DuckDB's ``parquet_kv_metadata``)."""
+def parquet_metadata(frame: pl.DataFrame, info: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The Parquet footer's key-value metadata of ``frame``: ``sweeps:columns``, one
+    ``unit:<column>`` per column (DuckDB's ``parquet_kv_metadata``), and the Arrow schema
+    (``ARROW:schema``, from ``arrow_schema``) with the units in its field and schema metadata.
+
+    The Arrow schema is given here rather than as Polars' ``arrow_schema``, which drops the
+    schema metadata of a frame with Enum columns; Polars writes the one given instead of its
+    own, and reads its Enums back from the field metadata it keeps.
+    """
     metadata = {"sweeps:columns": json.dumps(info)}
     metadata.update({f"unit:{column}": entry["unit"] for column, entry in info.items()})
+    schema = arrow_schema(frame, info).serialize().to_pybytes()
+    metadata["ARROW:schema"] = base64.b64encode(schema).decode("ascii")
     return metadata
 
 
 def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[str, str]]:
     """Write ``frame`` with its columns' units and descriptions in the file's metadata.
 
-    Three places, one per kind of reader: the Parquet footer's key-value metadata
-    (``parquet_metadata``), the Arrow schema's field metadata and schema metadata
-    (``arrow_schema``: pyarrow, pandas). Returns the ``{column: {unit, description}}`` map
+    Three places, one per kind of reader (``parquet_metadata``): the footer's key-value pairs
+    (DuckDB), the Arrow schema's field metadata (pyarrow) and its schema metadata (pandas'
+    ``DataFrame.attrs["units"]``). Returns the ``{column: {unit, description}}`` map
     (``column_info``).
     """
     info = column_info(frame, table)
-    frame.write_parquet(
-        path,
-        metadata=parquet_metadata(info),
-        arrow_schema=arrow_schema(frame, info),
-        **WRITE_OPTIONS,
-    )
+    frame.write_parquet(path, metadata=parquet_metadata(frame, info), **WRITE_OPTIONS)
     return info
 
 

@@ -79,7 +79,7 @@ def sink(frames: Iterator[pl.DataFrame], path: Path, table: str) -> tuple[int, d
     """
     from polars.io.plugins import register_io_source
 
-    from sweeps.export.parquet import WRITE_OPTIONS, arrow_schema, column_info, parquet_metadata
+    from sweeps.export.parquet import WRITE_OPTIONS, column_info, parquet_metadata
 
     first = next(frames)
     info = column_info(first, table)
@@ -94,8 +94,7 @@ def sink(frames: Iterator[pl.DataFrame], path: Path, table: str) -> tuple[int, d
     path.parent.mkdir(parents=True, exist_ok=True)
     register_io_source(source, schema=first.schema).sink_parquet(
         path,
-        metadata=parquet_metadata(info),
-        arrow_schema=arrow_schema(first, info),
+        metadata=parquet_metadata(first, info),
         **WRITE_OPTIONS,
     )
     return sum(rows), info
