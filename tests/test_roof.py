@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -48,3 +51,31 @@ def test_no_writable_cache_falls_back_to_a_temporary_folder_said_once(monkeypatc
         assert compiled["attainable_flops"].equals(plain["attainable_flops"])
     finally:
         roof._kernel.cache_clear()
+
+
+HITS = """
+import sys
+from sweeps.config import parse_config
+from sweeps.grid import build_grid, roof
+build_grid(parse_config(sys.argv[1], "ro.toml"), use_kernel=True)
+stats = roof._kernel().stats
+print(sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+"""
+
+
+def test_a_second_process_loads_the_loop_from_the_cache(tmp_path):
+    """numba's own cache key hashes the closure's dispatchers, which pickle differently in
+    every process, so every cold run compiled the loop again; keyed by code and physics
+    sources, the second process loads it."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", HITS, CONFIG],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        ).stdout.split()
+        for _ in range(2)
+    ]
+    assert runs == [["0", "1"], ["1", "0"]]
