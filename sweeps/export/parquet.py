@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,11 +119,12 @@ def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
 
 @dataclass(frozen=True)
 class Written:
-    """One table written by ``write_tables``: its row count and its columns' units."""
+    """One table written: its rows, its columns' units, its files and the seconds it took."""
 
     rows: int
     columns: dict[str, dict[str, str]]
     files: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
 
 PART = "{table}/{model}.parquet"
@@ -147,25 +150,40 @@ def write_tables(ds: xr.Dataset, folder: Path, layout: str = "single") -> dict[s
     """Write every table of ``TABLES`` into ``folder``: the spec tables as one file each, the
     analysis tables as ``table_files`` says for ``layout``.
 
-    One table (one model's rows in the partitioned layout) at a time: each frame is built,
-    written and freed before the next. A lazy (dask-backed) grid is computed once first.
+    File by file, with the next file's frame built on a second thread while Polars writes
+    the current one (building is numpy copies, writing Polars' encoder: both release the
+    GIL), so at most two frames are held at once. A lazy (dask-backed) grid is computed
+    once first.
     """
     if any(variable.chunks is not None for variable in ds.variables.values()):
         ds = ds.compute()
     models = [str(m) for m in ds["model"].values]
     enums = {dim: [str(v) for v in ds[dim].values] for dim in NAME_DIMS}
-    written = {}
+    jobs: list[tuple[str, str, xr.Dataset]] = []
     for name in TABLES:
         files = [f"{name}.parquet"] if name in SPEC_TABLES else table_files(name, layout, models)
-        rows, info = 0, {}
         for index, relative in enumerate(files):
-            part = ds if len(files) == 1 else ds.isel(model=[index])
-            table = frame(part, name, enums)
+            jobs.append((name, relative, ds if len(files) == 1 else ds.isel(model=[index])))
+    written: dict[str, Written] = {}
+    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-frame") as pool:
+        ahead = pool.submit(frame, jobs[0][2], jobs[0][0], enums)
+        for index, (name, relative, _) in enumerate(jobs):
+            start = time.perf_counter()
+            table = ahead.result()
+            if index + 1 < len(jobs):
+                following = jobs[index + 1]
+                ahead = pool.submit(frame, following[2], following[0], enums)
             (folder / relative).parent.mkdir(parents=True, exist_ok=True)
             info = write_frame(table, folder / relative, name)
-            rows += table.height
+            done = written.get(name, Written(0, info))
+            done.files.append(relative)
+            written[name] = Written(
+                done.rows + table.height,
+                info,
+                done.files,
+                done.seconds + time.perf_counter() - start,
+            )
             del table
-        written[name] = Written(rows, info, files)
     return written
 
 

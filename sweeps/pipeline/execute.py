@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -126,9 +127,18 @@ def run_to_folder(
         ds = build_grid(sweep)
         timings["grid"] = time.perf_counter() - start
     with atomic_folder(target, force) as staging:
-        written = _write(how, ds, staging, timings, progress, client)
-        files = [f for table in written.values() for f in table.files]
-        skipped = _whole_grid_outputs(ds, sweep, staging, settings, hooks, timings, files)
+        start = time.perf_counter()
+        extra: list[str] = []
+        # the grid file and the hooks (zarr's compressors, the report's Python) on a thread
+        # of their own while the tables are written: Polars' writer leaves a core idle
+        with ThreadPoolExecutor(1, thread_name_prefix="sweeps-outputs") as pool:
+            side = pool.submit(
+                _whole_grid_outputs, ds, sweep, staging, settings, hooks, timings, extra
+            )
+            written = _write(how, ds, staging, timings, progress, client)
+            skipped = side.result()
+        timings["outputs"] = time.perf_counter() - start
+        files = [f for table in written.values() for f in table.files] + extra
         if settings.duckdb:  # written once the Parquet files are in place (see below)
             files.append(DATABASE)
         rows = {name: table.rows for name, table in written.items()}
@@ -198,10 +208,10 @@ def _write(
     start = time.perf_counter()
     if ds is not None:
         written = write_tables(ds, staging, how.layout)
+        timings.update({f"table_{name}": table.seconds for name, table in written.items()})
         if progress is not None:
             total = sum(written[table.name].rows for table in TABLES)
             progress(total, total)
-        timings["tables"] = time.perf_counter() - start
         return written
     from sweeps.grid.chunks import plan_chunks
     from sweeps.pipeline.plan import chunk_budget
