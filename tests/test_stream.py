@@ -16,12 +16,14 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+import xarray as xr
 
 from sweeps.config import parse_config
+from sweeps.export import open_grid
 from sweeps.export.atomic import STAGING
 from sweeps.export.parquet import read_units
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
-from sweeps.pipeline import run_to_folder
+from sweeps.pipeline import plan, run_to_folder
 
 from .conftest import KEYS, in_sweep_order
 
@@ -190,7 +192,7 @@ CHILD = """
 import sys, time
 from sweeps.config import parse_config
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
-from sweeps.pipeline import run_to_folder
+from sweeps.pipeline import plan, run_to_folder
 sweep = parse_config(open(sys.argv[1]).read(), sys.argv[1])
 budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 10
 def slow(done, total):
@@ -269,3 +271,26 @@ def test_streamed_run_keeps_to_its_memory_budget(tmp_path):
     peak = int(done.stdout) * 1024
     assert (tmp_path / "rss" / "decode.parquet").is_file()
     assert peak <= budget, f"peak RSS {peak / 2**20:.0f} MiB over a budget of 768 MiB"
+
+
+def test_a_streamed_grid_writes_the_same_zarr_grid_file(sweep, tmp_path):
+    """Zarr stores chunk by chunk: a streamed run writes grid.zarr from the lazy grid, one
+    block per model and device, identical to the one of an in-memory run; NetCDF is skipped
+    and said to be."""
+    with_grid = dataclasses.replace(sweep, grid_format="zarr")
+    budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 2
+    how = plan(with_grid, budget)
+    assert how.streamed
+    assert how.writes_grid_file("zarr")
+    assert not how.writes_grid_file("netcdf")
+    whole = run_to_folder(with_grid, tmp_path / "whole")
+    parts = run_to_folder(with_grid, tmp_path / "parts", memory_budget=budget)
+    assert parts.chunks > 1
+    assert "grid.zarr" in parts.files
+    assert parts.skipped == []
+    xr.testing.assert_identical(
+        open_grid(parts.folder / "grid.zarr").load(), open_grid(whole.folder / "grid.zarr").load()
+    )
+    netcdf = run_to_folder(sweep, tmp_path / "nc", memory_budget=budget, grid_format="netcdf")
+    assert netcdf.skipped == ["grid.nc"]
+    assert not (netcdf.folder / "grid.nc").exists()

@@ -27,7 +27,10 @@ MIN_CHUNKED = 1 << 16
 
 
 def chunk_shape(variable: xr.Variable | xr.DataArray) -> tuple[int, ...]:
-    """The chunk of ``variable`` in the grid file: one per model and device when large."""
+    """The chunk of ``variable`` in the grid file: one per model and device when large; a
+    dask-backed variable's own blocks (each written whole, by one task)."""
+    if variable.chunks:
+        return tuple(int(sizes[0]) for sizes in variable.chunks)
     cut = variable.size >= MIN_CHUNKED
     return tuple(
         1 if cut and dim in BLOCK_DIMS else max(1, n)

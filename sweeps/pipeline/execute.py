@@ -54,12 +54,14 @@ def run(config: Sweep | str | Path, chunks: Mapping[str, int] | None = None) -> 
 class RunResult:
     """What ``run_to_folder`` wrote: the folder, the grid, row counts and timings [s].
 
-    ``dataset`` is the whole grid for a single-file result; for a streamed (partitioned)
-    result it is ``None``: the grid never existed in memory at once. ``configurations`` is
-    then the grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
+    ``dataset`` is the whole grid when it was computed in one piece; for a streamed result
+    it is ``None``: the grid never existed in memory at once. ``configurations`` is then the
+    grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
     summary, or ``None`` where even that was over the memory budget; ``skipped`` names the
-    outputs asked for that need the whole grid and were not written (``grid.nc``, the hooks
-    by name).
+    outputs asked for that need the whole grid and were not written (the grid file, the
+    hooks by name). ``layout`` is the files' (``single`` or ``partitioned``), ``chunks`` how
+    many pieces the grid was computed in. ``seconds`` is the run's wall time: ``timings``
+    overlap (tables, grid file and hooks are written side by side), so their sum is more.
     """
 
     folder: Path
@@ -71,6 +73,7 @@ class RunResult:
     chunks: int = 1
     configurations: xr.Dataset | None = None
     skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
     def summary(self) -> pl.DataFrame | None:
         """``sweeps.pipeline.summarize`` of the result, or ``None`` where no grid is held."""
@@ -112,6 +115,7 @@ def run_to_folder(
     skipped (the manifest says so). ``progress`` is called after each chunk with (rows done,
     rows in all).
     """
+    began = time.perf_counter()
     settings = _Settings(
         str(layout or getattr(sweep, "layout", "auto")),
         grid_format or sweep.grid_format,
@@ -137,6 +141,9 @@ def run_to_folder(
             )
             written = _write(how, ds, staging, timings, progress, client)
             skipped = side.result()
+        if ds is None and _lazy_grid_file(how, settings, staging, timings):
+            extra.append(GRID_FILES["zarr"])
+            skipped.remove(GRID_FILES["zarr"])
         timings["outputs"] = time.perf_counter() - start
         files = [f for table in written.values() for f in table.files] + extra
         if settings.duckdb:  # written once the Parquet files are in place (see below)
@@ -159,7 +166,32 @@ def run_to_folder(
         how.chunks,
         per_configuration,
         skipped,
+        time.perf_counter() - began,
     )
+
+
+def _lazy_grid_file(
+    how: Plan, settings: _Settings, staging: Path, timings: dict[str, float]
+) -> bool:
+    """Write ``grid.zarr`` of a streamed grid block by block, where it can be; True if done.
+
+    Zarr stores chunk by chunk, so the lazy grid (``build_grid(chunks=...)``: one dask block
+    per model and device) is written with one block per task in memory, after the tables.
+    What the lazy grid computes at once (the variables without a device dimension) is held
+    whole: at most the estimate of the sweep on one device, which must fit the budget
+    (``Plan.writes_grid_file``). Needs dask (the ``dask`` extra); NetCDF has no such writer.
+    """
+    if not how.writes_grid_file(settings.grid_format):
+        return False
+    try:
+        import dask  # noqa: F401
+    except ImportError:
+        return False
+    start = time.perf_counter()
+    lazy = build_grid(how.sweep, chunks={"model": 1, "hardware": 1})
+    write_grid(lazy, staging / GRID_FILES["zarr"], "zarr")
+    timings["grid_file"] = time.perf_counter() - start
+    return True
 
 
 def _whole_grid_outputs(

@@ -8,6 +8,7 @@ grid (the grid file, the figures and the report) will be written.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from sweeps.config import Sweep
@@ -54,6 +55,7 @@ class Plan:
     chunks : Chunks it is streamed in (1: evaluated in one piece)
     distributed : Evaluated on a dask cluster (always streamed)
     layout : ``single`` (``<table>.parquet``) or ``partitioned`` (``<table>/<model>.parquet``)
+    lazy_grid : The lazy grid (what it holds at once: the sweep on one device) fits the budget
     """
 
     sweep: Sweep
@@ -63,6 +65,7 @@ class Plan:
     chunks: int
     distributed: bool = False
     layout: str = "single"
+    lazy_grid: bool = True
 
     @property
     def streamed(self) -> bool:
@@ -74,6 +77,16 @@ class Plan:
         """True when the whole grid is held at once, so the grid file, the figures and the
         report can be written; a streamed run skips them."""
         return not self.streamed
+
+    def writes_grid_file(self, grid_format: str) -> bool:
+        """True when the grid file of ``grid_format`` will be written: always with the whole
+        grid; for a streamed grid a Zarr store, block by block, where the lazy grid fits
+        (``lazy_grid``) and the run is local."""
+        if grid_format not in ("zarr", "netcdf"):
+            return False
+        if self.whole_grid:
+            return True
+        return grid_format == "zarr" and self.lazy_grid and not self.distributed
 
 
 def _refuse(sweep: Sweep, budget: int, smallest: int) -> ConfigError:
@@ -116,4 +129,5 @@ def plan(
         chunks,
         distributed,
         resolve_layout(sweep, layout),
+        estimate_bytes(dataclasses.replace(sweep, hardware=sweep.hardware[:1])) <= budget,
     )
