@@ -205,9 +205,9 @@ def _whole_grid_outputs(
 ) -> list[str]:
     """Write the grid file and run the hooks where the whole grid ``ds`` is held (appending
     to ``files`` and ``timings``); returns what was skipped because it is not."""
-    outputs = [getattr(hook, "__name__", "hook") for hook in hooks]
     grid_file = GRID_FILES.get(settings.grid_format)
-    outputs += [grid_file] if grid_file else []
+    outputs = [grid_file] if grid_file else []
+    outputs += [getattr(hook, "__name__", "hook") for hook in hooks]
     if ds is None:
         return outputs
     # the hooks first: the report is Python that holds the GIL, and overlaps best with
