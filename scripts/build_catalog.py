@@ -1,16 +1,19 @@
 """Rebuild the package catalog (sweeps/catalog/data/*.csv) from the vetted reference tables.
 
-The reference tables (shared/reference/hardware.csv, models.csv) keep vendor units and long ids;
+The reference tables (shared/reference/hardware.csv, models.csv, prices.csv) keep vendor units
+and long ids;
 the package catalog holds SI units (bytes, FLOP/s, bytes/s), short ids with the reference id kept
 as an alias, the exact memory capacity with the basis it was read on, and the per-layer facts
-(sliding-window layers, MLA ranks) that the reference keeps in prose. Run it from the repository
+(sliding-window layers, MLA ranks) that the reference keeps in prose, and each device's dated,
+cited price per device-hour where prices.csv has one (empty elsewhere). Run it from the repository
 root: ``python scripts/build_catalog.py ../shared/reference``.
 
 Parameter counts are not copied from the reference's rounded billions: each model's
-``config.json`` is rebuilt from the reference shapes plus the per-family facts below
-(``hf_config``), and ``sweeps.catalog.hf_import`` counts every weight from it, so the catalog
-holds exact integers (Llama-3 8B = 8,030,261,248). ``--write-configs DIR`` also writes those
-config.json files (DIR/<reference id>/config.json: the test data under tests/data/hf/).
+``config.json`` is rebuilt from the reference shapes, each under the field name its family
+reads (``sweeps.catalog.hf.families``), plus the facts of each generation's published files
+below (``FAMILY``, ``hf_config``), and ``sweeps.catalog.hf`` counts every weight from it, so
+the catalog holds exact integers (Llama-3 8B = 8,030,261,248). ``--write-configs DIR`` also
+writes those config.json files (DIR/<reference id>/config.json: the test data under tests/data/hf/).
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ from __future__ import annotations
 import csv
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sweeps.catalog.hf_import import count_parameters
+from sweeps.catalog.hf import FAMILIES, Family, count_parameters
+from sweeps.catalog.hf.rules import Dense
+from sweeps.catalog.loader import csv_columns
+from sweeps.catalog.records import Hardware, Model
 
 GIB = 2**30
 MIB = 2**20
@@ -83,65 +90,77 @@ LOCAL_LAYERS = {
 
 MLA = {"qk_rope_head_dim": 64, "v_head_dim": 128}  # DeepSeek-V3/R1 mla_details
 
-# family -> (model_type, architectures, facts of that family's config.json the reference keeps
-# in prose: biases are implied by model_type (Qwen2 QKV bias, gpt-oss biases), see hf_import)
-FAMILY: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "Llama-2": ("llama", "LlamaForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}),
-    "Llama-3": ("llama", "LlamaForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 500000.0}),
+LLAMA_3_ROPE = {
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
+    "rope_type": "llama3",
+}
+
+
+def _qwen2_window(row: dict[str, str]) -> dict[str, Any]:
+    """Qwen2.5 files carry a window that is off (``use_sliding_window`` false)."""
+    return {"sliding_window": int(row["max_context"]), "max_window_layers": int(row["n_layers"])}
+
+
+def _gpt_oss_layers(row: dict[str, str]) -> dict[str, Any]:
+    """gpt-oss files list the layer layout: sliding, full, sliding, ..."""
+    kinds = ("sliding_attention", "full_attention")
+    return {"layer_types": [kinds[i % 2] for i in range(int(row["n_layers"]))]}
+
+
+def _head_dim(row: dict[str, str]) -> dict[str, Any]:
+    """Llama-3.2 files carry ``head_dim`` although it is ``hidden / heads``."""
+    return {"head_dim": int(row["head_dim"])}
+
+
+# Reference family -> (model_type, the facts of that generation's published config.json that
+# the reference keeps in prose, and the row-dependent ones). The architecture's own rules
+# (field names, biases, defaults, windows) come from sweeps.catalog.hf.families.
+FAMILY: dict[str, tuple[str, dict[str, Any], Callable[[dict[str, str]], dict[str, Any]] | None]] = {
+    "Llama-2": ("llama", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}, None),
+    "Llama-3": ("llama", {"rms_norm_eps": 1e-05, "rope_theta": 500000.0}, None),
     "Llama-3.1": (
         "llama",
-        "LlamaForCausalLM",
         {
             "rms_norm_eps": 1e-05,
             "rope_theta": 500000.0,
-            "rope_scaling": {
-                "factor": 8.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 8192,
-                "rope_type": "llama3",
-            },
+            "rope_scaling": {"factor": 8.0, **LLAMA_3_ROPE},
         },
+        None,
     ),
     "Llama-3.2": (
         "llama",
-        "LlamaForCausalLM",
         {
             "rms_norm_eps": 1e-05,
             "rope_theta": 500000.0,
-            "rope_scaling": {
-                "factor": 32.0,
-                "low_freq_factor": 1.0,
-                "high_freq_factor": 4.0,
-                "original_max_position_embeddings": 8192,
-                "rope_type": "llama3",
-            },
+            "rope_scaling": {"factor": 32.0, **LLAMA_3_ROPE},
         },
+        _head_dim,
     ),
-    "Mistral": ("mistral", "MistralForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}),
+    "Mistral": ("mistral", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}, None),
     "Mixtral": (
         "mixtral",
-        "MixtralForCausalLM",
         {"rms_norm_eps": 1e-05, "rope_theta": 1e6, "sliding_window": None},
+        None,
     ),
     "Qwen2.5": (
         "qwen2",
-        "Qwen2ForCausalLM",
         {"rms_norm_eps": 1e-06, "rope_theta": 1e6, "use_sliding_window": False},
+        _qwen2_window,
     ),
     "Qwen3": (
         "qwen3",
-        "Qwen3ForCausalLM",
         {
             "rms_norm_eps": 1e-06,
             "rope_theta": 1e6,
             "attention_bias": False,
             "use_sliding_window": False,
         },
+        None,
     ),
     "Qwen3-MoE": (
         "qwen3_moe",
-        "Qwen3MoeForCausalLM",
         {
             "rms_norm_eps": 1e-06,
             "rope_theta": 1e6,
@@ -151,10 +170,10 @@ FAMILY: dict[str, tuple[str, str, dict[str, Any]]] = {
             "mlp_only_layers": [],
             "norm_topk_prob": True,
         },
+        None,
     ),
     "Gemma-2": (
         "gemma2",
-        "Gemma2ForCausalLM",
         {
             "rms_norm_eps": 1e-06,
             "rope_theta": 10000.0,
@@ -163,11 +182,11 @@ FAMILY: dict[str, tuple[str, str, dict[str, Any]]] = {
             "hidden_activation": "gelu_pytorch_tanh",
             "cache_implementation": "hybrid",
         },
+        None,
     ),
-    "Phi-3": ("phi3", "Phi3ForCausalLM", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}),
+    "Phi-3": ("phi3", {"rms_norm_eps": 1e-05, "rope_theta": 10000.0}, None),
     "DeepSeek-V3": (
         "deepseek_v3",
-        "DeepseekV3ForCausalLM",
         {
             "q_lora_rank": 1536,
             "qk_nope_head_dim": 128,
@@ -181,10 +200,10 @@ FAMILY: dict[str, tuple[str, str, dict[str, Any]]] = {
             "rms_norm_eps": 1e-06,
             "rope_theta": 10000,
         },
+        None,
     ),
     "gpt-oss": (
         "gpt_oss",
-        "GptOssForCausalLM",
         {
             "attention_bias": True,
             "rms_norm_eps": 1e-05,
@@ -192,10 +211,10 @@ FAMILY: dict[str, tuple[str, str, dict[str, Any]]] = {
             "initial_context_length": 4096,
             "swiglu_limit": 7.0,
         },
+        _gpt_oss_layers,
     ),
     "Falcon": (
         "falcon",
-        "FalconForCausalLM",
         {
             "alibi": False,
             "bias": False,
@@ -204,64 +223,44 @@ FAMILY: dict[str, tuple[str, str, dict[str, Any]]] = {
             "parallel_attn": True,
             "layer_norm_epsilon": 1e-05,
         },
+        None,
     ),
 }
-
-HW_COLUMNS = [
-    "id",
-    "aliases",
-    "vendor",
-    "name",
-    "memory",
-    "memory_basis",
-    "bandwidth",
-    "peak_flops_bf16",
-    "peak_flops_fp8",
-    "peak_flops_int8",
-    "peak_flops_fp4",
-    "peak_flops_fp32",
-    "cache_bytes",
-    "price_per_hour",
-    "source",
-    "notes",
-]
-MODEL_COLUMNS = [
-    "id",
-    "aliases",
-    "family",
-    "hf_repo",
-    "params",
-    "active_params",
-    "layers",
-    "hidden_size",
-    "heads",
-    "kv_heads",
-    "head_dim",
-    "intermediate_size",
-    "vocab_size",
-    "attention",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "v_head_dim",
-    "experts",
-    "experts_per_token",
-    "shared_experts",
-    "moe_intermediate_size",
-    "sliding_window",
-    "local_layers",
-    "max_context",
-    "tie_word_embeddings",
-    "source",
-    "notes",
-]
 
 
 def _scaled(text: str, factor: float) -> str:
     return "" if text.strip() == "" else f"{float(text) * factor:.15g}"
 
 
+PRICE_COLUMNS = {  # catalog column -> prices.csv column
+    "price_per_hour": "price_per_hour_usd",
+    "price_kind": "pricing",
+    "price_as_of": "as_of",
+    "price_source": "source",
+}
+
+
+def prices(reference: Path) -> dict[str, dict[str, str]]:
+    """Device-hour prices by short hardware id [USD/h], with kind, date and source; an error
+    for a row naming a device the catalog lacks."""
+    known = {short for short, _, _ in HARDWARE.values()}
+    out = {}
+    for row in csv.DictReader((reference / "prices.csv").open(encoding="utf-8")):
+        if row["hardware"] not in known:
+            msg = f"prices.csv: hardware {row['hardware']!r} is not in the catalog"
+            raise SystemExit(msg)
+        try:
+            float(row["price_per_hour_usd"])
+        except ValueError:
+            msg = f"prices.csv: {row['hardware']}: {row['price_per_hour_usd']!r} is not a number"
+            raise SystemExit(msg) from None
+        out[row["hardware"]] = {column: row[key] for column, key in PRICE_COLUMNS.items()}
+    return out
+
+
 def build_hardware(reference: Path) -> list[dict[str, str]]:
     rows = []
+    price = prices(reference)
     for row in csv.DictReader((reference / "hardware.csv").open(encoding="utf-8")):
         short, memory, basis = HARDWARE[row["id"]]
         rows.append(
@@ -279,7 +278,7 @@ def build_hardware(reference: Path) -> list[dict[str, str]]:
                 "peak_flops_fp4": _scaled(row["peak_fp4_dense_tflops"], 1e12),
                 "peak_flops_fp32": _scaled(row["peak_fp32_tflops"], 1e12),
                 "cache_bytes": _scaled(row["l2_or_last_level_cache_mb"], 1e6),
-                "price_per_hour": "",
+                **price.get(short, dict.fromkeys(PRICE_COLUMNS, "")),
                 "source": row["source"],
                 "notes": row["notes"],
             }
@@ -287,57 +286,58 @@ def build_hardware(reference: Path) -> list[dict[str, str]]:
     return rows
 
 
+def _mlp_fields(row: dict[str, str], family: Family) -> dict[str, Any]:
+    """The MLP or expert fields of a reference row, under the family's own field names."""
+    mlp, width = family.mlp, int(row["intermediate_size"])
+    if isinstance(mlp, Dense):  # left out where the family's default width gives it
+        default = mlp.default_ratio * int(row["hidden_size"])
+        return {} if mlp.default_ratio and width == default else {mlp.key: width}
+    config: dict[str, Any] = {
+        "intermediate_size": width,
+        mlp.count_key: int(row["num_experts"]),
+        "num_experts_per_tok": int(row["experts_per_token"]),
+    }
+    if mlp.width_key != "intermediate_size":
+        config[mlp.width_key] = int(row["moe_intermediate_size"])
+    if mlp.shared_key:
+        config[mlp.shared_key] = int(row["num_shared_experts"])
+    return config
+
+
 def hf_config(row: dict[str, str]) -> dict[str, Any]:
-    """The ``config.json`` of a reference row: its shapes in Hugging Face field names."""
-    model_type, architecture, facts = FAMILY[row["family"]]
+    """The ``config.json`` of a reference row: its shapes in Hugging Face field names, each
+    under the name its family reads (``sweeps.catalog.hf.families``)."""
+    model_type, facts, extra = FAMILY[row["family"]]
+    family = FAMILIES[model_type]
     hidden, heads = int(row["hidden_size"]), int(row["n_heads"])
     config: dict[str, Any] = {
-        "architectures": [architecture],
+        "architectures": [family.architecture],
         "model_type": model_type,
         "hidden_size": hidden,
         "num_hidden_layers": int(row["n_layers"]),
         "num_attention_heads": heads,
         "vocab_size": int(row["vocab_size"]),
         "tie_word_embeddings": row["tie_word_embeddings"] == "true",
+        "max_position_embeddings": int(row["max_context"]),
         "torch_dtype": "bfloat16",
+        **_mlp_fields(row, family),
     }
-    if model_type == "falcon":  # falcon-7b's file has no tie_word_embeddings (default true),
-        del config["tie_word_embeddings"]  # intermediate_size or max_position_embeddings
-    else:
-        config["num_key_value_heads"] = int(row["n_kv_heads"])
-        config["intermediate_size"] = int(row["intermediate_size"])
-        config["max_position_embeddings"] = int(row["max_context"])
-    explicit = ("Llama-3.2", "Gemma-2", "Qwen3", "Qwen3-MoE", "gpt-oss")  # files with head_dim
-    if int(row["head_dim"]) * heads != hidden or row["family"] in explicit:
-        config["head_dim"] = int(row["head_dim"])
-    if row["num_experts"]:
-        experts, k = int(row["num_experts"]), int(row["experts_per_token"])
-        if model_type in ("mixtral", "gpt_oss"):
-            config["num_local_experts"] = experts
-        elif model_type == "qwen3_moe":
-            config["num_experts"] = experts
-        else:
-            config["n_routed_experts"] = experts
-            config["n_shared_experts"] = int(row["num_shared_experts"])
-        config["num_experts_per_tok"] = k
-        if model_type in ("qwen3_moe", "deepseek_v3"):
-            config["moe_intermediate_size"] = int(row["moe_intermediate_size"])
-    if row["attention"] == "mla":
-        del config["head_dim"]
+    if family.kv_heads.key is not None:  # else derived by the family's rule (Falcon MQA)
+        config[family.kv_heads.key] = int(row["n_kv_heads"])
+    if family.mla:
         config["kv_lora_rank"] = int(row["kv_lora_rank"])
         config["qk_rope_head_dim"] = MLA["qk_rope_head_dim"]
         config["v_head_dim"] = MLA["v_head_dim"]
+    elif family.head_dim_in_file or int(row["head_dim"]) * heads != hidden:
+        config["head_dim"] = int(row["head_dim"])
     if row["sliding_window"]:
         config["sliding_window"] = int(row["sliding_window"])
-    if model_type == "gpt_oss":
-        config["layer_types"] = [
-            "sliding_attention" if i % 2 == 0 else "full_attention"
-            for i in range(int(row["n_layers"]))
-        ]
-    if model_type == "qwen2":
-        config["sliding_window"] = int(row["max_context"])  # present but off (use_sliding_window)
-        config["max_window_layers"] = int(row["n_layers"])
+    for key, value in family.defaults.items():  # files leave out their class's defaults
+        if config.get(key) == value:
+            del config[key]
     config.update(facts)
+    if extra is not None:
+        config.update(extra(row))
     return dict(sorted(config.items()))
 
 
@@ -417,8 +417,8 @@ def main(argv: list[str]) -> int:
         del args[at : at + 2]
     reference = Path(args[0]) if args else Path("../shared/reference")
     data = Path(__file__).resolve().parent.parent / "sweeps" / "catalog" / "data"
-    write(data / "hardware.csv", HW_COLUMNS, build_hardware(reference))
-    write(data / "models.csv", MODEL_COLUMNS, build_models(reference))
+    write(data / "hardware.csv", csv_columns(Hardware), build_hardware(reference))
+    write(data / "models.csv", csv_columns(Model), build_models(reference))
     if configs is not None:
         write_configs(reference, configs)
     return 0

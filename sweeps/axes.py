@@ -13,11 +13,11 @@ Imports nothing heavy, so ``sweeps validate`` and ``sweeps --help`` stay fast.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-AxisKind = Literal["name", "size", "heads"]
+AxisKind = Literal["name", "size", "heads", "value"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,12 +26,15 @@ class Axis:
 
     dim : Dimension name in the grid
     field : Attribute of the ``Sweep`` holding its values (records or numbers)
-    kind : ``name`` (Enum column of ids), ``size`` (Int64 column) or ``heads``
+    kind : ``name`` (Enum column of ids), ``size`` (Int64 column), ``value`` (Float64 column)
+        or ``heads``
     unit : Unit of its values (``-`` for labels)
     description : One line, what it means
     title : Short label for tables and chart axes
     column : Parquet column (defaults to ``dim``)
     split : Position among the axes a grid is cut along for chunks (0 outermost); None: never
+    derive : The labels as a function of the sweep, for an axis that is no field of it
+        (``field`` then names what they come from)
     """
 
     dim: str
@@ -42,6 +45,7 @@ class Axis:
     title: str
     column: str = ""
     split: int | None = None
+    derive: Callable[[Any], Sequence[Any]] | None = None
 
     @property
     def column_name(self) -> str:
@@ -50,13 +54,31 @@ class Axis:
 
     def labels(self, sweep: Any) -> list[Any]:
         """The axis labels of ``sweep``: ids of records, numbers, or KV-head settings."""
-        return [_label(value) for value in getattr(sweep, self.field)]
+        values = self.derive(sweep) if self.derive else getattr(sweep, self.field)
+        return [_label(value) for value in values]
+
+    def size(self, sweep: Any) -> int:
+        """How many labels the axis has in ``sweep`` [1]."""
+        return len(self.labels(sweep)) if self.derive else len(getattr(sweep, self.field))
 
 
 def _label(value: Any) -> Any:
     if isinstance(value, str | int | float):
         return value
     return getattr(value, "id", None) or value.name
+
+
+SERVING_MODES = ("static", "colocated", "chunked")
+"""The batching modes of the serving table; ``chunked`` only with a token budget."""
+POOL_MODES = ("colocated", "disaggregated")
+"""The plans of the pools table."""
+
+
+def serving_modes(sweep: Any) -> tuple[str, ...]:
+    """The batching modes ``sweep`` asks for: chunked prefill only with ``chunk_tokens > 0``."""
+    serving = getattr(sweep, "serving", None)
+    chunked = serving is not None and serving.chunk_tokens > 0
+    return SERVING_MODES if chunked else SERVING_MODES[:2]
 
 
 AXES: tuple[Axis, ...] = (
@@ -123,7 +145,57 @@ AXES: tuple[Axis, ...] = (
     ),
     Axis("kv_dtype", "kv_dtype", "name", "-", "Number format of the KV cache", "kv dtype"),
     Axis("weight_dtype", "weight_dtype", "name", "-", "Number format of the weights", "weights"),
+    # the serving workload ([serving]) and what the serving and pools tables enumerate
+    Axis("prompt_tokens", "prompt_tokens", "size", "token", "Prompt tokens per request, I", "I"),
+    Axis("output_tokens", "output_tokens", "size", "token", "Output tokens per request, O", "O"),
+    Axis(
+        "arrival_rate",
+        "arrival_rate",
+        "value",
+        "request/s",
+        "Requests arriving per second (Poisson)",
+        "rate",
+    ),
+    Axis(
+        "mode",
+        "serving",
+        "name",
+        "-",
+        "How requests are batched: static, colocated (continuous batching) or chunked prefill",
+        "mode",
+        derive=serving_modes,
+    ),
+    Axis(
+        "prefill_hardware",
+        "hardware",
+        "name",
+        "-",
+        "Device of the prefill pool (the same as decode when colocated)",
+        "prefill on",
+    ),
+    Axis(
+        "prefill_tp", "tp", "size", "device", "Tensor-parallel degree of a prefill replica", "tp_p"
+    ),
+    Axis(
+        "decode_hardware",
+        "hardware",
+        "name",
+        "-",
+        "Device of the decode pool (the same as prefill when colocated)",
+        "decode on",
+    ),
+    Axis("decode_tp", "tp", "size", "device", "Tensor-parallel degree of a decode replica", "tp_d"),
+    Axis(
+        "pool_mode",
+        "serving",
+        "name",
+        "-",
+        "colocated (one pool does both phases) or disaggregated (a prefill and a decode pool)",
+        "plan",
+        derive=lambda _: POOL_MODES,
+    ),
 )
+
 
 AXIS: dict[str, Axis] = {axis.dim: axis for axis in AXES}
 """Every axis by its dim."""
@@ -150,7 +222,7 @@ def canonical(dims: Iterable[str]) -> tuple[str, ...]:
 
 def points(sweep: Any, dims: Sequence[str]) -> int:
     """Points of ``sweep``'s grid over ``dims`` [1]: the product of the axis lengths."""
-    return math.prod(len(getattr(sweep, AXIS[dim].field)) for dim in dims)
+    return math.prod(AXIS[dim].size(sweep) for dim in dims)
 
 
 def categories(sweep: Any) -> dict[str, list[str]]:

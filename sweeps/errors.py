@@ -21,3 +21,7 @@ class OutputExistsError(SweepsError, FileExistsError):
 
 class ImportModelError(SweepsError, ValueError):
     """A Hugging Face ``config.json`` cannot be turned into a model spec."""
+
+
+class MeasurementsError(SweepsError, ValueError):
+    """A measurements file for ``calibrate`` is malformed: names the file, line and column."""

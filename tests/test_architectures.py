@@ -17,7 +17,7 @@ from sweeps.catalog import load_catalog, unique
 from sweeps.config import parse_config
 from sweeps.grid import build_grid
 
-REFERENCE = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / "models.csv"
+REFERENCE = Path(__file__).resolve().parent / "fixtures" / "reference" / "models.csv"
 
 
 def _grid(
@@ -55,8 +55,6 @@ def _at(ds: xr.Dataset, name: str, **where: Any) -> float:
 
 
 def test_catalog_params_within_half_a_percent_of_the_reference() -> None:
-    if not REFERENCE.exists():
-        pytest.skip(f"reference table {REFERENCE} is not in this checkout")
     rows = {r["id"]: r for r in csv.DictReader(REFERENCE.open(encoding="utf-8"))}
     models = unique(load_catalog().models)
     assert len(models) == 29
@@ -84,12 +82,15 @@ def test_mixtral_experts_touched_and_weight_bytes() -> None:
     assert float(touched.sel(batch=8)) == pytest.approx(8 * (1 - 0.75**8))
     assert float(touched.sel(batch=64)) > 7.9
     read = [_at(ds, "weights_read_bytes", model="mixtral-8x7b", tp=1, batch=b) for b in (1, 8, 64)]
-    # B = 1: the active weights, 12,879,925,248 * 2 bytes = 25,759,850,496
-    assert read[0] == pytest.approx(25_759_850_496)
+    # the input embedding (V = 32,000 rows of 4096) is a gather: B rows are read, not V
+    unread = [2 * (32_000 - b) * 4096 for b in (1, 8, 64)]
+    # B = 1: the active weights, 12,879,925,248 * 2 bytes = 25,759,850,496, less the unread rows
+    assert read[0] == pytest.approx(25_759_850_496 - unread[0])
     # B = 8: active + (P - P_act) * (7.199 - 2) / 6; B = 64: all 46,702,792,704 * 2 (to 1e-7)
     spare = 46_702_792_704 - 12_879_925_248
-    assert read[1] == pytest.approx(2 * (12_879_925_248 + spare * (8 * (1 - 0.75**8) - 2) / 6))
-    assert read[2] == pytest.approx(2 * 46_702_792_704, rel=1e-7)
+    expected = 2 * (12_879_925_248 + spare * (8 * (1 - 0.75**8) - 2) / 6)
+    assert read[1] == pytest.approx(expected - unread[1])
+    assert read[2] == pytest.approx(2 * 46_702_792_704 - unread[2], rel=1e-7)
     assert read[0] < read[1] < read[2]
     # the memory wall holds every expert, whatever the batch
     assert _at(ds, "weight_bytes", model="mixtral-8x7b", tp=1) == 2 * 46_702_792_704
@@ -97,14 +98,15 @@ def test_mixtral_experts_touched_and_weight_bytes() -> None:
 
 def test_mixtral_flops_and_ceiling_use_active_params() -> None:
     ds = _grid(["mixtral-8x7b"], batch=[1, 64], context=[4096], attention=False)
-    # 2 * B * P_act: 2 * 64 * 12,879,925,248 = 1,648,630,431,744 FLOP
+    # 2 * B * (P_act - V h): the lookup computes nothing; V h = 32,000 * 4096 = 131,072,000
+    f_seq = 2 * (12_879_925_248 - 131_072_000)
     assert _at(ds, "flops", model="mixtral-8x7b", tp=1, batch=64, context=4096) == (
-        pytest.approx(2 * 64 * 12_879_925_248)
+        pytest.approx(64 * f_seq)  # 1,631,853,215,744 FLOP
     )
-    # ceiling 2 P_act / KV_seq: KV_seq = 131,072 * 4096 = 536,870,912 -> 47.981
+    # ceiling over what a sequence reads: KV_seq = 131,072 * 4096 = 536,870,912, its row 8,192
     ceiling = _at(ds, "ceiling", model="mixtral-8x7b", tp=1, context=4096)
-    assert ceiling == pytest.approx(2 * 12_879_925_248 / 536_870_912)
-    assert ceiling == pytest.approx(47.981, abs=1e-3)
+    assert ceiling == pytest.approx(f_seq / (536_870_912 + 8192))
+    assert ceiling == pytest.approx(47.492, abs=1e-3)
 
 
 def test_params_read_split_shared_vs_routed() -> None:
@@ -128,13 +130,18 @@ def test_deepseek_v3_latent_cache_and_absorbed_attention() -> None:
     assert _at(ds, "kv_bytes_per_token", model="deepseek-v3") == 70_272
     assert _at(ds, "kv_bytes_per_sequence", model="deepseek-v3", context=4096) == 70_272 * 4096
     # absorbed form: 2 * H * (d_qk + d_v) * L * S, d_qk = 512 + 64, d_v = 512:
-    # 2 * 128 * 1088 * 61 = 16,990,208 FLOP per cached token; plus 2 * P_act
+    # 2 * 128 * 1088 * 61 = 16,990,208 FLOP per cached token; plus 2 (P_act - V h),
+    # V h = 129,280 * 7168 = 926,679,040 (the lookup computes nothing)
+    f_seq = 2 * (37_552_297_472 - 926_679_040) + 16_990_208 * 4096
     flops = _at(ds, "flops", model="deepseek-v3", tp=1, batch=1, context=4096)
-    assert flops == pytest.approx(2 * 37_552_297_472 + 16_990_208 * 4096)
-    # the latent is replicated under tp: per-device KV stays whole, per-device FLOPs / 8
+    assert flops == pytest.approx(f_seq)
+    # the latent is replicated under tp: per-device KV stays whole, per-device FLOPs / 8; the
+    # embedding row a sequence gathers (7168 * 2 bytes) is split with the vocabulary
+    kv = 70_272 * 4096
     c1 = _at(ds, "ceiling", model="deepseek-v3", tp=1, context=4096)
     c8 = _at(ds, "ceiling", model="deepseek-v3", tp=8, context=4096)
-    assert c8 == pytest.approx(c1 / 8)
+    assert c1 == pytest.approx(f_seq / (kv + 14_336))
+    assert c8 == pytest.approx(f_seq / 8 / (kv + 14_336 / 8))
 
 
 # --- sliding windows --------------------------------------------------------------------------
@@ -192,11 +199,12 @@ def test_kv_heads_replicated_beyond_tp() -> None:
     assert physics.kv_shards(8, 1) == 1  # MQA / MLA latent: replicated
     ds = _grid(["llama-3-70b"], hardware="b200", context=[8192], tp=[1, 8, 16])
     kv1 = 327_680 * 8192
-    # per-device KV: whole at tp 1, an eighth at 8 and still an eighth at 16 (8 KV heads)
+    # per-device KV: whole at tp 1, an eighth at 8 and still an eighth at 16 (8 KV heads);
+    # the gathered embedding row (8192 * 2 bytes) splits with the vocabulary over every rank
     for tp, share in ((1, 1), (8, 8), (16, 8)):
         ceiling = _at(ds, "ceiling", model="llama-3-70b", tp=tp, context=8192)
-        f_seq = 2 * 70_553_706_496 + 4 * 80 * 64 * 128 * 8192
-        assert ceiling == pytest.approx((f_seq / tp) / (kv1 / share))
+        f_seq = 2 * (70_553_706_496 - 128_256 * 8192) + 4 * 80 * 64 * 128 * 8192
+        assert ceiling == pytest.approx((f_seq / tp) / (kv1 / share + 16_384 / tp))
 
 
 def test_allreduce_is_separate_from_hbm_bytes() -> None:
@@ -204,6 +212,8 @@ def test_allreduce_is_separate_from_hbm_bytes() -> None:
     # 2 all-reduces * 80 layers * 8 tokens * 8192 * 2 bytes * 2 (tp - 1) / tp = 20,971,520
     assert _at(ds, "allreduce_bytes", model="llama-3-70b", tp=2, batch=8) == 20_971_520
     assert _at(ds, "allreduce_bytes", model="llama-3-70b", tp=1, batch=8) == 0
-    # HBM bytes per device: weights / 2 + 8 sequences * KV / 2, no all-reduce term
+    # HBM bytes per device: weights / 2 (the input table: 8 of its 128,256 rows) + 8 sequences
+    # * KV / 2, no all-reduce term
+    weights = 2 * (70_553_706_496 - (128_256 - 8) * 8192)
     hbm = _at(ds, "bytes", model="llama-3-70b", tp=2, batch=8, context=8192)
-    assert hbm == pytest.approx(70_553_706_496 + 8 * 327_680 * 8192 / 2)
+    assert hbm == pytest.approx(weights / 2 + 8 * 327_680 * 8192 / 2)

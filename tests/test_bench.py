@@ -1,12 +1,58 @@
-"""``sweeps bench --quick --json`` runs and reports every figure (issue 4). No timing asserts."""
+"""``sweeps bench``: every figure is reported, the scalar loop is the grid's own terms on floats,
+and its check against the grid can fail. No timing asserts."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
+import numpy as np
+import pytest
 from click.testing import CliRunner
 
+from sweeps.axes import AXES
+from sweeps.bench.scalar import (
+    CHECKED,
+    ScalarEngine,
+    _worst,
+    check,
+    sample,
+    scalar_loop,
+)
+from sweeps.bench.timing import interleaved
 from sweeps.cli.main import cli
+from sweeps.config import parse_config
+from sweeps.grid import ANALYSES, TABLES, build_grid
+from sweeps.grid.analyses import active_dims, applicable, tables
+
+# MoE, sliding windows, a tp that does not divide the heads, a GQA override, int4 weights and a
+# prompt axis of its own; then MLA (native heads only): every branch of the wiring.
+VARIED = """
+[sweep]
+name = "bench-varied"
+[axes]
+model = ["mixtral-8x7b", "gemma-2-9b", "gpt-oss-20b"]
+hardware = ["h100-sxm", "l4"]
+tp = [1, 3]
+batch = [1, 7, 64]
+context = [512, 8192]
+prompt = [128, 4096]
+kv_heads = ["native", 1]
+kv_dtype = ["bf16", "fp8"]
+weight_dtype = ["bf16", "int4"]
+[outputs]
+charts = []
+"""
+MLA = VARIED.replace('"gpt-oss-20b"]', '"deepseek-v3"]').replace('["native", 1]', '["native"]')
+
+
+@pytest.fixture(scope="module", params=[VARIED, MLA], ids=["gqa", "mla"])
+def varied(request):  # type: ignore[no-untyped-def]
+    sweep = parse_config(request.param, "<varied>")
+    active = active_dims(sweep)
+    sizes = [range(axis.size(sweep) if axis.dim in active else 1) for axis in AXES]
+    points = list(itertools.product(*sizes))
+    return sweep, build_grid(sweep), points, scalar_loop(sweep, points)
 
 
 def test_bench_quick_json_reports_every_key():
@@ -20,6 +66,7 @@ def test_bench_quick_json_reports_every_key():
     assert engine["prefill_points"] > 0
     assert engine["points_per_s"] > 0
     scalar = report["scalar"]
+    assert scalar["sample_points"] == 2 * 500  # one decode and one prefill cell per sample
     assert scalar["engine_speedup"] > 0
     assert scalar["max_relative_difference"] < 1e-12  # the loop computes the same numbers
     limit = report["write_limit"]
@@ -33,12 +80,77 @@ def test_bench_quick_json_reports_every_key():
     assert e2e["rows"]["decode"] + e2e["rows"]["prefill"] == e2e["points"]
 
 
+def test_scalar_loop_equals_the_grid_at_every_point(varied):  # type: ignore[no-untyped-def]
+    _, ds, points, values = varied
+    assert len(points) == 3 * 2 * 2 * 3 * 2 * 2 * len(ds.kv_heads) * 2 * 2
+    assert check(ds, points, values) < 1e-12
+
+
+def test_check_compares_every_declared_variable(varied):  # type: ignore[no-untyped-def]
+    """CHECKED is every analysis's declaration, so every table column computed by an analysis
+    (and every low-rank variable) is compared."""
+    assert tuple(v.name for a in ANALYSES for v in a.variables) == CHECKED
+    assert {c for t in TABLES for c in t.columns} <= set(CHECKED)
+    sweep, ds, points, values = varied
+    assert [t.name for t in tables(sweep)] == ["decode", "prefill"]  # no [serving] table
+    for name in ("ridge_batch", "prefill_feasible", "tokens_per_s", "experts_touched"):
+        broken = [dict(row) for row in values]
+        broken[5][name] = float(broken[5][name]) * 1.5 + 1.0  # NaN stays NaN: +1 after it
+        if np.isnan(float(broken[5][name])):
+            broken[5][name] = 1.0
+        assert check(ds, points, broken) > 1e-3, name
+
+
+def test_scalar_results_are_scalars(varied):  # type: ignore[no-untyped-def]
+    sweep, _, _, values = varied
+    computed = [v.name for a in applicable(sweep) for v in a.variables]
+    assert computed
+    assert all(np.ndim(values[0][name]) == 0 for name in computed)
+
+
+def test_scalar_engine_roofline_by_hand():
+    """AI 10 FLOP/byte against a ridge of 100 (peak 1e15 FLOP/s, 1e13 byte/s): memory-bound,
+    attainable 1e14 FLOP/s, 1e12 FLOP over 1e11 byte takes max(1e-3, 1e-2) = 1e-2 s."""
+    roof = ScalarEngine().roofline(
+        (), with_tokens=True, flops=1e12, nbytes=1e11, ai=10.0, batch=8, max_batch=7.0,
+        peak=1e15, bandwidth=1e13, ridge=100.0, peak_flops=2e15,
+    )  # fmt: skip
+    assert roof["bottleneck"] == 0
+    assert roof["attainable_flops"] == pytest.approx(1e14, rel=1e-15)
+    assert roof["utilization"] == pytest.approx(0.05, rel=1e-15)
+    assert roof["time"] == pytest.approx(1e-2, rel=1e-15)
+    assert roof["tokens_per_s"] == pytest.approx(800.0, rel=1e-15)
+    assert roof["feasible"] is False
+    assert "tokens_per_s" not in ScalarEngine().roofline(
+        (), with_tokens=False, flops=1e12, nbytes=1e11, ai=10.0, batch=8, max_batch=7.0,
+        peak=1e15, bandwidth=1e13, ridge=100.0, peak_flops=2e15,
+    )  # fmt: skip
+    assert ScalarEngine().pointwise(divmod, ("batch",), 7, 2) == (3, 1)
+
+
+def test_sample_draws_one_index_per_axis(varied):  # type: ignore[no-untyped-def]
+    sweep = varied[0]
+    points = sample(sweep, 400)
+    assert points == sample(sweep, 400)  # seeded
+    active = active_dims(sweep)
+    for position, axis in enumerate(AXES):
+        drawn = {index[position] for index in points}
+        size = axis.size(sweep) if axis.dim in active else 1  # an axis no analysis uses: 0
+        assert drawn == set(range(size)), axis.dim
+
+
+def test_worst_counts_equal_infinities_and_nans_as_agreement():
+    inf, nan = float("inf"), float("nan")
+    assert _worst(np.array([inf, nan, 2.0]), np.array([inf, nan, 2.0])) == 0.0
+    assert _worst(np.array([2.0]), np.array([2.5])) == pytest.approx(0.25, rel=1e-15)
+    assert _worst(np.array([nan]), np.array([1.0])) == inf
+    assert _worst(np.array([1.0]), np.array([inf])) == inf
+
+
 def test_interleaved_frees_the_previous_result_and_times_without_gc():
     """A call never runs while the previous call's result is held, nor with the collector on."""
     import gc
     import weakref
-
-    from sweeps.bench import _interleaved
 
     class Grid:
         pass
@@ -54,7 +166,7 @@ def test_interleaved_frees_the_previous_result_and_times_without_gc():
         previous.append(weakref.ref(grid))
         return grid
 
-    best = _interleaved({"build": build, "other": lambda: None}, 3)
+    best = interleaved({"build": build, "other": lambda: None}, 3)
     assert alive_during_call == [False, False, False]
     assert collector_on == [False, False, False]
     assert gc.isenabled()

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
-from sweeps.catalog import load_catalog, unique
+from sweeps.catalog import TABLE_FIELDS, Hardware, Model, load_catalog, unique
+from sweeps.catalog.loader import _record, csv_columns
 from sweeps.errors import CatalogError
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+REFERENCE = Path(__file__).resolve().parent / "fixtures" / "reference"
 
 REQUIRED_HARDWARE = ["h100-sxm", "h200", "a100-80gb", "b200", "mi300x", "l40s", "tpu-v5e"]
 REQUIRED_MODELS = [
@@ -80,7 +83,6 @@ def test_dtype_bytes_include_scales() -> None:
     assert dtypes["fp4"].bytes_per_element == 0.53125  # 0.5 + 1/32 (MXFP4)
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason="shared/reference not beside the checkout")
 def test_catalog_matches_the_reference_tables() -> None:
     catalog = load_catalog()
     for row in csv.DictReader((REFERENCE / "hardware.csv").open(encoding="utf-8")):
@@ -98,3 +100,109 @@ def test_catalog_matches_the_reference_tables() -> None:
             int(row["head_dim"]),
         )
         assert model.params == pytest.approx(float(row["params_total_b"]) * 1e9, rel=5e-3)
+
+
+def test_prices_match_the_reference_with_kind_date_and_source() -> None:
+    catalog = load_catalog()
+    rows = list(csv.DictReader((REFERENCE / "prices.csv").open(encoding="utf-8")))
+    assert len(rows) == 5
+    for row in rows:
+        device = catalog.lookup_hardware(row["hardware"])
+        assert device.price_per_hour == float(row["price_per_hour_usd"])
+        assert device.price_kind == row["pricing"]
+        assert device.price_as_of == datetime.date.fromisoformat(row["as_of"])
+        assert device.price_source == row["source"]
+    # H100 SXM: $39.33 per 8-GPU instance-hour -> 4.916 per device-hour (to the cent)
+    assert catalog.lookup_hardware("h100-sxm").price_per_hour == pytest.approx(39.33 / 8, abs=5e-3)
+    priced = {row["hardware"] for row in rows}
+    for device in unique(catalog.hardware):
+        if device.id not in priced:  # null, never zero, where no price is known
+            assert device.price_per_hour is None
+            assert (device.price_kind, device.price_as_of, device.price_source) == ("", None, "")
+
+
+def test_hardware_notes_are_the_reference_notes() -> None:
+    catalog = load_catalog()
+    for row in csv.DictReader((REFERENCE / "hardware.csv").open(encoding="utf-8")):
+        device = catalog.lookup_hardware(row["id"])
+        assert (device.name, device.vendor) == (row["name"], row["vendor"])
+        assert (device.source, device.notes) == (row["source"], row["notes"])
+        assert "session" not in device.notes + device.source  # about the device, not the work
+
+
+def test_table_fields_are_the_marked_model_fields_in_order() -> None:
+    assert TABLE_FIELDS == (
+        "params",
+        "active_params",
+        "layers",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "hidden_size",
+        "attention",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "v_head_dim",
+        "experts",
+        "experts_per_token",
+        "sliding_window",
+        "local_layers",
+        "max_context",
+        "source",
+    )
+
+
+def test_every_model_carries_vocabulary_width_and_tying() -> None:
+    catalog = load_catalog()
+    for model in unique(catalog.models):
+        assert model.vocab_size > 0, model.id
+        assert model.hidden_size > 0, model.id
+    # untied: 2 * 128,256 * 4,096 = 1,050,673,152 (the cost model's embedding check value)
+    assert catalog.lookup_model("llama-3-8b").embedding_params == 1_050_673_152
+    # tied: one matrix, 128,256 * 2,048 = 262,668,288
+    tied = catalog.lookup_model("llama-3.2-1b")
+    assert tied.tie_word_embeddings
+    assert tied.embedding_params == 262_668_288
+    custom = Model(id="x", params=1e9, active_params=1e9, layers=2, heads=4, kv_heads=4, head_dim=8)
+    assert custom.embedding_params == 0  # no vocabulary known
+
+
+ROW = {"id": "x", "name": "X", "vendor": "V", "memory": "1", "bandwidth": "2", "notes": ""}
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"memory": "lots"}, r"hardware.csv: row 'x', column 'memory': 'lots' is not a number"),
+        ({"memory": ""}, r"column 'memory' is empty; it is required"),
+        ({"price_as_of": "2025-13-01"}, r"column 'price_as_of': '2025-13-01' is not a date"),
+        ({"id": None}, r"column 'id' is missing"),
+    ],
+)
+def test_loader_errors_name_file_row_and_column(change: dict[str, str | None], needle: str) -> None:
+    row = {k: v for k, v in {**ROW, **change}.items() if v is not None}
+    with pytest.raises(CatalogError, match=needle):
+        _record(Hardware, row, "hardware.csv", peak_flops={})
+
+
+def test_loader_reads_each_field_by_its_annotated_type() -> None:
+    row = {**ROW, "cache_bytes": "", "price_per_hour": "2.5", "price_as_of": "2025-01-01"}
+    device = _record(Hardware, {**row, "aliases": "a; b"}, "hardware.csv", peak_flops={"bf16": 1})
+    assert (device.memory, device.bandwidth, device.cache_bytes) == (1.0, 2.0, None)
+    assert (device.price_per_hour, device.price_as_of) == (2.5, datetime.date(2025, 1, 1))
+    assert device.aliases == ("a", "b")
+    model_row = {"id": "m", "params": "8e9", "active_params": "8e9", "layers": "32"}
+    model_row |= {"heads": "32", "kv_heads": "8", "head_dim": "128", "experts": ""}
+    model = _record(Model, {**model_row, "tie_word_embeddings": "true"}, "models.csv")
+    assert (model.layers, model.experts, model.tie_word_embeddings) == (32, 1, True)
+    assert isinstance(model.layers, int)
+    with pytest.raises(CatalogError, match="'yes' is not true/false"):
+        _record(Model, {**model_row, "tie_word_embeddings": "yes"}, "models.csv")
+
+
+@pytest.mark.parametrize(
+    ("filename", "record"), [("hardware.csv", Hardware), ("models.csv", Model)]
+)
+def test_each_record_field_is_a_column_of_its_file(filename: str, record: type) -> None:
+    text = resources.files("sweeps.catalog").joinpath("data", filename).read_text("utf-8")
+    assert text.splitlines()[0].split(",") == csv_columns(record)

@@ -11,6 +11,7 @@ from sweeps.cli.options import parse_size
 from sweeps.config import parse_config
 from sweeps.errors import ConfigError
 from sweeps.export.frame import decode_frame, prefill_frame
+from sweeps.grid import DECODE_DIMS, PREFILL_DIMS
 from sweeps.grid.chunks import needs_chunks, plan_chunks
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 from sweeps.pipeline import run_to_folder
@@ -83,8 +84,8 @@ def test_plan_covers_every_point_in_order(sweep):
     assert needs_chunks(sweep, budget)
     chunks = plan_chunks(sweep, budget)
     assert len(chunks) > len(sweep.models)
-    assert sum(c.sweep.decode_points for c in chunks) == sweep.decode_points
-    assert sum(c.sweep.prefill_points for c in chunks) == sweep.prefill_points
+    for dims in (DECODE_DIMS, PREFILL_DIMS):
+        assert sum(c.sweep.points(dims) for c in chunks) == sweep.points(dims)
     assert [c.index for c in chunks] == list(range(len(chunks)))
     assert [c.model for c in chunks] == sorted(
         (c.model for c in chunks), key=[m.id for m in sweep.models].index

@@ -56,8 +56,9 @@ def test_llama3_8b_from_the_catalog() -> None:
     ds = _grid(LLAMA)
     assert float(ds["kv_bytes_per_token"].squeeze()) == 131072
     assert float(ds["kv_bytes_per_sequence"].squeeze()) == 2**30
-    # 2 * 8.03e9 / 2**30 = 14.957
-    assert round(float(ds["ceiling"].squeeze()), 2) == 14.96
+    # 2 (P - V h) / (2**30 + h wb): the lookup computes nothing (V h = 525,336,576) and a
+    # sequence reads its own embedding row; 14.96 in the note's form, which counts it as 2 P
+    assert round(float(ds["ceiling"].squeeze()), 2) == 13.98
     ridge = ds["ridge_point"]
     assert round(float(ridge.sel(hardware="h100-sxm")), 1) == 295.3
     assert round(float(ridge.sel(hardware="h200")), 1) == 206.1
@@ -109,7 +110,8 @@ def test_low_rank_variables_keep_their_dimensions() -> None:
     assert ds["weight_bytes"].dims == ("model", "tp", "weight_dtype")
     assert ds["kv_bytes_per_sequence"].dims == ("model", "context", "kv_heads", "kv_dtype")
     assert ds["ridge_point"].dims == ("hardware",)
-    assert ds["ceiling"].dims == ("model", "tp", "context", "kv_heads", "kv_dtype")
+    # the ceiling counts the embedding row a sequence gathers, in the weights' format
+    assert ds["ceiling"].dims == ("model", "tp", "context", "kv_heads", "kv_dtype", "weight_dtype")
     assert ds["step_time_s"].dims == DECODE_DIMS
     assert ds["ttft_s"].dims == PREFILL_DIMS
 
@@ -152,7 +154,11 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type:
     # cached token-layers: full layers hold s, local layers min(s, window)
     lt = (m.layers - m.local_layers) * s + m.local_layers * min(s, window)
     kv_seq = per_layer * kvb * lt * _kv_share(h, tp)
-    f_seq = (2 * m.active_params + attention * 4 * m.heads * m.head_dim * lt) / tp
+    # the input embedding: a lookup (no FLOPs) of B rows, untied; tied, it is the lm_head
+    width = m.hidden_size or m.heads * m.head_dim
+    table = 0 if m.tie_word_embeddings else m.vocab_size * width
+    rows = 0 if m.tie_word_embeddings else min(b, m.vocab_size)
+    f_seq = (2 * (m.active_params - table) + attention * 4 * m.heads * m.head_dim * lt) / tp
     e, k = m.experts, m.experts_per_token
     if e > k:
         touched = e * (1 - (1 - k / e) ** b)
@@ -161,14 +167,17 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type:
         read = m.params
     weights = m.params * wb / tp
     flops = b * f_seq
-    nbytes = read * wb / tp + b * kv_seq
+    nbytes = (read - table + rows * width) * wb / tp + b * kv_seq
+    # per sequence: its cache and its embedding row; shared: every weight but the table
+    own = kv_seq + (width * wb / tp if table else 0)
+    shared = (m.params - table) * wb / tp
     ai = flops / nbytes
     peak, bw = hw.peak_flops["bf16"], hw.bandwidth
     ridge = peak / bw
     attainable = min(ai * bw, peak)
-    ceiling = f_seq / kv_seq
+    ceiling = f_seq / own
     max_b = max(math.floor((hw.memory * (1 - reserve) - weights) / kv_seq), 0)
-    margin = f_seq - ridge * kv_seq
+    margin = f_seq - ridge * own
     step = max(flops / peak, nbytes / bw)
     return {
         "flops": flops,
@@ -179,8 +188,8 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, wb, reserve, attention):  # type:
         "utilization": attainable / peak,
         "ceiling": ceiling,
         "fraction_of_ceiling": ai / ceiling,
-        "knee_batch": weights / kv_seq,
-        "ridge_batch": ridge * weights / margin if margin > 0 else math.nan,
+        "knee_batch": shared / own,
+        "ridge_batch": ridge * shared / margin if margin > 0 else math.nan,
         "max_batch": max_b,
         "feasible": b <= max_b,
         "step_time_s": step,
@@ -195,16 +204,22 @@ def _scalar_prefill(m, hw, tp, b, n, label, kvb, wb, reserve, attention):  # typ
     pairs = (m.layers - m.local_layers) * n * n / 2 + m.local_layers * cap * (n - cap / 2)
     lt = (m.layers - m.local_layers) * n + m.local_layers * cap
     kv_seq = 2 * h * m.head_dim * kvb * lt * _kv_share(h, tp)
-    flops = b * (2 * n * m.active_params + attention * 2 * m.heads * 2 * m.head_dim * pairs) / tp
+    # the lookup computes nothing and only the last prompt token needs logits
+    width = m.hidden_size or m.heads * m.head_dim
+    embeddings = (1 if m.tie_word_embeddings else 2) * m.vocab_size * width
+    linear = 2 * n * (m.active_params - embeddings) + 2 * m.vocab_size * width
+    flops = b * (linear + attention * 2 * m.heads * 2 * m.head_dim * pairs) / tp
     e, k = m.experts, m.experts_per_token
     tokens = b * n
+    table = 0 if m.tie_word_embeddings else m.vocab_size * width
+    rows = 0 if m.tie_word_embeddings else min(tokens, m.vocab_size)
     read = (
         m.active_params
         + (m.params - m.active_params) * (e * (1 - (1 - k / e) ** tokens) - k) / (e - k)
         if e > k
         else m.params
     )
-    nbytes = read * wb / tp + b * kv_seq
+    nbytes = (read - table + rows * width) * wb / tp + b * kv_seq
     ai = flops / nbytes
     peak, bw = hw.peak_flops["bf16"], hw.bandwidth
     max_b = max(math.floor((hw.memory * (1 - reserve) - m.params * wb / tp) / kv_seq), 0)

@@ -162,6 +162,11 @@ def test_allreduce_zero_without_tp() -> None:
     ],
 )
 def test_same_function_on_scalars_numpy_and_xarray(function: Any, args: tuple[Any, ...]) -> None:
+    check_duck_typed(function, args)
+
+
+def check_duck_typed(function: Any, args: tuple[Any, ...]) -> None:
+    """The argument given as a list, as scalars, a numpy array and a DataArray: same values."""
     at = next(i for i, a in enumerate(args) if isinstance(a, list))
     varying = args[at]
 
@@ -232,3 +237,193 @@ def test_ai_below_ceiling_and_increasing_in_batch(
     if weights > 1e-9 * batch * kv:
         assert ai(2 * batch) > ai(batch)
     assert ai(batch) / ceiling == pytest.approx(physics.fraction_of_ceiling(batch, weights, kv))
+
+
+# --- second round: what a step really touches of the embeddings (cost model 3-4) -----------
+
+LLAMA3_P = 8_030_261_248
+LLAMA3_V, LLAMA3_H = 128_256, 4096
+# V h_m = 525,336,576 (one table), V h_m wb = 1,050,673,152 bytes in bf16
+LLAMA3_TABLE = 525_336_576
+
+
+def test_embedding_params_untied_and_tied() -> None:
+    assert physics.logit_params(LLAMA3_V, LLAMA3_H) == LLAMA3_TABLE
+    assert physics.embedding_params(LLAMA3_V, LLAMA3_H, False) == 2 * LLAMA3_TABLE
+    assert physics.embedding_params(LLAMA3_V, LLAMA3_H, True) == LLAMA3_TABLE
+    assert physics.lookup_params(LLAMA3_V, LLAMA3_H, False) == LLAMA3_TABLE
+    assert physics.lookup_params(LLAMA3_V, LLAMA3_H, True) == 0
+
+
+def test_decode_bytes_gather_the_input_embedding() -> None:
+    # D1 gone: 2P - V h wb + B h wb + KV_seq at B = 1, 8k context (KV_seq = 2**30)
+    read = physics.weights_read_with_gather(2 * LLAMA3_P, LLAMA3_V, LLAMA3_H, False, 2, 1)
+    step = physics.decode_bytes(read, 1, 2**30)
+    assert step == 16_060_522_496 - 1_050_673_152 + 8_192 + 2**30
+    # tied: the one matrix is the lm_head, read whole; no vocabulary: today's value exactly
+    assert (
+        physics.weights_read_with_gather(2 * LLAMA3_P, LLAMA3_V, LLAMA3_H, True, 2, 1)
+        == 2 * LLAMA3_P
+    )
+    assert physics.weights_read_with_gather(2 * LLAMA3_P, 0, LLAMA3_H, False, 2, 64) == 2 * LLAMA3_P
+    # a gather never reads more than the table: a prefill of 1e6 tokens reads every row
+    assert (
+        physics.weights_read_with_gather(2 * LLAMA3_P, LLAMA3_V, LLAMA3_H, False, 2, 10**6)
+        == 2 * LLAMA3_P
+    )
+
+
+def test_gathered_decode_bytes_split_into_fixed_and_per_sequence() -> None:
+    # W_read(B) - V h wb + B h wb = fixed + B gather, for every B <= V
+    batch = np.array([1, 7, 64, 4096])
+    fixed = physics.fixed_weights_read(2 * LLAMA3_P, LLAMA3_V, LLAMA3_H, False, 2)
+    gather = physics.gather_bytes_per_sequence(LLAMA3_V, LLAMA3_H, False, 2)
+    assert fixed == 16_060_522_496 - 1_050_673_152
+    assert gather == 8_192
+    read = physics.weights_read_with_gather(2 * LLAMA3_P, LLAMA3_V, LLAMA3_H, False, 2, batch)
+    np.testing.assert_array_equal(read, fixed + batch * gather)
+    # tied or no vocabulary: nothing moves
+    assert physics.fixed_weights_read(2 * LLAMA3_P, LLAMA3_V, LLAMA3_H, True, 2) == 2 * LLAMA3_P
+    assert physics.gather_bytes_per_sequence(0, LLAMA3_H, False, 2) == 0
+
+
+def test_ceiling_knee_and_ridge_batch_follow_the_gather() -> None:
+    # the decode functions take (fixed, KV_seq + gather) in place of (W, KV_seq)
+    kv = 0.064e9
+    fixed = physics.fixed_weights_read(2 * LLAMA3_P, LLAMA3_V, LLAMA3_H, False, 2)
+    per_seq = kv + physics.gather_bytes_per_sequence(LLAMA3_V, LLAMA3_H, False, 2)
+    lookup = physics.lookup_params(LLAMA3_V, LLAMA3_H, False)
+    f_seq = physics.decode_flops_per_sequence(LLAMA3_P, 0.0, 0.0, lookup)
+
+    def ai(batch: Any) -> Any:
+        read = physics.weights_read_with_gather(2 * LLAMA3_P, LLAMA3_V, LLAMA3_H, False, 2, batch)
+        return physics.decode_flops(batch, f_seq) / physics.decode_bytes(read, batch, kv)
+
+    ceiling = physics.asymptotic_ceiling(f_seq, per_seq)
+    batch = np.array([1.0, 16.0, 256.0])
+    np.testing.assert_allclose(
+        ai(batch) / ceiling, physics.fraction_of_ceiling(batch, fixed, per_seq), rtol=1e-12
+    )
+    knee = physics.knee_batch(fixed, per_seq)
+    assert ai(knee) == pytest.approx(ceiling / 2, rel=1e-12)
+    ridge = 206.0
+    assert ai(physics.ridge_batch(ridge, fixed, f_seq, per_seq)) == pytest.approx(ridge, rel=1e-12)
+
+
+def test_llama3_8k_ceiling_without_the_lookup_flops() -> None:
+    # D1/D2 in decode: 2 (P - V h) / 2**30 = 13.98 with attention off, +4 with it on
+    lookup = physics.lookup_params(LLAMA3_V, LLAMA3_H, False)
+    off = physics.decode_flops_per_sequence(LLAMA3_P, 0.0, 0.0, lookup)
+    assert off == 2 * (LLAMA3_P - LLAMA3_TABLE)
+    assert round(physics.asymptotic_ceiling(off, 2**30), 2) == 13.98
+    tokens = physics.kv_cached_layer_tokens(8192, 32, 0, np.inf)
+    attention = physics.attention_flops_per_token(32, 256, tokens)  # 4 L H d S = 2**32
+    on = physics.decode_flops_per_sequence(LLAMA3_P, attention, 1.0, lookup)
+    assert round(physics.asymptotic_ceiling(on, 2**30), 2) == 17.98
+    # the note's abstract form (lookup counted as 2P does): 14.96, still the default
+    assert (
+        round(
+            physics.asymptotic_ceiling(
+                physics.decode_flops_per_sequence(LLAMA3_P, 0.0, 0.0), 2**30
+            ),
+            2,
+        )
+        == 14.96
+    )
+
+
+def test_prefill_flops_only_the_last_token_needs_logits() -> None:
+    # today's attention term: pairs N**2/2 per layer at width 2d, i.e. 2 B L H d N**2
+    n = 2048
+    pairs = physics.prefill_attention_pairs(n, 32, 0, np.inf)
+    attention = 2 * 32 * 32 * 128 * n**2
+    assert attention == 1_099_511_627_776  # 1.0995e12, the same in both forms
+    old = physics.prefill_flops(1, n, LLAMA3_P, 32, 256, pairs, 1.0)
+    assert old == 2 * n * LLAMA3_P + attention
+    assert old == pytest.approx(3.3991e13, rel=1e-4)
+    e = physics.embedding_params(LLAMA3_V, LLAMA3_H, False)
+    head = physics.logit_params(LLAMA3_V, LLAMA3_H)
+    new = physics.prefill_flops(1, n, LLAMA3_P, 32, 256, pairs, 1.0, e, head)
+    assert new == 2 * n * (LLAMA3_P - 2 * LLAMA3_TABLE) + 2 * LLAMA3_TABLE + attention
+    assert new == pytest.approx(2.9689e13, rel=1e-4)
+    # TTFT on an H100 in bf16: 34.35 ms reported, 30.0 ms minimum (issue 11, D2)
+    assert old / H100_FLOPS == pytest.approx(34.355e-3, abs=1e-5)
+    assert new / H100_FLOPS == pytest.approx(30.007e-3, abs=1e-5)
+    # tied: E = V h, and the lm_head still runs once a sequence
+    tied = physics.prefill_flops(2, n, LLAMA3_P, 32, 256, pairs, 1.0, LLAMA3_TABLE, head)
+    assert tied == 2 * (2 * n * (LLAMA3_P - LLAMA3_TABLE) + 2 * LLAMA3_TABLE + attention)
+
+
+# DeepSeek-V3 (catalog): H 128, kv_lora_rank 512, rope 64, nope 128, v 128, 61 layers
+DSV3 = {"heads": 128, "rank": 512, "rope": 64, "nope": 128, "v": 128, "layers": 61}
+DSV3_ACTIVE, DSV3_V, DSV3_H = 37_552_297_472, 129_280, 7168
+H200_FP8 = 1978.9e12
+
+
+def test_mla_each_phase_takes_the_smaller_form() -> None:
+    absorbed = physics.mla_absorbed_attention_dim(DSV3["rank"], DSV3["rope"])
+    expanded = physics.mla_expanded_attention_dim(DSV3["nope"], DSV3["rope"], DSV3["v"])
+    assert (absorbed, expanded) == (1088, 320)
+    # per query-key pair: 2 H (2 r + rho) = 278,528 against 2 H (d_qk + d_v) = 81,920: 3.4x
+    assert 2 * DSV3["heads"] * absorbed == 278_528
+    assert 2 * DSV3["heads"] * expanded == 81_920
+    assert absorbed / expanded == 3.4
+
+    def dim(queries: Any) -> Any:
+        return physics.mla_attention_dim(
+            DSV3["rank"], DSV3["rope"], DSV3["nope"], DSV3["v"], queries
+        )
+
+    # decode: one query per cached latent; expanding it costs r (nope + v) = 131,072 more a pair
+    assert dim(1) == 1088
+    # prefill of a fresh prompt: its keys are projected by the linear layers
+    assert dim(np.inf) == 320
+    # a 2048-token chunk against its cached prefix: 320 + 131072 / 2048 = 384
+    assert dim(2048) == 384
+    # the crossing: 320 + 131072 / q = 1088 at q = 170.67
+    np.testing.assert_array_equal(dim(np.array([170, 171])), [1088, 320 + 131072 / 171])
+
+
+def test_deepseek_v3_ttft_at_32k_non_absorbed() -> None:
+    # 8 x H200, fp8 weights on fp8 tensor cores, prompt 32k: 0.732 s absorbed, 0.325 s not
+    n, tp = 32768, 8
+    pairs = physics.prefill_attention_pairs(n, DSV3["layers"], 0, np.inf)
+    weights = physics.weight_bytes(671_026_419_200, 1.0)
+    kv = physics.kv_bytes_per_sequence(576, 1.0, physics.kv_cached_layer_tokens(n, 61, 0, np.inf))
+
+    def ttft(dim: float, embedding: float = 0.0, head: float = 0.0) -> float:
+        flops = physics.prefill_flops(
+            1, n, DSV3_ACTIVE, DSV3["heads"], dim, pairs, 1.0, embedding, head
+        )
+        return physics.roofline_time(
+            flops / tp, physics.prefill_bytes(weights / tp, 1, kv), H200_FP8, H200_BW
+        )
+
+    absorbed = ttft(1088)
+    expanded = ttft(physics.mla_attention_dim(512, 64, 128, 128, np.inf))
+    assert absorbed == pytest.approx(0.7316, abs=1e-4)
+    assert expanded == pytest.approx(0.3249, abs=1e-4)
+    assert absorbed / expanded == pytest.approx(2.252, abs=1e-3)
+    # with D2 as well (lookup free, logits for the last token only): 0.3172 s
+    e, head = physics.embedding_params(DSV3_V, DSV3_H, False), physics.logit_params(DSV3_V, DSV3_H)
+    assert ttft(320, e, head) == pytest.approx(0.3172, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("function", "args"),
+    [
+        (physics.embedding_params, (128256, 4096, [True, False])),
+        (physics.lookup_params, (128256, 4096, [True, False])),
+        (physics.unread_lookup_params, (128256, 4096, False, [1, 10**6])),
+        (physics.weights_read_with_gather, (16e9, 128256, 4096, False, 2, [1, 64])),
+        (physics.fixed_weights_read, (16e9, [0, 128256], 4096, False, 2)),
+        (physics.gather_bytes_per_sequence, ([0, 128256], 4096, False, 2)),
+        (physics.mla_attention_dim, (512, 64, 128, 128, [1.0, np.inf])),
+        (physics.decode_flops_per_sequence, (8e9, 4e9, 1.0, [0, 5e8])),
+        (physics.prefill_flops, (1, 2048, 8e9, 32, 256, 2e6, 1.0, [0, 1e9], 5e8)),
+    ],
+)
+def test_second_round_functions_on_scalars_numpy_and_xarray(
+    function: Any, args: tuple[Any, ...]
+) -> None:
+    check_duck_typed(function, args)

@@ -2,19 +2,54 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
-from sweeps.readme import END, START, column_reference
+from sweeps.export.columns import column_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def _script() -> ModuleType:
+    """``scripts/update_readme.py`` as a module (``scripts`` is no package)."""
+    spec = importlib.util.spec_from_file_location(
+        "update_readme", ROOT / "scripts" / "update_readme.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_column_tables_match_the_registry() -> None:
-    block = README.split(START, 1)[1].split(END, 1)[0]
+    script = _script()
+    block = README.split(script.START, 1)[1].split(script.END, 1)[0]
     assert block.strip() == column_reference().strip(), "run: python scripts/update_readme.py"
+
+
+def test_update_readme_replaces_only_the_block_and_is_idempotent() -> None:
+    script = _script()
+    stale = f"# Title\n\nbefore\n{script.START}\n| `old` | - | gone |\n{script.END}\nafter\n"
+    patched = script.update_readme(stale)
+    assert (
+        patched == f"# Title\n\nbefore\n{script.START}\n{column_reference()}{script.END}\nafter\n"
+    )
+    assert "`old`" not in patched
+    assert script.update_readme(patched) == patched
+    assert script.update_readme(README) == README
+
+
+def test_column_reference_lists_every_table_with_units() -> None:
+    reference = column_reference()
+    for table in ("decode", "prefill", "models", "hardware"):
+        assert f"**`{table}.parquet`**" in reference
+    assert "| `step_time_s` | s |" in reference
+    assert "| `ttft_s` | s |" in reference
 
 
 def test_ci_runs_the_readme_test_command() -> None:

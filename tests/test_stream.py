@@ -22,6 +22,8 @@ from sweeps.config import parse_config
 from sweeps.export import open_grid
 from sweeps.export.atomic import STAGING
 from sweeps.export.parquet import read_units
+from sweeps.grid import DECODE_DIMS
+from sweeps.grid.chunks import table_points
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 from sweeps.pipeline import plan, run_to_folder
 
@@ -106,7 +108,7 @@ def test_the_layout_does_not_depend_on_the_memory_budget(results, sweep, layout)
         assert _row_groups(streamed) == _row_groups(single)
         assert read_units(streamed) == read_units(single)
     assert parts.rows == whole.rows
-    assert seen[-1][0] == seen[-1][1] == sweep.decode_points + sweep.prefill_points
+    assert seen[-1][0] == seen[-1][1] == table_points(sweep)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
     manifest = json.loads((parts.folder / "manifest.json").read_text())["layout"]
     assert manifest["kind"] == layout
@@ -122,7 +124,7 @@ def test_streamed_result_has_the_same_summary(results, sweep):
     streamed = parts.summary()
     assert streamed is not None
     assert streamed.equals(whole.summary())
-    assert streamed.height == sweep.decode_points // len(sweep.batch)
+    assert streamed.height == sweep.points(DECODE_DIMS) // len(sweep.batch)
 
 
 def test_no_summary_where_even_one_batch_is_over_budget(tmp_path):

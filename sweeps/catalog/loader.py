@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
+import datetime
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from types import MappingProxyType
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, get_args, get_origin, get_type_hints
 
 from sweeps.catalog.records import COMPUTE_DTYPES, DType, Hardware, Model
 from sweeps.errors import CatalogError
@@ -25,6 +27,7 @@ class _Record(Protocol):
 
 
 R = TypeVar("R", bound=_Record)
+D = TypeVar("D", Hardware, Model, DType)
 
 
 def _rows(filename: str) -> list[dict[str, str]]:
@@ -32,91 +35,94 @@ def _rows(filename: str) -> list[dict[str, str]]:
     return list(csv.DictReader(text.splitlines()))
 
 
-def _float(row: dict[str, str], key: str, filename: str) -> float | None:
-    text = row[key].strip()
-    if not text:
-        return None
+def _key(row: dict[str, str]) -> str:
+    return row.get("id") or row.get("name") or "?"
+
+
+def _number(text: str, row: dict[str, str], key: str, filename: str) -> float:
     try:
         return float(text)
     except ValueError:
-        msg = f"{filename}: row {row['id']!r}, column {key!r}: {text!r} is not a number"
+        msg = f"{filename}: row {_key(row)!r}, column {key!r}: {text!r} is not a number"
         raise CatalogError(msg) from None
 
 
-def _int(row: dict[str, str], key: str, filename: str, default: int = 0) -> int:
-    value = _float(row, key, filename)
-    return default if value is None else int(value)
+def _cell(row: dict[str, str], spec: dataclasses.Field[Any], kind: Any, filename: str) -> Any:
+    """One CSV cell as the field's annotated type; the field's default where it is empty."""
+    text = row[spec.name].strip()
+    has_default = spec.default is not dataclasses.MISSING
+    optional = type(None) in get_args(kind)
+    if not text and (has_default or optional):
+        return spec.default if has_default else None
+    base = next(arg for arg in get_args(kind) if arg is not type(None)) if optional else kind
+    if base is str:
+        return row[spec.name]
+    if not text:
+        msg = f"{filename}: row {_key(row)!r}, column {spec.name!r} is empty; it is required"
+        raise CatalogError(msg)
+    if base is bool:
+        if text.lower() not in ("true", "false"):
+            msg = f"{filename}: row {_key(row)!r}, column {spec.name!r}: {text!r} is not true/false"
+            raise CatalogError(msg)
+        return text.lower() == "true"
+    if base is datetime.date:
+        try:
+            return datetime.date.fromisoformat(text)
+        except ValueError:
+            msg = f"{filename}: row {_key(row)!r}, column {spec.name!r}: {text!r} is not a date"
+            raise CatalogError(msg) from None
+    if get_origin(base) is tuple:
+        return tuple(alias.strip() for alias in text.split(";") if alias.strip())
+    value = _number(text, row, spec.name, filename)
+    return int(value) if base is int else value
 
 
-def _aliases(text: str) -> tuple[str, ...]:
-    return tuple(alias.strip() for alias in text.split(";") if alias.strip())
+def _record(cls: type[D], row: dict[str, str], filename: str, **given: Any) -> D:
+    """A record of ``cls`` from one CSV row: each dataclass field from the column of its name,
+    read as its annotated type (``given`` fields are supplied by the caller)."""
+    hints = get_type_hints(cls)
+    values = dict(given)
+    for spec in dataclasses.fields(cls):
+        if spec.name in given:
+            continue
+        if spec.name not in row:
+            if spec.default is dataclasses.MISSING:
+                msg = f"{filename}: column {spec.name!r} is missing"
+                raise CatalogError(msg)
+            continue
+        values[spec.name] = _cell(row, spec, hints[spec.name], filename)
+    return cls(**values)
+
+
+def csv_columns(cls: type[Hardware | Model | DType]) -> list[str]:
+    """The columns of a catalog CSV file of ``cls`` records: one per field, in field order,
+    ``peak_flops`` spread over ``peak_flops_<dtype>`` for each compute dtype."""
+    columns = []
+    for spec in dataclasses.fields(cls):
+        if spec.name == "peak_flops":
+            columns += [f"peak_flops_{dtype}" for dtype in COMPUTE_DTYPES]
+        else:
+            columns.append(spec.name)
+    return columns
 
 
 def _hardware(row: dict[str, str]) -> Hardware:
+    """A device row; its ``peak_flops_<dtype>`` columns make up ``peak_flops``."""
     name = "hardware.csv"
-    peaks = {}
-    for dtype in COMPUTE_DTYPES:
-        value = _float(row, f"peak_flops_{dtype}", name)
-        if value is not None:
-            peaks[dtype] = value
-    return Hardware(
-        id=row["id"],
-        name=row["name"],
-        vendor=row["vendor"],
-        memory=_float(row, "memory", name) or 0.0,
-        bandwidth=_float(row, "bandwidth", name) or 0.0,
-        peak_flops=peaks,
-        memory_basis=row["memory_basis"],
-        cache_bytes=_float(row, "cache_bytes", name),
-        price_per_hour=_float(row, "price_per_hour", name),
-        aliases=_aliases(row["aliases"]),
-        source=row["source"],
-        notes=row["notes"],
-    )
+    peaks = {
+        dtype: _number(row[f"peak_flops_{dtype}"], row, f"peak_flops_{dtype}", name)
+        for dtype in COMPUTE_DTYPES
+        if row[f"peak_flops_{dtype}"].strip()
+    }
+    return _record(Hardware, row, name, peak_flops=peaks)
 
 
 def _model(row: dict[str, str]) -> Model:
-    name = "models.csv"
-    return Model(
-        id=row["id"],
-        params=_float(row, "params", name) or 0.0,
-        active_params=_float(row, "active_params", name) or 0.0,
-        layers=_int(row, "layers", name),
-        heads=_int(row, "heads", name),
-        kv_heads=_int(row, "kv_heads", name),
-        head_dim=_int(row, "head_dim", name),
-        hidden_size=_int(row, "hidden_size", name),
-        intermediate_size=_int(row, "intermediate_size", name),
-        vocab_size=_int(row, "vocab_size", name),
-        attention=row["attention"],
-        kv_lora_rank=_int(row, "kv_lora_rank", name),
-        qk_rope_head_dim=_int(row, "qk_rope_head_dim", name),
-        v_head_dim=_int(row, "v_head_dim", name),
-        experts=_int(row, "experts", name, default=1),
-        experts_per_token=_int(row, "experts_per_token", name, default=1),
-        shared_experts=_int(row, "shared_experts", name),
-        moe_intermediate_size=_int(row, "moe_intermediate_size", name),
-        sliding_window=_int(row, "sliding_window", name),
-        local_layers=_int(row, "local_layers", name),
-        max_context=_int(row, "max_context", name),
-        tie_word_embeddings=row["tie_word_embeddings"].strip().lower() == "true",
-        family=row["family"],
-        hf_repo=row["hf_repo"],
-        aliases=_aliases(row["aliases"]),
-        source=row["source"],
-        notes=row["notes"],
-    )
+    return _record(Model, row, "models.csv")
 
 
 def _dtype(row: dict[str, str]) -> DType:
-    return DType(
-        name=row["name"],
-        bits=float(row["bits"]),
-        group_size=int(row["group_size"] or 0),
-        scale_bytes=float(row["scale_bytes"] or 0),
-        compute=row["compute"],
-        description=row["description"],
-    )
+    return _record(DType, row, "dtypes.csv")
 
 
 @dataclass(frozen=True)

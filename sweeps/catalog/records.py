@@ -6,10 +6,15 @@ Every figure is SI: bytes, bytes/s, FLOP/s. Records built from a config's custom
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
+
+from sweeps.physics import embedding_params, mla_attention_dim
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "gqa+sliding")
 
@@ -19,26 +24,8 @@ COMPUTE_DTYPES = ("bf16", "fp8", "int8", "fp4", "fp32")
 BF16_BYTES = 2.0
 """Bytes of a bf16 element: the basis of ``Model.kv_bytes_per_token``'s default [byte]."""
 
-TABLE_FIELDS = (
-    "params",
-    "active_params",
-    "layers",
-    "heads",
-    "kv_heads",
-    "head_dim",
-    "hidden_size",
-    "attention",
-    "kv_lora_rank",
-    "qk_rope_head_dim",
-    "v_head_dim",
-    "experts",
-    "experts_per_token",
-    "sliding_window",
-    "local_layers",
-    "max_context",
-    "source",
-)
-"""``Model`` fields a config's ``[models.*]`` table can set (the schema's keys, less ``config``)."""
+TABLE_KEY = MappingProxyType({"table": True})
+"""Field metadata of a ``Model`` field that a config's ``[models.*]`` table can set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +60,10 @@ class Hardware:
     memory : Device memory [byte]
     bandwidth : Peak DRAM/HBM bandwidth [byte/s]
     peak_flops : Peak dense throughput per compute dtype [FLOP/s]; never the 2:4-sparse figure
+    price_per_hour : What one device-hour costs [USD/h]; None where no price is known
+    price_kind : How that price is offered (provider, on-demand or reserved, region)
+    price_as_of : The date the price was read; None with no price
+    price_source : Where the price was read
     """
 
     id: str
@@ -84,6 +75,9 @@ class Hardware:
     memory_basis: str = ""
     cache_bytes: float | None = None
     price_per_hour: float | None = None
+    price_kind: str = ""
+    price_as_of: datetime.date | None = None
+    price_source: str = ""
     aliases: tuple[str, ...] = ()
     source: str = ""
     notes: str = ""
@@ -103,34 +97,37 @@ class Model:
     experts, experts_per_token : Routed experts per MoE layer and per token; 1, 1 for dense
     sliding_window : Window length of the local layers [token]; 0 for none
     local_layers : Layers that keep only ``sliding_window`` tokens [1]
+    hidden_size : Width of the residual stream [1]; 0 where a custom table gives none
+    vocab_size : Vocabulary [token]; 0 where unknown (a custom table without one)
+    tie_word_embeddings : The input embedding and the LM head are one matrix
     """
 
     id: str
-    params: float
-    active_params: float
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    hidden_size: int = 0
+    params: float = field(metadata=TABLE_KEY)
+    active_params: float = field(metadata=TABLE_KEY)
+    layers: int = field(metadata=TABLE_KEY)
+    heads: int = field(metadata=TABLE_KEY)
+    kv_heads: int = field(metadata=TABLE_KEY)
+    head_dim: int = field(metadata=TABLE_KEY)
+    hidden_size: int = field(default=0, metadata=TABLE_KEY)
     intermediate_size: int = 0
     vocab_size: int = 0
-    attention: str = "gqa"
-    kv_lora_rank: int = 0
-    qk_rope_head_dim: int = 0
-    v_head_dim: int = 0
-    experts: int = 1
-    experts_per_token: int = 1
+    attention: str = field(default="gqa", metadata=TABLE_KEY)
+    kv_lora_rank: int = field(default=0, metadata=TABLE_KEY)
+    qk_rope_head_dim: int = field(default=0, metadata=TABLE_KEY)
+    v_head_dim: int = field(default=0, metadata=TABLE_KEY)
+    experts: int = field(default=1, metadata=TABLE_KEY)
+    experts_per_token: int = field(default=1, metadata=TABLE_KEY)
     shared_experts: int = 0
     moe_intermediate_size: int = 0
-    sliding_window: int = 0
-    local_layers: int = 0
-    max_context: int = 0
+    sliding_window: int = field(default=0, metadata=TABLE_KEY)
+    local_layers: int = field(default=0, metadata=TABLE_KEY)
+    max_context: int = field(default=0, metadata=TABLE_KEY)
     tie_word_embeddings: bool = False
     family: str = ""
     hf_repo: str = ""
-    aliases: tuple[str, ...] = field(default=())
-    source: str = ""
+    aliases: tuple[str, ...] = ()
+    source: str = field(default="", metadata=TABLE_KEY)
     notes: str = ""
 
     @property
@@ -151,6 +148,13 @@ class Model:
         return self.hidden_size or self.heads * self.head_dim
 
     @property
+    def embedding_params(self) -> int:
+        """Embedding parameters [1]: the input embedding and the LM head, ``2 * vocab_size *
+        width``, or ``vocab_size * width`` when they are one tied matrix; 0 where the
+        vocabulary is unknown (``sweeps.physics.embedding_params``)."""
+        return int(embedding_params(self.vocab_size, self.width, self.tie_word_embeddings))
+
+    @property
     def kv_latent(self) -> int:
         """MLA latent elements cached per token per layer, ``kv_lora_rank + qk_rope_head_dim``
         [1]; 0 where the model is not MLA (docs/cost-model.md section 2)."""
@@ -166,6 +170,22 @@ class Model:
         if self.is_mla:
             return 2 * self.kv_lora_rank + self.qk_rope_head_dim
         return 2 * self.head_dim
+
+    @property
+    def prefill_attention_dim(self) -> float:
+        """Query-key plus value dimension per head of one attended pair in a prefill [1].
+
+        ``attention_dim`` but for MLA, whose prefill kernels run the non-absorbed form
+        (``d_qk + d_v``, 320 for DeepSeek-V3 against 1088 absorbed): each phase takes the
+        cheaper form (``sweeps.physics.mla_attention_dim``, no cached keys to re-project)."""
+        if not self.is_mla:
+            return float(self.attention_dim)
+        nope = self.head_dim - self.qk_rope_head_dim
+        return float(
+            mla_attention_dim(
+                self.kv_lora_rank, self.qk_rope_head_dim, nope, self.v_head_dim, math.inf
+            )
+        )
 
     def cache_heads(self, kv_heads: int) -> int:
         """Heads the KV cache is split into across tensor-parallel ranks [head].
@@ -188,7 +208,12 @@ class Model:
         return self.kv_elements_per_token_layer(heads) * kv_bytes * self.layers
 
 
-SpecDType = Literal["float64", "int64", "str"]
+TABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Model) if f.metadata.get("table"))
+"""``Model`` fields a config's ``[models.*]`` table can set (the schema's keys, less
+``config``), in field order: those declared with ``metadata=TABLE_KEY``."""
+
+
+SpecDType = Literal["float64", "int64", "bool", "str"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +224,7 @@ class Spec:
     unit : Unit, SI (``1`` for a pure number, ``-`` for a label)
     description : One line, what it means
     value : The record's value (``None``: the grid supplies it, e.g. the sweep's compute peak)
-    dtype : ``float64``, ``int64`` or ``str``
+    dtype : ``float64``, ``int64``, ``bool`` or ``str``
     column : Column of ``models.parquet`` / ``hardware.parquet`` (defaults to ``name``)
     """
 
@@ -293,6 +318,27 @@ MODEL_SPECS: tuple[Spec, ...] = (
         "kv_bytes_per_token",
     ),
     Spec(
+        "vocab_size",
+        "token",
+        "Vocabulary (0: not given, the note's abstract form)",
+        _attr("vocab_size"),
+        "int64",
+    ),
+    Spec(
+        "tied_embeddings",
+        "-",
+        "The input embedding and the lm_head share one matrix",
+        _attr("tie_word_embeddings"),
+        "bool",
+    ),
+    Spec(
+        "embedding_params",
+        "1",
+        "Embedding parameters E: 2*V*width untied, V*width tied (0 without a vocabulary)",
+        _attr("embedding_params"),
+        "float64",
+    ),
+    Spec(
         "model_source", "-", "Where the model's figures come from", _attr("source"), "str", "source"
     ),
 )
@@ -329,6 +375,23 @@ HARDWARE_SPECS: tuple[Spec, ...] = (
         Spec(f"peak_flops_{dtype}", *_PEAK_NOTES[dtype], _peak(dtype), "float64")
         for dtype in COMPUTE_DTYPES
     ),
+    Spec(
+        "price_per_hour",
+        "USD/h",
+        "Price of one device-hour (null: none known)",
+        lambda device: float("nan") if device.price_per_hour is None else device.price_per_hour,
+        "float64",
+    ),
+    Spec("price_kind", "-", "What the price is (on-demand, list, ...)", _attr("price_kind"), "str"),
+    Spec(
+        "hardware_price_as_of",
+        "-",
+        "Date the price was read",
+        lambda device: "" if device.price_as_of is None else device.price_as_of.isoformat(),
+        "str",
+        "price_as_of",
+    ),
+    Spec("price_source", "-", "Where the price comes from", _attr("price_source"), "str"),
     Spec(
         "hardware_source",
         "-",

@@ -1,5 +1,22 @@
-"""Config files: the TOML schema, validation at the boundary, names resolved to records."""
+"""Config files: the TOML schema, validation at the boundary, names resolved to records.
 
-from sweeps.config.resolve import NATIVE, Options, Sweep, key_path, load_config, parse_config
+``check_name`` (with ``SWEEP_NAME_PATTERN``) is the one rule of a sweep name, for every layer
+that turns a name into a folder.
+"""
 
-__all__ = ["NATIVE", "Options", "Sweep", "key_path", "load_config", "parse_config"]
+from sweeps.config.limits import SWEEP_NAME_PATTERN, check_name
+from sweeps.config.messages import key_path
+from sweeps.config.resolve import load_config, parse_config
+from sweeps.config.sweep import NATIVE, Options, Serving, Sweep
+
+__all__ = [
+    "NATIVE",
+    "SWEEP_NAME_PATTERN",
+    "Options",
+    "Serving",
+    "Sweep",
+    "check_name",
+    "key_path",
+    "load_config",
+    "parse_config",
+]

@@ -1,438 +1,341 @@
 """Turn a config file into a ``Sweep``: validated once, every name resolved to a record.
 
 All mistakes found are reported together in one ``ConfigError``, each line naming the file, the
-key path, the value and what is allowed. Nothing downstream re-validates.
+key path, the value and what is allowed: when the schema rejects some keys, the rest of the file
+is still validated and cross-checked. Every check is linear in the size of the config, and the
+grid's size is checked against ``limits.MAX_POINTS`` from the axis lengths alone, before any
+range is expanded. Nothing downstream re-validates.
 """
 
 from __future__ import annotations
 
-import difflib
-import hashlib
+import copy
+import math
 import tomllib
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
-from sweeps import axes
-from sweeps.catalog import (
-    COMPUTE_DTYPES,
-    TABLE_FIELDS,
-    Catalog,
-    DType,
-    Hardware,
-    Model,
-    load_catalog,
-    suggest,
-)
+from sweeps.catalog import Catalog, load_catalog
 from sweeps.config import schema
-from sweeps.errors import CatalogError, ConfigError, ImportModelError
+from sweeps.config.custom import custom_dtype, custom_hardware, custom_model
+from sweeps.config.limits import MAX_POINTS
+from sweeps.config.messages import Problems, describe, error_loc, toml_error
+from sweeps.config.sweep import NATIVE, Sweep
+from sweeps.errors import CatalogError, ConfigError
+from sweeps.files import read_text
 
-NATIVE = "native"
 T = TypeVar("T")
 
+_BROKEN = "-"
+"""Stands in for a name the schema rejected, so that later checks keep their indices."""
 
-@dataclass(frozen=True)
-class Options:
-    """Resolved ``[options]``; see the README's config reference for each key."""
-
-    attention_flops: bool
-    memory_reserve: float
-    ceiling_fraction: float
-    compute_dtype: str
-    bandwidth_efficiency: float
-    compute_efficiency: float
-    activation_bytes: float
-    max_chart_cells: int
+_NAME_AXES = ("model", "hardware", "kv_dtype", "weight_dtype")
+_CUSTOM = ("models", "hardware", "dtypes")
 
 
-@dataclass(frozen=True)
-class Sweep:
-    """One validated sweep: axes as tuples of values or records, options, outputs, provenance."""
-
-    name: str
-    title: str
-    models: tuple[Model, ...]
-    hardware: tuple[Hardware, ...]
-    batch: tuple[int, ...]
-    context: tuple[int, ...]
-    prompt: tuple[int, ...]
-    kv_heads: tuple[str, ...]
-    kv_dtype: tuple[DType, ...]
-    weight_dtype: tuple[DType, ...]
-    tp: tuple[int, ...]
-    options: Options
-    charts: tuple[str, ...]
-    formats: tuple[str, ...]
-    grid_format: str
-    path: str
-    text: str
-
-    @property
-    def sha256(self) -> str:
-        """SHA-256 of the config text, as hex."""
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
-
-    def points(self, dims: Sequence[str]) -> int:
-        """Points of this sweep's grid over ``dims`` (axis dims of ``sweeps.axes.AXES``) [1]."""
-        return axes.points(self, dims)
-
-    @property
-    def decode_points(self) -> int:
-        """Points of the decode grid (every axis but the prompt)."""
-        return self.points([a.dim for a in axes.AXES if a.dim != "prompt"])
-
-    @property
-    def prefill_points(self) -> int:
-        """Points of the prefill grid (every axis but the context)."""
-        return self.points([a.dim for a in axes.AXES if a.dim != "context"])
-
-
-# --- formatting pydantic's errors -------------------------------------------------------------
-
-_TABLES: dict[tuple[str, ...], type[BaseModel]] = {
-    (): schema.ConfigFile,
-    ("sweep",): schema.SweepTable,
-    ("axes",): schema.Axes,
-    ("options",): schema.Options,
-    ("outputs",): schema.Outputs,
-    ("models", "*"): schema.ModelTable,
-    ("hardware", "*"): schema.HardwareTable,
-    ("hardware", "*", "peak_flops"): schema.PeakFlops,
-    ("dtypes", "*"): schema.DTypeTable,
-    ("axes", "*"): schema.AxisRange,
-}
-
-
-def _table_for(path: tuple[str, ...]) -> type[BaseModel] | None:
-    for pattern, table in _TABLES.items():
-        if len(pattern) != len(path):
+def _prune(raw: dict[str, Any], errors: Sequence[Any]) -> tuple[dict[str, Any], set[str]]:
+    """``raw`` without the keys the schema rejected, and the names of the broken tables."""
+    pruned, broken = copy.deepcopy(raw), set()
+    done: set[tuple[Any, ...]] = set()  # keys already dropped whole: their other errors are moot
+    for error in errors:
+        if tuple(error["loc"][:2]) in done:
             continue
-        if all(p in ("*", q) for p, q in zip(pattern, path, strict=True)):
-            return table
-    return None
+        loc = error_loc(error)
+        top = str(loc[0]) if loc else ""
+        table = pruned.get(top)
+        if not (loc[:1] == ("axes",) and loc[1:2] and loc[1] in _NAME_AXES):
+            done.add(tuple(error["loc"][:2]))
+        if len(loc) < 2 or not isinstance(table, dict):
+            pruned.pop(top, None)
+        elif loc[0] in _CUSTOM:
+            table.pop(loc[1], None)
+            broken.add(str(loc[1]))
+        elif loc[:2] == ("sweep", "name"):
+            table["name"] = "invalid"
+        elif loc[0] == "axes" and loc[1] in _NAME_AXES and len(loc) > 2:
+            values = table.get(loc[1])
+            if isinstance(values, list) and isinstance(loc[2], int) and loc[2] < len(values):
+                values[loc[2]] = _BROKEN
+                broken.add(_BROKEN)
+            else:
+                table.pop(loc[1], None)
+        else:
+            table.pop(loc[1], None)
+    return pruned, broken
 
 
-def key_path(loc: Sequence[str | int]) -> str:
-    """``("axes", "batch", 2)`` as ``axes.batch[2]``."""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
-def _describe(error: Any) -> str:
-    loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and part[:1] == "@"))
-    kind, value = error["type"], error.get("input")
-    if kind == "extra_forbidden":
-        parent = tuple(str(p) for p in loc[:-1])
-        table = _table_for(parent)
-        allowed = sorted(table.model_fields) if table else []
-        hint = suggest(str(loc[-1]), allowed) if allowed else ""
-        return f"{key_path(loc)}: unknown key; {hint}".rstrip("; ")
-    if kind == "missing":
-        return f"{key_path(loc)}: required key is missing"
-    if kind == "string_pattern_mismatch":
-        return f"{key_path(loc)}: {value!r} is not a valid name; use only a-z, 0-9, '.', '_', '-'"
-    if kind == "too_short":
-        return f"{key_path(loc)}: the axis is empty; give at least one value"
-    message = str(error["msg"])
-    if kind == "literal_error":
-        message = f"must be one of {error['ctx']['expected']}"
-    return f"{key_path(loc)}: {message} (got {value!r})"
-
-
-# --- cross-checks against the catalog ---------------------------------------------------------
-
-
-class _Problems:
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def add(self, key: str, message: str) -> None:
-        self.lines.append(f"{key}: {message}")
-
-
-_SHAPE_KEYS = ("params", "layers", "heads", "kv_heads", "head_dim")
-"""Keys a ``[models.*]`` table needs unless ``config`` names a config.json to read them from."""
-
-
-def _imported_model(
-    name: str, table: schema.ModelTable, base: Path, problems: _Problems
-) -> Model | None:
-    """The record of the table's ``config = "..."`` file (relative to ``base``), or None."""
-    from sweeps.catalog.hf_import import load_model
-
-    assert table.config is not None  # the caller checks; not user input
-    file = Path(table.config)
+def _validate(raw: dict[str, Any], problems: Problems) -> tuple[schema.ConfigFile | None, set[str]]:
+    """The schema's view of ``raw``: every error recorded; the rest of the file still checked."""
     try:
-        return load_model(file if file.is_absolute() else base / file, name)
-    except ImportModelError as error:
-        problems.add(f"models.{name}.config", f"{table.config!r}: {error}")
-        return None
+        return schema.ConfigFile.model_validate(raw), set()
+    except ValidationError as error:
+        errors = error.errors(include_url=False)
+    for e in errors:
+        if problems.full:  # counted, not described: a million mistakes cost no more than fifty
+            problems.dropped += 1
+        else:
+            problems.add_line(describe(e))
+    pruned, broken = _prune(raw, errors)
+    try:
+        return schema.ConfigFile.model_validate(pruned), broken
+    except ValidationError:  # a required table itself is wrong: the errors above say why
+        return None, broken
 
 
-def _custom_model(
-    name: str, table: schema.ModelTable, problems: _Problems, base: Path = Path()
-) -> Model:
-    key = f"models.{name}"
-    given = table.model_fields_set - {"config"}
-    imported = _imported_model(name, table, base, problems) if table.config else None
-    if table.config is None:
-        for field in _SHAPE_KEYS:
-            if getattr(table, field) is None:
-                problems.add(
-                    f"{key}.{field}",
-                    "required key is missing "
-                    '(or give config = "path/to/config.json" to read the shapes)',
-                )
-    values: dict[str, Any] = {}
-    if imported is not None:
-        values = {field: getattr(imported, field) for field in TABLE_FIELDS}
-        # fields given next to config override the file's values
-        values.update({field: getattr(table, field) for field in given})
-    else:
-        values = {field: getattr(table, field) for field in TABLE_FIELDS}
-        for field in _SHAPE_KEYS:  # placeholders where a problem was already reported
-            values[field] = values[field] or 1
-        values["active_params"] = table.active_params or values["params"]
-    params, active = float(values["params"]), float(values["active_params"])
-    layers, heads = int(values["layers"]), int(values["heads"])
-    kv_heads, head_dim = int(values["kv_heads"]), int(values["head_dim"])
-    kv_lora_rank = int(values["kv_lora_rank"])
-    experts = int(values["experts"])
-    experts_per_token = int(values["experts_per_token"])
-    sliding_window = int(values["sliding_window"])
-    local_layers = int(values["local_layers"])
-    mla = values["attention"] == "mla" or (values["attention"] is None and kv_lora_rank > 0)
-    if not mla and heads % kv_heads:
-        problems.add(f"{key}.kv_heads", f"{kv_heads} does not divide heads = {heads}")
-    if active > params:
-        problems.add(f"{key}.active_params", f"{active!r} exceeds params = {params!r}")
-    if experts_per_token > experts:
-        problems.add(f"{key}.experts_per_token", f"{experts_per_token} exceeds experts = {experts}")
-    if local_layers > layers:
-        problems.add(f"{key}.local_layers", f"{local_layers} exceeds layers = {layers}")
-    if local_layers and not sliding_window:
-        problems.add(f"{key}.sliding_window", "local_layers needs a sliding_window > 0")
-    attention = str(table.attention) if "attention" in given and table.attention else None
-    if (
-        attention is None
-        and imported is not None
-        and not given & {"kv_lora_rank", "kv_heads", "heads", "local_layers", "sliding_window"}
-    ):
-        attention = imported.attention
-    if attention is None:
-        attention = (
-            "mla"
-            if kv_lora_rank
-            else "gqa+sliding"
-            if imported is not None and local_layers and sliding_window
-            else "mha"
-            if kv_heads == heads
-            else "mqa"
-            if kv_heads == 1
-            else "gqa"
-        )
-    if attention == "mla" and not kv_lora_rank:
-        problems.add(f"{key}.kv_lora_rank", "an MLA model needs kv_lora_rank > 0")
-    v_head_dim = int(values["v_head_dim"]) or (kv_lora_rank and head_dim)
-    common: dict[str, Any] = {
-        "id": name,
-        "params": params,
-        "active_params": active,
-        "layers": layers,
-        "heads": heads,
-        "kv_heads": kv_heads,
-        "head_dim": head_dim,
-        "hidden_size": int(values["hidden_size"]),
-        "attention": attention,
-        "kv_lora_rank": kv_lora_rank,
-        "qk_rope_head_dim": int(values["qk_rope_head_dim"]),
-        "v_head_dim": v_head_dim,
-        "experts": experts,
-        "experts_per_token": experts_per_token,
-        "sliding_window": sliding_window,
-        "local_layers": local_layers,
-        "max_context": int(values["max_context"]),
-        "source": str(values["source"]),
+def _length(value: Any) -> int:
+    return value.count if isinstance(value, schema.AxisRange) else len(value)
+
+
+def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
+    """Each grid's points from the axis lengths, against ``MAX_POINTS``, before expanding:
+    decode, prefill, and with ``[serving]`` the serving table (3 batching modes at most) and
+    the pools table (every pair of prefill and decode devices, 2 plans)."""
+    a = config.axes
+    common = {
+        "model": len(a.model),
+        "hardware": len(a.hardware),
+        "tp": _length(a.tp),
+        "batch": _length(a.batch),
+        "kv_heads": len(a.kv_heads),
+        "kv_dtype": len(a.kv_dtype),
+        "weight_dtype": len(a.weight_dtype),
     }
-    if imported is not None:
-        return replace(imported, **common)  # keeps vocab, tie, shared experts, notes, ...
-    return Model(**common)
-
-
-def _custom_hardware(name: str, table: schema.HardwareTable) -> Hardware:
-    peaks = {k: v for k, v in table.peak_flops.model_dump().items() if v is not None}
-    return Hardware(
-        id=name,
-        name=table.name or name,
-        vendor=table.vendor,
-        memory=table.memory,
-        bandwidth=table.bandwidth,
-        peak_flops=peaks,
-        memory_basis="bytes, as given in the config",
-        price_per_hour=table.price_per_hour,
-        source=table.source,
-    )
-
-
-def _custom_dtype(name: str, table: schema.DTypeTable) -> DType:
-    return DType(
-        name=name,
-        bits=table.bits,
-        group_size=table.group_size,
-        scale_bytes=table.scale_bytes,
-        compute=table.compute,
-        description=table.description,
-    )
+    grids = {
+        "decode": {**common, "context": _length(a.context)},
+        "prefill": {**common, "prompt": _length(a.prompt or a.context)},
+    }
+    if config.serving is not None:
+        s = config.serving
+        workload = {
+            "prompt_tokens": _length(s.prompt_tokens),
+            "output_tokens": _length(s.output_tokens),
+        }
+        grids["serving"] = {**common, **workload, "mode": 3}
+        devices = common["hardware"] * common["tp"]
+        grids["pools"] = {
+            **{dim: common[dim] for dim in ("model", "kv_heads", "kv_dtype", "weight_dtype")},
+            **workload,
+            "arrival_rate": len(s.arrival_rate),
+            "prefill (hardware x tp)": devices,
+            "decode (hardware x tp)": devices,
+            "pool_mode": 2,
+        }
+    for grid, lengths in grids.items():
+        points = math.prod(lengths.values())
+        if points > MAX_POINTS:
+            sizes = " x ".join(f"{dim} {n:,}" for dim, n in lengths.items())
+            problems.add(
+                "serving" if grid in ("serving", "pools") else "axes",
+                f"the {grid} grid has {points:,} points ({sizes}); a sweep holds at most "
+                f"{MAX_POINTS:,} (limits.MAX_POINTS): shorten an axis or split the sweep",
+            )
 
 
 def _resolve_names(
-    names: list[str], key: str, custom: dict[str, T], lookup: Any, problems: _Problems
+    names: list[str],
+    key: str,
+    custom: Mapping[str, T],
+    catalog: Mapping[str, T],
+    lookup: Callable[[str], T],
+    problems: Problems,
+    skip: set[str],
 ) -> tuple[T, ...]:
+    """Records of ``names`` (``custom`` tables first, then ``catalog`` ids and aliases, whose
+    ``lookup`` writes the message of an unknown name); an id and its alias are duplicates."""
     out: list[T] = []
-    seen: set[str] = set()
+    first: dict[str, int] = {}
     for index, name in enumerate(names):
-        if name in seen:
-            problems.add(f"{key}[{index}]", f"duplicate value {name!r}")
+        if name in skip:  # a broken custom table or name: already reported
             continue
-        seen.add(name)
-        if name in custom:
-            out.append(custom[name])
+        record = custom.get(name) or catalog.get(name)
+        if record is None:
+            try:
+                if not problems.full:  # compose the message only while it can be shown
+                    lookup(name)
+                problems.add(f"{key}[{index}]", f"unknown {name!r}")
+            except CatalogError as error:
+                problems.add(f"{key}[{index}]", str(error))
             continue
-        try:
-            out.append(lookup(name))
-        except CatalogError as error:
-            problems.add(f"{key}[{index}]", str(error))
+        ident = str(getattr(record, "id", None) or getattr(record, "name", name))
+        if ident in first:
+            same = "" if names[first[ident]] == name else f" (the same as {ident!r})"
+            problems.add(
+                f"{key}[{index}]",
+                f"duplicate value {name!r}{same}, first at {key}[{first[ident]}]; give each once",
+            )
+            continue
+        first[ident] = index
+        out.append(record)
     return tuple(out)
 
 
-def _int_axis(value: Any, key: str, problems: _Problems) -> tuple[int, ...]:
+def _axis_values(value: Any, key: str, problems: Problems) -> tuple[Any, ...]:
     values = value.values() if isinstance(value, schema.AxisRange) else list(value)
-    duplicates = sorted({v for v in values if values.count(v) > 1})
-    if duplicates:
-        problems.add(key, f"duplicate values {duplicates}")
-    if not values:
-        problems.add(key, "the range holds no value")
+    counts = Counter(values)
+    if len(counts) < len(values):
+        duplicates = sorted(v for v, n in counts.items() if n > 1)
+        listed = f"{duplicates[:10]}" + (
+            f" and {len(duplicates) - 10} more" if duplicates[10:] else ""
+        )
+        problems.add(key, f"duplicate values {listed}; give each value once")
     return tuple(values)
 
 
+def _named(ids: list[str]) -> str:
+    """``model 'a'``, ``models 'a' and 'b'`` or ``models 'a', 'b' and 3 more``."""
+    if len(ids) == 1:
+        return f"model {ids[0]!r}"
+    head = ", ".join(map(repr, ids[:-1] if len(ids) <= 3 else ids[:2]))
+    tail = repr(ids[-1]) if len(ids) <= 3 else f"{len(ids) - 2} more"
+    return f"models {head} and {tail}"
+
+
 def _kv_heads(
-    values: list[str | int], models: Sequence[Model], problems: _Problems
+    values: list[str | int], models: Sequence[Any], problems: Problems
 ) -> tuple[str, ...]:
-    labels: list[str] = []
+    """The KV-head labels; each count must divide the heads of every model (none is MLA).
+
+    Models are grouped by head count, so the check costs distinct values x distinct counts.
+    """
+    groups: dict[int | None, list[str]] = {}
+    for model in models:
+        groups.setdefault(None if model.is_mla else model.heads, []).append(model.id)
+    labels: dict[str, None] = {}
     for index, value in enumerate(values):
         key = f"axes.kv_heads[{index}]"
         label = str(value)
         if label in labels:
-            problems.add(key, f"duplicate value {value!r}")
+            problems.add(key, f"duplicate value {value!r}; give each value once")
             continue
-        labels.append(label)
+        labels[label] = None
         if value == NATIVE:
             continue
-        for model in models:
-            if model.is_mla:
+        for heads, ids in groups.items():
+            if heads is None:
                 problems.add(
                     key,
-                    f"{value} cannot apply to MLA model {model.id!r}, whose cache "
+                    f"{value} cannot apply to MLA {_named(ids)}, whose cache "
                     "is one latent per layer; allowed: 'native'",
                 )
-            elif model.heads % int(value):
-                divisors = [d for d in range(1, model.heads + 1) if model.heads % d == 0]
+            elif heads % int(value):
+                divisors = [d for d in range(1, heads + 1) if heads % d == 0]
                 problems.add(
                     key,
-                    f"{value} does not divide the {model.heads} query heads of "
-                    f"model {model.id!r}; allowed: 'native', {divisors}",
+                    f"{value} does not divide the {heads} query heads of "
+                    f"{_named(ids)}; allowed: 'native', {divisors}",
                 )
     return tuple(labels)
 
 
+def _check_compute(compute: str, hardware: Sequence[Any], problems: Problems) -> None:
+    """An explicit compute dtype (the schema knows it) must have a peak on every device."""
+    if compute == schema.AUTO:
+        return
+    for device in hardware:
+        if compute not in device.peak_flops:
+            problems.add(
+                "options.compute_dtype",
+                f"{compute!r} has no peak on hardware {device.id!r}; "
+                f"allowed there: {sorted(device.peak_flops)} or 'auto'",
+            )
+
+
+def _serving(config: schema.ConfigFile, batch: Sequence[int], problems: Problems) -> dict[str, Any]:
+    """The ``Sweep`` fields of ``[serving]``: its axes expanded, its objectives."""
+    table = config.serving
+    if table is None:
+        return {}
+    chunk = table.chunk_tokens
+    if chunk and batch and chunk <= max(batch):
+        default = "" if "chunk_tokens" in table.model_fields_set else " (the default)"
+        problems.add(
+            "serving.chunk_tokens",
+            f"{chunk}{default} is not larger than the largest batch, {max(batch)}: a chunked "
+            "step carries one decode token per sequence plus prompt tokens; allowed: 0 (off) "
+            f"or more than {max(batch)}",
+        )
+    objectives = {name: getattr(table, name) for name in schema.Serving.model_fields}
+    return {
+        "prompt_tokens": _axis_values(table.prompt_tokens, "serving.prompt_tokens", problems),
+        "output_tokens": _axis_values(table.output_tokens, "serving.output_tokens", problems),
+        "arrival_rate": _axis_values(table.arrival_rate, "serving.arrival_rate", problems),
+        "serving": schema.Serving(**objectives),
+    }
+
+
+def _resolve(
+    config: schema.ConfigFile,
+    broken: set[str],
+    path: str,
+    text: str,
+    catalog: Catalog,
+    problems: Problems,
+) -> Sweep:
+    base = Path(path).parent
+    models = {n: custom_model(n, t, problems, base) for n, t in config.models.items()}
+    devices = {n: custom_hardware(n, t) for n, t in config.hardware.items()}
+    dtypes = {n: custom_dtype(n, t) for n, t in config.dtypes.items()}
+    a = config.axes
+
+    def names(
+        axis: str, custom: dict[str, T], table: Mapping[str, T], lookup: Callable[[str], T]
+    ) -> tuple[T, ...]:
+        values = getattr(a, axis)
+        return _resolve_names(values, f"axes.{axis}", custom, table, lookup, problems, broken)
+
+    model_records = names("model", models, catalog.models, catalog.lookup_model)
+    hardware = names("hardware", devices, catalog.hardware, catalog.lookup_hardware)
+    _check_points(config, problems)
+    context = _axis_values(a.context, "axes.context", problems)
+    batch = _axis_values(a.batch, "axes.batch", problems)
+    _check_compute(config.options.compute_dtype, hardware, problems)
+    outputs = config.outputs
+    return Sweep(
+        name=config.sweep.name,
+        title=config.sweep.title or config.sweep.name,
+        models=model_records,
+        hardware=hardware,
+        batch=batch,
+        context=context,
+        prompt=_axis_values(a.prompt, "axes.prompt", problems) if a.prompt is not None else context,
+        kv_heads=_kv_heads(list(a.kv_heads), model_records, problems),
+        kv_dtype=names("kv_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype),
+        weight_dtype=names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype),
+        tp=_axis_values(a.tp, "axes.tp", problems),
+        options=config.options,
+        charts=tuple(dict.fromkeys(outputs.charts)),
+        formats=tuple(dict.fromkeys(outputs.formats)),
+        grid_format=outputs.grid,
+        layout=outputs.layout,
+        duckdb=outputs.duckdb,
+        path=path,
+        text=text,
+        **_serving(config, batch, problems),
+    )
+
+
 def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = None) -> Sweep:
     """Validate config ``text`` (TOML) and resolve it; ``path`` names it in error messages."""
-    catalog = catalog or load_catalog()
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        msg = f"{path}: not valid TOML: {error}"
+        raise toml_error(path, text, error) from None
+    except RecursionError:
+        msg = f"{path}: not valid TOML: arrays or tables nested too deeply"
         raise ConfigError(msg) from None
-    try:
-        config = schema.ConfigFile.model_validate(raw)
-    except ValidationError as error:
-        lines = list(dict.fromkeys(_describe(e) for e in error.errors()))
-        msg = "\n".join(f"{path}: {line}" for line in lines)
-        raise ConfigError(msg) from None
-
-    problems = _Problems()
-    base = Path(path).parent
-    custom_models = {n: _custom_model(n, t, problems, base) for n, t in config.models.items()}
-    custom_hw = {n: _custom_hardware(n, t) for n, t in config.hardware.items()}
-    custom_dtypes = {n: _custom_dtype(n, t) for n, t in config.dtypes.items()}
-    axes = config.axes
-    models = _resolve_names(axes.model, "axes.model", custom_models, catalog.lookup_model, problems)
-    hardware = _resolve_names(
-        axes.hardware, "axes.hardware", custom_hw, catalog.lookup_hardware, problems
-    )
-    kv_dtype = _resolve_names(
-        axes.kv_dtype, "axes.kv_dtype", custom_dtypes, catalog.lookup_dtype, problems
-    )
-    weight_dtype = _resolve_names(
-        axes.weight_dtype, "axes.weight_dtype", custom_dtypes, catalog.lookup_dtype, problems
-    )
-    context = _int_axis(axes.context, "axes.context", problems)
-    prompt = _int_axis(axes.prompt, "axes.prompt", problems) if axes.prompt else context
-    options = config.options
-    compute = options.compute_dtype
-    if compute not in COMPUTE_DTYPES:
-        close = difflib.get_close_matches(compute, COMPUTE_DTYPES, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        problems.add(
-            "options.compute_dtype", f"unknown {compute!r}; {hint}allowed: {list(COMPUTE_DTYPES)}"
-        )
-    else:
-        for device in hardware:
-            if compute not in device.peak_flops:
-                problems.add(
-                    "options.compute_dtype",
-                    f"{compute!r} has no peak on hardware {device.id!r}; "
-                    f"allowed there: {sorted(device.peak_flops)}",
-                )
-    sweep = Sweep(
-        name=config.sweep.name,
-        title=config.sweep.title or config.sweep.name,
-        models=models,
-        hardware=hardware,
-        batch=_int_axis(axes.batch, "axes.batch", problems),
-        context=context,
-        prompt=prompt,
-        kv_heads=_kv_heads(list(axes.kv_heads), models, problems),
-        kv_dtype=kv_dtype,
-        weight_dtype=weight_dtype,
-        tp=_int_axis(axes.tp, "axes.tp", problems),
-        options=Options(**options.model_dump()),
-        charts=tuple(dict.fromkeys(config.outputs.charts)),
-        formats=tuple(dict.fromkeys(config.outputs.formats)),
-        grid_format=config.outputs.grid,
-        path=path,
-        text=text,
-    )
-    if problems.lines:
-        msg = "\n".join(f"{path}: {line}" for line in problems.lines)
-        raise ConfigError(msg)
+    problems = Problems()
+    config, broken = _validate(raw, problems)
+    if config is None:  # a required table is wrong: the schema's problems are all there is
+        raise problems.error(path)
+    sweep = _resolve(config, broken, path, text, catalog or load_catalog(), problems)
+    problems.raise_if_any(path)
     return sweep
 
 
 def load_config(path: str | Path) -> Sweep:
     """Read, validate and resolve the config file at ``path``; ``ConfigError`` on any mistake."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        msg = f"{path}: cannot read the config file: {error.strerror or error}"
-        raise ConfigError(msg) from None
-    except UnicodeDecodeError:
-        msg = f"{path}: the config file is not UTF-8 text"
-        raise ConfigError(msg) from None
-    return parse_config(text, str(path))
+    return parse_config(read_text(path, ConfigError, "config"), str(path))

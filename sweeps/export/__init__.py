@@ -13,6 +13,7 @@ from sweeps.export.parquet import (
     to_parquet,
     write_frame,
     write_tables,
+    write_with_units,
 )
 
 __all__ = [
@@ -37,4 +38,5 @@ __all__ = [
     "write_frame",
     "write_grid",
     "write_tables",
+    "write_with_units",
 ]

@@ -125,7 +125,7 @@ def _axis_column(
     if axis.kind == "heads":  # the effective head count, per model
         counts = np.asarray(ds["kv_heads_count"].transpose("model", dim).values, np.int64)
         return _spread(counts, ("model", dim), layout, partial(pl.Series, column))
-    values = np.asarray(ds[dim].values, dtype=np.int64)
+    values = np.asarray(ds[dim].values, dtype=np.float64 if axis.kind == "value" else np.int64)
     return _spread(values, (dim,), layout, partial(pl.Series, column))
 
 
@@ -166,7 +166,16 @@ def table_frame(
     is ready to write or query, and ``.rechunk()`` gives one contiguous array per column.
     """
     table = BY_NAME[analysis] if isinstance(analysis, str) else analysis
-    dims, names = table.dims, table.columns
+    names = (*table.columns, *((table.rows,) if table.rows else ()))
+    frame = _columns(ds, table.dims, names, categories)
+    if table.rows:  # grid points that stand for no row (a colocated plan on two devices)
+        frame = frame.filter(pl.col(REGISTRY[table.rows].column_name)).drop(table.rows)
+    return frame
+
+
+def _columns(
+    ds: xr.Dataset, dims: tuple[str, ...], names: Sequence[str], categories: Categories | None
+) -> pl.DataFrame:
     layout = _layout(dims, tuple(ds.sizes[d] for d in dims))
     jobs: list[Callable[[], pl.Series]] = []
     for dim in dims:
@@ -223,7 +232,13 @@ SPEC_TABLES = {"hardware": hardware_frame, "models": models_frame}
 """The spec tables, by name, and the function making each from a grid."""
 
 TABLE_NAMES: tuple[str, ...] = (*(t.name for t in TABLES), *SPEC_TABLES)
-"""Every table of a result: one per analysis that has one, then the spec tables."""
+"""Every table a result may have: one per analysis that has one, then the spec tables."""
+
+
+def table_names(ds: xr.Dataset) -> tuple[str, ...]:
+    """The tables of the grid ``ds``: those of the analyses it holds, then the spec tables."""
+    held = tuple(t.name for t in TABLES if all(v.name in ds.data_vars for v in t.variables))
+    return (*held, *SPEC_TABLES)
 
 
 def frame(ds: xr.Dataset, name: str, categories: Categories | None = None) -> pl.DataFrame:

@@ -16,7 +16,7 @@ import xarray as xr
 
 from sweeps.axes import AXIS, NAME_DIMS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS
-from sweeps.export.frame import SPEC_TABLES, TABLE_NAMES, frame
+from sweeps.export.frame import SPEC_TABLES, TABLE_NAMES, frame, table_names
 from sweeps.grid import REGISTRY, Variable
 from sweeps.grid.analyses import BY_NAME
 
@@ -108,13 +108,19 @@ def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[s
     (``column_info``).
     """
     info = column_info(frame, table)
-    frame.write_parquet(path, metadata=parquet_metadata(frame, info), **WRITE_OPTIONS)
+    write_with_units(frame, path, info)
     return info
 
 
+def write_with_units(frame: pl.DataFrame, path: Path, info: dict[str, dict[str, str]]) -> None:
+    """Write ``frame`` with ``info`` (``{column: {unit, description}}``) in the file's
+    metadata, in the three places of ``parquet_metadata``."""
+    frame.write_parquet(path, metadata=parquet_metadata(frame, info), **WRITE_OPTIONS)
+
+
 def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
-    """Every table of a result (``TABLES``), by name."""
-    return {name: frame(ds, name) for name in TABLES}
+    """Every table of the result ``ds`` (``table_names``), by name."""
+    return {name: frame(ds, name) for name in table_names(ds)}
 
 
 @dataclass(frozen=True)
@@ -158,9 +164,9 @@ def write_tables(ds: xr.Dataset, folder: Path, layout: str = "single") -> dict[s
     if any(variable.chunks is not None for variable in ds.variables.values()):
         ds = ds.compute()
     models = [str(m) for m in ds["model"].values]
-    enums = {dim: [str(v) for v in ds[dim].values] for dim in NAME_DIMS}
+    enums = {dim: [str(v) for v in ds[dim].values] for dim in NAME_DIMS if dim in ds.dims}
     jobs: list[tuple[str, str, xr.Dataset]] = []
-    for name in TABLES:
+    for name in table_names(ds):
         files = [f"{name}.parquet"] if name in SPEC_TABLES else table_files(name, layout, models)
         for index, relative in enumerate(files):
             jobs.append((name, relative, ds if len(files) == 1 else ds.isel(model=[index])))

@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from sweeps.config import Sweep
-from sweeps.grid.analyses import ANALYSES, Inputs, Variable
+from sweeps.grid.analyses import Inputs, Variable, applicable
 from sweeps.grid.coords import derived_inputs, grid_coords
 from sweeps.grid.layout import GridEngine, order
 from sweeps.grid.variables import BOTTLENECK_FLAGS, REGISTRY
@@ -52,7 +52,8 @@ def _annotate(ds: xr.Dataset) -> xr.Dataset:
 def build_grid(
     sweep: Sweep, use_kernel: bool | None = None, chunks: Mapping[str, int] | None = None
 ) -> xr.Dataset:
-    """Evaluate every analysis of ``sweeps.grid.analyses.ANALYSES`` at every point of ``sweep``.
+    """Evaluate every analysis ``sweep`` asks for (``sweeps.grid.analyses.ANALYSES``) at every
+    point of it.
 
     Returns a Dataset whose variables are those the analyses declare (units and descriptions
     in their attrs) and whose ``attrs`` record the sweep's name, title and options. Variables
@@ -73,11 +74,13 @@ def build_grid(
     values.update({k: xr.Variable(d, v) for k, (d, v) in derived_inputs(sweep).items()})
     engine = GridEngine({str(k): int(v) for k, v in ds.sizes.items()}, use_kernel, chunks)
     results: dict[str, Any] = {}
-    for analysis in ANALYSES:
-        results.update(analysis.compute(Inputs(values, sweep.options, engine, results)))
+    analyses = applicable(sweep)
+    for analysis in analyses:
+        inputs = Inputs(values, sweep.options, engine, results, getattr(sweep, "serving", None))
+        results.update(analysis.compute(inputs))
     data_vars = {
         variable.name: _stored(results[variable.name], variable, analysis.dims)
-        for analysis in ANALYSES
+        for analysis in analyses
         for variable in analysis.variables
     }
     # one construction, not one merge per variable: the variables carry no coordinates

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from sweeps.axes import AXES
+from sweeps.axes import AXIS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.config import NATIVE, Sweep
+from sweeps.grid.analyses import active_dims
 from sweeps.grid.analyses.base import Variable
 
 AXIS_COORDS: tuple[Variable, ...] = (
@@ -40,15 +41,18 @@ AXIS_COORDS: tuple[Variable, ...] = (
 
 Coord = tuple[str | tuple[str, ...], np.ndarray]
 
-_NUMPY = {"float64": float, "int64": np.int64, "str": object}
+_NUMPY = {"float64": float, "int64": np.int64, "bool": np.bool_, "str": object}
+
+
+_AXIS_NUMPY = {"size": np.int64, "value": np.float64, "name": object, "heads": object}
 
 
 def _axis_values(sweep: Sweep) -> dict[str, Coord]:
+    """The dims of the analyses ``sweep`` asks for, with their labels."""
     coords: dict[str, Coord] = {}
-    for axis in AXES:
-        labels = axis.labels(sweep)
-        dtype = np.int64 if axis.kind == "size" else object
-        coords[axis.dim] = (axis.dim, np.asarray(labels, dtype=dtype))
+    for dim in active_dims(sweep):
+        axis = AXIS[dim]
+        coords[dim] = (dim, np.asarray(axis.labels(sweep), dtype=_AXIS_NUMPY[axis.kind]))
     return coords
 
 
@@ -90,7 +94,9 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
     ``_window`` [token]: the local layers' window, infinite for a model without one;
     ``_kv_elements`` [1]: cached elements per token per layer
     (``Model.kv_elements_per_token_layer``);
-    ``_cache_heads`` [head]: heads the cache splits into across ranks (``Model.cache_heads``).
+    ``_cache_heads`` [head]: heads the cache splits into across ranks (``Model.cache_heads``);
+    ``_prefill_attention_dim`` [1]: a prefill pair's attention dim
+    (``Model.prefill_attention_dim``).
     """
     counts = _kv_counts(sweep)
     models = sweep.models
@@ -111,6 +117,7 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
                 dtype=np.int64,
             ),
         ),
+        "_prefill_attention_dim": ("model", np.array([m.prefill_attention_dim for m in models])),
         "_cache_heads": (
             ("model", "kv_heads"),
             np.array(

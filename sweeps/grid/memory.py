@@ -14,7 +14,7 @@ import os
 from sweeps.axes import AXIS
 from sweeps.config import Sweep
 from sweeps.errors import ConfigError
-from sweeps.grid.analyses import ANALYSES, COLUMN_ITEMSIZE, ITEMSIZE, Analysis
+from sweeps.grid.analyses import COLUMN_ITEMSIZE, ITEMSIZE, Analysis, applicable
 from sweeps.grid.variables import REGISTRY
 
 DEFAULT_BUDGET_FRACTION = 0.5
@@ -56,7 +56,7 @@ def analysis_bytes(sweep: Sweep, analysis: Analysis) -> float:
 
 def estimate_bytes(sweep: Sweep) -> int:
     """Peak memory of evaluating ``sweep`` in one piece and exporting it [byte]."""
-    data = sum(analysis_bytes(sweep, analysis) for analysis in ANALYSES)
+    data = sum(analysis_bytes(sweep, analysis) for analysis in applicable(sweep))
     return int(BASE_BYTES + data * WORKING)
 
 

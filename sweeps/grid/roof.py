@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import marshal
+import math
 import os
 import tempfile
 import warnings
@@ -193,33 +194,13 @@ def roofline_outputs(
     if dims[:4] != ("model", "hardware", "tp", "batch"):
         msg = f"roofline_outputs needs dims starting with model, hardware, tp, batch: {dims}"
         raise ValueError(msg)
-    models, devices, splits, batches = (sizes[d] for d in dims[:4])
-    rest = tuple(sizes[d] for d in dims[4:])
-    size = int(np.prod(rest))
-
-    def contiguous(da: xr.Variable, shape: tuple[int, ...], final: tuple[int, ...]) -> Any:
-        full = np.broadcast_to(_full_rank(da, dims), shape)
-        return np.ascontiguousarray(full, dtype=np.float64).reshape(final)
-
-    per_point = (models, 1, splits, batches, *rest)
-    point_shape = (models, splits, batches, size)
-    inputs = _Inputs(
-        ai=contiguous(ai, per_point, point_shape),
-        nbytes=contiguous(nbytes, per_point, point_shape),
-        flops=contiguous(flops, per_point, point_shape),
-        batch=np.asarray(batch.values, dtype=np.float64),
-        max_batch=contiguous(
-            max_batch, (models, devices, splits, 1, *rest), (models, devices, splits, size)
-        ),
-        device=tuple(
-            contiguous(x, (1, devices) + (1,) * (len(dims) - 2), (devices,))
-            for x in (peak, bandwidth, ridge, peak_flops)
-        ),
-    )
+    inputs = _gather(
+        dims, sizes, ai=ai, nbytes=nbytes, flops=flops, batch=batch, max_batch=max_batch,
+        device=(peak, bandwidth, ridge, peak_flops),
+    )  # fmt: skip
+    points = math.prod(sizes[d] for d in dims)
     if use_kernel is None:
-        use_kernel = _kernel() is not None and models * devices * splits * batches * size >= (
-            KERNEL_MIN_POINTS
-        )
+        use_kernel = _kernel() is not None and points >= KERNEL_MIN_POINTS
     names = (*(ROOF_OUTPUTS if with_tokens else ROOF_OUTPUTS[:-1]), "feasible")
     full_shape = tuple(sizes[d] for d in dims)
     out: Mapping[str, Any] = (
@@ -228,6 +209,42 @@ def roofline_outputs(
         else _lazy(inputs, names, chunks, with_tokens, use_kernel)
     )
     return {name: xr.Variable(dims, out[name].reshape(full_shape)) for name in names}
+
+
+def _gather(
+    dims: tuple[str, ...],
+    sizes: dict[str, int],
+    *,
+    ai: xr.Variable,
+    nbytes: xr.Variable,
+    flops: xr.Variable,
+    batch: xr.Variable,
+    max_batch: xr.Variable,
+    device: tuple[xr.Variable, ...],
+) -> _Inputs:
+    """The pass's inputs as contiguous float64 arrays in its loop order (see ``_Inputs``)."""
+    models, devices, splits, batches = (sizes[d] for d in dims[:4])
+    rest = tuple(sizes[d] for d in dims[4:])
+    size = math.prod(rest)
+
+    def contiguous(da: xr.Variable, shape: tuple[int, ...], final: tuple[int, ...]) -> Any:
+        full = np.broadcast_to(_full_rank(da, dims), shape)
+        return np.ascontiguousarray(full, dtype=np.float64).reshape(final)
+
+    per_point = (models, 1, splits, batches, *rest)
+    point_shape = (models, splits, batches, size)
+    return _Inputs(
+        ai=contiguous(ai, per_point, point_shape),
+        nbytes=contiguous(nbytes, per_point, point_shape),
+        flops=contiguous(flops, per_point, point_shape),
+        batch=np.asarray(batch.values, dtype=np.float64),
+        max_batch=contiguous(
+            max_batch, (models, devices, splits, 1, *rest), (models, devices, splits, size)
+        ),
+        device=tuple(
+            contiguous(x, (1, devices) + (1,) * (len(dims) - 2), (devices,)) for x in device
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The one array helper the physics needs: a ``where`` that keeps the caller's array type.
+"""The array helpers of the physics: a ``where`` that keeps the caller's array type, NaN for None.
 
 ``numpy.where`` turns an xarray DataArray into a bare ndarray and drops its dimensions, and
 xarray is not a dependency of the physics. A DataArray carries a ``where`` method
@@ -33,3 +33,24 @@ def where(cond: Array, x: Array, y: Array) -> Array:
     if hasattr(cond, "dims"):  # lift x onto cond's dims: 0 * a boolean array is integer zeros
         return (x + 0 * cond).where(cond, y)
     return np.where(cond, x, y)
+
+
+def nan_for_none(x: Array) -> Array:
+    """``x`` with missing values as NaN: None itself, or None inside an object array.
+
+    Prices and other optional catalog figures arrive as None where unknown; arithmetic on NaN
+    then gives NaN (a null), never zero. Decided on the type, never on a value.
+
+    Parameters
+    ----------
+    x : A number, None, or an array (object arrays holding None included) [any unit]
+
+    Returns
+    -------
+    ``x`` as floats where it held None [the unit of ``x``]
+    """
+    if x is None:
+        return np.nan
+    if getattr(x, "dtype", None) == np.dtype(object):
+        return x.astype(float)
+    return x

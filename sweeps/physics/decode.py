@@ -8,21 +8,26 @@ from sweeps.physics._array import Array, where
 
 
 def decode_flops_per_sequence(
-    active_params: Array, attention_flops: Array, attention_on: Array
+    active_params: Array, attention_flops: Array, attention_on: Array, lookup_params: Array = 0
 ) -> Array:
-    """FLOPs one sequence costs per decode step, ``F_seq = 2 P_act (+ attention)``.
+    """FLOPs one sequence costs per decode step, ``F_seq = 2 (P_act - lookup) (+ attention)``.
+
+    The input embedding is a gather and computes nothing (``lookup_params``, see
+    ``sweeps.physics.embedding.lookup_params``: ``V h_m`` untied, 0 tied); the default 0 is
+    the note's ``2 P_act``.
 
     Parameters
     ----------
     active_params : Parameters used per token [1]
     attention_flops : Attention FLOPs of one token against its cache [FLOP]
     attention_on : 1 to count attention FLOPs, 0 to reproduce the seed note [1]
+    lookup_params : Parameters a token looks up without computing (0 for the note's form) [1]
 
     Returns
     -------
     FLOPs per sequence per step [FLOP]
     """
-    return 2 * active_params + attention_on * attention_flops
+    return 2 * (active_params - lookup_params) + attention_on * attention_flops
 
 
 def decode_flops(batch: Array, flops_per_sequence: Array) -> Array:

@@ -98,6 +98,82 @@ def attention_flops_per_token(heads: Array, attention_dim: Array, layer_tokens: 
     return 2 * heads * attention_dim * layer_tokens
 
 
+def mla_absorbed_attention_dim(kv_lora_rank: Array, qk_rope_head_dim: Array) -> Array:
+    """Per-head width of a query-key pair in MLA's absorbed form, ``2 r + rho``.
+
+    Scores against the latent and the rope key (``r + rho``), the weighted sum of latents
+    (``r``): ``2 H (2 r + rho)`` FLOPs a pair. The up-projections are folded into the query and
+    the output, once per query, so nothing is paid per cached token beyond the pair.
+
+    Parameters
+    ----------
+    kv_lora_rank : Latent width of the cache, ``r`` [1]
+    qk_rope_head_dim : Rope part of the query-key head, ``rho`` [1]
+
+    Returns
+    -------
+    Attention dimension per head [1]
+    """
+    return 2 * kv_lora_rank + qk_rope_head_dim
+
+
+def mla_expanded_attention_dim(
+    qk_nope_head_dim: Array, qk_rope_head_dim: Array, v_head_dim: Array
+) -> Array:
+    """Per-head width of a query-key pair in MLA's non-absorbed form, ``d_qk + d_v``.
+
+    ``d_qk = qk_nope + rho``: ``2 H (d_qk + d_v)`` FLOPs a pair, once the latents are
+    up-projected to keys and values.
+
+    Parameters
+    ----------
+    qk_nope_head_dim : Non-rope part of the query-key head [1]
+    qk_rope_head_dim : Rope part of the query-key head, ``rho`` [1]
+    v_head_dim : Value head, ``d_v`` [1]
+
+    Returns
+    -------
+    Attention dimension per head [1]
+    """
+    return qk_nope_head_dim + qk_rope_head_dim + v_head_dim
+
+
+def mla_attention_dim(
+    kv_lora_rank: Array,
+    qk_rope_head_dim: Array,
+    qk_nope_head_dim: Array,
+    v_head_dim: Array,
+    queries_per_key: Array,
+) -> Array:
+    """Per-pair attention dimension of MLA in the cheaper of its two forms for a phase.
+
+    The non-absorbed form must up-project every cached latent it attends to, ``2 H r
+    (qk_nope + d_v)`` FLOPs a key, shared by the queries that see that key in the same pass;
+    keys of the tokens being computed are projected by the linear layers (in ``2 P_act``). So a
+    pair costs ``min(2 r + rho, d_qk + d_v + r (qk_nope + d_v) / q)`` per head, with ``q`` the
+    queries a cached key serves: 1 in decode (the absorbed form wins: 1088 against 131,392 for
+    DeepSeek-V3), ``inf`` in the prefill of a fresh prompt (the non-absorbed form wins: 320
+    against 1088, 3.4x fewer), the chunk length for a chunk against its cached prefix.
+
+    Parameters
+    ----------
+    kv_lora_rank : Latent width of the cache, ``r`` [1]
+    qk_rope_head_dim : Rope part of the query-key head, ``rho`` [1]
+    qk_nope_head_dim : Non-rope part of the query-key head [1]
+    v_head_dim : Value head, ``d_v`` [1]
+    queries_per_key : Queries that share one up-projection of a cached key (``inf`` for none
+        cached) [token]
+
+    Returns
+    -------
+    Attention dimension per head, for ``attention_flops_per_token`` and ``prefill_flops`` [1]
+    """
+    absorbed = mla_absorbed_attention_dim(kv_lora_rank, qk_rope_head_dim)
+    expanded = mla_expanded_attention_dim(qk_nope_head_dim, qk_rope_head_dim, v_head_dim)
+    reprojection = kv_lora_rank * (qk_nope_head_dim + v_head_dim) / queries_per_key
+    return np.minimum(absorbed, expanded + reprojection)
+
+
 def causal_attention_pairs(prompt: Array, window: Array) -> Array:
     """Query-key pairs of a causal prompt in one layer: ``m * (N - m / 2)``, ``m = min(N, w)``.
 

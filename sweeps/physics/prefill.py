@@ -34,10 +34,15 @@ def prefill_flops(
     attention_dim: Array,
     pairs: Array,
     attention_on: Array,
+    embedding_params: Array = 0,
+    logit_params: Array = 0,
 ) -> Array:
-    """FLOPs of a prefill: ``2 B N P_act`` plus causal attention ``2 B H (d_qk + d_v) pairs``.
+    """FLOPs of a prefill: linear layers plus causal attention ``2 B H (d_qk + d_v) pairs``.
 
-    With plain attention and no window this is ``2 B N P_act + 2 B L H d N**2``.
+    The linear layers cost ``2 B N (P_act - E) + 2 B V h_m``: the lookup computes nothing and
+    only the last prompt token needs logits (``E`` and ``V h_m`` from
+    ``sweeps.physics.embedding``). With the defaults 0 they are the note's ``2 B N P_act``; with
+    plain attention and no window the attention is ``2 B L H d N**2``.
 
     Parameters
     ----------
@@ -48,12 +53,16 @@ def prefill_flops(
     attention_dim : Query-key plus value dimension per head [1]
     pairs : Causal pairs summed over layers [token**2]
     attention_on : 1 to count attention FLOPs, 0 for the note's simple form [1]
+    embedding_params : Embedding parameters ``E``, 0 for the note's form [1]
+    logit_params : lm_head parameters ``V h_m``, run for the last token only; 0 for the note's
+        form [1]
 
     Returns
     -------
     Prefill FLOPs [FLOP]
     """
-    return batch * (2 * prompt * active_params + attention_on * 2 * heads * attention_dim * pairs)
+    linear = 2 * prompt * (active_params - embedding_params) + 2 * logit_params
+    return batch * (linear + attention_on * 2 * heads * attention_dim * pairs)
 
 
 def prefill_bytes(weights_read: Array, batch: Array, kv_seq: Array) -> Array:

@@ -26,7 +26,7 @@ from sweeps.export import (
     write_tables,
 )
 from sweeps.export.parquet import PART_PATTERN
-from sweeps.grid import TABLES, build_grid
+from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.plan import Plan, plan
 from sweeps.pipeline.stream import Progress, configurations
@@ -117,9 +117,9 @@ def run_to_folder(
     """
     began = time.perf_counter()
     settings = _Settings(
-        str(layout or getattr(sweep, "layout", "auto")),
+        layout or sweep.layout,
         grid_format or sweep.grid_format,
-        bool(getattr(sweep, "duckdb", False) if duckdb is None else duckdb),
+        sweep.duckdb if duckdb is None else duckdb,
     )
     how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
     target = result_folder(out, sweep.name)
@@ -245,7 +245,7 @@ def _write(
         written = write_tables(ds, staging, how.layout)
         timings.update({f"table_{name}": table.seconds for name, table in written.items()})
         if progress is not None:
-            total = sum(written[table.name].rows for table in TABLES)
+            total = sum(written[table.name].rows for table in analyses.tables(how.sweep))
             progress(total, total)
         return written
     from sweeps.grid.chunks import plan_chunks
@@ -270,7 +270,7 @@ def _layout(how: Plan, skipped: list[str]) -> dict[str, object]:
             t.name: f"{t.name}.parquet"
             if how.layout == "single"
             else PART_PATTERN.format(table=t.name)
-            for t in TABLES
+            for t in analyses.tables(how.sweep)
         },
         "chunks": how.chunks,
         "memory_budget_bytes": how.budget,

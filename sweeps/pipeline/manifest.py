@@ -6,8 +6,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
 
-from sweeps.axes import AXES
+from sweeps.axes import AXIS
 from sweeps.config import Sweep
+from sweeps.grid.analyses import active_dims
 
 
 def version() -> str:
@@ -37,7 +38,7 @@ def manifest(
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "sweep": {"name": sweep.name, "title": sweep.title},
         "config": {"path": sweep.path, "sha256": sweep.sha256, "text": sweep.text},
-        "axes": {axis.dim: axis.labels(sweep) for axis in AXES},
+        "axes": {dim: AXIS[dim].labels(sweep) for dim in active_dims(sweep)},
         "options": vars(sweep.options),
         "rows": dict(rows),
         "columns": dict(columns),

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from sweeps.config import Sweep
 from sweeps.errors import ConfigError
-from sweeps.grid.analyses import TABLES
+from sweeps.grid.analyses import tables
 from sweeps.grid.chunks import plan_chunks
 from sweeps.grid.memory import BASE_BYTES, check_budget, default_budget, estimate_bytes
 
@@ -36,7 +36,7 @@ def resolve_layout(sweep: Sweep, layout: str = "auto") -> str:
         raise ConfigError(msg)
     if layout != "auto":
         return layout
-    largest = max(sweep.points(table.dims) for table in TABLES)
+    largest = max(sweep.points(table.dims) for table in tables(sweep))
     return "partitioned" if largest > AUTO_PARTITION_ROWS else "single"
 
 
@@ -123,7 +123,7 @@ def plan(
         chunks = len(pieces)
     return Plan(
         sweep,
-        {table.name: sweep.points(table.dims) for table in TABLES},
+        {table.name: sweep.points(table.dims) for table in tables(sweep)},
         memory,
         budget,
         chunks,

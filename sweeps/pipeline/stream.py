@@ -144,7 +144,7 @@ def stream_tables(
     propagates; the caller's atomic folder then removes the partial output.
     """
     from sweeps.export.parquet import table_files
-    from sweeps.grid.analyses import TABLES
+    from sweeps.grid.analyses import tables
 
     enums = categories(sweep)
     total = sum(chunk.points for chunk in chunks)
@@ -159,7 +159,7 @@ def stream_tables(
             if progress is not None:
                 progress(done, total)
 
-    for table in TABLES:
+    for table in tables(sweep):
         groups: dict[str, list[Chunk]] = {"": list(chunks)}
         if layout == "partitioned":
             groups = {}

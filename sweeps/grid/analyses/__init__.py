@@ -5,6 +5,9 @@ To add an analysis: write its module (dims, variables, compute; see ``base``) an
 streaming and manifest follow from the declaration.
 """
 
+from typing import Any
+
+from sweeps.axes import canonical
 from sweeps.grid.analyses.base import (
     COLUMN_ITEMSIZE,
     ITEMSIZE,
@@ -17,15 +20,32 @@ from sweeps.grid.analyses.base import (
 )
 from sweeps.grid.analyses.decode import DECODE
 from sweeps.grid.analyses.model import MODEL
+from sweeps.grid.analyses.pools import POOLS
 from sweeps.grid.analyses.prefill import PREFILL
+from sweeps.grid.analyses.serving import SERVING
 
-ANALYSES: tuple[Analysis, ...] = (MODEL, DECODE, PREFILL)
+ANALYSES: tuple[Analysis, ...] = (MODEL, DECODE, PREFILL, SERVING, POOLS)
 """Every analysis, each after those it needs."""
 
 BY_NAME: dict[str, Analysis] = {analysis.name: analysis for analysis in ANALYSES}
 
 TABLES: tuple[Analysis, ...] = tuple(a for a in ANALYSES if a.has_table)
 """The analyses that write a table, in order (``decode``, ``prefill``, ...)."""
+
+
+def applicable(sweep: Any) -> tuple[Analysis, ...]:
+    """The analyses ``sweep`` asks for, in dependency order."""
+    return tuple(analysis for analysis in ANALYSES if analysis.applies(sweep))
+
+
+def tables(sweep: Any) -> tuple[Analysis, ...]:
+    """The analyses whose tables ``sweep`` writes, in order."""
+    return tuple(analysis for analysis in TABLES if analysis.applies(sweep))
+
+
+def active_dims(sweep: Any) -> tuple[str, ...]:
+    """Every dim of the analyses ``sweep`` asks for, in the canonical order of the axes."""
+    return canonical({dim for analysis in applicable(sweep) for dim in analysis.dims})
 
 
 def owner(name: str) -> Analysis:
@@ -49,5 +69,8 @@ __all__ = [
     "Inputs",
     "Rank",
     "Variable",
+    "active_dims",
+    "applicable",
     "owner",
+    "tables",
 ]

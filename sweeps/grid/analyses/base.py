@@ -106,6 +106,8 @@ class Inputs:
     options: Any
     engine: Engine
     results: Mapping[str, Any] = field(default_factory=dict)
+    serving: Any = None
+    """The sweep's serving objectives (``Sweep.serving``), for the analyses that need them."""
 
     def __getitem__(self, name: str) -> Any:
         if name in self.results:
@@ -129,6 +131,9 @@ class Analysis:
     needs : Analyses whose outputs it reads, run before it
     columns : Value columns of its table, by variable name, in order (its own and those of
         analyses it needs); empty for an analysis without a table of its own
+    applies : Whether a sweep asks for it (serving needs a ``[serving]`` table)
+    rows : A boolean variable of its own naming the grid points that are rows of its table
+        (the others stand for nothing: a colocated plan on two different devices); "" for all
     """
 
     name: str
@@ -137,6 +142,8 @@ class Analysis:
     compute: Compute
     needs: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+    applies: Callable[[Any], bool] = field(default=lambda sweep: True)
+    rows: str = ""
 
     @property
     def has_table(self) -> bool:

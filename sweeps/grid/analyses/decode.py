@@ -34,24 +34,28 @@ def _compute(x: Inputs) -> dict[str, Any]:
     kv_seq = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], layer_tokens)
     out["kv_bytes_per_sequence"] = kv_seq
     kv_dev = kv_seq / x["_shards"]
+    out["kv_bytes_per_sequence_device"] = kv_dev
+    lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     f_seq = (
         physics.decode_flops_per_sequence(
             x["active_params"],
             physics.attention_flops_per_token(x["heads"], x["attention_dim"], layer_tokens),
             attention_on,
+            lookup,
         )
         / tp
     )
+    # per sequence a step reads its cache and its embedding row; the rest is shared
+    per_sequence, shared = kv_dev + x["_gather"], x["_fixed"]
     out["flops"] = physics.decode_flops(batch, f_seq)
     ridge = physics.ridge_point(peak, bandwidth)
     out["ridge_point"] = ridge
-    ceiling = physics.asymptotic_ceiling(f_seq, kv_dev)
+    ceiling = physics.asymptotic_ceiling(f_seq, per_sequence)
     out["ceiling"] = ceiling
-    w_dev = x["weight_bytes"]
-    out["knee_batch"] = physics.knee_batch(w_dev, kv_dev)
-    out["ceiling_batch"] = physics.batch_for_fraction(opt.ceiling_fraction, w_dev, kv_dev)
-    out["ridge_batch"] = physics.ridge_batch(ridge, w_dev, f_seq, kv_dev)
-    max_batch = physics.max_batch(x["memory"], opt.memory_reserve, w_dev, kv_dev)
+    out["knee_batch"] = physics.knee_batch(shared, per_sequence)
+    out["ceiling_batch"] = physics.batch_for_fraction(opt.ceiling_fraction, shared, per_sequence)
+    out["ridge_batch"] = physics.ridge_batch(ridge, shared, f_seq, per_sequence)
+    max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)
     out["max_batch"] = max_batch
     out["ceiling_reachable"] = out["ceiling_batch"] <= max_batch
     out["allreduce_bytes"] = physics.allreduce_bytes(
@@ -85,8 +89,21 @@ DECODE = Analysis(
     name="decode",
     dims=DIMS,
     variables=(
-        _V("kv_bytes_per_token", "byte", "KV bytes one token adds, all layers"),
-        _V("kv_bytes_per_sequence", "byte", "KV bytes of one sequence at this context"),
+        _V(
+            "kv_bytes_per_token",
+            "byte",
+            "KV bytes one token adds, all layers, whole model (every device together)",
+        ),
+        _V(
+            "kv_bytes_per_sequence",
+            "byte",
+            "KV bytes of one sequence at this context, whole model (every device together)",
+        ),
+        _V(
+            "kv_bytes_per_sequence_device",
+            "byte",
+            "KV bytes of one sequence at this context held by one device (the busiest)",
+        ),
         _V("flops", "FLOP", "FLOPs of one decode step, per device"),
         _V(
             "ridge_point",
@@ -96,9 +113,13 @@ DECODE = Analysis(
         _V(
             "ceiling",
             "FLOP/byte",
-            "Asymptotic decode intensity as batch grows, F_seq/KV_seq",
+            "Asymptotic decode intensity as batch grows, F_seq/(KV_seq + embedding row)",
         ),
-        _V("knee_batch", "sequence", "Batch reaching half the ceiling, W/KV_seq"),
+        _V(
+            "knee_batch",
+            "sequence",
+            "Batch reaching half the ceiling, W_fixed/(KV_seq + embedding row)",
+        ),
         _V(
             "ceiling_batch",
             "sequence",
@@ -113,7 +134,8 @@ DECODE = Analysis(
         _V(
             "max_batch",
             "sequence",
-            "Largest batch whose weights and caches fit (0: does not fit)",
+            "Largest batch whose weights and caches fit on every device of a replica "
+            "(0: does not fit)",
             "int64",
         ),
         _V(
@@ -194,6 +216,7 @@ DECODE = Analysis(
         "weights_read_bytes",
         "kv_bytes_per_token",
         "kv_bytes_per_sequence",
+        "kv_bytes_per_sequence_device",
         "experts_touched",
         "allreduce_bytes",
         "tile_fill",

@@ -10,20 +10,24 @@ from typing import Any
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.steps import weights_read
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
-    tp, batch = x["tp"], x["batch"]
-    weights = physics.weight_bytes(x["params"], x["weight_bytes_per_param"])
-    read_params = physics.params_read(
-        x["params"], x["active_params"], x["experts"], x["experts_per_token"], batch
-    )
+    tp, batch, wb = x["tp"], x["batch"], x["weight_bytes_per_param"]
+    vocab = (x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
+    weights = physics.weight_bytes(x["params"], wb)
     return {
         "weight_bytes": weights / tp,
         "experts_touched": physics.expected_experts_touched(
             x["experts"], x["experts_per_token"], batch
         ),
-        "weights_read_bytes": read_params * x["weight_bytes_per_param"] / tp,
+        # the input embedding is a gather of B rows; the memory wall still holds every weight
+        "weights_read_bytes": weights_read(x, batch),
+        # a decode step reads _fixed + B (KV_seq + _gather): the shape W + B KV_seq that the
+        # ceiling, knee and ridge batch take (cost-model section 3)
+        "_fixed": physics.fixed_weights_read(weights, *vocab, wb) / tp,
+        "_gather": physics.gather_bytes_per_sequence(*vocab, wb) / tp,
         "_shards": physics.kv_shards(tp, x["_cache_heads"]),
     }
 
@@ -36,7 +40,11 @@ MODEL = Analysis(
         Variable(
             "experts_touched", "1", "Expected distinct experts per MoE layer in a decode step"
         ),
-        Variable("weights_read_bytes", "byte", "Weight bytes one decode step reads per device"),
+        Variable(
+            "weights_read_bytes",
+            "byte",
+            "Weight bytes one decode step reads per device (the input embedding: B rows)",
+        ),
     ),
     compute=_compute,
 )

@@ -11,34 +11,14 @@ from typing import Any
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.steps import prefill_work
 
 DIMS = ("model", "hardware", "tp", "batch", "prompt", "kv_heads", "kv_dtype", "weight_dtype")
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
-    opt, tp, batch, prompt = x.options, x["tp"], x["batch"], x["prompt"]
-    window, ridge = x["_window"], x["ridge_point"]
-    layer_tokens = physics.kv_cached_layer_tokens(prompt, x["layers"], x["local_layers"], window)
-    kv_dev = (
-        physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], layer_tokens) / x["_shards"]
-    )
-    pairs = physics.prefill_attention_pairs(prompt, x["layers"], x["local_layers"], window)
-    flops = (
-        physics.prefill_flops(
-            batch,
-            prompt,
-            x["active_params"],
-            x["heads"],
-            x["attention_dim"],
-            pairs,
-            x["_attention_on"],
-        )
-        / tp
-    )
-    read_params = physics.params_read(
-        x["params"], x["active_params"], x["experts"], x["experts_per_token"], batch * prompt
-    )
-    weights_read = read_params * x["weight_bytes_per_param"] / tp
+    opt, batch, prompt, ridge = x.options, x["batch"], x["prompt"], x["ridge_point"]
+    flops, weights_read, kv_dev = prefill_work(x, batch, prompt)
     max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)
     point = x.engine.pointwise
     nbytes = point(physics.prefill_bytes, DIMS, weights_read, batch, kv_dev)

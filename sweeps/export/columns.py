@@ -1,7 +1,8 @@
-"""The README's column reference, generated from the registry through the real export path.
+"""The output files' column reference (the README's tables), generated through the real export.
 
 The tables are built from an actual (tiny) result, so they list exactly the columns and units
-that the Parquet files carry; a test keeps the README in step with them.
+that the Parquet files carry; ``scripts/update_readme.py`` writes them into the README and a
+test keeps the README in step with them.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ hardware = ["h100-sxm"]
 batch = [1]
 context = [512]
 """
-
-START, END = "<!-- columns:start -->", "<!-- columns:end -->"
 
 
 def column_reference() -> str:
@@ -34,10 +33,3 @@ def column_reference() -> str:
             parts.append(f"| `{column}` | {info['unit']} | {info['description']} |")
         parts.append("")
     return "\n".join(parts).rstrip() + "\n"
-
-
-def update_readme(text: str) -> str:
-    """``text`` with the block between the column markers replaced by ``column_reference()``."""
-    head, _, rest = text.partition(START)
-    _, _, tail = rest.partition(END)
-    return f"{head}{START}\n{column_reference()}{END}{tail}"

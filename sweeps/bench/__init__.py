@@ -1,0 +1,80 @@
+"""``sweeps bench``: how fast the engine is, against the limits that matter, in one run.
+
+A **point** is one cell of the decode grid or of the prefill grid (one row of ``decode`` or
+``prefill`` Parquet) with every output variable of its phase evaluated: the full-rank ones
+(bottleneck, attainable FLOP/s, utilization, feasible, step time / TTFT, tokens/s) written to
+memory, the lower-rank ones (ceiling, knee, max batch, ...) held once per configuration, as
+the Dataset stores them. Points/s counts decode plus prefill points per second of
+``build_grid``, single-threaded, float64.
+
+Measured on one grid (``grids``), in one process (except the end-to-end run):
+
+a. engine points/s (``build_grid``; ``engine``);
+b. the analyses' own compute functions on floats, in a plain Python loop over a sample of
+   points (one index per axis), the ratio, and their largest difference from the grid on
+   every variable the analyses declare (``scalar``);
+c. this machine's write limit for the bytes the engine writes: ``numpy.ndarray.fill`` and
+   ``numpy.copyto`` into freshly allocated arrays of the same shapes and dtypes, and the
+   engine's share of it; (a) and (c) take turns, best of five each, so that both see the
+   same moments of a machine whose speed moves; each call is timed as ``timeit`` does
+   (garbage collector off), with nothing of the previous call still held (``timing``);
+d. the export as ``run`` does it (``write_tables``: build each table's frame from the grid and
+   write it) against Polars' own ``write_parquet`` (same settings, no metadata) of equal
+   frames built beforehand, every column one contiguous array (``engine``);
+e. an end-to-end ``run_to_folder`` of a larger grid, streamed under a memory budget, in a
+   subprocess, with its peak RSS (``e2e``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sweeps.bench.report import format_report
+
+POINT = (
+    "one decode or prefill grid cell with all its outputs evaluated; points/s = "
+    "(decode + prefill points) / seconds of build_grid, one thread, float64"
+)
+
+
+def run_bench(
+    quick: bool = False, e2e_budget: int = 2 * 2**30, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """Run the five measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
+    import numpy as np
+
+    from sweeps.bench.e2e import measure_end_to_end
+    from sweeps.bench.engine import measure_engine, measure_export
+    from sweeps.bench.grids import bench_configs
+    from sweeps.bench.scalar import measure_scalar
+    from sweeps.config import parse_config
+
+    say = progress or (lambda _: None)
+    engine_text, e2e_text = bench_configs(quick)
+    sweep = parse_config(engine_text, "<bench>")
+    report: dict[str, Any] = {
+        "point": POINT,
+        "quick": quick,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+    }
+    say("engine and write limit")
+    report["engine"], report["write_limit"], ds = measure_engine(sweep)
+    say("scalar loop")
+    size = 500 if quick else 5000
+    report["scalar"] = measure_scalar(sweep, ds, size, report["engine"]["points_per_s"])
+    with tempfile.TemporaryDirectory(prefix="sweeps-bench-") as tmp:
+        say("export")
+        report["export"] = measure_export(ds, Path(tmp))
+        say("end to end")
+        report["end_to_end"] = measure_end_to_end(e2e_text, quick, e2e_budget, Path(tmp))
+    return report
+
+
+__all__ = ["POINT", "format_report", "run_bench"]

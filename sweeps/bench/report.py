@@ -1,0 +1,36 @@
+"""The bench figures as the lines ``sweeps bench`` prints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The bench figures as lines of text."""
+    engine, scalar, limit = report["engine"], report["scalar"], report["write_limit"]
+    export, e2e = report["export"], report["end_to_end"]
+    return "\n".join(
+        [
+            f"point: {report['point']}",
+            f"(a) engine: {engine['decode_points']:,} decode + {engine['prefill_points']:,} "
+            f"prefill points in {engine['seconds']:.3f} s = "
+            f"{engine['points_per_s'] / 1e6:,.1f} M points/s",
+            f"(b) scalar loop: {scalar['sample_points']:,} points in {scalar['seconds']:.3f} s = "
+            f"{scalar['points_per_s'] / 1e3:,.1f} k points/s; "
+            f"engine is {scalar['engine_speedup']:,.0f}x "
+            f"(max relative difference {scalar['max_relative_difference']:.1e})",
+            f"(c) write limit for {limit['bytes'] / 2**30:.2f} GiB: "
+            f"fill {limit['fill_bytes_per_s'] / 1e9:.2f} "
+            f"GB/s, copy {limit['copy_bytes_per_s'] / 1e9:.2f} GB/s; "
+            f"engine {limit['engine_bytes_per_s'] / 1e9:.2f} GB/s = "
+            f"{limit['engine_percent_of_fill']:.0f} % of fill, "
+            f"{limit['engine_percent_of_copy']:.0f} % of copy",
+            f"(d) export: {export['rows']:,} rows in {export['seconds']:.3f} s; "
+            f"Polars' write_parquet {export['polars_seconds']:.3f} s; "
+            f"ratio {export['ratio']:.2f}x",
+            f"(e) end to end: {e2e['points']:,} points in {e2e['seconds']:.1f} s "
+            f"({e2e['points_per_s'] / 1e6:.1f} M points/s, {e2e['chunks']} chunks, "
+            f"{e2e['layout']}), peak RSS {e2e['peak_rss_bytes'] / 1e9:.2f} GB under a budget of "
+            f"{e2e['memory_budget_bytes'] / 2**30:.2f} GiB",
+        ]
+    )

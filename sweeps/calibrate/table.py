@@ -1,0 +1,158 @@
+"""The calibration as a table, a per-device summary, a chart and a folder of files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from sweeps.calibrate.bounds import Bound, bounds
+from sweeps.calibrate.measurements import COLUMNS, METRICS, load_measurements
+
+if TYPE_CHECKING:
+    import altair as alt
+
+UNITS: dict[str, tuple[str, str]] = {
+    "line": ("1", "Line of the measurements file the row comes from"),
+    "model": ("-", "Model id"),
+    "hardware": ("-", "Device id"),
+    "tp": ("device", "Tensor-parallel degree of one replica"),
+    "weight_dtype": ("-", "Number format of the weights"),
+    "kv_dtype": ("-", "Number format of the KV cache"),
+    "compute_dtype": ("-", "Tensor-core format of the GEMMs (auto: the weights' own)"),
+    "batch": ("sequence", "Batch of the bound (the memory wall where the row says max)"),
+    "batch_given": ("-", "The batch as the row gives it: a number or max"),
+    "prompt_tokens": ("token", "Prompt tokens per request, I"),
+    "output_tokens": ("token", "Output tokens per request, O"),
+    "context": ("token", "Cache length of the decode bound, I + O/2 rounded down"),
+    "metric": ("-", "What was measured: " + ", ".join(METRICS)),
+    "value": ("SI", "The measured value, in the metric's unit (token/s or s)"),
+    "unit": ("-", "Unit of value and bound"),
+    "per": ("-", "device: per device; replica: per tp-device replica"),
+    "bound": ("SI", "Roofline bound in the metric's unit (efficiencies 1, no reserve)"),
+    "ratio": ("1", "measured/bound for throughput, bound/measured for latency: 1 is the roof"),
+    "bottleneck": ("-", "What limits the bound at that point: memory-bound or compute-bound"),
+    "beats_bound": ("-", "The measurement beats its bound (a defect or a misread row)"),
+    "status": ("-", "ok, beats its bound, or needs serving (no bound yet)"),
+    "source": ("-", "Where the measurement is published"),
+}
+"""Unit and meaning of every column of ``calibration.parquet`` but the file's own extras."""
+
+
+def _row(b: Bound) -> dict[str, Any]:
+    m = b.measurement
+    return {
+        "line": m.line,
+        **{c: getattr(m, c) for c in COLUMNS if c not in ("batch", "value", "source")},
+        "batch": b.batch,
+        "batch_given": "max" if m.batch is None else str(m.batch),
+        "context": b.context,
+        "value": m.value,
+        "unit": METRICS[m.metric],
+        "bound": b.bound,
+        "ratio": b.ratio,
+        "bottleneck": b.bottleneck or None,
+        "beats_bound": b.status == "beats its bound",
+        "status": b.status,
+        "source": m.source,
+        **m.extra,
+    }
+
+
+def calibrate(path: str | Path) -> pl.DataFrame:
+    """Every measurement of the CSV at ``path`` with its bound, ratio and status."""
+    rows = [_row(b) for b in bounds(load_measurements(path))]
+    frame = pl.DataFrame(rows)
+    return frame.with_columns(pl.col("bound", "ratio").fill_nan(None))
+
+
+def summarize_efficiency(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per device and bottleneck: how much of its bound the measurements reached.
+
+    ``median``, ``min`` and ``max`` of the ratio over the rows limited by bandwidth
+    (``memory-bound``: the achieved share of the bandwidth bound) or by compute; ``rows``.
+    """
+    return (
+        frame.filter(pl.col("ratio").is_not_null())
+        .group_by("hardware", "bottleneck")
+        .agg(
+            rows=pl.len(),
+            median=pl.col("ratio").median(),
+            min=pl.col("ratio").min(),
+            max=pl.col("ratio").max(),
+        )
+        .sort("hardware", "bottleneck")
+    )
+
+
+def calibration_chart(frame: pl.DataFrame) -> alt.Chart:
+    """Measured against bound on log axes, the y = x roof, coloured by metric."""
+    import altair as alt
+
+    data = frame.filter(pl.col("bound").is_not_null()).select(
+        "model", "hardware", "tp", "batch_given", "metric", "value", "bound", "ratio", "source"
+    )
+    values = data.select(pl.concat_list("value", "bound").explode()).to_series().to_numpy()
+    low, high = float(values.min()) / 2, float(values.max()) * 2
+    scale = alt.Scale(type="log", domain=[low, high])
+    points = (
+        alt.Chart(alt.Data(values=data.to_dicts()))
+        .mark_point(filled=True, size=60, opacity=0.8)
+        .encode(
+            x=alt.X("bound:Q", scale=scale, title="roofline bound [token/s or s]"),
+            y=alt.Y("value:Q", scale=scale, title="measured [token/s or s]"),
+            color=alt.Color("metric:N", title="metric"),
+            shape=alt.Shape("hardware:N", title="hardware"),
+            tooltip=[
+                "model:N",
+                "hardware:N",
+                "tp:Q",
+                "batch_given:N",
+                "metric:N",
+                alt.Tooltip("value:Q", format=".4g"),
+                alt.Tooltip("bound:Q", format=".4g"),
+                alt.Tooltip("ratio:Q", format=".3f"),
+                "source:N",
+            ],
+        )
+    )
+    roof = (
+        alt.Chart(alt.Data(values=[{"x": low, "y": low}, {"x": high, "y": high}]))
+        .mark_line(color="#222222", strokeDash=[4, 3])
+        .encode(x=alt.X("x:Q", scale=scale), y=alt.Y("y:Q", scale=scale))
+    )
+    return (roof + points).properties(
+        width=420,
+        height=360,
+        title={
+            "text": "Measured results against their roofline bounds",
+            "subtitle": "y = x is the roof: throughputs sit below it, latencies above",
+        },
+    )
+
+
+def write_calibration(frame: pl.DataFrame, folder: str | Path) -> list[str]:
+    """Write ``calibration.parquet`` (units in its metadata) and the chart into ``folder``.
+
+    Returns the files written, relative to ``folder``.
+    """
+    from sweeps.export import write_with_units
+
+    folder = Path(folder)
+    info = {
+        c: {"unit": UNITS[c][0], "description": UNITS[c][1]}
+        if c in UNITS
+        else {"unit": "-", "description": "Column of the measurements file, kept as given"}
+        for c in frame.columns
+    }
+    write_with_units(frame, folder / "calibration.parquet", info)
+    chart = calibration_chart(frame)
+    chart.save(str(folder / "calibration.html"))
+    files = ["calibration.parquet", "calibration.html"]
+    try:
+        chart.save(str(folder / "calibration.png"), ppi=150)
+        files.append("calibration.png")
+    except (ImportError, ValueError):  # no vl-convert: the HTML still has the chart
+        pass
+    return files

@@ -1,0 +1,150 @@
+"""Typed access to a parsed ``config.json``: every complaint names the file and the field.
+
+A family's defaults (the values its Hugging Face config class supplies when a file omits a
+field) and the old Falcon spellings (``ALIASES``) are applied here, so a rule reads a field
+by its one name and gets the value the checkpoint was built with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sweeps.errors import ImportModelError
+
+ALIASES: Mapping[str, tuple[str, ...]] = {
+    "hidden_size": ("n_embed",),
+    "num_hidden_layers": ("n_layer",),
+    "num_attention_heads": ("n_head",),
+    "num_kv_heads": ("n_head_kv", "num_key_value_heads"),
+    "num_experts_per_tok": ("experts_per_token",),
+}
+"""Other spellings of a field, tried in order after its own name (old Falcon "RefinedWeb"
+files; gpt-oss's ``experts_per_token``)."""
+
+MAX_INTEGER = 2**53
+"""Largest integer a field may hold [1]: exact as a float, far above any real shape."""
+
+_DIGITS = 20
+"""Integers with more digits than this are kept as ``Oversized`` by ``parse_int``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Oversized:
+    """An integer literal of a config.json too long to be a shape (``10**400``), kept as text
+    so that the field holding it is named when it is read, and no huge number is built."""
+
+    digits: str
+
+    def __repr__(self) -> str:
+        return f"{self.digits[:12]}... ({len(self.digits.lstrip('-'))} digits)"
+
+
+def parse_int(text: str) -> int | Oversized:
+    """``json.loads``'s ``parse_int``: the integer, or ``Oversized`` past ``_DIGITS`` digits."""
+    return Oversized(text) if len(text.lstrip("-")) > _DIGITS else int(text)
+
+
+class Fields:
+    """Typed fields of one config dict, for one ``model_type``, with that family's defaults.
+
+    data : The parsed ``config.json``
+    source : The file, named in every message
+    model_type : The architecture, named in "missing" messages
+    defaults : Values the family's config class uses when the file omits a field
+    """
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        source: str,
+        model_type: str,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.data = data
+        self.source = source
+        self.model_type = model_type
+        self.defaults = defaults or {}
+
+    def value(self, key: str) -> Any:
+        """The raw value of ``key`` (or of an alias), else the family default, else None."""
+        for name in (key, *ALIASES.get(key, ())):
+            if self.data.get(name) is not None:
+                return self.data[name]
+        return self.defaults.get(key)
+
+    def has(self, key: str) -> bool:
+        """True when the file (or the family default) gives ``key`` a non-null value."""
+        return self.value(key) is not None
+
+    def missing(self, key: str, why: str = "") -> ImportModelError:
+        """The error for a needed field that is absent or null."""
+        extra = f" ({why})" if why else ""
+        msg = (
+            f"{self.source}: field {key!r} is missing or null; it is needed for a "
+            f"{self.model_type!r} model{extra}"
+        )
+        return ImportModelError(msg)
+
+    def bad(self, key: str, value: Any, expected: str) -> ImportModelError:
+        """The error for a field whose value is not what the formulas need."""
+        msg = f"{self.source}: field {key!r} = {value!r} is not {expected}"
+        return ImportModelError(msg)
+
+    def integer(
+        self, key: str, default: int | None = None, *, minimum: int = 1, why: str = ""
+    ) -> int:
+        """An integer in ``[minimum, MAX_INTEGER]`` [1]; ``default`` where absent (else an
+        error naming the field, and ``why`` it is needed)."""
+        value = self.value(key)
+        if value is None:
+            if default is None:
+                raise self.missing(key, why)
+            return default
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or not minimum <= value <= MAX_INTEGER
+        ):
+            raise self.bad(key, value, f"an integer from {minimum} to 2**53")
+        return value
+
+    def opt_int(self, key: str, *, minimum: int = 1) -> int | None:
+        """``integer(key)`` where the field is given, else None."""
+        return self.integer(key, minimum=minimum) if self.has(key) else None
+
+    def flag(self, key: str, default: bool) -> bool:
+        """A true/false field; ``default`` where absent."""
+        value = self.value(key)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self.bad(key, value, "true or false")
+        return value
+
+    def indices(self, key: str) -> list[int]:
+        """A list of layer indices (empty where absent)."""
+        value = self.value(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in value
+        ):
+            raise self.bad(key, value, "a list of layer indices")
+        return value
+
+    def layer_types(self, layers: int) -> list[str] | None:
+        """``layer_types``, one string per layer, or None where absent."""
+        value = self.value("layer_types")
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise self.bad(key="layer_types", value=value, expected="a list of strings")
+        if len(value) != layers:
+            msg = (
+                f"{self.source}: field 'layer_types' has {len(value)} entries, but "
+                f"num_hidden_layers = {layers}"
+            )
+            raise ImportModelError(msg)
+        return value

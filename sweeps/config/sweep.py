@@ -1,0 +1,85 @@
+"""The ``Sweep``: one validated config, every name resolved to a record, ranges expanded.
+
+Its options are ``schema.Options`` itself and its serving objectives ``schema.Serving``: each
+key is declared once, in the schema, with its type, bounds and description.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sweeps import axes
+from sweeps.catalog import DType, Hardware, Model
+from sweeps.config import schema
+
+NATIVE = "native"
+"""The ``kv_heads`` setting that keeps each model's own KV heads."""
+
+Options = schema.Options
+"""Resolved ``[options]``: the schema's own model (see the README's config reference)."""
+
+Serving = schema.Serving
+"""Resolved ``[serving]`` objectives; its axes are ``Sweep`` fields."""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One validated sweep: axes as tuples of values or records, options, outputs, provenance.
+
+    The serving fields (``prompt_tokens``, ``output_tokens``, ``arrival_rate``, ``serving``)
+    are empty, or None, when the config has no ``[serving]`` table.
+    """
+
+    name: str
+    title: str
+    models: tuple[Model, ...]
+    hardware: tuple[Hardware, ...]
+    batch: tuple[int, ...]
+    context: tuple[int, ...]
+    prompt: tuple[int, ...]
+    kv_heads: tuple[str, ...]
+    kv_dtype: tuple[DType, ...]
+    weight_dtype: tuple[DType, ...]
+    tp: tuple[int, ...]
+    options: Options
+    charts: tuple[str, ...]
+    formats: tuple[str, ...]
+    grid_format: str
+    """``outputs.grid``: ``netcdf``, ``zarr`` or ``none``."""
+    path: str
+    text: str
+    layout: str = "auto"
+    """``outputs.layout``: ``auto``, ``single`` or ``partitioned`` table files."""
+    duckdb: bool = False
+    """``outputs.duckdb``: also write ``sweep.duckdb`` with views over the tables."""
+    prompt_tokens: tuple[int, ...] = ()
+    """``serving.prompt_tokens``: prompt tokens per request [token]."""
+    output_tokens: tuple[int, ...] = ()
+    """``serving.output_tokens``: tokens generated per request [token]."""
+    arrival_rate: tuple[float, ...] = ()
+    """``serving.arrival_rate``: request arrival rates [request/s]."""
+    serving: Serving | None = None
+    """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
+
+    @property
+    def sha256(self) -> str:
+        """SHA-256 of the config text, as hex."""
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    def points(self, dims: Sequence[str]) -> int:
+        """Points of this sweep's grid over ``dims`` (axis dims of ``sweeps.axes.AXES``) [1]."""
+        return axes.points(self, dims)
+
+    def compute_dtype_for(self, weight: DType, device: Hardware) -> str:
+        """The compute dtype whose peak runs ``weight`` on ``device``.
+
+        An explicit ``options.compute_dtype`` is used everywhere (validation made sure every
+        device has it). ``"auto"``: the weight format's own GEMM format (``DType.compute``),
+        or bf16 where the device has no peak for it (weight-only kernels dequantize to bf16).
+        """
+        chosen = self.options.compute_dtype
+        if chosen != schema.AUTO:
+            return chosen
+        return weight.compute if weight.compute in device.peak_flops else "bf16"

@@ -1,0 +1,179 @@
+"""The value types of a config: strict scalars with their bounds, and the axis forms.
+
+Strict at the boundary: no bool for a number, no number for a bool, no string for a number,
+every float finite, every integer within ``sweeps.config.limits``. An integer axis is a list
+or a range table; a range's length is known, and capped, before it is expanded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StringConstraints,
+    Tag,
+    model_validator,
+)
+
+from sweeps.config import limits
+from sweeps.config.limits import (
+    MAX_AXIS_VALUES,
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_PARAMS,
+    MAX_TOKENS,
+    MAX_WIDTH,
+)
+
+NAME_PATTERN = r"^[a-z0-9._-]+$"
+Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+
+
+def _sweep_name(name: str) -> str:
+    problem = limits.name_problem(name)
+    if problem is not None:
+        raise ValueError(problem)
+    return name
+
+
+SweepName = Annotated[
+    str,
+    AfterValidator(_sweep_name),
+    Field(json_schema_extra={"pattern": limits.SWEEP_NAME_PATTERN}),
+]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
+Efficiency = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
+Params = Annotated[float, Field(gt=0, le=MAX_PARAMS, allow_inf_nan=False)]
+Batch = Annotated[int, Field(gt=0, le=MAX_BATCH)]
+Tokens = Annotated[int, Field(gt=0, le=MAX_TOKENS)]
+TokensOrNone = Annotated[int, Field(ge=0, le=MAX_TOKENS)]
+Count = Annotated[int, Field(gt=0, le=MAX_COUNT)]
+CountOrNone = Annotated[int, Field(ge=0, le=MAX_COUNT)]
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
+WidthOrNone = Annotated[int, Field(ge=0, le=MAX_WIDTH)]
+
+AXIS_LENGTH = Field(min_length=1, max_length=MAX_AXIS_VALUES)
+"""An axis written as a list: one value at least, ``MAX_AXIS_VALUES`` at most."""
+
+ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
+CHART_KINDS: tuple[ChartKind, ...] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
+ComputeDType = Literal["bf16", "fp8", "int8", "fp4", "fp32"]
+"""The compute dtypes a device may carry a peak for (``sweeps.catalog.COMPUTE_DTYPES``)."""
+AUTO = "auto"
+"""``options.compute_dtype`` default: each weight format's own GEMM format."""
+
+
+class Strict(BaseModel):
+    """Base of every table: unknown keys are errors, values are never converted."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class AxisRange(Strict):
+    """An integer axis written as a range: linear with ``step``, or geometric with ``factor``."""
+
+    maximum: ClassVar[int] = MAX_TOKENS
+    start: Tokens = Field(description="First value")
+    stop: Tokens = Field(description="Last value, included where the range falls on it")
+    step: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = Field(default=1, description="Linear step")
+    geometric: bool = Field(default=False, description="Multiply by factor instead of adding step")
+    factor: Annotated[int, Field(ge=2, le=MAX_TOKENS)] = Field(
+        default=2, description="Geometric ratio"
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> AxisRange:
+        if self.stop < self.start:
+            msg = f"stop ({self.stop}) is below start ({self.start})"
+            raise ValueError(msg)
+        if self.count > MAX_AXIS_VALUES:
+            msg = (
+                f"the range holds {self.count:,} values; an axis holds at most "
+                f"{MAX_AXIS_VALUES:,} (limits.MAX_AXIS_VALUES)"
+            )
+            raise ValueError(msg)
+        return self
+
+    @property
+    def count(self) -> int:
+        """Values in the range, computed without expanding it [1]."""
+        if not self.geometric:
+            return (self.stop - self.start) // self.step + 1
+        count, value = 0, self.start
+        while value <= self.stop:  # at most log2(MAX_TOKENS) = 24 turns
+            count, value = count + 1, value * self.factor
+        return count
+
+    def values(self) -> list[int]:
+        """The axis values, ``start`` up to and including ``stop`` where it falls on the range."""
+        if not self.geometric:
+            return list(range(self.start, self.stop + 1, self.step))
+        return [self.start * self.factor**k for k in range(self.count)]
+
+
+class BatchRange(AxisRange):
+    """A batch axis written as a range."""
+
+    maximum: ClassVar[int] = MAX_BATCH
+    start: Batch = Field(description="First batch")
+    stop: Batch = Field(description="Last batch, included where the range falls on it")
+
+
+class CountRange(AxisRange):
+    """A tensor-parallel axis written as a range."""
+
+    maximum: ClassVar[int] = MAX_COUNT
+    start: Count = Field(description="First value")
+    stop: Count = Field(description="Last value, included where the range falls on it")
+
+
+def _axis_form(value: object) -> str | None:
+    return "@range" if isinstance(value, dict) else "@list" if isinstance(value, list) else None
+
+
+def _int_axis(value: Any, table: type[AxisRange], noun: str) -> Any:
+    """An integer axis type: a list of ``value``, or a ``table`` range. Union branches are
+    tagged ``@...`` so that errors name the branch that matches what the user wrote."""
+    return Annotated[
+        Annotated[Annotated[list[value], AXIS_LENGTH], Tag("@list")]
+        | Annotated[table, Tag("@range")],
+        Discriminator(
+            _axis_form,
+            custom_error_type="axis_form",
+            custom_error_message=f"must be a list of {noun} or a range table "
+            "such as { start = 1, stop = 1024, geometric = true }",
+        ),
+    ]
+
+
+if TYPE_CHECKING:
+    TokenAxis = list[int] | AxisRange
+    BatchAxis = list[int] | AxisRange
+    CountAxis = list[int] | AxisRange
+else:
+    TokenAxis = _int_axis(Tokens, AxisRange, f"positive integers (at most {MAX_TOKENS:,})")
+    BatchAxis = _int_axis(Batch, BatchRange, f"positive integers (at most {MAX_BATCH:,})")
+    CountAxis = _int_axis(Count, CountRange, f"positive integers (at most {MAX_COUNT:,})")
+
+NameAxis = Annotated[list[Name], AXIS_LENGTH]
+
+
+def _kv_form(value: object) -> str:
+    return "@native" if isinstance(value, str) else "@count"
+
+
+KvHeadsAxis = Annotated[
+    list[
+        Annotated[
+            Annotated[Literal["native"], Tag("@native")] | Annotated[Count, Tag("@count")],
+            Discriminator(_kv_form),
+        ]
+    ],
+    AXIS_LENGTH,
+]

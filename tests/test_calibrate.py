@@ -1,0 +1,172 @@
+"""``sweeps calibrate``: every published measurement held against its roofline bound."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from sweeps.calibrate import (
+    COLUMNS,
+    calibrate,
+    load_measurements,
+    shipped_measurements,
+    summarize_efficiency,
+    write_calibration,
+)
+from sweeps.calibrate.bounds import bounds
+from sweeps.config import parse_config
+from sweeps.errors import MeasurementsError
+from sweeps.export import read_units
+from sweeps.grid import build_grid
+
+HEADER = ",".join(COLUMNS)
+ROW = "llama-3-8b,h100-sxm,1,bf16,bf16,bf16,{batch},2048,256,{metric},{value},device,test"
+
+
+@pytest.fixture(scope="module")
+def shipped() -> pl.DataFrame:
+    return calibrate(shipped_measurements())
+
+
+def test_no_shipped_measurement_beats_its_bound(shipped: pl.DataFrame) -> None:
+    assert shipped.height == 40
+    assert not shipped["beats_bound"].any()
+    bounded = shipped.filter(pl.col("ratio").is_not_null())
+    assert bounded.height == shipped.filter(pl.col("status") != "needs serving").height
+    assert bounded["ratio"].min() > 0
+    assert bounded["ratio"].max() <= 1
+
+
+def _write(tmp_path: Path, *rows: str, header: str = HEADER) -> Path:
+    path = tmp_path / "mine.csv"
+    path.write_text("\n".join([header, *rows]) + "\n", "utf-8")
+    return path
+
+
+def test_bounds_are_the_grid_at_the_mean_context(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path,
+        ROW.format(batch=64, metric="output_tokens_per_s", value=1000.0),
+        ROW.format(batch=64, metric="itl_s", value=0.5),
+        ROW.format(batch=1, metric="ttft_s", value=1.0),
+    )
+    found = bounds(load_measurements(path))
+    ds = build_grid(
+        parse_config(
+            '[sweep]\nname = "x"\n[axes]\nmodel = ["llama-3-8b"]\nhardware = ["h100-sxm"]\n'
+            "batch = [1, 64]\ncontext = [2176]\nprompt = [2048]\n"
+            "[options]\nmemory_reserve = 0.0\n"
+        )
+    )
+    step = float(ds["step_time_s"].sel(batch=64, context=2176).squeeze())
+    ttft = float(ds["ttft_s"].sel(batch=1, prompt=2048).squeeze())
+    throughput, itl, first = found
+    assert throughput.context == 2048 + 256 // 2 == 2176
+    assert throughput.bound == pytest.approx(64 / step, rel=1e-12)
+    assert throughput.ratio == pytest.approx(1000.0 / (64 / step), rel=1e-12)
+    assert itl.bound == pytest.approx(step, rel=1e-12)
+    assert itl.ratio == pytest.approx(step / 0.5, rel=1e-12)
+    assert first.bound == pytest.approx(ttft, rel=1e-12)
+
+
+def test_batch_max_is_the_memory_wall_without_reserve(tmp_path: Path) -> None:
+    path = _write(tmp_path, ROW.format(batch="max", metric="output_tokens_per_s", value=10.0))
+    (found,) = bounds(load_measurements(path))
+    ds = build_grid(
+        parse_config(
+            '[sweep]\nname = "x"\n[axes]\nmodel = ["llama-3-8b"]\nhardware = ["h100-sxm"]\n'
+            "batch = [1]\ncontext = [2176]\n[options]\nmemory_reserve = 0.0\n"
+        )
+    )
+    assert found.batch == int(ds["max_batch"].squeeze())
+    assert found.batch > 1
+
+
+def test_a_row_that_beats_its_bound_is_flagged(tmp_path: Path) -> None:
+    path = _write(tmp_path, ROW.format(batch=64, metric="output_tokens_per_s", value=1e9))
+    frame = calibrate(path)
+    assert frame["beats_bound"].to_list() == [True]
+    assert frame["status"].to_list() == ["beats its bound"]
+
+
+def test_request_latency_waits_for_the_serving_layer(tmp_path: Path) -> None:
+    path = _write(tmp_path, ROW.format(batch=8, metric="request_latency_s", value=3.0))
+    frame = calibrate(path)
+    assert frame["status"].to_list() == ["needs serving"]
+    assert frame["bound"].to_list() == [None]
+
+
+@pytest.mark.parametrize(
+    ("row", "match"),
+    [
+        (
+            "llama-9b,h100-sxm,1,bf16,bf16,bf16,1,128,1,ttft_s,0.1,device,x",
+            r"mine\.csv: line 2: column 'model': unknown model 'llama-9b'",
+        ),
+        (
+            "llama-3-8b,h100-sxm,1,bf16,bf16,bf16,1,128,1,ttft_s,fast,device,x",
+            r"mine\.csv: line 2: column 'value': 'fast' is not a number",
+        ),
+        (
+            "llama-3-8b,h100-sxm,1,bf16,bf16,bf16,1,128,1,ttft_s,inf,device,x",
+            r"mine\.csv: line 2: column 'value': 'inf' must be a finite number > 0",
+        ),
+        (
+            "llama-3-8b,h100-sxm,1,bf16,bf16,bf16,0,128,1,ttft_s,0.1,device,x",
+            r"mine\.csv: line 2: column 'batch': 0 is out of range",
+        ),
+        (
+            "llama-3-8b,h100-sxm,1,bf16,bf16,bf16,1,128,1,tpot,0.1,device,x",
+            r"mine\.csv: line 2: column 'metric': unknown 'tpot'; allowed: output_tokens_per_s",
+        ),
+        (
+            "llama-3-8b,h100-sxm,1,bf16,bf16,bf16,1,128,1,ttft_s,0.1,gpu,x",
+            r"mine\.csv: line 2: column 'per': unknown 'gpu'; allowed: device, replica",
+        ),
+    ],
+)
+def test_a_malformed_row_names_file_line_and_column(tmp_path: Path, row: str, match: str) -> None:
+    with pytest.raises(MeasurementsError, match=match):
+        load_measurements(_write(tmp_path, row))
+
+
+def test_a_missing_column_is_named(tmp_path: Path) -> None:
+    header = HEADER.replace(",per", "")
+    path = _write(tmp_path, "x", header=header)
+    with pytest.raises(MeasurementsError, match=r"mine\.csv: line 1: missing column\(s\) 'per'"):
+        load_measurements(path)
+
+
+def test_the_line_number_counts_from_the_header(tmp_path: Path) -> None:
+    good = ROW.format(batch=1, metric="ttft_s", value=1.0)
+    path = _write(tmp_path, good, good, good.replace("h100-sxm", "h100-sxn"))
+    with pytest.raises(MeasurementsError, match=r"line 4: column 'hardware': unknown hardware"):
+        load_measurements(path)
+
+
+def test_written_table_reads_back_with_units(shipped: pl.DataFrame, tmp_path: Path) -> None:
+    files = write_calibration(shipped, tmp_path)
+    assert "calibration.parquet" in files
+    back = pl.read_parquet(tmp_path / "calibration.parquet")
+    assert back.equals(shipped)
+    units = read_units(tmp_path / "calibration.parquet")
+    assert units["ratio"]["unit"] == "1"
+    assert units["what"]["description"].startswith("Column of the measurements file")
+    assert (tmp_path / "calibration.html").stat().st_size > 1000
+
+
+def test_the_chart_is_rendered(shipped: pl.DataFrame, tmp_path: Path) -> None:
+    files = write_calibration(shipped, tmp_path)
+    png = tmp_path / "calibration.png"
+    assert "calibration.png" in files
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png.stat().st_size > 20_000  # axes, points and legend, not a blank canvas
+
+
+def test_efficiency_summary_per_device_and_bottleneck(shipped: pl.DataFrame) -> None:
+    summary = summarize_efficiency(shipped)
+    assert set(summary["bottleneck"]) == {"memory-bound", "compute-bound"}
+    assert summary["rows"].sum() == shipped.filter(pl.col("ratio").is_not_null()).height
+    assert ((summary["min"] <= summary["median"]) & (summary["median"] <= summary["max"])).all()

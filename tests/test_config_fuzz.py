@@ -1,0 +1,180 @@
+"""Hostile configs: random TOML documents and random values for every key of the schema.
+
+The only outcomes allowed are a ``Sweep`` or a ``ConfigError`` whose message starts with the
+file name: never another exception.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from sweeps.config import Sweep, load_config, schema
+from sweeps.errors import ConfigError
+from sweeps.grid import DECODE_DIMS
+
+_BARE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(key: str) -> str:
+    return key if _BARE.match(key) else json.dumps(key)
+
+
+def _value(value: Any) -> str:
+    """``value`` as a TOML value (inline tables and arrays)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        return ("-inf" if value < 0 else "inf") if math.isinf(value) else repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
+
+
+def to_toml(document: dict[str, Any]) -> str:
+    """A TOML document: every top-level entry as a table of inline values."""
+    lines = []
+    for table, body in document.items():
+        if not isinstance(body, dict):
+            lines.append(f"{_key(table)} = {_value(body)}")
+            continue
+        lines.append(f"[{_key(table)}]")
+        lines += [f"{_key(k)} = {_value(v)}" for k, v in body.items()]
+    return "\n".join(lines) + "\n"
+
+
+SCALARS = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.integers(-3, 5000),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.text(max_size=12),
+    st.sampled_from(["native", "auto", "bf16", "fp8", "llama-3-8b", "h100-sxm", "zarr", ".."]),
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4),
+        st.dictionaries(
+            st.sampled_from(["start", "stop", "step", "geometric", "factor", "bf16", "x"]),
+            inner,
+            max_size=4,
+        ),
+    ),
+    max_leaves=8,
+)
+
+
+GOOD: dict[str, list[Any]] = {
+    "model": [["llama-3-8b"], ["m"], ["m", "mistral-7b"]],
+    "hardware": [["h100-sxm"], ["g"], ["g", "a100-80gb"]],
+    "kv_dtype": [["fp8"], ["q"]],
+    "weight_dtype": [["int4"], ["q", "fp8"]],
+    "kv_heads": [["native", 8], [1, 2]],
+    "batch": [[1, 2, 512], {"start": 1, "stop": 64, "geometric": True}],
+    "context": [{"start": 1, "stop": 100000}, [8192]],
+    "tp": [[1, 2, 4]],
+    "compute_dtype": ["auto", "fp8"],
+    "params": [8e9, 70e9],
+    "layers": [32, 1],
+    "heads": [32, 64],
+    "head_dim": [128],
+    "kv_lora_rank": [512],
+    "peak_flops": [{"bf16": 1e15}, {"bf16": 1e15, "fp8": 2e15}],
+    "bandwidth": [3e12],
+    "memory": [8e10],
+    "bits": [4, 3.5],
+    "group_size": [32],
+    "scale_bytes": [1],
+    "chunk_tokens": [0, 4096],
+    "arrival_rate": [[0.5, 100]],
+}
+"""Values that pass the schema, per key name: a drawn config often reaches the cross-checks."""
+
+
+def _is_table(annotation: Any) -> bool:
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _table(model: type[BaseModel]) -> st.SearchStrategy[dict[str, Any]]:
+    """Random values for a random subset of ``model``'s keys (sub-tables recursively)."""
+    fields: dict[str, st.SearchStrategy[Any]] = {}
+    for name, info in model.model_fields.items():
+        annotation = info.annotation
+        options = [VALUES]
+        plausible = [*GOOD.get(name, [])]
+        if isinstance(info.default, int | float | str | list) and info.default is not None:
+            plausible.append(info.default)
+        if plausible:  # values that pass, so that the cross-checks behind the schema run too
+            options.append(st.sampled_from(plausible))
+        tables = [a for a in (annotation, *get_args(annotation)) if _is_table(a)]
+        if tables:  # a table, or an optional one (``ServingTable | None``)
+            options.append(_table(tables[0]))
+        elif get_origin(annotation) is dict:
+            inner = get_args(annotation)[1]
+            if _is_table(inner):
+                names = st.sampled_from(["m", "g", "q", "llama-3-8b", "Bad Name"])
+                options.append(st.dictionaries(names, _table(inner), max_size=2))
+        fields[name] = st.one_of(*options)
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+VALID = {
+    "sweep": {"name": "t"},
+    "axes": {"model": ["llama-3-8b"], "hardware": ["h100-sxm"], "batch": [1, 8]},
+}
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> str:
+    """A valid config with random keys replaced, a random document, or a mangled one."""
+    kind = draw(st.sampled_from(["edited", "random", "mangled"]))
+    if kind == "random":
+        return to_toml(draw(_table(schema.ConfigFile)))
+    document = {table: dict(body) for table, body in VALID.items()}
+    edits = draw(_table(schema.ConfigFile))
+    for table, body in edits.items():
+        if isinstance(body, dict) and isinstance(document.get(table), dict):
+            document[table].update(body)
+        else:
+            document[table] = body
+    text = to_toml(document)
+    if kind == "mangled":
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.text(max_size=6)) + text[at:]
+    return text
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=documents())
+def test_a_config_is_a_sweep_or_a_config_error(folder: Path, text: str) -> None:
+    path = folder / "fuzz.toml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    try:
+        sweep = load_config(path)
+    except ConfigError as error:
+        message = str(error)
+    else:
+        assert isinstance(sweep, Sweep)
+        assert sweep.points(DECODE_DIMS) >= 1
+        return
+    assert message.startswith(str(path))
