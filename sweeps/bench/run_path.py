@@ -1,4 +1,4 @@
-"""The run path measured as users run it (issue 14, item 1).
+"""(f) The run path measured as users run it (issue 14, item 1).
 
 ``measure_run_path`` runs a cold ``sweeps run`` of a config in a fresh interpreter (the
 command a user types, with the outputs the config asks for), reads its split from the
@@ -7,8 +7,8 @@ start-up are the rest of the wall time), then, in a second fresh interpreter, ti
 own ``write_parquet`` of the same tables (same row groups and statistics, no metadata): the
 frames are built first and made contiguous, so only the write is timed. A streamed run
 (``memory_budget`` below the grid's need) is compared with Polars writing the same rows
-chunk by chunk, each chunk's frame built first. ``sweeps bench`` reports the result as its
-end-to-end line.
+chunk by chunk, each chunk's frame built first. ``sweeps bench`` reports both: the run grid
+of issue 14 in memory, and the end-to-end grid of (e) streamed.
 """
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ POLARS_WRITE = r"""
 import json, sys, time
 from pathlib import Path
 from sweeps.config import load_config
-from sweeps.export.frame import TABLE_NAMES, frame
+from sweeps.export.frame import frame, table_names
 from sweeps.export.parquet import WRITE_OPTIONS
-from sweeps.grid import TABLES
+from sweeps.grid.analyses import tables
 from sweeps.grid.build import build_grid
 
 sweep = load_config(sys.argv[1])
@@ -69,11 +69,11 @@ if budget:
 
     enums = categories(sweep)
     for chunk in plan_chunks(sweep, chunk_budget(budget)):
-        for table in TABLES:
+        for table in tables(sweep):
             write(table.name, chunk_frame(chunk, table.name, enums))
 else:
     ds = build_grid(sweep)
-    for name in TABLE_NAMES:
+    for name in table_names(ds):
         write(name, frame(ds, name))
 print(json.dumps(seconds))
 """
@@ -140,8 +140,54 @@ def measure_run_path(
 def format_run_path(result: dict[str, Any]) -> str:
     """One line: the run, its ratio to Polars' write, and its split."""
     split = ", ".join(f"{name} {seconds:.2f}" for name, seconds in result["split_s"].items())
+    points = sum(result["rows"].values())
     return (
-        f"cold sweeps run {result['run_s']:.2f} s = {result['ratio']:.2f}x Polars' write of "
-        f"its tables ({result['polars_s']['total']:.2f} s); {result['layout']} layout, "
-        f"{result['chunks']} chunk(s); split [s]: {split}"
+        f"cold sweeps run of {points:,} rows {result['run_s']:.2f} s = {result['ratio']:.2f}x "
+        f"Polars' write of its tables ({result['polars_s']['total']:.2f} s); "
+        f"{result['layout']} layout, {result['chunks']} chunk(s); split [s]: {split}"
     )
+
+
+RUN_GRID = """[sweep]
+name = "bench-run-path"
+[axes]
+model = {models}
+hardware = {hardware}
+batch = {{ start = 1, stop = {batch} }}
+context = {{ start = 1024, stop = {context}, step = 1024 }}
+kv_heads = ["native", 1, 2, 4]
+kv_dtype = ["bf16", "fp8"]
+weight_dtype = ["bf16", "fp8"]
+[outputs]
+charts = []
+grid = "zarr"
+"""
+"""Issue 14's grid: 8 models x 4 devices x batch 1..1024 x 32 contexts x 4 KV-head settings x
+2 x 2 dtypes (16.8 M decode + 16.8 M prefill rows), the report and the Zarr grid file."""
+
+RUN_MODELS = ["llama-3-8b", "llama-3-70b", "mixtral-8x7b", "qwen2.5-7b", "gemma-2-9b",
+              "mistral-7b", "llama-3.1-405b", "qwen2.5-72b"]  # fmt: skip
+RUN_HARDWARE = ["h100-sxm", "b200", "l4", "mi300x"]
+
+
+def measure_run_paths(e2e_text: str, quick: bool, budget: int, folder: Path) -> dict[str, Any]:
+    """(f): ``measure_run_path`` of issue 14's grid in memory and of (e)'s grid streamed under
+    ``budget`` [byte] (quick: small grids, the streamed one just over the minimum budget)."""
+    from sweeps.bench.e2e import QUICK_HEADROOM
+    from sweeps.grid.memory import BASE_BYTES
+
+    models, hardware = (RUN_MODELS[:2], RUN_HARDWARE[:2]) if quick else (RUN_MODELS, RUN_HARDWARE)
+    text = RUN_GRID.format(
+        models=json.dumps(models),
+        hardware=json.dumps(hardware),
+        batch=32 if quick else 1024,
+        context=4096 if quick else 32768,
+    )
+    in_memory = folder / "run-path.toml"
+    in_memory.write_text(text, "utf-8")
+    streamed = folder / "run-path-streamed.toml"
+    streamed.write_text(e2e_text, "utf-8")
+    return {
+        "in_memory": measure_run_path(in_memory),
+        "streamed": measure_run_path(streamed, BASE_BYTES + QUICK_HEADROOM if quick else budget),
+    }
