@@ -132,18 +132,9 @@ def run_to_folder(
         timings["grid"] = time.perf_counter() - start
     with atomic_folder(target, force) as staging:
         start = time.perf_counter()
-        extra: list[str] = []
-        # the grid file and the hooks (zarr's compressors, the report's Python) on a thread
-        # of their own while the tables are written: Polars' writer leaves a core idle
-        with ThreadPoolExecutor(1, thread_name_prefix="sweeps-outputs") as pool:
-            side = pool.submit(
-                _whole_grid_outputs, ds, sweep, staging, settings, hooks, timings, extra
-            )
-            written = _write(how, ds, staging, timings, progress, client)
-            skipped = side.result()
-        if ds is None and _lazy_grid_file(how, settings, staging, timings):
-            extra.append(GRID_FILES["zarr"])
-            skipped.remove(GRID_FILES["zarr"])
+        written, extra, skipped = _write_outputs(
+            how, ds, staging, settings, hooks, timings, progress, client
+        )
         timings["outputs"] = time.perf_counter() - start
         files = [f for table in written.values() for f in table.files] + extra
         if settings.duckdb:  # written once the Parquet files are in place (see below)
@@ -168,6 +159,35 @@ def run_to_folder(
         skipped,
         time.perf_counter() - began,
     )
+
+
+def _write_outputs(
+    how: Plan,
+    ds: xr.Dataset | None,
+    staging: Path,
+    settings: _Settings,
+    hooks: tuple[Hook, ...],
+    timings: dict[str, float],
+    progress: Progress | None,
+    client: Any,
+) -> tuple[dict[str, Written], list[str], list[str]]:
+    """The tables, the grid file and the hooks into ``staging``: (tables, other files
+    written, outputs skipped because the whole grid is not held).
+
+    The grid file and the hooks (zarr's compressors, the report's Python) run on a thread of
+    their own while the tables are written: Polars' writer leaves a core idle.
+    """
+    extra: list[str] = []
+    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-outputs") as pool:
+        side = pool.submit(
+            _whole_grid_outputs, ds, how.sweep, staging, settings, hooks, timings, extra
+        )
+        written = _write(how, ds, staging, timings, progress, client)
+        skipped = side.result()
+    if ds is None and _lazy_grid_file(how, settings, staging, timings):
+        extra.append(GRID_FILES["zarr"])
+        skipped.remove(GRID_FILES["zarr"])
+    return written, extra, skipped
 
 
 def _lazy_grid_file(
