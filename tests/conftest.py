@@ -61,9 +61,5 @@ def in_sweep_order(folder, phase, sweep):  # type: ignore[no-untyped-def]
     """The partitioned dataset read back in the sweep's order: models, then parts."""
     import polars as pl
 
-    files = [
-        part
-        for m in sweep.models
-        for part in sorted((folder / phase / f"model={m.id}").glob("part-*.parquet"))
-    ]
+    files = [part for m in sweep.models for part in [folder / phase / f"{m.id}.parquet"]]
     return pl.read_parquet(files)

@@ -74,10 +74,20 @@ def test_bench_quick_json_reports_every_key():
         assert limit[key] > 0
     assert report["export"]["ratio"] > 0
     e2e = report["end_to_end"]
-    assert e2e["layout"] == "partitioned"
-    assert e2e["chunks"] > 1
+    assert e2e["layout"] == "single"  # the config's (auto: this small grid is one file)
+    assert e2e["chunks"] > 1  # streamed all the same
     assert e2e["peak_rss_bytes"] > 0
     assert e2e["rows"]["decode"] + e2e["rows"]["prefill"] == e2e["points"]
+    paths = report["run_path"]
+    assert paths["in_memory"]["chunks"] == 1
+    assert paths["streamed"]["chunks"] > 1
+    for path in paths.values():
+        assert path["ratio"] > 0
+        assert path["polars_s"]["total"] > 0
+        assert set(path["polars_s"]) >= {"decode", "prefill"}
+    assert {"grid", "table_decode", "grid_file", "figures"} <= set(paths["in_memory"]["split_s"])
+    assert "grid.zarr" in paths["in_memory"]["bytes"]
+    assert paths["streamed"]["rows"] == e2e["rows"]
 
 
 def test_scalar_loop_equals_the_grid_at_every_point(varied):  # type: ignore[no-untyped-def]

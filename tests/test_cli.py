@@ -92,15 +92,14 @@ def test_run_summary_of_a_large_sweep_is_cut_short(
     flat = " ".join(result.output.split())
     assert "first 40 of 90 configurations; decode.parquet has every one" in flat
     assert flat.count("llama-3-") == 40  # one model cell per row shown
-    # streamed, the rows are in the partitioned dataset, and the summary says so
+    # streamed, the rows are in the same file (the layout is the config's), as the summary says
     sweep = parse_config(many)
     budget = estimate_bytes(sweep) - 1
     args = ["run", str(write_config(many)), "--out", str(tmp_path / "streamed")]
     streamed = runner.invoke(cli, [*args, "--memory-budget", str(budget)])
     assert streamed.exit_code == 0, streamed.output
     flat = " ".join(streamed.output.split())
-    assert "partitioned by model" in flat
-    assert "first 40 of 90 configurations; the decode/ dataset has every one" in flat
+    assert "first 40 of 90 configurations; decode.parquet has every one" in flat
 
 
 def test_streamed_run_prints_the_summary_too(
@@ -113,7 +112,7 @@ def test_streamed_run_prints_the_summary_too(
     flat = " ".join(result.output.split())
     assert "CLI test: decode summary" in flat
     assert "does not fit" in flat  # 70B in bf16 at 32k on one H100, as in memory
-    assert "chunks, partitioned by model (decode 12 rows, prefill 12 rows," in flat
+    assert "(decode 12 rows, prefill 12 rows," in flat
     # what the config asks for but a streamed grid cannot give is said, not silently missing
     assert "not written: grid.nc, figures (they need the whole grid in memory;" in flat
     manifest = json.loads((tmp_path / "cli-run" / "manifest.json").read_text())
@@ -122,18 +121,20 @@ def test_streamed_run_prints_the_summary_too(
     assert not (tmp_path / "cli-run" / "report.html").exists()
 
 
-def test_a_streamed_run_too_big_for_even_its_summary_says_so(
-    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+def test_the_summary_grid_never_outgrows_a_streamed_run(
+    write_config: Callable[[str], Path],
 ) -> None:
-    budget = str(BASE_BYTES + 1500)  # one batch size of the grid needs 2,050 bytes, a chunk less
-    args = ["run", str(write_config(GOOD)), "--out", str(tmp_path), "--memory-budget", budget]
-    result = runner.invoke(cli, args)
-    assert result.exit_code == 0, result.output
-    assert result.stdout == ""
-    assert (
-        "no summary: even the grid at one batch size is over the memory budget "
-        "(the decode/ dataset has every configuration)" in result.stderr
-    )
+    """A streamed run holds two chunks (one batch size each, at least) under its budget; the
+    summary's grid is one batch size and one prompt, so whatever budget streams also summarizes."""
+    from sweeps.config import load_config
+    from sweeps.grid.chunks import plan_chunks
+    from sweeps.pipeline.stream import configurations
+
+    sweep = load_config(write_config(GOOD))
+    smallest = min(estimate_bytes(c.sweep) for c in plan_chunks(sweep, BASE_BYTES + 1))
+    budget = BASE_BYTES + 2 * (smallest - BASE_BYTES)
+    assert configurations(sweep, budget) is not None
+    assert configurations(sweep, BASE_BYTES) is None  # and below, the run says so
 
 
 def test_run_on_a_local_dask_cluster(
@@ -145,7 +146,7 @@ def test_run_on_a_local_dask_cluster(
     result = runner.invoke(cli, args)
     assert result.exit_code == 0, result.output
     flat = " ".join(result.output.split())
-    assert "chunks, partitioned by model (decode 12 rows, prefill 12 rows," in flat
+    assert "(decode 12 rows, prefill 12 rows," in flat
     assert "not written: grid.nc, figures" in flat
     assert "a run on a dask cluster always streams" in flat
     manifest = json.loads((tmp_path / "cli-run" / "manifest.json").read_text())

@@ -6,6 +6,7 @@ import polars as pl
 import pytest
 
 from sweeps.config import parse_config
+from sweeps.export.atomic import STAGING
 from sweeps.pipeline import run_to_folder
 
 from .conftest import KEYS, in_sweep_order
@@ -41,16 +42,19 @@ def test_local_cluster_gives_identical_rows(client, tmp_path):
     sweep = parse_config(CONFIG, "cluster.toml")
     whole = run_to_folder(sweep, tmp_path / "memory")
     spread = run_to_folder(sweep, tmp_path / "cluster", client=client)
-    assert spread.layout == "partitioned"
-    assert spread.rows == whole.rows
+    assert spread.layout == whole.layout == "single"  # the layout is the config's
+    assert spread.chunks > 1
+    split = run_to_folder(sweep, tmp_path / "split", client=client, layout="partitioned")
+    assert spread.rows == whole.rows == split.rows
     for phase in ("decode", "prefill"):
         single = pl.read_parquet(whole.folder / f"{phase}.parquet")
-        parts = pl.scan_parquet(spread.folder / phase, hive_partitioning=True).collect()
+        assert pl.read_parquet(spread.folder / f"{phase}.parquet").equals(single)
+        parts = pl.scan_parquet(split.folder / phase).collect()
         assert parts.schema == single.schema
         assert parts.sort([*KEYS, "kv_heads_native"]).equals(
             single.sort([*KEYS, "kv_heads_native"])
         )
-        assert in_sweep_order(spread.folder, phase, sweep).equals(single)
+        assert in_sweep_order(split.folder, phase, sweep).equals(single)
     for name in ("hardware", "models"):
         assert pl.read_parquet(spread.folder / f"{name}.parquet").equals(
             pl.read_parquet(whole.folder / f"{name}.parquet")
@@ -65,7 +69,8 @@ def test_failure_on_a_worker_leaves_nothing(client, tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         run_to_folder(sweep, tmp_path, client=client, progress=stop)
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [STAGING]
+    assert list((tmp_path / STAGING).iterdir()) == []
 
 
 @pytest.mark.parametrize("use_kernel", [True, False])

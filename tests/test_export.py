@@ -14,9 +14,10 @@ import xarray as xr
 
 from sweeps.config import parse_config
 from sweeps.errors import OutputExistsError
-from sweeps.export import decode_frame, read_units, to_parquet
+from sweeps.export import decode_frame, open_grid, read_units, to_parquet
 from sweeps.export import frame as frame_module
 from sweeps.export import parquet as parquet_module
+from sweeps.export.atomic import STAGING
 from sweeps.grid import BOTTLENECK_FLAGS, DECODE_DIMS, REGISTRY, build_grid
 from sweeps.pipeline import run_to_folder
 
@@ -254,8 +255,8 @@ def test_run_writes_every_file_and_the_manifest(tmp_path: Path) -> None:
     assert manifest["rows"]["decode"] == 128
     assert manifest["columns"]["decode"]["tokens_per_s"]["unit"] == "token/s"
     assert manifest["axes"]["kv_heads"] == ["native", "1"]
-    assert set(manifest["timings_s"]) >= {"grid", "export"}
-    back = xr.open_dataset(folder / "grid.nc", engine="h5netcdf").load()
+    assert set(manifest["timings_s"]) >= {"grid", "table_decode", "table_prefill", "grid_file"}
+    back = open_grid(folder / "grid.nc").load()
     xr.testing.assert_identical(back, result.dataset)
 
 
@@ -275,8 +276,9 @@ def test_existing_result_needs_force_and_failures_keep_it(tmp_path: Path) -> Non
         run_to_folder(sweep, tmp_path, force=True, hooks=(broken_hook,))
     assert (tmp_path / "small" / "manifest.json").read_bytes() == manifest
     assert not (tmp_path / "small" / "half-written.txt").exists()
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["small"]  # no staging folder left
+    assert list((tmp_path / STAGING).iterdir()) == []  # no staging folder left
 
     run_to_folder(sweep, tmp_path, force=True)
     assert (tmp_path / "small" / "manifest.json").read_bytes() != manifest
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["small"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [STAGING, "small"]
+    assert list((tmp_path / STAGING).iterdir()) == []

@@ -1,8 +1,9 @@
-"""Streaming a chunked grid to a Hive-partitioned Parquet dataset, atomically (issue 4)."""
+"""Streaming a chunked grid into the files an in-memory run writes, atomically (issues 4, 14)."""
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 import signal
@@ -13,14 +14,18 @@ from pathlib import Path
 
 import duckdb
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
+import xarray as xr
 
 from sweeps.config import parse_config
+from sweeps.export import open_grid
+from sweeps.export.atomic import STAGING
 from sweeps.export.parquet import read_units
 from sweeps.grid import DECODE_DIMS
 from sweeps.grid.chunks import table_points
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
-from sweeps.pipeline import run_to_folder
+from sweeps.pipeline import plan, run_to_folder
 
 from .conftest import KEYS, in_sweep_order
 
@@ -55,43 +60,65 @@ def budget_for(sweep, parts=10):
 
 @pytest.fixture(scope="module")
 def results(sweep, tmp_path_factory):
+    """The sweep in memory and streamed in chunks (a tenth of its memory), in both layouts."""
     out = tmp_path_factory.mktemp("out")
-    whole = run_to_folder(sweep, out / "whole")
+    done = {}
     seen: list[tuple[int, int]] = []
-    parts = run_to_folder(
-        sweep,
-        out / "parts",
-        memory_budget=budget_for(sweep),
-        progress=lambda done, total: seen.append((done, total)),
-    )
-    return whole, parts, seen
+    for layout in ("single", "partitioned"):
+        whole = run_to_folder(sweep, out / layout / "whole", layout=layout)
+        parts = run_to_folder(
+            sweep,
+            out / layout / "parts",
+            layout=layout,
+            memory_budget=budget_for(sweep),
+            progress=(lambda d, t: seen.append((d, t))) if layout == "single" else None,
+        )
+        done[layout] = (whole, parts)
+    return done, seen
 
 
-def test_small_budget_streams_partitions(results, sweep):
-    whole, parts, seen = results
-    assert whole.layout == "single"
-    assert (whole.folder / "decode.parquet").exists()
-    assert parts.layout == "partitioned"
-    assert parts.dataset is None
+def _tables(result):
+    return sorted(f for f in result.files if f.endswith(".parquet"))
+
+
+def _row_groups(path):
+    meta = pq.read_metadata(path)
+    return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+
+
+@pytest.mark.parametrize("layout", ["single", "partitioned"])
+def test_the_layout_does_not_depend_on_the_memory_budget(results, sweep, layout):
+    """Streamed in 30-odd chunks or computed in one piece: the same files, rows, schema, units
+    and row groups; only how the grid was computed differs."""
+    (whole, parts), seen = results[0][layout], results[1]
+    assert whole.chunks == 1
     assert parts.chunks > len(sweep.models)
-    assert not (parts.folder / "decode.parquet").exists()
-    for phase in ("decode", "prefill"):
-        folders = sorted(p.name for p in (parts.folder / phase).iterdir())
-        assert folders == sorted(f"model={m.id}" for m in sweep.models)
-        assert all(f.name.startswith("part-") for f in (parts.folder / phase).rglob("*.parquet"))
+    assert whole.layout == parts.layout == layout
+    assert parts.dataset is None
+    assert _tables(whole) == _tables(parts)
+    if layout == "single":
+        assert "decode.parquet" in _tables(whole)
+    else:
+        assert "decode/llama-3-8b.parquet" in _tables(whole)
+        assert not (whole.folder / "decode.parquet").exists()
+    for name in _tables(whole):
+        single, streamed = whole.folder / name, parts.folder / name
+        assert pl.read_parquet(streamed).equals(pl.read_parquet(single)), name
+        assert pq.read_schema(streamed).equals(pq.read_schema(single), check_metadata=True)
+        assert _row_groups(streamed) == _row_groups(single)
+        assert read_units(streamed) == read_units(single)
     assert parts.rows == whole.rows
     assert seen[-1][0] == seen[-1][1] == table_points(sweep)
     assert [d for d, _ in seen] == sorted(d for d, _ in seen)
-    layout = json.loads((parts.folder / "manifest.json").read_text())["layout"]
-    assert layout["kind"] == "partitioned"
-    assert layout["by"] == ["model"]
-    assert layout["chunks"] == parts.chunks
-    assert layout["skipped"] == parts.skipped == []  # no grid.nc or hooks were asked for
-    assert json.loads((whole.folder / "manifest.json").read_text())["layout"] == {"kind": "single"}
+    manifest = json.loads((parts.folder / "manifest.json").read_text())["layout"]
+    assert manifest["kind"] == layout
+    assert manifest["chunks"] == parts.chunks
+    assert manifest["skipped"] == parts.skipped == []  # no grid file or hooks were asked for
+    assert json.loads((whole.folder / "manifest.json").read_text())["layout"]["chunks"] == 1
 
 
 def test_streamed_result_has_the_same_summary(results, sweep):
-    whole, parts, _ = results
+    whole, parts = results[0]["single"]
     assert parts.configurations is not None
     assert parts.configurations.sizes["batch"] == 1  # a fraction of the grid, not all of it
     streamed = parts.summary()
@@ -104,44 +131,43 @@ def test_no_summary_where_even_one_batch_is_over_budget(tmp_path):
     small = parse_config(CONFIG.replace("{ start = 1, stop = 48 }", "[1, 64]"), "small.toml")
     one = dataclasses.replace(small, batch=small.batch[:1], prompt=small.prompt[:1])
     parts = run_to_folder(small, tmp_path, memory_budget=estimate_bytes(one) - 1)
-    assert parts.layout == "partitioned"
+    assert parts.chunks > 1
     assert parts.configurations is None
     assert parts.summary() is None
 
 
 @pytest.mark.parametrize("phase", ["decode", "prefill"])
 def test_same_rows_and_schema_in_polars(results, phase, sweep):
-    parts_sweep = sweep
-    whole, parts, _ = results
+    whole = results[0]["single"][0]
+    parts = results[0]["partitioned"][1]
     single = pl.read_parquet(whole.folder / f"{phase}.parquet")
-    dataset = pl.scan_parquet(parts.folder / phase, hive_partitioning=True).collect()
+    dataset = pl.scan_parquet(parts.folder / phase).collect()
     assert dataset.schema == single.schema
     assert dataset.sort(KEYS).equals(single.sort(KEYS))
-    assert in_sweep_order(parts.folder, phase, parts_sweep).equals(single)
-    for part in (parts.folder / phase).rglob("*.parquet"):
+    assert in_sweep_order(parts.folder, phase, sweep).equals(single)
+    for part in (parts.folder / phase).glob("*.parquet"):
         assert pl.read_parquet_schema(part) == single.schema
         assert read_units(part) == read_units(whole.folder / f"{phase}.parquet")
 
 
 @pytest.mark.parametrize("phase", ["decode", "prefill"])
 def test_same_rows_in_duckdb(results, phase):
-    whole, parts, _ = results
-    glob = str(parts.folder / phase / "*" / "*.parquet")
-    # hive_partitioning: the partition column comes from the folder names, as BI tools read it
-    dataset = duckdb.sql(
-        f"select * from read_parquet('{glob}', hive_partitioning = true) order by all"
-    )
+    whole = results[0]["single"][0]
+    parts = results[0]["partitioned"][1]
+    glob = str(parts.folder / phase / "*.parquet")
+    dataset = duckdb.sql(f"select * from read_parquet('{glob}') order by all")
     single = duckdb.sql(
         f"select * from read_parquet('{whole.folder / f'{phase}.parquet'}') order by all"
     )
     assert dataset.columns == single.columns
-    rows = dataset.fetchall()  # plain Python rows: no pyarrow needed
+    rows = dataset.fetchall()
     assert len(rows) == single.shape[0]
     assert rows == single.fetchall()
 
 
 def _leftovers(folder: Path, name: str) -> list[str]:
-    return [p.name for p in folder.iterdir() if p.name.startswith(f".{name}.")]
+    staging = folder / STAGING
+    return [p.name for p in staging.iterdir()] if staging.is_dir() else []
 
 
 def test_failing_chunk_leaves_previous_result(sweep, tmp_path):
@@ -168,7 +194,7 @@ CHILD = """
 import sys, time
 from sweeps.config import parse_config
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
-from sweeps.pipeline import run_to_folder
+from sweeps.pipeline import plan, run_to_folder
 sweep = parse_config(open(sys.argv[1]).read(), sys.argv[1])
 budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 10
 def slow(done, total):
@@ -190,20 +216,24 @@ def test_sigkill_mid_run_leaves_previous_result(sweep, tmp_path):
     try:
         assert child.stdout is not None
         assert child.stdout.readline().startswith("chunk")  # one chunk written, mid-run
-        staging = [p for p in out.iterdir() if p.name.startswith(f".{sweep.name}.tmp-")]
+        staging = list((out / STAGING).glob(f"{sweep.name}.tmp-*"))
         assert staging
-        assert any(staging[0].rglob("part-*.parquet"))
+        assert any(staging[0].rglob("*.parquet"))
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
     time.sleep(0.1)
     after = {p.relative_to(first.folder): p.read_bytes() for p in first.folder.rglob("*.*")}
     assert after == before
-    # the killed run's staging folder is hidden beside the result, never in its place
-    assert all(p.name.startswith(".") for p in out.iterdir() if p.name != sweep.name)
-    # and the next run for the same target removes it, since its process is gone
-    run_to_folder(sweep, out, force=True, memory_budget=budget_for(sweep))
-    assert sorted(p.name for p in out.iterdir()) == [sweep.name]
+    # the killed run's staging folder is in the hidden staging folder, where no glob of
+    # out/*/... finds it
+    assert sorted(p.name for p in out.iterdir()) == [STAGING, sweep.name]
+    assert glob.glob(str(out / "*" / "decode.parquet")) == [str(first.folder / "decode.parquet")]
+    # and the next run of any sweep in that folder removes it, since its process is gone
+    other = dataclasses.replace(sweep, name="other", context=sweep.context[:1])
+    run_to_folder(other, out)
+    assert sorted(p.name for p in out.iterdir()) == [STAGING, "other", sweep.name]
+    assert list((out / STAGING).iterdir()) == []
 
 
 RSS_CONFIG = """
@@ -241,5 +271,28 @@ def test_streamed_run_keeps_to_its_memory_budget(tmp_path):
     probe = [sys.executable, "-c", PEAK_PROBE, *command, "--memory-budget", "768MiB"]
     done = subprocess.run(probe, capture_output=True, text=True, check=True)
     peak = int(done.stdout) * 1024
-    assert (tmp_path / "rss" / "decode" / "model=llama-3-8b").is_dir()
+    assert (tmp_path / "rss" / "decode.parquet").is_file()
     assert peak <= budget, f"peak RSS {peak / 2**20:.0f} MiB over a budget of 768 MiB"
+
+
+def test_a_streamed_grid_writes_the_same_zarr_grid_file(sweep, tmp_path):
+    """Zarr stores chunk by chunk: a streamed run writes grid.zarr from the lazy grid, one
+    block per model and device, identical to the one of an in-memory run; NetCDF is skipped
+    and said to be."""
+    with_grid = dataclasses.replace(sweep, grid_format="zarr")
+    budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 2
+    how = plan(with_grid, budget)
+    assert how.streamed
+    assert how.writes_grid_file("zarr")
+    assert not how.writes_grid_file("netcdf")
+    whole = run_to_folder(with_grid, tmp_path / "whole")
+    parts = run_to_folder(with_grid, tmp_path / "parts", memory_budget=budget)
+    assert parts.chunks > 1
+    assert "grid.zarr" in parts.files
+    assert parts.skipped == []
+    xr.testing.assert_identical(
+        open_grid(parts.folder / "grid.zarr").load(), open_grid(whole.folder / "grid.zarr").load()
+    )
+    netcdf = run_to_folder(sweep, tmp_path / "nc", memory_budget=budget, grid_format="netcdf")
+    assert netcdf.skipped == ["grid.nc"]
+    assert not (netcdf.folder / "grid.nc").exists()

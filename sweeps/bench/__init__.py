@@ -22,7 +22,10 @@ d. the export as ``run`` does it (``write_tables``: build each table's frame fro
    write it) against Polars' own ``write_parquet`` (same settings, no metadata) of equal
    frames built beforehand, every column one contiguous array (``engine``);
 e. an end-to-end ``run_to_folder`` of a larger grid, streamed under a memory budget, in a
-   subprocess, with its peak RSS (``e2e``).
+   subprocess, with its peak RSS (``e2e``);
+f. the run path as users run it: a cold run in a fresh interpreter, its split (start-up,
+   grid, each table, grid file, report) and its ratio to Polars' own write of the same tables,
+   for issue 14's grid in memory and for (e)'s grid streamed (``run_path``).
 """
 
 from __future__ import annotations
@@ -45,12 +48,13 @@ POINT = (
 def run_bench(
     quick: bool = False, e2e_budget: int = 2 * 2**30, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Run the five measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
+    """Run the six measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
     import numpy as np
 
     from sweeps.bench.e2e import measure_end_to_end
     from sweeps.bench.engine import measure_engine, measure_export
     from sweeps.bench.grids import bench_configs
+    from sweeps.bench.run_path import measure_run_paths
     from sweeps.bench.scalar import measure_scalar
     from sweeps.config import parse_config
 
@@ -74,6 +78,8 @@ def run_bench(
         report["export"] = measure_export(ds, Path(tmp))
         say("end to end")
         report["end_to_end"] = measure_end_to_end(e2e_text, quick, e2e_budget, Path(tmp))
+        say("run path")
+        report["run_path"] = measure_run_paths(e2e_text, quick, e2e_budget, Path(tmp))
     return report
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sweeps.bench.run_path import format_run_path
+
 
 def format_report(report: dict[str, Any]) -> str:
     """The bench figures as lines of text."""
@@ -32,5 +34,9 @@ def format_report(report: dict[str, Any]) -> str:
             f"({e2e['points_per_s'] / 1e6:.1f} M points/s, {e2e['chunks']} chunks, "
             f"{e2e['layout']}), peak RSS {e2e['peak_rss_bytes'] / 1e9:.2f} GB under a budget of "
             f"{e2e['memory_budget_bytes'] / 2**30:.2f} GiB",
+            *(
+                f"(f) {kind.replace('_', ' ')}: {format_run_path(path)}"
+                for kind, path in report["run_path"].items()
+            ),
         ]
     )

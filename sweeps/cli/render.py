@@ -9,6 +9,7 @@ rich table built from those same rows, so the two can never disagree.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from sweeps.axes import AXIS
@@ -171,6 +172,14 @@ def _width(console: Any, renderable: Any) -> int:
     return int(Measurement.get(console, options, renderable).maximum)
 
 
+def shown(path: Path) -> str:
+    """``path`` as a user reads it: relative to the working folder when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
 def row_counts(rows: Mapping[str, int]) -> str:
     """``decode 1,024 rows, hardware 1 row``: the tables of a result and their sizes."""
     return ", ".join(f"{name} {n:,} {'row' if n == 1 else 'rows'}" for name, n in rows.items())
@@ -181,7 +190,7 @@ def run_lines(result: Any, distributed: bool) -> list[str]:
     partitioned = result.layout == "partitioned"
     how = f" in {result.chunks:,} chunks, partitioned by model" if partitioned else ""
     seconds = sum(result.timings.values())
-    lines = [f"wrote {result.folder}/{how} ({row_counts(result.rows)}) in {seconds:,.2f} s"]
+    lines = [f"wrote {shown(result.folder)}/{how} ({row_counts(result.rows)}) in {seconds:,.2f} s"]
     if result.skipped:
         hint = (
             "a run on a dask cluster always streams"

@@ -1,14 +1,16 @@
 """Write a result folder atomically: build it beside the target, then rename it into place.
 
 A failed or interrupted run leaves the previous result untouched and no partial folder behind.
-A run killed outright (SIGKILL, power loss) cannot clean up after itself: its hidden staging
-folder carries its process id, and the next run for the same target removes it once that
-process is gone.
+A run killed outright (SIGKILL, power loss) cannot clean up after itself: its staging folder,
+in the hidden ``<out>/.sweeps-staging/``, carries its process id, and the next run of any sweep
+in the same output folder removes it once that process is gone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -16,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sweeps.errors import OutputExistsError
+from sweeps.errors import ConfigError, OutputExistsError
 
 
 def _remove(folder: Path, attempts: int = 20, pause: float = 0.1) -> None:
@@ -39,18 +41,52 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def remove_stale(target: Path) -> list[Path]:
-    """Remove staging folders beside ``target`` left by runs whose process has died.
+STAGING = ".sweeps-staging"
+"""The hidden folder inside the output folder where runs build their results: no glob of
+``<out>/*/...`` reaches it, and any run in the same output folder clears what dead runs left
+there."""
 
-    Returns the folders removed.
+NAME_RULE = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
+"""What a result folder's name may be: a letter or digit, then at most 99 more of
+``[a-z0-9._-]`` (so never ``.``, ``..`` or a hidden folder)."""
+
+
+def result_folder(out: str | Path, name: str) -> Path:
+    """``<out>/<name>``, checked: ``name`` is a plain folder name that stays inside ``out``."""
+    base = Path(out).resolve()
+    target = (base / name).resolve()
+    if not NAME_RULE.fullmatch(name) or target.parent != base:
+        msg = (
+            f"sweep name {name!r} cannot name a result folder inside {base}; allowed: "
+            "a letter or digit, then at most 99 letters, digits, '.', '_' or '-'"
+        )
+        raise ConfigError(msg)
+    return target
+
+
+def _dead(folder: Path) -> bool:
+    """True when ``folder`` (``<name>.<kind>-<pid>-<random>``) was left by a dead process."""
+    pid_text = folder.name.rsplit(".", 1)[-1].split("-")[1:2]
+    return bool(pid_text) and pid_text[0].isdigit() and not _alive(int(pid_text[0]))
+
+
+def remove_stale(out: Path) -> list[Path]:
+    """Clear what dead runs left in ``out``'s staging folder; returns the folders removed.
+
+    A backup (``<name>.old-*``) whose result is not in place (the run died between moving the
+    old result aside and moving the new one in) is moved back first, so it is never lost.
     """
     removed = []
-    for kind in ("tmp", "old"):
-        for folder in target.parent.glob(f".{target.name}.{kind}-*"):
-            pid_text = folder.name.removeprefix(f".{target.name}.{kind}-").split("-", 1)[0]
-            if pid_text.isdigit() and not _alive(int(pid_text)):
-                shutil.rmtree(folder, ignore_errors=True)
-                removed.append(folder)
+    staging = out / STAGING
+    for folder in sorted(staging.glob("*.*-*")) if staging.is_dir() else []:
+        if not _dead(folder):
+            continue
+        name, _, _ = folder.name.rpartition(".")
+        if folder.name.startswith(f"{name}.old-") and not (out / name).exists():
+            with contextlib.suppress(OSError):
+                os.replace(folder / "old", out / name)
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
     return removed
 
 
@@ -70,15 +106,18 @@ def atomic_folder(target: Path, force: bool = False) -> Iterator[Path]:
     it was.
     """
     check_target(target, force)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale(target)
+    hidden = target.parent / STAGING
+    hidden.mkdir(parents=True, exist_ok=True)
+    remove_stale(target.parent)
     pid = os.getpid()
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-{pid}-", dir=target.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.tmp-{pid}-", dir=hidden))
     try:
         yield staging
         os.chmod(staging, 0o755)
         if target.exists():
-            aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-{pid}-", dir=target.parent))
+            # a kill between the two renames leaves the old result in ``aside``, which the
+            # next run in this folder moves back (``remove_stale``): never lost
+            aside = Path(tempfile.mkdtemp(prefix=f"{target.name}.old-{pid}-", dir=hidden))
             os.replace(target, aside / "old")
             os.replace(staging, target)
             shutil.rmtree(aside, ignore_errors=True)

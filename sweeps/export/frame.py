@@ -202,7 +202,10 @@ def prefill_frame(ds: xr.Dataset, categories: Categories | None = None) -> pl.Da
 
 
 def _spec_frame(ds: xr.Dataset, dim: str, specs: Sequence[Spec]) -> pl.DataFrame:
-    columns: dict[str, object] = {AXIS[dim].column_name: [str(v) for v in ds[dim].values]}
+    # the key column has the Enum type of the analysis tables' column, so a join needs no cast
+    labels = [str(v) for v in ds[dim].values]
+    column = AXIS[dim].column_name
+    columns: dict[str, object] = {column: pl.Series(column, labels, dtype=pl.Enum(labels))}
     for spec in specs:
         if spec.name in ds.coords and ds[spec.name].dims == (dim,):
             values = ds[spec.name].values

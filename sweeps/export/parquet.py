@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import base64
 import json
-from dataclasses import dataclass
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import xarray as xr
 
-from sweeps.axes import AXIS
+from sweeps.axes import AXIS, NAME_DIMS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS
-from sweeps.export.frame import TABLE_NAMES, frame, table_names
+from sweeps.export.frame import SPEC_TABLES, TABLE_NAMES, frame, table_names
 from sweeps.grid import REGISTRY, Variable
 from sweeps.grid.analyses import BY_NAME
 
@@ -62,10 +66,46 @@ def column_info(frame: pl.DataFrame, table: str) -> dict[str, dict[str, str]]:
     return info
 
 
-def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[str, str]]:
-    """Write ``frame``, one of the ``TABLES``, with its columns' units (see ``write_with_units``).
+def arrow_schema(frame: pl.DataFrame, info: dict[str, dict[str, str]]) -> Any:
+    """The Arrow schema of ``frame`` with each column's unit and description in its field
+    metadata, and the whole map in the schema metadata (``sweeps:columns``, and
+    ``PANDAS_ATTRS``, which pandas reads into ``DataFrame.attrs["units"]``)."""
+    import pyarrow as pa
 
-    Returns the ``{column: {unit, description}}`` map written (``column_info``).
+    fields = [
+        field.with_metadata({**(field.metadata or {}), **info[field.name]})
+        for field in frame.head(0).to_arrow().schema
+    ]
+    units = {column: entry["unit"] for column, entry in info.items()}
+    attrs = {"units": units, "descriptions": {c: e["description"] for c, e in info.items()}}
+    return pa.schema(
+        fields, metadata={"sweeps:columns": json.dumps(info), "PANDAS_ATTRS": json.dumps(attrs)}
+    )
+
+
+def parquet_metadata(frame: pl.DataFrame, info: dict[str, dict[str, str]]) -> dict[str, str]:
+    """The Parquet footer's key-value metadata of ``frame``: ``sweeps:columns``, one
+    ``unit:<column>`` per column (DuckDB's ``parquet_kv_metadata``), and the Arrow schema
+    (``ARROW:schema``, from ``arrow_schema``) with the units in its field and schema metadata.
+
+    The Arrow schema is given here rather than as Polars' ``arrow_schema``, which drops the
+    schema metadata of a frame with Enum columns; Polars writes the one given instead of its
+    own, and reads its Enums back from the field metadata it keeps.
+    """
+    metadata = {"sweeps:columns": json.dumps(info)}
+    metadata.update({f"unit:{column}": entry["unit"] for column, entry in info.items()})
+    schema = arrow_schema(frame, info).serialize().to_pybytes()
+    metadata["ARROW:schema"] = base64.b64encode(schema).decode("ascii")
+    return metadata
+
+
+def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[str, str]]:
+    """Write ``frame`` with its columns' units and descriptions in the file's metadata.
+
+    Three places, one per kind of reader (``parquet_metadata``): the footer's key-value pairs
+    (DuckDB), the Arrow schema's field metadata (pyarrow) and its schema metadata (pandas'
+    ``DataFrame.attrs["units"]``). Returns the ``{column: {unit, description}}`` map
+    (``column_info``).
     """
     info = column_info(frame, table)
     write_with_units(frame, path, info)
@@ -73,12 +113,9 @@ def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[s
 
 
 def write_with_units(frame: pl.DataFrame, path: Path, info: dict[str, dict[str, str]]) -> None:
-    """Write ``frame`` with ``info`` (``{column: {unit, description}}``) as Parquet key-value
-    metadata: ``sweeps:columns`` (the JSON of ``info``) and one ``unit:<column>`` per column,
-    readable with DuckDB's ``parquet_kv_metadata``."""
-    metadata = {"sweeps:columns": json.dumps(info)}
-    metadata.update({f"unit:{column}": entry["unit"] for column, entry in info.items()})
-    frame.write_parquet(path, metadata=metadata, **WRITE_OPTIONS)
+    """Write ``frame`` with ``info`` (``{column: {unit, description}}``) in the file's
+    metadata, in the three places of ``parquet_metadata``."""
+    frame.write_parquet(path, metadata=parquet_metadata(frame, info), **WRITE_OPTIONS)
 
 
 def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
@@ -88,27 +125,71 @@ def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:
 
 @dataclass(frozen=True)
 class Written:
-    """One table written by ``write_tables``: its row count and its columns' units."""
+    """One table written: its rows, its columns' units, its files and the seconds it took."""
 
     rows: int
     columns: dict[str, dict[str, str]]
+    files: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
 
-def write_tables(ds: xr.Dataset, folder: Path) -> dict[str, Written]:
-    """Write ``<table>.parquet`` for each of the ``TABLES`` into ``folder``.
+PART = "{table}/{model}.parquet"
+"""Where a model's rows of a table go in the partitioned layout, relative to the result
+folder. Named by the model id alone, not ``model=<id>``: each file keeps its ``model``
+column, and a ``key=value`` folder makes pyarrow, pandas and Polars read a second ``model``
+(a plain string from the path) that clashes with the file's own Enum."""
 
-    One table at a time: each frame is built, written and freed before the next, so the export
-    needs memory for the largest table only, not for all of them. A lazy (dask-backed) grid is
-    computed once first, not once per column.
+
+PART_PATTERN = PART.replace("{model}", "<model>")
+"""``PART`` as the manifest describes it: ``<table>/<model>.parquet``."""
+
+
+def table_files(table: str, layout: str, models: Sequence[str]) -> list[str]:
+    """The files of ``table`` in ``layout`` (``single`` or ``partitioned``), relative to the
+    result folder, in row order."""
+    if layout == "partitioned":
+        return [PART.format(table=table, model=model) for model in models]
+    return [f"{table}.parquet"]
+
+
+def write_tables(ds: xr.Dataset, folder: Path, layout: str = "single") -> dict[str, Written]:
+    """Write every table of ``TABLES`` into ``folder``: the spec tables as one file each, the
+    analysis tables as ``table_files`` says for ``layout``.
+
+    File by file, with the next file's frame built on a second thread while Polars writes
+    the current one (building is numpy copies, writing Polars' encoder: both release the
+    GIL), so at most two frames are held at once. A lazy (dask-backed) grid is computed
+    once first.
     """
     if any(variable.chunks is not None for variable in ds.variables.values()):
         ds = ds.compute()
-    written = {}
+    models = [str(m) for m in ds["model"].values]
+    enums = {dim: [str(v) for v in ds[dim].values] for dim in NAME_DIMS if dim in ds.dims}
+    jobs: list[tuple[str, str, xr.Dataset]] = []
     for name in table_names(ds):
-        table = frame(ds, name)
-        info = write_frame(table, folder / f"{name}.parquet", name)
-        written[name] = Written(table.height, info)
-        del table
+        files = [f"{name}.parquet"] if name in SPEC_TABLES else table_files(name, layout, models)
+        for index, relative in enumerate(files):
+            jobs.append((name, relative, ds if len(files) == 1 else ds.isel(model=[index])))
+    written: dict[str, Written] = {}
+    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-frame") as pool:
+        ahead = pool.submit(frame, jobs[0][2], jobs[0][0], enums)
+        for index, (name, relative, _) in enumerate(jobs):
+            start = time.perf_counter()
+            table = ahead.result()
+            if index + 1 < len(jobs):
+                following = jobs[index + 1]
+                ahead = pool.submit(frame, following[2], following[0], enums)
+            (folder / relative).parent.mkdir(parents=True, exist_ok=True)
+            info = write_frame(table, folder / relative, name)
+            done = written.get(name, Written(0, info))
+            done.files.append(relative)
+            written[name] = Written(
+                done.rows + table.height,
+                info,
+                done.files,
+                done.seconds + time.perf_counter() - start,
+            )
+            del table
     return written
 
 

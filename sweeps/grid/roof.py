@@ -11,11 +11,17 @@ bits (IEEE arithmetic, no fast-math).
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import math
+import os
+import tempfile
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import xarray as xr
@@ -50,7 +56,6 @@ def _kernel() -> Callable[..., None] | None:
     roofline_time = jit(physics.roofline_time)
     tokens = jit(physics.tokens_per_second)
 
-    @numba.njit(cache=True, nogil=True, error_model="numpy")
     def roof(
         ai,
         nbytes,
@@ -92,7 +97,70 @@ def _kernel() -> Callable[..., None] | None:
                             for r in range(rest):
                                 o_tokens[m, h, s, b, r] = tokens(size, o_time[m, h, s, b, r])
 
-    return roof
+    return _cached(numba, roof)
+
+
+def _temporary_cache() -> str:
+    """A cache folder in the temporary folder: this user's own, kept across runs so that
+    only the first compiles; a fresh one if another user holds that name."""
+    folder = Path(tempfile.gettempdir()) / f"sweeps-numba-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        if folder.stat().st_uid == os.getuid() and os.access(folder, os.W_OK):
+            return str(folder)
+    except OSError:
+        pass
+    return tempfile.mkdtemp(prefix="sweeps-numba-")
+
+
+def _physics_digest() -> str:
+    """SHA-256 of the ``sweeps.physics`` sources the loop inlines [hex]."""
+    digest = hashlib.sha256()
+    for source in sorted(Path(physics.__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
+def _cache_class(numba: Any) -> type:
+    """numba's on-disk cache, keyed by the loop's code and the physics it inlines.
+
+    numba's own key hashes the pickled closure (the physics dispatchers), which pickle with a
+    fresh id in every process: every run missed its cache and compiled the loop again, 1 to
+    3 s of a cold run. The physics sources' digest keys it instead, so an edit to the physics
+    still recompiles."""
+    from numba.core.caching import FunctionCache
+
+    physics_key = _physics_digest()
+
+    class PhysicsKeyedCache(FunctionCache):
+        def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
+            code = hashlib.sha256(marshal.dumps(self._py_func.__code__)).hexdigest()
+            return (sig, codegen.magic_tuple(), (code, physics_key))
+
+    return PhysicsKeyedCache
+
+
+def _cached(numba: Any, function: Callable[..., None]) -> Callable[..., None]:
+    """``function`` compiled with its machine code cached on disk, beside the package or in
+    numba's user cache folder; where neither is writable (a read-only install run by a user
+    without a writable home), in a temporary folder instead, said once with a warning."""
+    dispatcher = numba.njit(nogil=True, error_model="numpy")(function)
+    cache = _cache_class(numba)
+    try:
+        dispatcher._cache = cache(dispatcher.py_func)
+    except RuntimeError as error:
+        if "no locator available" not in str(error):
+            raise
+        config: Any = numba.core.config
+        config.CACHE_DIR = _temporary_cache()
+        warnings.warn(
+            "sweeps: no writable place to cache the compiled roofline loop (the package "
+            f"folder and the home folder are read-only); caching it in {config.CACHE_DIR}",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+        dispatcher._cache = cache(dispatcher.py_func)
+    return cast(Callable[..., None], dispatcher)
 
 
 def roofline_outputs(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,11 +14,23 @@ import xarray as xr
 
 from sweeps.config import Sweep, load_config
 from sweeps.errors import ConfigError
-from sweeps.export import atomic_folder, check_target, to_netcdf, write_frame, write_tables
+from sweeps.export import (
+    DATABASE,
+    GRID_FILES,
+    Written,
+    atomic_folder,
+    check_target,
+    result_folder,
+    write_database,
+    write_frame,
+    write_grid,
+    write_tables,
+)
+from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.plan import Plan, plan
-from sweeps.pipeline.stream import PART_PATTERN, Progress
+from sweeps.pipeline.stream import Progress, configurations
 
 if TYPE_CHECKING:
     import polars as pl
@@ -58,12 +71,14 @@ def run(
 class RunResult:
     """What ``run_to_folder`` wrote: the folder, the grid, row counts and timings [s].
 
-    ``dataset`` is the whole grid for a single-file result; for a streamed (partitioned)
-    result it is ``None``: the grid never existed in memory at once. ``configurations`` is
-    then the grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
+    ``dataset`` is the whole grid when it was computed in one piece; for a streamed result
+    it is ``None``: the grid never existed in memory at once. ``configurations`` is then the
+    grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
     summary, or ``None`` where even that was over the memory budget; ``skipped`` names the
-    outputs asked for that need the whole grid and were not written (``grid.nc``, the hooks
-    by name).
+    outputs asked for that need the whole grid and were not written (the grid file, the
+    hooks by name). ``layout`` is the files' (``single`` or ``partitioned``), ``chunks`` how
+    many pieces the grid was computed in. ``seconds`` is the run's wall time: ``timings``
+    overlap (tables, grid file and hooks are written side by side), so their sum is more.
     """
 
     folder: Path
@@ -75,6 +90,7 @@ class RunResult:
     chunks: int = 1
     configurations: xr.Dataset | None = None
     skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
 
     def summary(self) -> pl.DataFrame | None:
         """``sweeps.pipeline.summarize`` of the result, or ``None`` where no grid is held."""
@@ -96,106 +112,210 @@ def run_to_folder(
     memory_budget: int | None = None,
     progress: Progress | None = None,
     client: Any = None,
+    layout: str | None = None,
+    grid_format: str | None = None,
+    duckdb: bool | None = None,
 ) -> RunResult:
     """Compute ``sweep`` and write ``<out>/<name>/`` atomically (replaced only with ``force``).
 
-    Writes a Parquet table per analysis and per spec, ``grid.nc`` (unless ``[outputs] grid =
-    "none"``), whatever ``hooks`` add (charts, report), and ``manifest.json`` last.
+    Writes the Parquet tables in ``layout`` (``[outputs] layout``: ``auto``, ``single`` or
+    ``partitioned``, see ``sweeps.pipeline.plan``), the grid file (``grid_format``:
+    ``[outputs] grid``), whatever ``hooks`` add (charts, report), ``sweep.duckdb`` where
+    ``duckdb`` (``[outputs] duckdb``) and ``manifest.json`` last. The parameters left ``None``
+    take the sweep's own settings.
 
     When the grid's estimated memory (``sweeps.grid.memory.estimate_bytes``) exceeds
     ``memory_budget`` [byte] (default: half the physical memory; at least
     ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
-    ``dask.distributed.Client``) is given, the grid is evaluated in chunks and streamed to
-    ``<table>/model=<id>/part-N.parquet`` instead; ``grid.nc`` and the hooks are skipped (they
-    need the whole grid in memory) and the manifest says so. ``progress`` is called after each
-    chunk with (rows done, rows in all).
+    ``dask.distributed.Client``) is given, the grid is evaluated in chunks and its rows
+    streamed into the same files; the grid file and the hooks need the whole grid and are
+    skipped (the manifest says so). ``progress`` is called after each chunk with (rows done,
+    rows in all).
     """
-    how = plan(sweep, memory_budget, distributed=client is not None)
-    if how.streamed:
-        return _stream_to_folder(how, Path(out), force, progress, client, hooks)
-    return _run_in_memory(sweep, Path(out), force, hooks, progress)
-
-
-def _run_in_memory(
-    sweep: Sweep, out: Path, force: bool, hooks: tuple[Hook, ...], progress: Progress | None
-) -> RunResult:
-    target = out / sweep.name
+    began = time.perf_counter()
+    settings = _Settings(
+        layout or sweep.layout,
+        grid_format or sweep.grid_format,
+        sweep.duckdb if duckdb is None else duckdb,
+    )
+    how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
+    target = result_folder(out, sweep.name)
     check_target(target, force)
     timings: dict[str, float] = {}
-    start = time.perf_counter()
-    ds = build_grid(sweep)
-    timings["grid"] = time.perf_counter() - start
+    ds = None
+    if not how.streamed:
+        start = time.perf_counter()
+        ds = build_grid(sweep)
+        timings["grid"] = time.perf_counter() - start
     with atomic_folder(target, force) as staging:
         start = time.perf_counter()
-        tables = write_tables(ds, staging)
-        files = [f"{name}.parquet" for name in tables]
-        rows = {name: table.rows for name, table in tables.items()}
-        columns = {name: table.columns for name, table in tables.items()}
-        if sweep.grid_format == "netcdf":
-            to_netcdf(ds, staging / "grid.nc")
-            files.append("grid.nc")
-        timings["export"] = time.perf_counter() - start
-        if progress is not None:
-            total = sum(rows[table.name] for table in analyses.tables(sweep))
-            progress(total, total)
-        for hook in hooks:
-            start = time.perf_counter()
-            files += hook(ds, sweep, staging)
-            timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
+        written, extra, skipped = _write_outputs(
+            how, ds, staging, settings, hooks, timings, progress, client
+        )
+        timings["outputs"] = time.perf_counter() - start
+        files = [f for table in written.values() for f in table.files] + extra
+        if settings.duckdb:  # written once the Parquet files are in place (see below)
+            files.append(DATABASE)
+        rows = {name: table.rows for name, table in written.items()}
+        columns = {name: table.columns for name, table in written.items()}
         files.append("manifest.json")
-        _write_manifest(staging, manifest(sweep, rows, columns, timings, files))
-    return RunResult(target, ds, rows, timings, files)
+        document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped))
+        _write_manifest(staging, document)
+    if settings.duckdb:
+        write_database(target, {name: table.files for name, table in written.items()})
+    per_configuration = ds if ds is not None else configurations(sweep, how.budget)
+    return RunResult(
+        target,
+        ds,
+        rows,
+        timings,
+        files,
+        how.layout,
+        how.chunks,
+        per_configuration,
+        skipped,
+        time.perf_counter() - began,
+    )
 
 
-def _stream_to_folder(
+def _write_outputs(
     how: Plan,
-    out: Path,
-    force: bool,
+    ds: xr.Dataset | None,
+    staging: Path,
+    settings: _Settings,
+    hooks: tuple[Hook, ...],
+    timings: dict[str, float],
     progress: Progress | None,
     client: Any,
-    hooks: tuple[Hook, ...],
-) -> RunResult:
-    from sweeps.grid.chunks import plan_chunks
-    from sweeps.pipeline.stream import configurations, spec_tables, stream_chunks
+) -> tuple[dict[str, Written], list[str], list[str]]:
+    """The tables, the grid file and the hooks into ``staging``: (tables, other files
+    written, outputs skipped because the whole grid is not held).
 
-    sweep = how.sweep
-    target = out / sweep.name
-    check_target(target, force)
-    chunks = plan_chunks(sweep, how.budget)
-    timings: dict[str, float] = {}
-    skipped = ["grid.nc"] if sweep.grid_format == "netcdf" else []
-    skipped += [getattr(hook, "__name__", "hook") for hook in hooks]
-    with atomic_folder(target, force) as staging:
+    The grid file and the hooks (zarr's compressors, the report's Python) run on a thread of
+    their own while the tables are written: Polars' writer leaves a core idle.
+    """
+    extra: list[str] = []
+    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-outputs") as pool:
+        side = pool.submit(
+            _whole_grid_outputs, ds, how.sweep, staging, settings, hooks, timings, extra
+        )
+        written = _write(how, ds, staging, timings, progress, client)
+        skipped = side.result()
+    if ds is None and _lazy_grid_file(how, settings, staging, timings):
+        extra.append(GRID_FILES["zarr"])
+        skipped.remove(GRID_FILES["zarr"])
+    return written, extra, skipped
+
+
+def _lazy_grid_file(
+    how: Plan, settings: _Settings, staging: Path, timings: dict[str, float]
+) -> bool:
+    """Write ``grid.zarr`` of a streamed grid block by block, where it can be; True if done.
+
+    Zarr stores chunk by chunk, so the lazy grid (``build_grid(chunks=...)``: one dask block
+    per model and device) is written with one block per task in memory, after the tables.
+    What the lazy grid computes at once (the variables without a device dimension) is held
+    whole: at most the estimate of the sweep on one device, which must fit the budget
+    (``Plan.writes_grid_file``). Needs dask (the ``dask`` extra); NetCDF has no such writer.
+    """
+    if not how.writes_grid_file(settings.grid_format):
+        return False
+    try:
+        import dask  # noqa: F401
+    except ImportError:
+        return False
+    start = time.perf_counter()
+    lazy = build_grid(how.sweep, chunks={"model": 1, "hardware": 1})
+    write_grid(lazy, staging / GRID_FILES["zarr"], "zarr")
+    timings["grid_file"] = time.perf_counter() - start
+    return True
+
+
+def _whole_grid_outputs(
+    ds: xr.Dataset | None,
+    sweep: Sweep,
+    staging: Path,
+    settings: _Settings,
+    hooks: tuple[Hook, ...],
+    timings: dict[str, float],
+    files: list[str],
+) -> list[str]:
+    """Write the grid file and run the hooks where the whole grid ``ds`` is held (appending
+    to ``files`` and ``timings``); returns what was skipped because it is not."""
+    grid_file = GRID_FILES.get(settings.grid_format)
+    outputs = [grid_file] if grid_file else []
+    outputs += [getattr(hook, "__name__", "hook") for hook in hooks]
+    if ds is None:
+        return outputs
+    # the hooks first: the report is Python that holds the GIL, and overlaps best with
+    # Polars' writer; the grid file's compressors then share the cores with its tail
+    for hook in hooks:
         start = time.perf_counter()
-        results = stream_chunks(sweep, chunks, staging, progress, client)
-        timings["grid_and_export"] = time.perf_counter() - start
-        rows = {table.name: 0 for table in analyses.tables(sweep)}
-        files: list[str] = []
-        for result in results:
-            for name, count in result.rows.items():
-                rows[name] += count
-            files += result.files
-        columns: dict[str, object] = dict(results[0].columns) if results else {}
-        for name, frame in spec_tables(sweep).items():
-            columns[name] = write_frame(frame, staging / f"{name}.parquet", name)
-            files.append(f"{name}.parquet")
-            rows[name] = frame.height
-        files.append("manifest.json")
-        layout = {
-            "kind": "partitioned",
-            "partitioning": "hive",
-            "by": ["model"],
-            "tables": {t.name: PART_PATTERN.format(table=t.name) for t in analyses.tables(sweep)},
-            "chunks": len(chunks),
-            "memory_budget_bytes": how.budget,
-            "engine": "dask.distributed" if client is not None else "local",
-            "skipped": skipped,
-            "reason": "the grid is streamed in chunks and never held in memory at once",
-        }
-        _write_manifest(staging, manifest(sweep, rows, columns, timings, files, layout))
-    # a small fraction of the sweep (one batch size), for the summary; outside the folder's
-    # writing, so a failure here cannot touch the result
-    per_configuration = configurations(sweep, how.budget)
-    return RunResult(
-        target, None, rows, timings, files, "partitioned", len(chunks), per_configuration, skipped
-    )
+        files += hook(ds, sweep, staging)
+        timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
+    if grid_file:
+        start = time.perf_counter()
+        write_grid(ds, staging / grid_file, settings.grid_format)
+        timings["grid_file"] = time.perf_counter() - start
+        files.append(grid_file)
+    return []
+
+
+@dataclass(frozen=True)
+class _Settings:
+    layout: str
+    grid_format: str
+    duckdb: bool
+
+
+def _write(
+    how: Plan,
+    ds: xr.Dataset | None,
+    staging: Path,
+    timings: dict[str, float],
+    progress: Progress | None,
+    client: Any,
+) -> dict[str, Written]:
+    """Every table into ``staging``: from the whole grid ``ds``, or streamed chunk by chunk."""
+    start = time.perf_counter()
+    if ds is not None:
+        written = write_tables(ds, staging, how.layout)
+        timings.update({f"table_{name}": table.seconds for name, table in written.items()})
+        if progress is not None:
+            total = sum(written[table.name].rows for table in analyses.tables(how.sweep))
+            progress(total, total)
+        return written
+    from sweeps.grid.chunks import plan_chunks
+    from sweeps.pipeline.plan import chunk_budget
+    from sweeps.pipeline.stream import spec_tables, stream_tables
+
+    chunks = plan_chunks(how.sweep, chunk_budget(how.budget))
+    streamed = stream_tables(how.sweep, chunks, staging, how.layout, progress, client)
+    written = {name: Written(*entry) for name, entry in streamed.items()}
+    timings["grid_and_tables"] = time.perf_counter() - start
+    for name, table in spec_tables(how.sweep).items():
+        info = write_frame(table, staging / f"{name}.parquet", name)
+        written[name] = Written(table.height, info, [f"{name}.parquet"])
+    return written
+
+
+def _layout(how: Plan, skipped: list[str]) -> dict[str, object]:
+    """The manifest's ``layout``: how the tables are stored and how the grid was computed."""
+    document: dict[str, object] = {
+        "kind": how.layout,
+        "tables": {
+            t.name: f"{t.name}.parquet"
+            if how.layout == "single"
+            else PART_PATTERN.format(table=t.name)
+            for t in analyses.tables(how.sweep)
+        },
+        "chunks": how.chunks,
+        "memory_budget_bytes": how.budget,
+        "engine": "dask.distributed" if how.distributed else "local",
+        "skipped": skipped,
+    }
+    if how.layout == "partitioned":
+        document["by"] = ["model"]
+    if skipped:
+        document["reason"] = "the grid is streamed in chunks and never held in memory at once"
+    return document

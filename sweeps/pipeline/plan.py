@@ -1,17 +1,48 @@
 """How a sweep will run, decided before any work: what ``sweeps validate`` reports.
 
-Imports neither xarray nor Polars. The rows of every table, the estimated memory, the budget,
-and whether the grid is computed in one piece or streamed in chunks (and in how many).
+Imports neither xarray nor Polars. The rows of every table, the file layout (a function of
+the config alone), the estimated memory, the budget, whether the grid is computed in one
+piece or streamed in chunks (and in how many), and whether the outputs that need the whole
+grid (the grid file, the figures and the report) will be written.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from sweeps.config import Sweep
+from sweeps.errors import ConfigError
 from sweeps.grid.analyses import tables
 from sweeps.grid.chunks import plan_chunks
-from sweeps.grid.memory import check_budget, default_budget, estimate_bytes
+from sweeps.grid.memory import BASE_BYTES, check_budget, default_budget, estimate_bytes
+
+LAYOUTS = ("auto", "single", "partitioned")
+"""The values of ``[outputs] layout``."""
+
+AUTO_PARTITION_ROWS = 1 << 25
+"""``auto`` writes one file per model (``partitioned``) when a table would have more rows
+than this (33.5 M rows, a Parquet file of about 1-2 GB), one file per table otherwise."""
+
+IN_FLIGHT = 2
+"""Chunks in memory at once in a streamed run: one being written, the next being evaluated
+(``sweeps.pipeline.stream.chunk_frames``)."""
+
+
+def resolve_layout(sweep: Sweep, layout: str = "auto") -> str:
+    """``single`` or ``partitioned``: ``layout``, with ``auto`` decided by the rows alone."""
+    if layout not in LAYOUTS:
+        msg = f"{sweep.path}: outputs.layout = {layout!r} is not allowed; allowed: {LAYOUTS}"
+        raise ConfigError(msg)
+    if layout != "auto":
+        return layout
+    largest = max(sweep.points(table.dims) for table in tables(sweep))
+    return "partitioned" if largest > AUTO_PARTITION_ROWS else "single"
+
+
+def chunk_budget(budget: int) -> int:
+    """The budget each chunk is cut against [byte]: ``IN_FLIGHT`` chunks share ``budget``."""
+    return BASE_BYTES + (budget - BASE_BYTES) // IN_FLIGHT
 
 
 @dataclass(frozen=True)
@@ -21,8 +52,10 @@ class Plan:
     rows : Rows of each analysis table, by table name [row]
     memory : Estimated peak memory of the run in one piece [byte]
     budget : The memory budget it is planned against [byte]
-    chunks : Chunks it is streamed in (1: in memory, single files)
+    chunks : Chunks it is streamed in (1: evaluated in one piece)
     distributed : Evaluated on a dask cluster (always streamed)
+    layout : ``single`` (``<table>.parquet``) or ``partitioned`` (``<table>/<model>.parquet``)
+    lazy_grid : The lazy grid (what it holds at once: the sweep on one device) fits the budget
     """
 
     sweep: Sweep
@@ -31,28 +64,70 @@ class Plan:
     budget: int
     chunks: int
     distributed: bool = False
+    layout: str = "single"
+    lazy_grid: bool = True
 
     @property
     def streamed(self) -> bool:
-        """True when the grid is evaluated in chunks and written partitioned by model."""
+        """True when the grid is evaluated in chunks (the files are the same either way)."""
         return self.distributed or self.memory > self.budget
 
     @property
-    def layout(self) -> str:
-        """``single`` (one file per table) or ``partitioned`` (``<table>/model=<id>/...``)."""
-        return "partitioned" if self.streamed else "single"
+    def whole_grid(self) -> bool:
+        """True when the whole grid is held at once, so the grid file, the figures and the
+        report can be written; a streamed run skips them."""
+        return not self.streamed
+
+    def writes_grid_file(self, grid_format: str) -> bool:
+        """True when the grid file of ``grid_format`` will be written: always with the whole
+        grid; for a streamed grid a Zarr store, block by block, where the lazy grid fits
+        (``lazy_grid``) and the run is local."""
+        if grid_format not in ("zarr", "netcdf"):
+            return False
+        if self.whole_grid:
+            return True
+        return grid_format == "zarr" and self.lazy_grid and not self.distributed
 
 
-def plan(sweep: Sweep, memory_budget: int | None = None, distributed: bool = False) -> Plan:
-    """The plan of ``sweep`` under ``memory_budget`` [byte] (default: half the RAM)."""
+def _refuse(sweep: Sweep, budget: int, smallest: int) -> ConfigError:
+    need = BASE_BYTES + (smallest - BASE_BYTES) * IN_FLIGHT
+    msg = (
+        f"{sweep.path}: memory budget of {budget:,} bytes ({budget / 2**20:,.0f} MiB) cannot "
+        f"hold sweep {sweep.name!r}: its smallest chunk (one model, device, tp and batch "
+        f"size) needs {smallest:,} bytes and a streamed run holds {IN_FLIGHT} at once; "
+        f"allowed: at least {need:,} bytes ({-(-need // 2**20):,} MiB)"
+    )
+    return ConfigError(msg)
+
+
+def plan(
+    sweep: Sweep,
+    memory_budget: int | None = None,
+    distributed: bool = False,
+    layout: str = "auto",
+) -> Plan:
+    """The plan of ``sweep`` under ``memory_budget`` [byte] (default: half the RAM).
+
+    ``layout`` is ``[outputs] layout``. A grid that cannot be cut into chunks that fit the
+    budget is refused here, before any work, with the smallest budget that would do.
+    """
     budget = default_budget() if memory_budget is None else check_budget(memory_budget)
     memory = estimate_bytes(sweep)
     streamed = distributed or memory > budget
+    chunks = 1
+    if streamed:
+        pieces = plan_chunks(sweep, chunk_budget(budget))
+        largest = max(estimate_bytes(chunk.sweep) for chunk in pieces)
+        if largest > chunk_budget(budget):
+            raise _refuse(sweep, budget, largest)
+        chunks = len(pieces)
     return Plan(
         sweep,
         {table.name: sweep.points(table.dims) for table in tables(sweep)},
         memory,
         budget,
-        len(plan_chunks(sweep, budget)) if streamed else 1,
+        chunks,
         distributed,
+        resolve_layout(sweep, layout),
+        estimate_bytes(dataclasses.replace(sweep, hardware=sweep.hardware[:1])) <= budget,
     )

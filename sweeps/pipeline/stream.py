@@ -1,82 +1,103 @@
-"""Stream a sweep too big for memory to Hive-partitioned Parquet datasets, chunk by chunk.
+"""Write a sweep's tables chunk by chunk: files whose layout does not depend on the chunks.
 
-Layout inside the result folder: ``<table>/model=<id>/part-<N>.parquet`` for every analysis
-table (``decode/``, ``prefill/``, ...). Every part has the schema a single-file export would
-have (same columns, dtypes, Enum categories of the whole sweep, units metadata), so
-``pl.scan_parquet("decode/")`` or DuckDB's ``read_parquet('decode/*/*.parquet',
-hive_partitioning = true)`` read one table. Chunks are evaluated here, one at a time, or on a
-``dask.distributed`` cluster where each worker writes its own parts (the folder must then be
-on a file system the workers share).
+A chunked (streamed) run evaluates the grid one chunk at a time (``sweeps.grid.chunks``) and
+feeds each chunk's rows to a Parquet writer that emits row groups of a fixed size, so every
+file is the one an in-memory run writes: ``<table>.parquet`` in the single layout,
+``<table>/<model>.parquet`` in the partitioned one (the folder and file names carry no data:
+every file keeps its ``model`` column, so pyarrow, pandas, Polars and DuckDB read the same
+columns and types as from the single file).
+
+Both cores work: while Polars' writer encodes one chunk's rows, a second thread evaluates the
+next chunk (numba's loop and numpy release the GIL), so two chunks are in memory at once and
+the plan cuts chunks against half the budget (``sweeps.pipeline.plan``). With a
+``dask.distributed`` client the chunks are evaluated on its workers and their rows written
+here, in order.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.axes import categories
 from sweeps.config import Sweep
-from sweeps.grid.analyses import tables
 from sweeps.grid.chunks import Chunk
 from sweeps.grid.memory import estimate_bytes
 
 if TYPE_CHECKING:
+    import polars as pl
     import xarray as xr
 
 Progress = Callable[[int, int], None]
 """Called after each chunk with (rows done, rows in all) [row]; may raise to abort."""
 
-PART = "{table}/model={model}/part-{part:05d}.parquet"
-"""Where a chunk's part of a table goes, relative to the result folder."""
-PART_PATTERN = PART.replace("{model}", "<id>").replace("{part:05d}", "<N>")
-"""``PART`` as the manifest describes it: ``<table>/model=<id>/part-<N>.parquet``."""
 
-
-def part_path(table: str, chunk: Chunk) -> str:
-    """Path of a chunk's part of ``table``, relative to the result folder."""
-    return PART.format(table=table, model=chunk.model, part=chunk.part)
-
-
-@dataclass
-class ChunkResult:
-    """What ``write_chunk`` wrote: rows and columns' units per table, and the part files."""
-
-    index: int
-    rows: dict[str, int] = field(default_factory=dict)
-    columns: dict[str, dict[str, dict[str, str]]] = field(default_factory=dict)
-    files: list[str] = field(default_factory=list)
-
-
-def write_chunk(
-    chunk: Chunk, folder: str | Path, enums: Mapping[str, Sequence[str]]
-) -> ChunkResult:
-    """Evaluate one chunk and write its part of every analysis table under ``folder``.
-
-    ``enums`` are the whole sweep's Enum categories of the name axes, so every part has the
-    same schema. Runs in a worker process as well as here: it needs only its arguments.
-    """
+def chunk_frame(chunk: Chunk, table: str, enums: Mapping[str, Sequence[str]]) -> pl.DataFrame:
+    """The rows of ``table`` over one chunk, with the whole sweep's Enum categories ``enums``."""
     from sweeps.export.frame import table_frame
-    from sweeps.export.parquet import write_frame
     from sweeps.grid.build import build_grid
 
-    folder = Path(folder)
-    ds = build_grid(chunk.sweep)
-    result = ChunkResult(chunk.index)
-    for table in tables(chunk.sweep):
-        frame = table_frame(ds, table, enums)
-        path = part_path(table.name, chunk)
-        if not folder.is_dir():  # the run was abandoned and its staging folder removed
-            msg = f"{folder}: the staging folder is gone; the run was stopped"
-            raise FileNotFoundError(msg)
-        (folder / path).parent.mkdir(parents=True, exist_ok=True)
-        result.columns[table.name] = write_frame(frame, folder / path, table.name)
-        result.rows[table.name] = frame.height
-        result.files.append(path)
-        del frame
-    return result
+    return table_frame(build_grid(chunk.sweep), table, enums)
+
+
+def chunk_frames(
+    chunks: Sequence[Chunk], table: str, enums: Mapping[str, Sequence[str]], client: Any = None
+) -> Iterator[pl.DataFrame]:
+    """The frames of ``table`` over ``chunks``, in order, one evaluated ahead of the one taken.
+
+    Here: a second thread evaluates chunk ``i + 1`` while the caller writes chunk ``i``. On
+    ``client``: every chunk is submitted and the results taken in order.
+    """
+    if client is not None:
+        futures = client.map(chunk_frame, list(chunks), table=table, enums=dict(enums), pure=False)
+        try:
+            for future in futures:
+                yield future.result()
+        finally:
+            client.cancel(futures)
+        return
+    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-chunk") as pool:
+        ahead: Future[pl.DataFrame] | None = None
+        for index in range(len(chunks)):
+            current = ahead or pool.submit(chunk_frame, chunks[index], table, enums)
+            ahead = (
+                pool.submit(chunk_frame, chunks[index + 1], table, enums)
+                if index + 1 < len(chunks)
+                else None
+            )
+            yield current.result()
+
+
+def sink(frames: Iterator[pl.DataFrame], path: Path, table: str) -> tuple[int, dict[str, Any]]:
+    """Write ``frames`` into one Parquet file, row group by row group; (rows, column units).
+
+    The row groups are those of ``sweeps.export.parquet.WRITE_OPTIONS`` whatever the frames'
+    sizes, and the metadata that of ``write_frame``: the file is laid out as if written whole.
+    """
+    from polars.io.plugins import register_io_source
+
+    from sweeps.export.parquet import WRITE_OPTIONS, column_info, parquet_metadata
+
+    first = next(frames)
+    info = column_info(first, table)
+    rows = [first.height]
+
+    def source(*_: Any) -> Iterator[pl.DataFrame]:
+        yield first
+        for frame in frames:
+            rows.append(frame.height)
+            yield frame
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    register_io_source(source, schema=first.schema).sink_parquet(
+        path,
+        metadata=parquet_metadata(first, info),
+        **WRITE_OPTIONS,
+    )
+    return sum(rows), info
 
 
 def configurations(sweep: Sweep, budget: int) -> xr.Dataset | None:
@@ -108,41 +129,50 @@ def spec_tables(sweep: Sweep) -> dict[str, Any]:
     return {name: make(ds) for name, make in SPEC_TABLES.items()}
 
 
-def stream_chunks(
+def stream_tables(
     sweep: Sweep,
     chunks: Sequence[Chunk],
-    folder: str | Path,
+    folder: Path,
+    layout: str,
     progress: Progress | None = None,
     client: Any = None,
-) -> list[ChunkResult]:
-    """Write every chunk's parts into ``folder``, here or on ``client`` (a dask Client).
+) -> dict[str, tuple[int, dict[str, Any], list[str]]]:
+    """Write every analysis table of ``sweep`` into ``folder`` in ``layout``, chunk by chunk.
 
-    Returns the per-chunk results of ``write_chunk`` in chunk order. Any failure (or an
-    exception from ``progress``) stops the stream and propagates; the caller's atomic folder
-    then removes the partial output.
+    Returns, per table, its rows, its columns' units and the files written (relative to
+    ``folder``). Any failure (or an exception from ``progress``) stops the stream and
+    propagates; the caller's atomic folder then removes the partial output.
     """
+    from sweeps.export.parquet import table_files
+    from sweeps.grid.analyses import tables
+
     enums = categories(sweep)
     total = sum(chunk.points for chunk in chunks)
     done = 0
-    results: list[ChunkResult] = []
-    if client is None:
-        for chunk in chunks:
-            results.append(write_chunk(chunk, folder, enums))
-            done += chunk.points
-            if progress is not None:
-                progress(done, total)
-        return results
-    from distributed import as_completed
+    written: dict[str, tuple[int, dict[str, Any], list[str]]] = {}
 
-    futures = client.map(write_chunk, list(chunks), folder=str(folder), enums=enums, pure=False)
-    points = {future.key: chunk.points for future, chunk in zip(futures, chunks, strict=True)}
-    try:
-        for future in as_completed(futures):
-            results.append(future.result())
-            done += points[future.key]
+    def counted(frames: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+        nonlocal done
+        for frame in frames:
+            done += frame.height
+            yield frame
             if progress is not None:
                 progress(done, total)
-    except BaseException:
-        client.cancel(futures)
-        raise
-    return sorted(results, key=lambda r: r.index)
+
+    for table in tables(sweep):
+        groups: dict[str, list[Chunk]] = {"": list(chunks)}
+        if layout == "partitioned":
+            groups = {}
+            for chunk in chunks:
+                groups.setdefault(chunk.model, []).append(chunk)
+        rows, files = 0, []
+        info: dict[str, Any] = {}
+        for model, group in groups.items():
+            name = table_files(table.name, layout, [model])[0]
+            count, info = sink(
+                counted(chunk_frames(group, table.name, enums, client)), folder / name, table.name
+            )
+            rows += count
+            files.append(name)
+        written[table.name] = (rows, info, files)
+    return written

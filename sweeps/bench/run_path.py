@@ -1,0 +1,193 @@
+"""(f) The run path measured as users run it (issue 14, item 1).
+
+``measure_run_path`` runs a cold ``sweeps run`` of a config in a fresh interpreter (the
+command a user types, with the outputs the config asks for), reads its split from the
+manifest it wrote (grid, each table, the grid file, the figures and report; import and
+start-up are the rest of the wall time), then, in a second fresh interpreter, times Polars'
+own ``write_parquet`` of the same tables (same row groups and statistics, no metadata): the
+frames are built first and made contiguous, so only the write is timed. A streamed run
+(``memory_budget`` below the grid's need) is compared with Polars writing the same rows
+chunk by chunk, each chunk's frame built first. ``sweeps bench`` reports both: the run grid
+of issue 14 in memory, and the end-to-end grid of (e) streamed.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+RUN = r"""
+import sys
+from sweeps.charts import output_hooks
+from sweeps.config import load_config
+from sweeps.pipeline import run_to_folder
+
+sweep = load_config(sys.argv[1])
+result = run_to_folder(
+    sweep,
+    sys.argv[2],
+    force=True,
+    hooks=output_hooks(sweep),
+    memory_budget=int(sys.argv[3]) or None,
+    grid_format=sys.argv[4] or None,
+)
+result.summary()
+"""
+"""What ``sweeps run CONFIG`` does, without the terminal: the run with the config's charts and
+report, then the summary it prints."""
+
+POLARS_WRITE = r"""
+import json, sys, time
+from pathlib import Path
+from sweeps.config import load_config
+from sweeps.export.frame import frame, table_names
+from sweeps.export.parquet import WRITE_OPTIONS
+from sweeps.grid.analyses import tables
+from sweeps.grid.build import build_grid
+
+sweep = load_config(sys.argv[1])
+scratch = Path(sys.argv[2])
+budget = int(sys.argv[3])
+seconds = {}
+
+def write(name, table):
+    table = table.rechunk()
+    start = time.perf_counter()
+    table.write_parquet(scratch / f"{name}.parquet", **WRITE_OPTIONS)
+    seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
+
+if budget:
+    from sweeps.axes import categories
+    from sweeps.grid.chunks import plan_chunks
+    from sweeps.pipeline.plan import chunk_budget
+    from sweeps.pipeline.stream import chunk_frame
+
+    enums = categories(sweep)
+    for chunk in plan_chunks(sweep, chunk_budget(budget)):
+        for table in tables(sweep):
+            write(table.name, chunk_frame(chunk, table.name, enums))
+else:
+    ds = build_grid(sweep)
+    for name in table_names(ds):
+        write(name, frame(ds, name))
+print(json.dumps(seconds))
+"""
+
+
+def _python(arguments: list[str]) -> tuple[float, str]:
+    """Run ``python arguments`` to completion; its wall time [s] and standard output."""
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        msg = f"{' '.join(arguments[:3])} failed ({done.returncode}): {done.stderr[-2000:]}"
+        raise RuntimeError(msg)
+    return wall, done.stdout
+
+
+def measure_run_path(
+    config: str | Path, memory_budget: int | None = None, grid_format: str | None = None
+) -> dict[str, Any]:
+    """One cold ``sweeps run`` of ``config`` and Polars' write of its tables; JSON-ready.
+
+    ``memory_budget`` [byte] is passed to the run (and the Polars side writes the same
+    chunks); ``grid_format`` overrides ``[outputs] grid``. Returns ``run_s`` (the run's wall
+    time), ``split_s`` (``import`` and start-up,
+    then each timing of the manifest: the grid, each table, the grid file and each hook,
+    which overlap, and ``outputs``, their wall time together), ``polars_s`` (per table and
+    ``total``), ``ratio`` (run over Polars' write), the rows and the bytes of each file.
+    """
+    with tempfile.TemporaryDirectory(prefix="sweeps-run-path-") as scratch:
+        out = Path(scratch) / "out"
+        command = ["-c", RUN, str(config), str(out), str(memory_budget or 0), grid_format or ""]
+        run_s, _ = _python(command)
+        (folder,) = (p for p in out.iterdir() if not p.name.startswith("."))
+        document = json.loads((folder / "manifest.json").read_text("utf-8"))
+        timings = {k: float(v) for k, v in document["timings_s"].items()}
+        sizes = {
+            name: sum(f.stat().st_size for f in (folder / name).rglob("*") if f.is_file())
+            if (folder / name).is_dir()
+            else (folder / name).stat().st_size
+            for name in document["files"]
+            if (folder / name).exists()
+        }
+        polars_folder = Path(scratch) / "polars"
+        polars_folder.mkdir()
+        arguments = [str(config), str(polars_folder), str(memory_budget or 0)]
+        _, printed = _python(["-c", POLARS_WRITE, *arguments])
+    polars = json.loads(printed)
+    polars["total"] = sum(polars.values())
+    # the tables, the grid file and the hooks overlap: "outputs" is their wall time together
+    wall = timings.get("grid", 0.0) + timings.get("outputs", timings.get("grid_and_tables", 0.0))
+    split = {"import_and_startup": run_s - wall, **timings}
+    return {
+        "run_s": run_s,
+        "split_s": split,
+        "polars_s": polars,
+        "ratio": run_s / polars["total"],
+        "rows": document["rows"],
+        "layout": document["layout"]["kind"],
+        "chunks": document["layout"].get("chunks", 1),
+        "bytes": sizes,
+    }
+
+
+def format_run_path(result: dict[str, Any]) -> str:
+    """One line: the run, its ratio to Polars' write, and its split."""
+    split = ", ".join(f"{name} {seconds:.2f}" for name, seconds in result["split_s"].items())
+    points = sum(result["rows"].values())
+    return (
+        f"cold sweeps run of {points:,} rows {result['run_s']:.2f} s = {result['ratio']:.2f}x "
+        f"Polars' write of its tables ({result['polars_s']['total']:.2f} s); "
+        f"{result['layout']} layout, {result['chunks']} chunk(s); split [s]: {split}"
+    )
+
+
+RUN_GRID = """[sweep]
+name = "bench-run-path"
+[axes]
+model = {models}
+hardware = {hardware}
+batch = {{ start = 1, stop = {batch} }}
+context = {{ start = 1024, stop = {context}, step = 1024 }}
+kv_heads = ["native", 1, 2, 4]
+kv_dtype = ["bf16", "fp8"]
+weight_dtype = ["bf16", "fp8"]
+[outputs]
+charts = []
+grid = "zarr"
+"""
+"""Issue 14's grid: 8 models x 4 devices x batch 1..1024 x 32 contexts x 4 KV-head settings x
+2 x 2 dtypes (16.8 M decode + 16.8 M prefill rows), the report and the Zarr grid file."""
+
+RUN_MODELS = ["llama-3-8b", "llama-3-70b", "mixtral-8x7b", "qwen2.5-7b", "gemma-2-9b",
+              "mistral-7b", "llama-3.1-405b", "qwen2.5-72b"]  # fmt: skip
+RUN_HARDWARE = ["h100-sxm", "b200", "l4", "mi300x"]
+
+
+def measure_run_paths(e2e_text: str, quick: bool, budget: int, folder: Path) -> dict[str, Any]:
+    """(f): ``measure_run_path`` of issue 14's grid in memory and of (e)'s grid streamed under
+    ``budget`` [byte] (quick: small grids, the streamed one just over the minimum budget)."""
+    from sweeps.bench.e2e import QUICK_HEADROOM
+    from sweeps.grid.memory import BASE_BYTES
+
+    models, hardware = (RUN_MODELS[:2], RUN_HARDWARE[:2]) if quick else (RUN_MODELS, RUN_HARDWARE)
+    text = RUN_GRID.format(
+        models=json.dumps(models),
+        hardware=json.dumps(hardware),
+        batch=32 if quick else 1024,
+        context=4096 if quick else 32768,
+    )
+    in_memory = folder / "run-path.toml"
+    in_memory.write_text(text, "utf-8")
+    streamed = folder / "run-path-streamed.toml"
+    streamed.write_text(e2e_text, "utf-8")
+    return {
+        "in_memory": measure_run_path(in_memory),
+        "streamed": measure_run_path(streamed, BASE_BYTES + QUICK_HEADROOM if quick else budget),
+    }

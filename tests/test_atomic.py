@@ -1,0 +1,100 @@
+"""Result folders: names that cannot escape ``out``, staging where no glob finds it, and a
+swap of old and new result that cannot lose the old one (issue 15, item 1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sweeps.config import parse_config
+from sweeps.errors import ConfigError
+from sweeps.export.atomic import STAGING, atomic_folder, remove_stale, result_folder
+from sweeps.pipeline import run_to_folder
+
+CONFIG = """
+[sweep]
+name = "good"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm"]
+batch = [1, 8]
+context = [1024]
+[outputs]
+charts = []
+grid = "none"
+"""
+
+
+@pytest.fixture
+def earlier(tmp_path):
+    """An earlier result in the out folder, and its bytes file by file."""
+    sweep = parse_config(CONFIG, "good.toml")
+    run_to_folder(sweep, tmp_path)
+    return sweep, _snapshot(tmp_path)
+
+
+def _snapshot(out: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in out.rglob("*")
+        if p.is_file() and STAGING not in p.parts
+    }
+
+
+@pytest.mark.parametrize(
+    "name", [".", "..", ".good.tmp-123-xx", "good.tmp-1-x/../..", "a/b", "x" * 101, "", "-a"]
+)
+def test_names_that_would_escape_are_refused(earlier, tmp_path, name):
+    sweep, before = earlier
+    bad = dataclasses.replace(sweep, name=name)
+    with pytest.raises(
+        ConfigError, match=r"cannot name a result folder inside .*; allowed: a letter or digit"
+    ):
+        run_to_folder(bad, tmp_path, force=True)
+    assert _snapshot(tmp_path) == before
+
+
+def test_a_name_of_100_characters_is_a_folder_inside_out(tmp_path):
+    assert result_folder(tmp_path, "a" * 100) == tmp_path.resolve() / ("a" * 100)
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_backup_left_between_the_two_renames_is_moved_back(earlier, tmp_path):
+    """A run killed after moving the old result aside and before moving the new one in
+    leaves the old result only in its backup: the next run puts it back, not away."""
+    sweep, before = earlier
+    backup = tmp_path / STAGING / f"good.old-{_dead_pid()}-abc123"
+    backup.mkdir(parents=True)
+    os.replace(tmp_path / "good", backup / "old")
+    half = tmp_path / STAGING / f"good.tmp-{_dead_pid()}-def456"
+    (half / "decode").mkdir(parents=True)
+    (half / "decode" / "partial.parquet").write_bytes(b"PAR1")
+    other = dataclasses.replace(sweep, name="other")
+    run_to_folder(other, tmp_path)  # any sweep's run in the folder
+    assert {k: v for k, v in _snapshot(tmp_path).items() if k.startswith("good")} == before
+    assert list((tmp_path / STAGING).iterdir()) == []
+
+
+def test_a_live_runs_staging_folder_is_left_alone(tmp_path):
+    mine = tmp_path / STAGING / f"good.tmp-{os.getpid()}-xyz"
+    mine.mkdir(parents=True)
+    assert remove_stale(tmp_path) == []
+    assert mine.is_dir()
+
+
+def test_staging_is_out_of_reach_of_user_globs(tmp_path):
+    with atomic_folder(tmp_path / "good") as staging:
+        (staging / "decode.parquet").write_bytes(b"PAR1")
+        assert staging.parent == tmp_path / STAGING
+        assert list(tmp_path.glob("*/decode.parquet")) == []
+    assert list(tmp_path.glob("*/decode.parquet")) == [tmp_path / "good" / "decode.parquet"]

@@ -1,0 +1,78 @@
+"""The plan: the layout from the config alone, figures only with the whole grid, and a
+memory budget held or refused before any work (issues 14 item 4, 15 item 5)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from sweeps.config import parse_config
+from sweeps.errors import ConfigError
+from sweeps.grid.chunks import plan_chunks
+from sweeps.grid.memory import BASE_BYTES, estimate_bytes
+from sweeps.pipeline import plan, run_to_folder
+from sweeps.pipeline.plan import AUTO_PARTITION_ROWS, IN_FLIGHT, chunk_budget, resolve_layout
+
+CONFIG = """
+[sweep]
+name = "planned"
+[axes]
+model = ["llama-3-8b", "mixtral-8x7b"]
+hardware = ["h100-sxm", "b200"]
+batch = { start = 1, stop = 64 }
+context = [1024, 8192, 32768]
+[outputs]
+charts = []
+grid = "none"
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return parse_config(CONFIG, "planned.toml")
+
+
+def test_auto_layout_depends_on_the_rows_alone(sweep):
+    assert resolve_layout(sweep) == "single"
+    big = dataclasses.replace(sweep, batch=tuple(range(1, AUTO_PARTITION_ROWS // 12 + 2)))
+    assert resolve_layout(big) == "partitioned"
+    for budget in (BASE_BYTES + 2**26, 2**40):  # the machine's memory has no say
+        assert plan(sweep, budget).layout == "single"
+        assert plan(sweep, budget, layout="partitioned").layout == "partitioned"
+
+
+def test_unknown_layout_is_refused(sweep):
+    with pytest.raises(
+        ConfigError,
+        match=r"outputs.layout = 'split' is not allowed; allowed: \('auto', 'single', 'partitioned'\)",
+    ):
+        plan(sweep, layout="split")
+
+
+def test_plan_says_whether_the_whole_grid_outputs_are_written(sweep):
+    whole = plan(sweep, 2**40)
+    assert whole.whole_grid
+    assert whole.chunks == 1
+    budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 4
+    streamed = plan(sweep, budget)
+    assert streamed.streamed
+    assert not streamed.whole_grid
+    assert streamed.chunks == len(plan_chunks(sweep, chunk_budget(budget))) > 1
+
+
+def test_a_budget_no_chunk_fits_is_refused_with_the_smallest_that_would_do(sweep, tmp_path):
+    earlier = run_to_folder(sweep, tmp_path)
+    before = {p: p.read_bytes() for p in earlier.folder.rglob("*") if p.is_file()}
+    wide = dataclasses.replace(sweep, context=tuple(range(1024, 1024 * 2000, 1024)))
+    smallest = max(estimate_bytes(c.sweep) for c in plan_chunks(wide, BASE_BYTES + 1))
+    need = BASE_BYTES + (smallest - BASE_BYTES) * IN_FLIGHT
+    with pytest.raises(
+        ConfigError,
+        match=rf"cannot hold sweep 'planned': its smallest chunk .* needs {smallest:,} bytes "
+        rf"and a streamed run holds 2 at once; allowed: at least {need:,} bytes",
+    ) as refused:
+        run_to_folder(wide, tmp_path, force=True, memory_budget=BASE_BYTES + 2**20)
+    assert "--" not in str(refused.value)  # the library names no CLI flag
+    assert {p: p.read_bytes() for p in earlier.folder.rglob("*") if p.is_file()} == before
+    assert plan(wide, need).chunks > 1  # and that budget is held
