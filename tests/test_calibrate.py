@@ -31,7 +31,7 @@ def shipped() -> pl.DataFrame:
 
 
 def test_no_shipped_measurement_beats_its_bound(shipped: pl.DataFrame) -> None:
-    assert shipped.height == 88
+    assert shipped.height == 120
     assert not shipped["beats_bound"].any()
     assert shipped["ratio"].null_count() == 0
     assert shipped["ratio"].min() > 0
