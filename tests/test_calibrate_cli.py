@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import polars as pl
@@ -31,9 +32,11 @@ def test_the_shipped_file_by_default_prints_rows_and_summary_and_writes(tmp_path
     result = _invoke("--out", str(tmp_path))
     assert result.exit_code == 0, result.output
     assert "measured against the roofline bound" in result.stdout
-    assert "19,694 token/s" in result.stdout  # line 2: TRT-LLM's H100 FP8 Llama-2 7B figure
+    (line2,) = re.findall(r"^ *2 .*$", result.stdout, flags=re.MULTILINE)
+    assert "19,694" in line2  # TRT-LLM's H100 FP8 Llama-2 7B figure, token/s
+    assert "56,838" in line2  # its bound: 768 / t_d(768, 192)
     assert "achieved share of the bound, per device" in result.stdout
-    assert "BEATS" not in result.stdout
+    assert not re.search(r"\d\.\d{3}!", result.stdout)  # no ratio flagged
     assert f"wrote {tmp_path / 'calibration'}/" in result.stderr
     folder = tmp_path / "calibration"
     back = pl.read_parquet(folder / "calibration.parquet")
@@ -59,7 +62,8 @@ def test_an_earlier_calibration_needs_force_like_a_run(tmp_path: Path) -> None:
 def test_a_row_that_beats_its_bound_is_flagged_and_exits_1(tmp_path: Path) -> None:
     result = _invoke(str(_csv(tmp_path, OK, FAST)), "--out", str(tmp_path), "-q")
     assert result.exit_code == 1
-    assert "BEATS" in result.stdout
+    (flagged,) = re.findall(r"^ *3 .*$", result.stdout, flags=re.MULTILINE)
+    assert re.search(r"\d\.\d{3}!", flagged)  # line 3's ratio carries the flag
     assert result.stderr.startswith("Error: ")
     assert "mine.csv: 1 measurement(s) beat their bound (line 3)" in result.stderr
     # the calibration is still written: it shows which row and by how much
@@ -114,3 +118,21 @@ def test_json_is_the_rows_and_the_summary_in_si(tmp_path: Path) -> None:
         }
     ]
     assert document["files"][:2] == ["calibration.parquet", "calibration.html"]
+
+
+def test_a_narrow_terminal_loses_the_by_and_line_columns_first() -> None:
+    from rich.console import Console
+
+    from sweeps.cli.calibration import measurement_rows, rows_table
+    from sweeps.cli.render import _width
+
+    rows = measurement_rows(calibrate(shipped_measurements()))
+    console = Console(width=80)
+    wide = rows_table(rows, "x", console, None)
+    narrow = rows_table(rows, "x", console, 80)
+    assert [c.header.plain for c in wide.columns][-2:] == ["ratio", "by"]
+    assert [c.header.plain for c in narrow.columns][:2] == ["model", "hardware"]
+    assert "by" not in [c.header.plain for c in narrow.columns]
+    assert "left out to fit the terminal: by, line" in narrow.caption.plain
+    narrow.caption = None  # the caption wraps; the columns must fit
+    assert _width(console, narrow) <= 80

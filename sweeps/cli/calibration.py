@@ -19,9 +19,18 @@ SUMMARY_UNITS = {"rows": "row", "median": "1", "min": "1", "max": "1"}
 """Units of the summary's fields (the ratios are fractions of a bound)."""
 
 CAPTION = (
-    "ratio: measured/bound for throughput, bound/measured for latency, 1 at the roof; "
-    "bounds at efficiencies 1 and no memory reserve; batch max: the memory wall at I + O/2"
+    "measured and bound: token/s on tok/s rows, ms on latencies (TTFT, ITL, req: request "
+    "latency); ratio: 1 at the roof, ! where a row beats its bound; bounds at efficiencies 1, "
+    "no memory reserve; * batch max: the memory wall at I + O/2"
 )
+
+METRIC_LABELS = {
+    "output_tokens_per_s": "tok/s",
+    "ttft_s": "TTFT",
+    "itl_s": "ITL",
+    "request_latency_s": "req",
+}
+"""How the table names each metric (the caption says what they are)."""
 
 
 def _units() -> dict[str, str]:
@@ -65,46 +74,72 @@ def document(
 
 
 def _value(value: float, unit: str) -> str:
-    if unit == "s":
-        return f"{value * 1e3:.3g} ms" if value < 1 else f"{value:,.3g} s"
-    return f"{value:,.0f} {unit}"
+    """A measured value or a bound as the table shows it: token/s, or seconds in ms."""
+    shown = value * 1e3 if unit == "s" else value
+    return f"{shown:,.0f}" if shown >= 100 else f"{shown:.3g}"
 
 
-def rows_table(rows: list[dict[str, Any]], where: str) -> Any:
-    """One line per measurement: what it is, the measured value, its bound, the ratio."""
+COLUMNS = ("line", "model", "hardware", "tp", "batch", "I", "O", "metric", "value", "bound")
+"""The columns of the rows table, then ``ratio`` and ``by``; the text of each row's cells."""
+
+DROP_ORDER = ("by", "line")
+"""Columns the rows table leaves out, in this order, when the terminal is too narrow for it."""
+
+
+def _cells(row: dict[str, Any]) -> dict[str, str]:
+    star = "*" if row["batch_given"] == "max" else ""
+    return {
+        "line": str(row["line"]),
+        "model": row["model"],
+        "hardware": row["hardware"],
+        "tp": str(row["tp"]),
+        "batch": f"{row['batch']}{star}",  # whole sequences and tokens: no separators, narrow
+        "I": str(row["prompt_tokens"]),
+        "O": str(row["output_tokens"]),
+        "metric": METRIC_LABELS[row["metric"]],
+        "value": _value(row["value"], row["unit"]),
+        "bound": _value(row["bound"], row["unit"]),
+        "ratio": f"{row['ratio']:.3f}{'!' if row['beats_bound'] else ' '}",
+        "by": row["bottleneck"].removesuffix("-bound")[:4],
+    }
+
+
+def rows_table(
+    rows: list[dict[str, Any]], where: str, console: Any = None, width: int | None = None
+) -> Any:
+    """One line per measurement: what it is, the measured value, its bound, the ratio; in
+    ``width`` columns (``None``: any width), leaving out ``DROP_ORDER`` as needed."""
+    from sweeps.cli.render import _width
+
+    shown = [*COLUMNS, "ratio", "by"]
+    dropped: list[str] = []
+    while True:
+        grid = _rows_grid(rows, where, shown, dropped)
+        if width is None or _width(console, grid) <= width or len(dropped) == len(DROP_ORDER):
+            return grid
+        dropped.append(DROP_ORDER[len(dropped)])
+        shown.remove(dropped[-1])
+
+
+def _rows_grid(rows: list[dict[str, Any]], where: str, shown: list[str], dropped: list[str]) -> Any:
     from rich.text import Text
 
     from sweeps.cli.console import table
 
-    grid = table(f"{where}: measured against the roofline bound", CAPTION)
-    titles = ("line", "model", "hardware", "tp", "batch", "I", "O", "metric")
-    for title in (*titles, "measured", "bound", "ratio", "bound by", "beats?"):
-        right = title in ("line", "tp", "batch", "I", "O", "measured", "bound", "ratio")
-        grid.add_column(Text(title), justify="right" if right else "left")
-    for row in rows:
-        batch = f"{row['batch']:,}"
-        if row["batch_given"] == "max":
-            batch = f"max {batch}"
-        grid.add_row(
-            *(
-                Text(cell)
-                for cell in (
-                    str(row["line"]),
-                    row["model"],
-                    row["hardware"],
-                    str(row["tp"]),
-                    batch,
-                    f"{row['prompt_tokens']:,}",
-                    f"{row['output_tokens']:,}",
-                    row["metric"],
-                    _value(row["value"], row["unit"]),
-                    _value(row["bound"], row["unit"]),
-                    f"{row['ratio']:.3f}",
-                    row["bottleneck"].removesuffix("-bound"),
-                    "BEATS" if row["beats_bound"] else "",
-                )
-            )
+    caption = CAPTION
+    if dropped:
+        caption += f"; left out to fit the terminal: {', '.join(dropped)} (see --json)"
+    grid = table(f"{where}: measured against the roofline bound", caption)
+    for title in shown:
+        grid.add_column(
+            Text(title),
+            justify="left" if title in ("model", "hardware", "metric", "by") else "right",
+            no_wrap=True,
+            overflow="ellipsis",
         )
+    for row in rows:
+        cells = _cells(row)
+        grid.add_row(*(Text(cells[title]) for title in shown))
     return grid
 
 
@@ -116,7 +151,7 @@ def summary_table(summary: list[dict[str, Any]]) -> Any:
 
     grid = table(
         "achieved share of the bound, per device",
-        "memory-bound rows estimate bandwidth_efficiency, compute-bound rows compute_efficiency",
+        "memory: bandwidth_efficiency; compute: compute_efficiency",
     )
     for title in ("hardware", "bound by", "rows", "median", "range"):
         grid.add_column(
@@ -146,7 +181,7 @@ def calibrate_to_folder(path: Path, out: Path, force: bool, output: Output) -> l
     with atomic_folder(target, force) as staging:
         files = write_calibration(frame, staging)
     rows = measurement_rows(frame)
-    output.result(rows_table(rows, str(path)))
+    output.result(rows_table(rows, str(path), output.out, output.width))
     output.result(summary_table(summary))
     output.status(f"wrote {target}/ ({', '.join(files)})")
     if output.json:
