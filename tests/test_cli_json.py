@@ -162,3 +162,16 @@ def test_the_check_fails_on_an_undocumented_key() -> None:
             "sweeps list dtypes --json",
             optional=("items[].bits",),
         )
+
+
+def test_calibrate_json_has_every_row_and_the_summary_with_documented_keys(
+    tmp_path: Path,
+) -> None:
+    result, document = stdout_json("calibrate", "--out", str(tmp_path), "--json")
+    assert result.exit_code == 0
+    check(document, "sweeps calibrate --json")
+    assert len(document["measurements"]) == document["measurements"][-1]["line"] - 1
+    assert document["beating"] == []
+    first = document["measurements"][0]
+    assert first["unit"] == "token/s"
+    assert first["extra"]["what"] == "H100 FP8 LLaMA 7B out tok/s/GPU"

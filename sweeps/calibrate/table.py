@@ -34,7 +34,7 @@ UNITS: dict[str, tuple[str, str]] = {
     "ratio": ("1", "measured/bound for throughput, bound/measured for latency: 1 is the roof"),
     "bottleneck": ("-", "What limits the bound at that point: memory-bound or compute-bound"),
     "beats_bound": ("-", "The measurement beats its bound (a defect or a misread row)"),
-    "status": ("-", "ok, beats its bound, or needs serving (no bound yet)"),
+    "status": ("-", "ok, or beats its bound"),
     "source": ("-", "Where the measurement is published"),
 }
 """Unit and meaning of every column of ``calibration.parquet`` but the file's own extras."""
@@ -52,7 +52,7 @@ def _row(b: Bound) -> dict[str, Any]:
         "unit": METRICS[m.metric],
         "bound": b.bound,
         "ratio": b.ratio,
-        "bottleneck": b.bottleneck or None,
+        "bottleneck": b.bottleneck,
         "beats_bound": b.status == "beats its bound",
         "status": b.status,
         "source": m.source,
@@ -63,8 +63,7 @@ def _row(b: Bound) -> dict[str, Any]:
 def calibrate(path: str | Path) -> pl.DataFrame:
     """Every measurement of the CSV at ``path`` with its bound, ratio and status."""
     rows = [_row(b) for b in bounds(load_measurements(path))]
-    frame = pl.DataFrame(rows)
-    return frame.with_columns(pl.col("bound", "ratio").fill_nan(None))
+    return pl.DataFrame(rows)
 
 
 def summarize_efficiency(frame: pl.DataFrame) -> pl.DataFrame:
@@ -74,8 +73,7 @@ def summarize_efficiency(frame: pl.DataFrame) -> pl.DataFrame:
     (``memory-bound``: the achieved share of the bandwidth bound) or by compute; ``rows``.
     """
     return (
-        frame.filter(pl.col("ratio").is_not_null())
-        .group_by("hardware", "bottleneck")
+        frame.group_by("hardware", "bottleneck")
         .agg(
             rows=pl.len(),
             median=pl.col("ratio").median(),
@@ -90,7 +88,7 @@ def calibration_chart(frame: pl.DataFrame) -> alt.Chart:
     """Measured against bound on log axes, the y = x roof, coloured by metric."""
     import altair as alt
 
-    data = frame.filter(pl.col("bound").is_not_null()).select(
+    data = frame.select(
         "model", "hardware", "tp", "batch_given", "metric", "value", "bound", "ratio", "source"
     )
     values = data.select(pl.concat_list("value", "bound").explode()).to_series().to_numpy()

@@ -1,8 +1,9 @@
 """The one place that turns a failure into ``Error: ...`` on stderr and an exit code.
 
 Exit codes: 0 success; 1 a run that failed (the disk is full, a folder cannot be written, a
-dask scheduler does not answer); 2 bad input, reported before any work (a config, a catalog
-id, a ``config.json``, an argument, an output folder that exists without ``--force``); 130
+dask scheduler does not answer) or a measurement that beats its bound (``sweeps calibrate``);
+2 bad input, reported before any work (a config, a catalog id, a ``config.json``, a
+measurements file, an argument, an output folder that exists without ``--force``); 130
 interrupted (Ctrl-C). None of these prints a traceback: the line names the thing and what to do.
 """
 
@@ -52,9 +53,22 @@ def _elsewhere() -> str:
 
 
 def _exit_code(error: SweepsError) -> int:
-    from sweeps.errors import CatalogError, ConfigError, ImportModelError, OutputExistsError
+    from sweeps.errors import (
+        CatalogError,
+        ConfigError,
+        ImportModelError,
+        MeasurementsError,
+        OutputExistsError,
+    )
 
-    bad_input = (BadArguments, ConfigError, CatalogError, ImportModelError, OutputExistsError)
+    bad_input = (
+        BadArguments,
+        ConfigError,
+        CatalogError,
+        ImportModelError,
+        MeasurementsError,
+        OutputExistsError,
+    )
     return EXIT_BAD_INPUT if isinstance(error, bad_input) else EXIT_FAILED
 
 

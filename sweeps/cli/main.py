@@ -16,7 +16,7 @@ from typing import Any
 import click
 
 from sweeps.cli.console import Output
-from sweeps.cli.errors import EXIT_BAD_INPUT, error_line, handled
+from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, error_line, fail, handled
 from sweeps.cli.options import (
     POSITIVE,
     CatalogId,
@@ -26,6 +26,7 @@ from sweeps.cli.options import (
     configs_argument,
     memory_budget_option,
     out_option,
+    out_options,
     output_options,
     parse_size,
 )
@@ -218,6 +219,39 @@ def classify(
         output.document({"inputs": inputs, **result})
         return
     output.result(classification_table(result))
+
+
+@cli.command()
+@click.argument("measurements", required=False, type=click.Path(path_type=Path))
+@out_options("calibration/")
+@output_options
+@handled
+def calibrate(measurements: Path | None, out: Path, force: bool, output: Output) -> None:
+    """Hold MEASUREMENTS (a CSV; default: the shipped published figures) against their
+    roofline bounds: per row the bound, the ratio (1 at the roof) and a flag where a
+    measurement beats it; per device the share of the bound reached. Writes
+    calibration.parquet and the chart into DIR/calibration/.
+
+    Exit 1 when a row beats its bound (a defect of the bound, or a misread row).
+
+    \b
+    Example:
+      sweeps calibrate
+      sweeps calibrate my-benchmark.csv --out outputs --force
+    """
+    from sweeps.calibrate import shipped_measurements
+    from sweeps.cli.calibration import calibrate_to_folder
+
+    check_out(out)
+    path = measurements or shipped_measurements()
+    beating = calibrate_to_folder(path, out, force, output)
+    if beating:
+        lines = ", ".join(map(str, beating))
+        fail(
+            f"{path}: {len(beating)} measurement(s) beat their bound (line {lines}): "
+            "a defect of the bound, or a misread row",
+            EXIT_FAILED,
+        )
 
 
 @cli.command("import-model")

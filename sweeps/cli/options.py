@@ -199,16 +199,27 @@ def cluster_options(function: F) -> F:
     return function
 
 
-def out_option(function: F) -> F:
-    """``--out DIR`` and ``--force``: where a result goes and whether it may replace one."""
-    function = click.option("--force", is_flag=True, help="Replace an existing result.")(function)
-    return click.option(
-        "--out",
-        type=click.Path(path_type=Path),
-        default=Path("outputs"),
-        show_default=True,
-        help="Folder that receives <sweep name>/.",
-    )(function)
+def out_options(receives: str) -> Callable[[F], F]:
+    """``--out DIR`` and ``--force``: where a result goes (``DIR/<receives>``) and whether it
+    may replace one."""
+
+    def decorate(function: F) -> F:
+        function = click.option("--force", is_flag=True, help="Replace an existing result.")(
+            function
+        )
+        return click.option(
+            "--out",
+            type=click.Path(path_type=Path),
+            default=Path("outputs"),
+            show_default=True,
+            help=f"Folder that receives {receives}.",
+        )(function)
+
+    return decorate
+
+
+out_option = out_options("<sweep name>/")
+"""``--out`` and ``--force`` of ``sweeps run``."""
 
 
 def writable(folder: Path) -> bool:
