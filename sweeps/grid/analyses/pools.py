@@ -58,17 +58,20 @@ def _best(x: Inputs, usable: Any, *values: Any) -> tuple[Any, ...]:
     batch = x["batch"]
     best = where(usable, batch, 0).max("batch")
     at = batch == best
-    picked = tuple(where(at, v, -np.inf).max("batch") for v in values)
+    # skipna off: a value that is null at the best batch (no TPOT at O = 1) stays null
+    picked = tuple(where(at, v, -np.inf).max("batch", skipna=False) for v in values)
     found = best >= 1
     return (where(found, best, np.nan), *(where(found, v, np.nan) for v in picked))
 
 
 def _disaggregated(x: Inputs, rate: Any) -> dict[str, Any]:
     serving, output = x.serving, x["output_tokens"]
-    service = _side(x["_prefill_alone"], "prefill")
-    # each prefill device sends its share of the prompt's cache over its own link
-    share = _side(x["kv_bytes_per_token"] / x["_shards"], "prefill")
-    handoff = physics.kv_handoff_time(x["prompt_tokens"], share, serving.kv_link_bandwidth)
+    # a prefill replica that cannot hold the weights and one prompt's cache serves nothing
+    fits = _side(x["_prefill_fits"], "prefill")
+    service = where(fits, _side(x["_prefill_alone"], "prefill"), np.nan)
+    # each prefill device sends its share of the prompt's cache (windows applied) over its
+    # own link: the prompt's per-token bytes times I where no layer has a window
+    handoff = _side(x["_prompt_cache"], "prefill") / serving.kv_link_bandwidth
     bound = physics.max_utilization(
         physics.ttft_slack(serving.ttft_slo_s, service, handoff), service
     )
@@ -96,9 +99,10 @@ def _disaggregated(x: Inputs, rate: Any) -> dict[str, Any]:
 
 def _colocated(x: Inputs, rate: Any) -> dict[str, Any]:
     serving = x.serving
-    usable = (x["batch"] <= x["_wall"]) & (x["_colocated_tpot"] <= serving.tpot_slo_s)
+    tpot_ok = (x["output_tokens"] == 1) | (x["_colocated_tpot"] <= serving.tpot_slo_s)
+    usable = (x["batch"] <= x["_wall"]) & tpot_ok
     batch, capacity, tpot, steady = _best(
-        x, usable, x["_colocated_rate"], x["_colocated_tpot"], x["_colocated_steady"]
+        x, usable, x["_colocated_rate"], x["_colocated_tpot"], x["_in_flight"]
     )
     alone = x["_prefill_alone"]
     # replicas for the rate, and for the TTFT objective: prompts queue as M/D/1 per replica
@@ -115,7 +119,8 @@ def _colocated(x: Inputs, rate: Any) -> dict[str, Any]:
         "ttft": physics.colocated_queued_ttft(alone, steady, rate, replicas),
         "tpot": tpot,
         "fleet": physics.fleet_price_per_hour(replicas, tp, x["price_per_hour"]),
-        "decode_share": 1 - rate * alone / replicas,
+        # what a replica's work is, decode over decode plus prefill: 1 - r t_p(1, I)
+        "decode_share": 1 - physics.prefill_time_share(capacity, alone),
     }
     return {name: _side(value, "decode") for name, value in values.items()}
 
