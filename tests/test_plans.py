@@ -67,7 +67,11 @@ def test_the_cheapest_feasible_plan_per_workload_and_rate(priced: xr.Dataset) ->
         found += 1
         assert row["reason"] is None
         cheapest = ok["cost_per_million_output_tokens_usd"].min()
-        assert row["cost_per_million_output_tokens_usd"] == cheapest
+        assert row["cost_per_million_output_tokens_usd"] == pytest.approx(cheapest, rel=1e-9)
+        tied = ok.filter(pl.col("cost_per_million_output_tokens_usd") <= cheapest * (1 + 1e-9))
+        assert row["devices"] == tied["devices"].min()
+        if (tied.filter(pl.col("devices") == row["devices"])["pool_mode"] == "colocated").any():
+            assert row["pool_mode"] == "colocated"  # a tie goes to one pool
         # the chosen plan is a row of the pools table, with its prices' dates
         chosen = match.filter(*(pl.col(c) == row[c] for c in PLAN if row[c] is not None))
         assert chosen.height >= 1
@@ -113,3 +117,51 @@ def test_exported_lazily() -> None:
     assert sweeps.cheapest_plans is cheapest_plans
     assert sweeps.pipeline.cheapest_plans is cheapest_plans
     assert "cheapest_plans" in sweeps.__all__
+
+
+def plan_row(
+    mode: str, devices: float, cost: float | None, feasible: bool = True
+) -> dict[str, Any]:
+    return {
+        "model": "m",
+        "kv_heads": 8,
+        "kv_dtype": "bf16",
+        "weight_dtype": "bf16",
+        "prompt_tokens": 512,
+        "output_tokens": 128,
+        "arrival_rate": 10.0,
+        "pool_mode": mode,
+        "prefill_hardware": "a",
+        "prefill_tp": 1,
+        "prefill_replicas": devices,
+        "decode_hardware": "a",
+        "decode_tp": 1,
+        "decode_replicas": devices,
+        "decode_batch": 64.0,
+        "devices": devices,
+        "cost_per_million_output_tokens_usd": cost,
+        "prefill_price_as_of": "2025-01-01",
+        "decode_price_as_of": "2025-01-01",
+        "ttft_s": 0.1,
+        "tpot_s": 0.02,
+        "decode_time_share": 0.5,
+        "feasible": feasible,
+    }
+
+
+def test_ties_go_to_fewer_devices_then_to_one_pool() -> None:
+    rows = [
+        plan_row("disaggregated", 4, 1.0 * (1 - 1e-13)),  # cheaper only by rounding
+        plan_row("colocated", 4, 1.0),
+        plan_row("disaggregated", 6, 1.0),
+        plan_row("colocated", 2, 0.5, feasible=False),  # cheaper, but misses the objectives
+        plan_row("colocated", 1, float("nan")),  # no price: never taken for zero
+    ]
+    plans = cheapest_plans(pl.DataFrame(rows))
+    assert plans.height == 1
+    best = plans.row(0, named=True)
+    assert best["pool_mode"] == "colocated"
+    assert best["devices"] == 4
+    assert best["cost_per_million_output_tokens_usd"] == 1.0
+    assert best["cheapest_colocated_usd"] == 1.0  # the best of each mode that meets the SLOs
+    assert best["cheapest_disaggregated_usd"] == 1.0 * (1 - 1e-13)

@@ -3,8 +3,9 @@
 Reads the pools table (``pools.parquet``, docs/serving.md sections 4-5): for every model, KV
 setting, weight dtype, workload (``I``, ``O``) and arrival rate, among the plans that meet
 the TTFT and TPOT objectives (``feasible``), the one with the lowest cost per million output
-tokens at that rate, idle capacity paid for; ties go to fewer devices, then to the table's
-order. Weight dtypes stay apart: fp8 and bf16 weights are not the same model to a user.
+tokens at that rate, idle capacity paid for. Costs within ``TIE`` of each other are a tie,
+which goes to fewer devices, then to the colocated plan (one pool), then to the table's order.
+Weight dtypes stay apart: fp8 and bf16 weights are not the same model to a user.
 
 Every cost carries the dates of its prices. A workload that no plan serves within the
 objectives gets a row with null cost and a ``reason``; a plan whose devices have no known price
@@ -50,6 +51,9 @@ PLAN = (
 
 COST = "cost_per_million_output_tokens_usd"
 
+TIE = 1e-9
+"""Relative difference of two costs below which they are a tie [1]."""
+
 NO_PLAN = "no plan meets ttft_slo_s and tpot_slo_s on these devices"
 NO_PRICE = "the plans that meet the objectives use devices without a known price"
 
@@ -77,7 +81,8 @@ def _pools(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
 
 
 def _best_per_mode(frame: pl.DataFrame, mode: str) -> pl.DataFrame:
-    """The cheapest priced cost of ``mode`` per key, as ``cheapest_<mode>_usd``."""
+    """The cheapest priced cost of ``mode`` per key among ``frame``'s plans, as
+    ``cheapest_<mode>_usd``."""
     return (
         frame.filter(pl.col("pool_mode") == mode, pl.col(COST).is_not_null())
         .group_by(KEYS)
@@ -95,19 +100,32 @@ def cheapest_plans(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
     (``pool_mode`` colocated or disaggregated, hardware and tp per phase, replicas, devices,
     cost per million output tokens [USD] with its prices' dates, TTFT and TPOT [s], the share
     of device time in decode [1]), ``cheapest_colocated_usd`` and
-    ``cheapest_disaggregated_usd`` (the best of each mode, null where none is priced), and
+    ``cheapest_disaggregated_usd`` (the best of each mode meeting the SLOs, null where none
+    is priced), and
     ``reason``: null when a priced plan was found, else why the cost is null.
     """
     frame = _pools(source)
     feasible = frame.filter(pl.col("feasible"))
+    # costs equal to rounding are a tie (a colocated and a disaggregated plan of the same
+    # devices): fewer devices first, then one pool, which is simpler to run
+    lowest = pl.col(COST).min().over(KEYS)
+    tied = pl.col(COST) <= lowest * (1 + TIE)
     ranked = feasible.sort(
-        [pl.col(COST).is_null(), COST, "devices"], nulls_last=True, maintain_order=True
+        [
+            ~tied.fill_null(False),
+            pl.col(COST).is_null(),
+            "devices",
+            pl.col("pool_mode") != "colocated",
+            COST,
+        ],
+        nulls_last=True,
+        maintain_order=True,
     )
     best = ranked.group_by(KEYS, maintain_order=True).first().select(*KEYS, *PLAN)
     every = frame.select(KEYS).unique(maintain_order=True)
     out = every.join(best, on=list(KEYS), how="left", nulls_equal=True)
     for mode in ("colocated", "disaggregated"):
-        out = out.join(_best_per_mode(frame, mode), on=list(KEYS), how="left", nulls_equal=True)
+        out = out.join(_best_per_mode(feasible, mode), on=list(KEYS), how="left", nulls_equal=True)
     reason = (
         pl.when(pl.col("pool_mode").is_null())
         .then(pl.lit(NO_PLAN))
