@@ -211,12 +211,18 @@ POOLS = Analysis(
             column="cost_per_million_output_tokens_usd",
             rank="full",
         ),
-        _V("decode_time_share", "1", "Share of device time in decode", rank="full"),
+        _V(
+            "decode_time_share",
+            "1",
+            "Share of device time in decode: disaggregated, the decode pool's share of the "
+            "devices; colocated, decode's share of a replica's work, 1 - r t_p(1, I)",
+            rank="full",
+        ),
         _V(
             "pools_feasible",
             "-",
-            "The objectives can be met (a batch fits and meets TPOT, "
-            "the prefill leaves room for TTFT)",
+            "The objectives can be met (a batch fits and meets TPOT, the prefill device "
+            "holds the weights and leaves room for TTFT)",
             "bool",
             column="feasible",
             rank="full",

@@ -227,7 +227,7 @@ SERVING = Analysis(
             "serving_ttft_s",
             "s",
             "Time to first token bound: static t_p(B, I); colocated t_p(1, I) + "
-            "the step in flight; chunked ceil(I/c) mixed steps",
+            "the step in flight (none at O = 1); chunked ceil(I/c) mixed steps",
             column="ttft_s",
             rank="full",
         ),
