@@ -160,10 +160,11 @@ def test_colocated_rows_are_on_the_diagonal_and_minimal(
         rate, hw, tp = row["arrival_rate"], row["decode_hardware"], row["decode_tp"]
         serving = grid.sel(hardware=hw, tp=tp, mode="colocated").squeeze()
         tpot = serving["tpot_s"].values
-        ok = serving["serving_feasible"].values & (tpot <= TPOT_SLO)
+        t_p = prefill_service(grid, hw, tp)
+        slack = TTFT_SLO - t_p - serving["step_time_steady_s"].values
+        ok = serving["serving_feasible"].values & (tpot <= TPOT_SLO) & (slack > 0)
         best = int(np.flatnonzero(ok)[-1])
         assert row["decode_batch"] == serving["batch"].values[best]
-        t_p = prefill_service(grid, hw, tp)
         steady = float(serving["step_time_steady_s"].values[best])
         r = float(serving["output_tokens_per_s_per_device"].values[best]) * tp / OUTPUT
         n = row["prefill_replicas"]
@@ -180,6 +181,40 @@ def test_colocated_rows_are_on_the_diagonal_and_minimal(
         assert row["tpot_s"] == pytest.approx(tpot[best], rel=1e-12)
         assert row["decode_time_share"] == pytest.approx(1 - r * t_p, rel=1e-12)
     assert rows["feasible"].sum() >= 6
+
+
+def test_a_colocated_plan_takes_a_batch_that_leaves_ttft_room() -> None:
+    # t_p(1, 2048) is 30 ms for Llama-3 8B on an H100; with TTFT within 45 ms and a loose TPOT
+    # the largest batches meet TPOT but their step in flight leaves the prompt no time
+    ds = sweeps.run(
+        {
+            "sweep": {"name": "ttft-room"},
+            "axes": {"model": ["llama-3-8b"], "hardware": ["h100-sxm"], "batch": [16, 64, 128]},
+            "serving": {
+                "prompt_tokens": [2048],
+                "output_tokens": [256],
+                "arrival_rate": [5.0],
+                "ttft_slo_s": 0.045,
+                "tpot_slo_s": 1.0,
+                "chunk_tokens": 0,
+            },
+        }
+    )
+    colocated = ds.sel(mode="colocated").squeeze()
+    steady = colocated["step_time_steady_s"].values
+    ttft = colocated["serving_ttft_s"].values  # t_p(1, I) + the step in flight
+    assert ttft[-1] > 0.045 > ttft[1]  # batch 128 fits but leaves no room, batch 64 does
+    assert bool(colocated["serving_feasible"].values[-1])
+    assert (colocated["tpot_s"].values <= 1.0).all()
+    row = (
+        sweeps.export.frames(ds)["pools"]
+        .filter(pl.col("pool_mode") == "colocated")
+        .row(0, named=True)
+    )
+    assert row["feasible"]
+    assert row["decode_batch"] == 64
+    assert row["ttft_s"] <= 0.045
+    assert steady[1] < steady[2]
 
 
 def test_md1_ttft_against_a_poisson_simulation(grid: xr.Dataset, pools: pl.DataFrame) -> None:

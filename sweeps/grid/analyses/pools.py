@@ -9,8 +9,9 @@ section 4):
   the largest of the batch axis that fits and meets the TPOT objective, and the decode replicas
   as many as the rate needs.
 - ``colocated``: one pool on one device does both; the largest batch whose TPOT (stalls by
-  other prompts included) meets the objective, replicas for the rate and for the TTFT
-  objective (a new prompt waits for the step in flight and the prompts queued ahead of it).
+  other prompts included) meets the objective and whose step in flight leaves the prompt time
+  to meet TTFT, replicas for the rate and for the TTFT objective (a new prompt waits for the
+  step in flight and the prompts queued ahead of it).
 
 Costs are paid for idle capacity: fleet price over ``lambda O``. Counts are null where the
 objectives cannot be met. The best batch is a reduction over the batch axis, so this analysis
@@ -99,12 +100,15 @@ def _disaggregated(x: Inputs, rate: Any) -> dict[str, Any]:
 
 def _colocated(x: Inputs, rate: Any) -> dict[str, Any]:
     serving = x.serving
+    alone = x["_prefill_alone"]
     tpot_ok = (x["output_tokens"] == 1) | (x["_colocated_tpot"] <= serving.tpot_slo_s)
-    usable = (x["batch"] <= x["_wall"]) & tpot_ok
+    # a batch whose step in flight leaves no time for the prompt cannot meet TTFT at any
+    # replica count: the largest batch that fits, meets TPOT and leaves TTFT some slack
+    slack = physics.ttft_slack(serving.ttft_slo_s, alone, x["_in_flight"])
+    usable = (x["batch"] <= x["_wall"]) & tpot_ok & (slack > 0)
     batch, capacity, tpot, steady = _best(
         x, usable, x["_colocated_rate"], x["_colocated_tpot"], x["_in_flight"]
     )
-    alone = x["_prefill_alone"]
     # replicas for the rate, and for the TTFT objective: prompts queue as M/D/1 per replica
     bound = physics.max_utilization(physics.ttft_slack(serving.ttft_slo_s, alone, steady), alone)
     replicas = np.maximum(
