@@ -326,3 +326,15 @@ def test_the_good_serving_config_runs(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     written = {p.name for p in (out / "bad-serving").iterdir()}
     assert {"serving.parquet", "pools.parquet"} <= written
+
+
+def test_more_load_never_needs_fewer_devices(pools: pl.DataFrame) -> None:
+    plan = ["prefill_hardware", "prefill_tp", "decode_hardware", "decode_tp", "pool_mode"]
+    wide = pools.pivot(on="arrival_rate", index=plan, values="devices")
+    low, high = wide[str(RATES[0])].to_numpy(), wide[str(RATES[1])].to_numpy()
+    both = ~np.isnan(low) & ~np.isnan(high)
+    assert both.sum() > 50
+    assert (high[both] >= low[both]).all()
+    assert (high[both] > low[both]).any()
+    # a plan that cannot meet the objectives at a light load cannot at a heavy one
+    assert not (np.isnan(low) & ~np.isnan(high)).any()
