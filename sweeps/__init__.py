@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the names __getattr__ serves, for type checkers (aliases: r
     from sweeps.grid import build_grid as build_grid
     from sweeps.physics import classify_llm_phases as classify_llm_phases
     from sweeps.physics import compute_arithmetic_intensity as compute_arithmetic_intensity
+    from sweeps.pipeline import cheapest_plans as cheapest_plans
     from sweeps.pipeline import run as run
     from sweeps.pipeline import run_to_folder as run_to_folder
     from sweeps.pipeline import summarize as summarize
@@ -49,6 +50,7 @@ _LAZY = {
     "to_parquet": "sweeps.export",
     "build_grid": "sweeps.grid",
     "summarize": "sweeps.pipeline",
+    "cheapest_plans": "sweeps.pipeline",
     "ceiling_chart": "sweeps.charts",
     "bottleneck_chart": "sweeps.charts",
     "ai_vs_batch_chart": "sweeps.charts",

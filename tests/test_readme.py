@@ -46,7 +46,7 @@ def test_update_readme_replaces_only_the_block_and_is_idempotent() -> None:
 
 def test_column_reference_lists_every_table_with_units() -> None:
     reference = column_reference()
-    for table in ("decode", "prefill", "models", "hardware"):
+    for table in ("decode", "prefill", "serving", "pools", "models", "hardware"):
         assert f"**`{table}.parquet`**" in reference
     assert "| `step_time_s` | s |" in reference
     assert "| `ttft_s` | s |" in reference

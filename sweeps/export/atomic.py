@@ -126,3 +126,11 @@ def atomic_folder(target: Path, force: bool = False) -> Iterator[Path]:
     except BaseException:
         _remove(staging)
         raise
+    finally:
+        _tidy(hidden)
+
+
+def _tidy(hidden: Path) -> None:
+    """Remove the staging folder once nothing is left in it (another run may still use it)."""
+    with contextlib.suppress(OSError):
+        hidden.rmdir()

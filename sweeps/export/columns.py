@@ -15,6 +15,10 @@ model = ["llama-3-8b"]
 hardware = ["h100-sxm"]
 batch = [1]
 context = [512]
+[serving]
+prompt_tokens = [512]
+output_tokens = [128]
+arrival_rate = [1.0]
 """
 
 

@@ -32,8 +32,8 @@ BASE_BYTES = 448 * 2**20
 Polars, numba) and the low-rank variables. A streamed run of an 880-point grid peaks at
 415 MB on the development machine. Also the smallest budget accepted."""
 
-_AXIS_COLUMN = {"name": 4, "size": 8, "heads": 8}
-"""Bytes per row of an axis column by axis kind: Enum codes (at most 4 bytes), Int64."""
+_AXIS_COLUMN = {"name": 4, "size": 8, "heads": 8, "value": 8}
+"""Bytes per row of an axis column by axis kind: Enum codes (at most 4 bytes), Int64, Float64."""
 _NATIVE_FLAG = 1  # the kv_heads_native column beside kv_heads
 
 

@@ -11,11 +11,13 @@ from sweeps.pipeline.plan import Plan, plan
 
 if TYPE_CHECKING:
     from sweeps.pipeline.execute import Hook, RunResult, run, run_to_folder
+    from sweeps.pipeline.plans import cheapest_plans
     from sweeps.pipeline.summary import summarize
 
 _LAZY = {
     "Hook": "sweeps.pipeline.execute",
     "RunResult": "sweeps.pipeline.execute",
+    "cheapest_plans": "sweeps.pipeline.plans",
     "run": "sweeps.pipeline.execute",
     "run_to_folder": "sweeps.pipeline.execute",
     "summarize": "sweeps.pipeline.summary",
@@ -33,4 +35,13 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-__all__ = ["Hook", "Plan", "RunResult", "plan", "run", "run_to_folder", "summarize"]
+__all__ = [
+    "Hook",
+    "Plan",
+    "RunResult",
+    "cheapest_plans",
+    "plan",
+    "run",
+    "run_to_folder",
+    "summarize",
+]

@@ -9,8 +9,9 @@ section 4):
   the largest of the batch axis that fits and meets the TPOT objective, and the decode replicas
   as many as the rate needs.
 - ``colocated``: one pool on one device does both; the largest batch whose TPOT (stalls by
-  other prompts included) meets the objective, replicas for the rate and for the TTFT
-  objective (a new prompt waits for the step in flight and the prompts queued ahead of it).
+  other prompts included) meets the objective and whose step in flight leaves the prompt time
+  to meet TTFT, replicas for the rate and for the TTFT objective (a new prompt waits for the
+  step in flight and the prompts queued ahead of it).
 
 Costs are paid for idle capacity: fleet price over ``lambda O``. Counts are null where the
 objectives cannot be met. The best batch is a reduction over the batch axis, so this analysis
@@ -58,17 +59,20 @@ def _best(x: Inputs, usable: Any, *values: Any) -> tuple[Any, ...]:
     batch = x["batch"]
     best = where(usable, batch, 0).max("batch")
     at = batch == best
-    picked = tuple(where(at, v, -np.inf).max("batch") for v in values)
+    # skipna off: a value that is null at the best batch (no TPOT at O = 1) stays null
+    picked = tuple(where(at, v, -np.inf).max("batch", skipna=False) for v in values)
     found = best >= 1
     return (where(found, best, np.nan), *(where(found, v, np.nan) for v in picked))
 
 
 def _disaggregated(x: Inputs, rate: Any) -> dict[str, Any]:
     serving, output = x.serving, x["output_tokens"]
-    service = _side(x["_prefill_alone"], "prefill")
-    # each prefill device sends its share of the prompt's cache over its own link
-    share = _side(x["kv_bytes_per_token"] / x["_shards"], "prefill")
-    handoff = physics.kv_handoff_time(x["prompt_tokens"], share, serving.kv_link_bandwidth)
+    # a prefill replica that cannot hold the weights and one prompt's cache serves nothing
+    fits = _side(x["_prefill_fits"], "prefill")
+    service = where(fits, _side(x["_prefill_alone"], "prefill"), np.nan)
+    # each prefill device sends its share of the prompt's cache (windows applied) over its
+    # own link: the prompt's per-token bytes times I where no layer has a window
+    handoff = _side(x["_prompt_cache"], "prefill") / serving.kv_link_bandwidth
     bound = physics.max_utilization(
         physics.ttft_slack(serving.ttft_slo_s, service, handoff), service
     )
@@ -96,11 +100,15 @@ def _disaggregated(x: Inputs, rate: Any) -> dict[str, Any]:
 
 def _colocated(x: Inputs, rate: Any) -> dict[str, Any]:
     serving = x.serving
-    usable = (x["batch"] <= x["_wall"]) & (x["_colocated_tpot"] <= serving.tpot_slo_s)
-    batch, capacity, tpot, steady = _best(
-        x, usable, x["_colocated_rate"], x["_colocated_tpot"], x["_colocated_steady"]
-    )
     alone = x["_prefill_alone"]
+    tpot_ok = (x["output_tokens"] == 1) | (x["_colocated_tpot"] <= serving.tpot_slo_s)
+    # a batch whose step in flight leaves no time for the prompt cannot meet TTFT at any
+    # replica count: the largest batch that fits, meets TPOT and leaves TTFT some slack
+    slack = physics.ttft_slack(serving.ttft_slo_s, alone, x["_in_flight"])
+    usable = (x["batch"] <= x["_wall"]) & tpot_ok & (slack > 0)
+    batch, capacity, tpot, steady = _best(
+        x, usable, x["_colocated_rate"], x["_colocated_tpot"], x["_in_flight"]
+    )
     # replicas for the rate, and for the TTFT objective: prompts queue as M/D/1 per replica
     bound = physics.max_utilization(physics.ttft_slack(serving.ttft_slo_s, alone, steady), alone)
     replicas = np.maximum(
@@ -115,7 +123,8 @@ def _colocated(x: Inputs, rate: Any) -> dict[str, Any]:
         "ttft": physics.colocated_queued_ttft(alone, steady, rate, replicas),
         "tpot": tpot,
         "fleet": physics.fleet_price_per_hour(replicas, tp, x["price_per_hour"]),
-        "decode_share": 1 - rate * alone / replicas,
+        # what a replica's work is, decode over decode plus prefill: 1 - r t_p(1, I)
+        "decode_share": 1 - physics.prefill_time_share(capacity, alone),
     }
     return {name: _side(value, "decode") for name, value in values.items()}
 
@@ -206,12 +215,18 @@ POOLS = Analysis(
             column="cost_per_million_output_tokens_usd",
             rank="full",
         ),
-        _V("decode_time_share", "1", "Share of device time in decode", rank="full"),
+        _V(
+            "decode_time_share",
+            "1",
+            "Share of device time in decode: disaggregated, the decode pool's share of the "
+            "devices; colocated, decode's share of a replica's work, 1 - r t_p(1, I)",
+            rank="full",
+        ),
         _V(
             "pools_feasible",
             "-",
-            "The objectives can be met (a batch fits and meets TPOT, "
-            "the prefill leaves room for TTFT)",
+            "The objectives can be met (a batch fits and meets TPOT, the prefill device "
+            "holds the weights and leaves room for TTFT)",
             "bool",
             column="feasible",
             rank="full",

@@ -79,27 +79,33 @@ def _colocated(x: Inputs, flops: Any, nbytes: Any) -> dict[str, Any]:
     alone = _prefill_time(x, 1, prompt)
     rate = physics.colocated_request_rate(batch, output, steady, alone)
     tpot = physics.colocated_tpot(batch, output, steady, alone)
-    ttft = alone + steady  # a new prompt waits for the step in flight, then runs alone
+    decodes = output > 1  # at O = 1 nothing decodes: no step in flight, no TPOT
+    in_flight = where(decodes, steady, 0.0)
+    ttft = alone + in_flight  # a new prompt waits for the step in flight, then runs alone
     return {
         "ttft": ttft,
         "tpot": tpot,
-        "latency": ttft + (output - 1) * tpot,
+        "latency": ttft + where(decodes, (output - 1) * tpot, 0.0),
         "steady": steady,
+        "_in_flight": in_flight,
         "per_device": physics.output_tokens_per_s_per_device(rate, output, x["tp"]),
         "share": physics.prefill_time_share(rate, alone),
         "_alone": alone,
     }
 
 
-def _chunked(x: Inputs, flops: Any, budget: float) -> dict[str, Any]:
+def _chunked(x: Inputs, flops: Any, nbytes: Any, budget: float) -> dict[str, Any]:
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
     chunk = physics.chunk_tokens(batch, prompt, output, budget)
     context = physics.mean_context(prompt, output)
     local = physics.mean_local_context(prompt, output, x["_window"])
-    decode_flops = flops[0] + flops[1] * context + flops[2] * local
+    decodes = output > 1  # at O = 1 no slot decodes: a step is a chunk of a prompt alone
+    decode_flops = where(decodes, flops[0] + flops[1] * context + flops[2] * local, 0.0)
     prompt_flops, _, _ = prefill_work(x, 1, prompt)
     mixed_flops = physics.chunked_step_flops(decode_flops, prompt_flops, prompt, chunk)
-    caches = batch * cache_bytes(x, context)  # the slots at their mean length
+    # the B slots' caches at their mean length, exact for local layers too (the decode step's
+    # byte coefficients past its weights)
+    caches = where(decodes, nbytes[1] * context + nbytes[2] * local, 0.0)
     mixed_bytes = physics.chunked_step_bytes(
         weights_read(x, batch + chunk), caches, cache_bytes(x, prompt / 2)
     )
@@ -108,7 +114,7 @@ def _chunked(x: Inputs, flops: Any, budget: float) -> dict[str, Any]:
     rate = physics.chunked_request_rate(prompt, chunk, step)
     return {
         "ttft": ttft,
-        "tpot": step,
+        "tpot": where(decodes, step, np.nan),
         "latency": ttft + (output - 1) * step,
         "steady": step,
         "per_device": physics.output_tokens_per_s_per_device(rate, output, x["tp"]),
@@ -161,7 +167,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     modes = {
         "static": _static(x, flops, nbytes),
         "colocated": _colocated(x, flops, nbytes),
-        "chunked": _chunked(x, flops, budget),
+        "chunked": _chunked(x, flops, nbytes, budget),
     }
 
     def pick(key: str) -> Any:
@@ -200,7 +206,14 @@ def _compute(x: Inputs) -> dict[str, Any]:
         batch, output, modes["colocated"]["steady"], modes["colocated"]["_alone"]
     )
     out["_colocated_tpot"] = modes["colocated"]["tpot"]
+    out["_in_flight"] = modes["colocated"]["_in_flight"]
     out["_wall"] = wall
+    # a prefill replica holds the weights and the prompt's cache; that cache crosses the link
+    prompt_cache = cache_bytes(x, prompt)
+    out["_prompt_cache"] = prompt_cache
+    out["_prefill_fits"] = (
+        physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], prompt_cache) >= 1
+    )
     return out
 
 
@@ -214,7 +227,7 @@ SERVING = Analysis(
             "serving_ttft_s",
             "s",
             "Time to first token bound: static t_p(B, I); colocated t_p(1, I) + "
-            "the step in flight; chunked ceil(I/c) mixed steps",
+            "the step in flight (none at O = 1); chunked ceil(I/c) mixed steps",
             column="ttft_s",
             rank="full",
         ),

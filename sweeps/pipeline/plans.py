@@ -1,0 +1,136 @@
+"""The serving summary: per model and workload, the cheapest plan that meets the objectives.
+
+Reads the pools table (``pools.parquet``, docs/serving.md sections 4-5): for every model, KV
+setting, weight dtype, workload (``I``, ``O``) and arrival rate, among the plans that meet
+the TTFT and TPOT objectives (``feasible``), the one with the lowest cost per million output
+tokens at that rate, idle capacity paid for. Costs within ``TIE`` of each other are a tie,
+which goes to fewer devices, then to the colocated plan (one pool), then to the table's order.
+Weight dtypes stay apart: fp8 and bf16 weights are not the same model to a user.
+
+Every cost carries the dates of its prices. A workload that no plan serves within the
+objectives gets a row with null cost and a ``reason``; a plan whose devices have no known price
+is still named (the one with the fewest devices), with a null cost and a reason: never zero.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import xarray as xr
+
+from sweeps.errors import ConfigError
+
+KEYS = (
+    "model",
+    "kv_heads",
+    "kv_dtype",
+    "weight_dtype",
+    "prompt_tokens",
+    "output_tokens",
+    "arrival_rate",
+)
+"""One summary row per value of these: a model, its dtypes and a workload at one rate."""
+
+PLAN = (
+    "pool_mode",
+    "prefill_hardware",
+    "prefill_tp",
+    "prefill_replicas",
+    "decode_hardware",
+    "decode_tp",
+    "decode_replicas",
+    "decode_batch",
+    "devices",
+    "cost_per_million_output_tokens_usd",
+    "prefill_price_as_of",
+    "decode_price_as_of",
+    "ttft_s",
+    "tpot_s",
+    "decode_time_share",
+)
+"""What the summary says of the chosen plan (columns of the pools table)."""
+
+COST = "cost_per_million_output_tokens_usd"
+
+TIE = 1e-9
+"""Relative difference of two costs below which they are a tie [1]."""
+
+NO_PLAN = "no plan meets ttft_slo_s and tpot_slo_s on these devices"
+NO_PRICE = "the plans that meet the objectives use devices without a known price"
+
+
+def _pools(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
+    """The pools table of ``source``: a grid with a ``[serving]`` table, or the frame itself."""
+    if isinstance(source, pl.DataFrame):
+        frame = source
+    else:
+        from sweeps.export import frames
+
+        tables = frames(source)
+        if "pools" not in tables:
+            msg = (
+                "this grid has no pools table: the sweep has no [serving] table; "
+                "allowed: a grid of a sweep with [serving], or its pools frame"
+            )
+            raise ConfigError(msg)
+        frame = tables["pools"]
+    missing = [c for c in (*KEYS, *PLAN, "feasible") if c not in frame.columns]
+    if missing:
+        msg = f"not a pools table: columns {missing} are missing; allowed: pools.parquet's frame"
+        raise ConfigError(msg)
+    return frame.with_columns(pl.col(COST).fill_nan(None))
+
+
+def _best_per_mode(frame: pl.DataFrame, mode: str) -> pl.DataFrame:
+    """The cheapest priced cost of ``mode`` per key among ``frame``'s plans, as
+    ``cheapest_<mode>_usd``."""
+    return (
+        frame.filter(pl.col("pool_mode") == mode, pl.col(COST).is_not_null())
+        .group_by(KEYS)
+        .agg(pl.col(COST).min().alias(f"cheapest_{mode}_usd"))
+    )
+
+
+def cheapest_plans(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
+    """Per model, dtypes, workload and arrival rate: the cheapest plan that meets the SLOs.
+
+    ``source`` is a grid (``sweeps.run`` of a sweep with ``[serving]``) or its pools frame
+    (``sweeps.export.frames(ds)["pools"]``, or ``pools.parquet`` read back).
+
+    Returns one row per key of ``KEYS``, sorted by them: the plan's columns of ``PLAN``
+    (``pool_mode`` colocated or disaggregated, hardware and tp per phase, replicas, devices,
+    cost per million output tokens [USD] with its prices' dates, TTFT and TPOT [s], the share
+    of device time in decode [1]), ``cheapest_colocated_usd`` and
+    ``cheapest_disaggregated_usd`` (the best of each mode meeting the SLOs, null where none
+    is priced), and
+    ``reason``: null when a priced plan was found, else why the cost is null.
+    """
+    frame = _pools(source)
+    feasible = frame.filter(pl.col("feasible"))
+    # costs equal to rounding are a tie (a colocated and a disaggregated plan of the same
+    # devices): fewer devices first, then one pool, which is simpler to run
+    lowest = pl.col(COST).min().over(KEYS)
+    tied = pl.col(COST) <= lowest * (1 + TIE)
+    ranked = feasible.sort(
+        [
+            ~tied.fill_null(False),
+            pl.col(COST).is_null(),
+            "devices",
+            pl.col("pool_mode") != "colocated",
+            COST,
+        ],
+        nulls_last=True,
+        maintain_order=True,
+    )
+    best = ranked.group_by(KEYS, maintain_order=True).first().select(*KEYS, *PLAN)
+    every = frame.select(KEYS).unique(maintain_order=True)
+    out = every.join(best, on=list(KEYS), how="left", nulls_equal=True)
+    for mode in ("colocated", "disaggregated"):
+        out = out.join(_best_per_mode(feasible, mode), on=list(KEYS), how="left", nulls_equal=True)
+    reason = (
+        pl.when(pl.col("pool_mode").is_null())
+        .then(pl.lit(NO_PLAN))
+        .when(pl.col(COST).is_null())
+        .then(pl.lit(NO_PRICE))
+        .otherwise(pl.lit(None, dtype=pl.String))
+    )
+    return out.with_columns(reason.alias("reason")).sort(list(KEYS))
