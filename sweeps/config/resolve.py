@@ -10,7 +10,7 @@ import difflib
 import hashlib
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -68,6 +68,7 @@ class Sweep:
     grid_format: str
     path: str
     text: str
+    figures: schema.Figures = field(default_factory=schema.Figures)
 
     @property
     def sha256(self) -> str:
@@ -109,6 +110,7 @@ _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     ("axes",): schema.Axes,
     ("options",): schema.Options,
     ("outputs",): schema.Outputs,
+    ("outputs", "figures"): schema.Figures,
     ("models", "*"): schema.ModelTable,
     ("hardware", "*"): schema.HardwareTable,
     ("hardware", "*", "peak_flops"): schema.PeakFlops,
@@ -428,7 +430,16 @@ def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = No
         grid_format=config.outputs.grid,
         path=path,
         text=text,
+        figures=config.outputs.figures,
     )
+    for key, value, axis in (
+        ("tp", sweep.figures.tp, sweep.tp),
+        ("weight_dtype", sweep.figures.weight_dtype, tuple(d.name for d in weight_dtype)),
+    ):
+        if value is not None and value not in axis:
+            problems.add(
+                f"outputs.figures.{key}", f"{value!r} is not on axes.{key}; allowed: {list(axis)}"
+            )
     if problems.lines:
         msg = "\n".join(f"{path}: {line}" for line in problems.lines)
         raise ConfigError(msg)

@@ -27,7 +27,9 @@ Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 
 ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
 CHART_KINDS: tuple[ChartKind, ...] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
-FIGURE_FORMATS = ("html", "png", "svg")
+FIGURE_FORMATS = ("html", "png", "svg", "pdf")
+FIGURE_PICKS = ("smallest-fit", "first")
+FIGURE_WIDTHS = ("screen", "single-column", "double-column")
 
 
 class Strict(BaseModel):
@@ -183,9 +185,25 @@ class DTypeTable(Strict):
     description: str = "custom table in the config file"
 
 
+class Figures(Strict):
+    """``[outputs.figures]``: which tp and weight dtype each chart shows, and its size.
+
+    ``pick = "smallest-fit"`` draws each model and device at the smallest tp, then the first
+    weight dtype, at which the model fits (max batch >= 1); ``"first"`` at the axes' first.
+    ``tp`` and ``weight_dtype`` fix that facet (checked against the axes in ``resolve``).
+    ``width``: a screen page, or a single (3.5 in) or double (7 in) print column at 300 dpi.
+    """
+
+    pick: Literal["smallest-fit", "first"] = "smallest-fit"
+    tp: PositiveInt | None = None
+    weight_dtype: Name | None = None
+    width: Literal["screen", "single-column", "double-column"] = "screen"
+
+
 class Outputs(Strict):
     charts: list[ChartKind] = list(CHART_KINDS)
-    formats: list[Literal["html", "png", "svg"]] = ["html"]
+    formats: list[Literal["html", "png", "svg", "pdf"]] = ["html"]
+    figures: Figures = Figures()
     grid: Literal["netcdf", "none"] = "netcdf"
 
 
