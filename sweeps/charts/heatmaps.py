@@ -60,8 +60,6 @@ HEAT_VARIABLES = (
 )
 LABEL_MIN_CELL = 26
 """Cells at least this wide [px] carry their value as text."""
-Y_AXIS = 70
-"""Room the context axis and its title take left of the panels [px]."""
 
 
 def _ridge_mark(ds: xr.Dataset) -> xr.DataArray:
@@ -124,7 +122,11 @@ def wall_text(sel: Selection) -> str:
     span = lo if lo == hi else f"{lo} to {hi}"
     moe = bool(np.any(np.atleast_1d(ds["experts"].values) > 1))
     bound = "at least " if moe else ""
-    reach = "" if float(values.max()) >= sel.threshold else f", never {percent(sel.threshold)}"
+    cells = bool(reached(ds["fraction_of_ceiling"], ds["feasible"], sel.threshold).any())
+    wall_reaches = bool(reached(float(values.max()), True, sel.threshold))
+    reach = "" if wall_reaches else f", never {percent(sel.threshold)}"
+    if not reach and not cells:
+        reach = " (between the sweep's batches, so no cell shows it)"
     why = (
         "the weights' share of memory sets it, whatever the context"
         if not moe
@@ -160,12 +162,24 @@ def _step(frame: pl.DataFrame, sel: Selection) -> tuple[int, int]:
     columns = max(1, frame["kv_heads"].n_unique())
     batches = max(1, frame["batch"].n_unique())
     low, high = sel.size.cell
-    room = sel.size.width - Y_AXIS - 12 * (columns - 1) - (0 if sel.size.legend != "right" else 150)
+    room = (
+        sel.size.width
+        - sel.size.left
+        - 12 * (columns - 1)
+        - (0 if sel.size.legend != "right" else 150)
+    )
     step = int(np.clip(room / (columns * batches), low, high))
     return step, max(step, low + 8)
 
 
-def _axes(sel: Selection, step: int) -> dict[str, Any]:
+def _stacked_titles(sel: Selection, height: int) -> bool:
+    """Whether the context title is too long for one facet row's height, so that it moves
+    into the row header ("context [token] by kv dtype") instead of overprinting [-]."""
+    rows = sel.ds.sizes.get("kv_dtype", 1)
+    return rows > 1 and sel.ds.sizes["context"] * height < 0.62 * (sel.size.font + 1) * 16
+
+
+def _axes(sel: Selection, step: int, height: int) -> dict[str, Any]:
     return {
         "x": alt.X(
             "batch:O",
@@ -175,7 +189,7 @@ def _axes(sel: Selection, step: int) -> dict[str, Any]:
         ),
         "y": alt.Y(
             "context:O",
-            title=title("context"),
+            title=None if _stacked_titles(sel, height) else title("context"),
             sort=[int(c) for c in sel.ds["context"].values],
             axis=alt.Axis(format=",", labelOverlap="greedy"),
         ),
@@ -199,15 +213,19 @@ def _tooltips() -> list[alt.Tooltip]:
     ]
 
 
-def _facet(layers: list[alt.Chart], frame: pl.DataFrame, sel: Selection) -> alt.FacetChart:
+def _facet(
+    layers: list[alt.Chart], frame: pl.DataFrame, sel: Selection, height: int
+) -> alt.FacetChart:
     heads = kv_heads_labels(sel.ds)
+    rows = title("kv_dtype")
+    rows = f"{title('context')} by {rows}" if _stacked_titles(sel, height) else rows
     return (
         alt.layer(*layers, data=frame)
         .facet(
             column=alt.Column("kv_heads:N", title=title("kv_heads"), sort=heads),
             row=alt.Row(
                 "kv_dtype:N",
-                title=title("kv_dtype"),
+                title=rows,
                 header=alt.Header(labelAngle=0, labelAlign="left"),
                 sort=[str(v) for v in sel.ds["kv_dtype"].values],
             ),
@@ -242,10 +260,10 @@ def _heatmap(
     step, height = _step(frame, sel)
     base = (
         alt.Chart()
-        .encode(**_axes(sel, step), tooltip=_tooltips())
+        .encode(**_axes(sel, step, height), tooltip=_tooltips())
         .properties(width=alt.Step(step), height=alt.Step(height))
     )
-    chart = _facet([*layers(base, sel, step), *_ridge_bars(base, sel, height)], frame, sel)
+    chart = _facet([*layers(base, sel, step), *_ridge_bars(base, sel, height)], frame, sel, height)
     lines = [*subtitle(sel), *sel.notes, *([note] if note else [])]
     return chart.properties(title=heading(sel.headline(what), lines, sel.size))
 
@@ -254,7 +272,13 @@ def _fits(feasible: bool) -> alt.FieldEqualPredicate:
     return alt.FieldEqualPredicate(field="feasible", equal=feasible)
 
 
-def does_not_fit(base: alt.Chart) -> alt.Chart:
+def symbol_orient(sel: Selection) -> Any:
+    """Where the symbol legends go: the theme's place on screen; above the panels in print,
+    so that the gradient alone sits below and the figure keeps its column width."""
+    return alt.Undefined if sel.size.legend == "right" else "top"
+
+
+def does_not_fit(base: alt.Chart, sel: Selection) -> alt.Chart:
     """The grey layer of cells beyond the memory wall, in the legend as "does not fit"."""
     return (
         base.mark_rect()
@@ -262,7 +286,7 @@ def does_not_fit(base: alt.Chart) -> alt.Chart:
             fill=alt.Fill(
                 "status:N",
                 scale=category_scale(DOES_NOT_FIT),
-                legend=alt.Legend(title=None, symbolType="square"),
+                legend=alt.Legend(title=None, symbolType="square", orient=symbol_orient(sel)),
             ),
         )
         .transform_filter(_fits(False))
@@ -297,7 +321,7 @@ def ceiling_chart(
                     "fraction_of_ceiling:Q",
                     title=title("fraction_of_ceiling"),
                     scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
-                    legend=alt.Legend(format=".0%", gradientLength=120),
+                    legend=alt.Legend(format=".0%", gradientLength=12 * sel.size.font),
                 ),
             )
             .transform_filter(_fits(True))
@@ -310,6 +334,7 @@ def ceiling_chart(
                     scale=alt.Scale(domain=[entry], range=[INK]),
                     legend=alt.Legend(
                         title=None,
+                        orient=symbol_orient(sel),
                         symbolType="square",
                         symbolFillColor=HALO,
                         symbolStrokeColor=INK,
@@ -320,7 +345,7 @@ def ceiling_chart(
             .transform_filter(alt.datum.reached)
             .transform_calculate(outline=repr(entry))
         )
-        out = [heat, does_not_fit(base), outline]
+        out = [heat, does_not_fit(base, sel), outline]
         if step >= LABEL_MIN_CELL:
             out.append(
                 base.mark_text()

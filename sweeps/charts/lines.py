@@ -28,22 +28,25 @@ def log_domain(values: np.ndarray) -> tuple[float, float]:
 
 
 def spread(values: np.ndarray, gap: float) -> np.ndarray:
-    """``values`` moved apart, least squares, until neighbours are at least ``gap`` apart
-    (same unit), order kept: the end-label positions of lines that end close together."""
-    order = np.argsort(values)
-    placed = values[order].astype(float).copy()
-    for _ in range(len(placed)):
-        moved = False
-        for i in range(1, len(placed)):
-            overlap = gap - (placed[i] - placed[i - 1])
-            if overlap > 1e-12:
-                placed[i - 1] -= overlap / 2
-                placed[i] += overlap / 2
-                moved = True
-        if not moved:
-            break
-    out = np.empty_like(placed)
-    out[order] = placed
+    """``values`` moved as little as possible (least squares) so that neighbours are at least
+    ``gap`` apart (same unit), order kept: the end-label positions of lines that end close
+    together. Exact: with ``q_i = p_i - i gap`` the constraint is ``q`` non-decreasing, an
+    isotonic regression of ``v_i - i gap`` (pool adjacent violators)."""
+    order = np.argsort(values, kind="stable")
+    shift = np.arange(len(values)) * gap
+    target = np.asarray(values, dtype=float)[order] - shift
+    blocks: list[list[float]] = []  # [mean, count]
+    for value in target:
+        blocks.append([float(value), 1.0])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            mean, count = blocks.pop()
+            blocks[-1] = [
+                (blocks[-1][0] * blocks[-1][1] + mean * count) / (blocks[-1][1] + count),
+                blocks[-1][1] + count,
+            ]
+    fitted = np.concatenate([np.full(int(count), mean) for mean, count in blocks])
+    out = np.empty(len(values))
+    out[order] = fitted + shift
     return out
 
 
@@ -82,8 +85,9 @@ def _ends(frame: pl.DataFrame, last: int, decades: float, sel: Selection) -> pl.
 
 def _panel_width(sel: Selection) -> int:
     columns = sel.ds.sizes.get("kv_heads", 1)
-    room = sel.size.width - 80 - (140 if sel.size.legend == "right" else 0)
-    return int(max(120, min(340, (room - 16 * (columns - 1)) / columns - 70)))
+    labels = 9 * sel.size.font  # the end labels right of each panel
+    room = sel.size.width - sel.size.left - (140 if sel.size.legend == "right" else 0)
+    return int(max(80, min(340, (room - 16 * (columns - 1)) / columns - labels)))
 
 
 def ai_vs_batch_chart(

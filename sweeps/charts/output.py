@@ -23,7 +23,7 @@ import xarray as xr
 from .data import Selection, choose, select
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .lines import ai_vs_batch_chart
-from .render import render_spec
+from .render import Renderer
 from .report import REPORT, Figure, condensed_row, full_rows, report_html
 from .roofline import compare_from, roofline_chart
 from .theme import size_of
@@ -73,9 +73,10 @@ class Settings:
 
 
 def spec_of(chart: Any, width: str) -> dict[str, Any]:
-    """``chart.to_dict()`` under the registered theme of ``width``."""
+    """``chart.to_dict()`` under the registered theme of ``width``; not validated against the
+    Vega-Lite schema again (half the time of a small chart; the tests validate every kind)."""
     with alt.theme.enable(size_of(width).theme):
-        spec: dict[str, Any] = chart.to_dict()
+        spec: dict[str, Any] = chart.to_dict(validate=False)
     return spec
 
 
@@ -104,18 +105,13 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
     return figures
 
 
-def _write(
-    figures: Iterable[Figure], folder: Path, formats: Iterable[str], width: str
-) -> list[str]:
+def _write(renders: Iterable[tuple[str, dict[str, bytes]]], folder: Path) -> list[str]:
     written: list[str] = []
-    size = size_of(width)
-    for figure in figures:
-        if figure.spec is None or not formats:
-            continue
+    for stem, data in renders:
         (folder / "charts").mkdir(parents=True, exist_ok=True)
-        for fmt, data in render_spec(figure.spec, formats, size).items():
-            relative = f"charts/{figure.stem}.{fmt}"
-            (folder / relative).write_bytes(data)
+        for fmt, content in data.items():
+            relative = f"charts/{stem}.{fmt}"
+            (folder / relative).write_bytes(content)
             written.append(relative)
     return written
 
@@ -144,10 +140,15 @@ def write_figures_streamed(
     condensed, full = [], []
     kept: dict[str, list[Selection]] = {}
     attrs: dict[str, Any] = {}
+    renderer = Renderer(formats, size_of(settings.width)) if formats else None
     for one in pieces:
         attrs = attrs or dict(one.attrs)
         done = slice_figures(one, charts, settings)
-        written += _write(done, folder, formats, settings.width)
+        for figure in done:
+            if renderer is not None and figure.spec is not None:
+                renderer.submit(figure.stem, figure.spec)
+        if renderer is not None:  # what the slice before asked for: at most one slice waits
+            written += _write(renderer.done(keep=sum(f.spec is not None for f in done)), folder)
         figures += done
         model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
         sel = select(one, model, device, **settings.options())
@@ -159,8 +160,12 @@ def write_figures_streamed(
         if len(selections) > 1:
             spec = spec_of(compare_from(selections, settings.width), settings.width)
             figure = Figure(f"{DEVICES}-{model}", DEVICES, model, None, spec)
-            written += _write([figure], folder, formats, settings.width)
+            if renderer is not None:
+                renderer.submit(figure.stem, spec)
             figures.append(figure)
+    if renderer is not None:
+        written += _write(renderer.done(), folder)
+        renderer.close()
     if report:
         title = str(attrs.get("title", attrs.get("sweep", "sweep")))
         page = report_html(

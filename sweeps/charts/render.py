@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,41 @@ def render_spec(
 def render(spec: dict[str, Any], fmt: str, size: Size = SCREEN) -> bytes:
     """One chart spec as ``html`` (JavaScript inlined), ``png``, ``svg`` or ``pdf`` bytes."""
     return render_spec(spec, [fmt], size)[fmt]
+
+
+WARM_UP: dict[str, Any] = {
+    "data": {"values": [{"x": 1}]},
+    "mark": "point",
+    "encoding": {"x": {"field": "x", "type": "quantitative"}},
+}
+"""A one-point chart whose rendering starts vl-convert's JavaScript engine."""
+
+
+class Renderer:
+    """Renders specs on worker threads (vl-convert releases the GIL) while the caller builds
+    the next ones: ``submit`` returns at once; ``done`` hands back the finished renders in
+    the order submitted. The engine is started on a worker as soon as one is made."""
+
+    def __init__(self, formats: Sequence[str], size: Size = SCREEN, workers: int = 2) -> None:
+        self.formats = tuple(formats)
+        self.size = size
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweeps-render")
+        self.pending: list[tuple[str, Future[dict[str, bytes]]]] = []
+        if {"svg", "png", "pdf"} & set(self.formats):
+            self.pool.submit(vlc.vegalite_to_svg, WARM_UP, vegalite_version())
+        if "html" in self.formats:
+            self.pool.submit(javascript)
+
+    def submit(self, stem: str, spec: dict[str, Any]) -> None:
+        """Start rendering ``spec`` in every format, to be written as ``stem``."""
+        self.pending.append((stem, self.pool.submit(render_spec, spec, self.formats, self.size)))
+
+    def done(self, keep: int = 0) -> list[tuple[str, dict[str, bytes]]]:
+        """Wait for all but the last ``keep`` renders submitted; ``(stem, {format: bytes})``."""
+        cut = max(0, len(self.pending) - keep)
+        finished, self.pending = self.pending[:cut], self.pending[cut:]
+        return [(stem, future.result()) for stem, future in finished]
+
+    def close(self) -> None:
+        """Stop the workers (after the pending renders)."""
+        self.pool.shutdown(wait=True)

@@ -181,7 +181,7 @@ def roofline_chart(
     first = roofs(sel.ds, present, (1.0, 1.0))
     x, y, x_span, y_span = _scales(points, first, ridges)
     roof = roofs(sel.ds, present, x_span)
-    width = min(520, sel.size.width - 90)
+    width = min(520, sel.size.width - sel.size.left + 40)
     text = {d: f"{d} {number(peaks[d] / 1e12)} T{unit('peak_flops')}" for d in present}
     labels = _roof_labels(roof, "roof", text, y_span, sel.size)
     dash = alt.StrokeDash(
@@ -309,7 +309,7 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
     ]
     return alt.LayerChart(
         layer=layers,
-        width=min(560, size.width - 90),
+        width=min(560, size.width - size.left + 40),
         height=int(size.panel_height * 1.5),
         title=heading(f"{selections[0].model}: roofline across devices", caption, size),
     )

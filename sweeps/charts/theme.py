@@ -11,6 +11,7 @@ chart, so charts compose: ``ceiling_chart(ds) | bottleneck_chart(ds)``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -69,6 +70,8 @@ class Size:
     cell: tuple[int, int]
     png_scale: float
     legend: str
+    left: int
+    """Room the y axis, its title and a facet row header take left of the panels [px]."""
 
     @property
     def theme(self) -> str:
@@ -79,9 +82,9 @@ class Size:
 PRINT_SCALE = 300 / 72
 """PNG scale of the print sizes: 300 dpi for 1 px = 1 pt [-]."""
 SIZES: dict[str, Size] = {
-    "screen": Size("screen", 900, 220, 11, 16, (12, 36), 2.0, "right"),
-    "single-column": Size("single-column", 252, 110, 7, 8.5, (6, 20), PRINT_SCALE, "bottom"),
-    "double-column": Size("double-column", 504, 160, 8, 10, (8, 28), PRINT_SCALE, "bottom"),
+    "screen": Size("screen", 900, 220, 11, 16, (12, 36), 2.0, "right", 70),
+    "single-column": Size("single-column", 252, 110, 7, 8.5, (5, 20), PRINT_SCALE, "bottom", 125),
+    "double-column": Size("double-column", 504, 160, 8, 10, (8, 28), PRINT_SCALE, "bottom", 135),
 }
 """Figure sizes by ``[outputs.figures] width``: 252 pt = 3.5 in, 504 pt = 7 in."""
 SCREEN = SIZES["screen"]
@@ -184,11 +187,18 @@ def tooltip(name: str, fmt: str = "", field: str = "") -> alt.Tooltip:
 
 
 def heading(text: str, subtitle: Sequence[str], size: Size = SCREEN) -> alt.TitleParams:
-    """Chart title with subtitle (caption) lines, wrapped to the figure's width."""
-    per_line = max(40, int(size.width * 1.9 / size.font)) if size is not SCREEN else 150
+    """Chart title with subtitle (caption) lines, wrapped to a print figure's width (on a
+    screen the title stays one line and captions wrap at 150 characters)."""
+    screen = size.name == "screen"
+    per_line = 150 if screen else chars(size.width, size.font)
     lines = [part for line in subtitle for part in wrap(line, per_line)]
-    head = wrap(text, per_line)
+    head = [text] if screen else wrap(text, chars(size.width, size.title * 1.12))
     return alt.TitleParams(text=head[0] if len(head) == 1 else head, subtitle=lines)
+
+
+def chars(width: float, font: float) -> int:
+    """Characters of ``font`` [px] that fill ``width`` [px]: DejaVu Sans averages 0.58 em."""
+    return max(30, int(width / (0.58 * font)))
 
 
 def wrap(text: str, width: int) -> list[str]:
@@ -208,5 +218,6 @@ def number(value: float) -> str:
 
 
 def percent(value: float) -> str:
-    """A fraction as a whole percentage, rounded down (89.5 % is "89%") [-]."""
-    return f"{int(value * 100 + 1e-9)}%"
+    """A fraction as a whole percentage, rounded down as the heatmap's labels are (89.5 % is
+    "89%"; see ``data.shown_percent``) [-]."""
+    return f"{math.floor(value * 100 + 1e-6)}%"
