@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import struct
 import subprocess
 import sys
+import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import altair as alt
 import numpy as np
 import pytest
+import xarray as xr
 from hypothesis import given
 from hypothesis import strategies as st
-import xarray as xr
 
 from sweeps.charts import (
     Settings,
@@ -26,9 +29,20 @@ from sweeps.charts import (
     render,
     roofline_chart,
 )
-from sweeps.charts.data import altair_row_limit, choose, select, spaced
+from sweeps.charts.data import (
+    altair_row_limit,
+    choose,
+    first_reached_batch,
+    percent_digits,
+    percent_labels,
+    reached,
+    select,
+    shown_percent,
+    spaced,
+)
 from sweeps.charts.lines import LABEL_GAP, spread
-from sweeps.charts.theme import COLORS, DOES_NOT_FIT, SCREEN
+from sweeps.charts.output import spec_of
+from sweeps.charts.theme import COLORS, DOES_NOT_FIT, HALO, INK, SCREEN, SIZES
 from sweeps.config import load_config, parse_config
 from sweeps.errors import ConfigError
 from sweeps.grid import build_grid
@@ -186,8 +200,111 @@ def test_cells_at_the_ceiling_fraction_are_outlined(ds: xr.Dataset) -> None:
     drawn = [row for row in rows(spec) if passes(row, outline)]
     assert drawn
     assert all(row["fraction_of_ceiling"] >= 0.5 and row["feasible"] for row in drawn)
-    reached = [row for row in rows(spec) if row["feasible"] and row["fraction_of_ceiling"] >= 0.5]
-    assert len(drawn) == len(reached)
+    reached_ = [row for row in rows(spec) if row["feasible"] and row["fraction_of_ceiling"] >= 0.5]
+    assert len(drawn) == len(reached_)
+
+
+@pytest.mark.parametrize(
+    ("fraction", "threshold", "shown", "hit"),
+    [
+        (0.895, 0.9, 89.0, False),  # the issue's "90%" cell at 89.5 %: now "89%", not outlined
+        (0.9, 0.9, 90.0, True),
+        (0.9 - 1e-12, 0.9, 90.0, True),  # float noise of an exact 90 %
+        (0.9049, 0.905, 90.4, False),
+        (0.905, 0.905, 90.5, True),
+        (float("nan"), 0.9, None, False),
+    ],
+)
+def test_the_one_reached_rule_floors_to_the_thresholds_digits(
+    fraction: float, threshold: float, shown: float | None, hit: bool
+) -> None:
+    value = float(shown_percent(np.float64(fraction), threshold))
+    assert np.isnan(value) if shown is None else value == pytest.approx(shown)
+    assert bool(reached(np.float64(fraction), True, threshold)) is hit
+    assert not bool(reached(np.float64(fraction), False, threshold))
+    label = percent_labels(np.array([fraction]), threshold)[0]
+    assert label == (None if shown is None else f"{shown:.{percent_digits(threshold)}f}%")
+
+
+@given(st.floats(0, 1), st.sampled_from([0.5, 0.8, 0.9, 0.95, 0.905]))
+def test_a_cell_is_reached_exactly_when_its_label_reads_the_threshold(
+    fraction: float, threshold: float
+) -> None:
+    label = percent_labels(np.array([fraction]), threshold)[0]
+    assert label is not None
+    assert bool(reached(np.float64(fraction), True, threshold)) is (
+        float(label.rstrip("%")) >= round(threshold * 100, 4)
+    )
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.68, 0.9])
+def test_label_outline_legend_and_summary_share_the_reached_rule(threshold: float) -> None:
+    grid = build_grid(
+        parse_config(CONFIG.replace("ceiling_fraction = 0.5", f"ceiling_fraction = {threshold}"))
+    )
+    spec = ceiling_chart(grid).to_dict()
+    outline = next(layer for layer in layers(spec) if "stroke" in layer.get("encoding", {}))
+    text = next(layer for layer in layers(spec) if layer["mark"]["type"] == "text")
+    assert text["encoding"]["text"]["field"] == "label"
+    digits = percent_digits(threshold)
+    entry = f"≥ {threshold * 100:.{digits}f}% of ceiling"
+    assert outline["encoding"]["stroke"]["scale"]["domain"] == [entry]
+    assert entry in " ".join(spec["title"]["subtitle"])
+    outlined = {key(row) for row in rows(spec) if passes(row, outline)}
+    labelled = {
+        key(row)
+        for row in rows(spec)
+        if row["feasible"] and float(row["label"].rstrip("%")) >= threshold * 100
+    }
+    assert outlined == labelled
+    assert outlined or threshold == 0.9  # the lower thresholds are reached in this grid
+    first = first_reached_batch(select(grid).ds, threshold)  # the report's summary column
+    for (context, heads, dtype), batch in _first_outlined(rows(spec), outline).items():
+        native = "native" if heads.startswith("native") else heads
+        value = first.sel(context=context, kv_heads=native, kv_dtype=dtype).item()
+        assert value == batch
+    assert int(np.isfinite(first.values).sum()) == len(_first_outlined(rows(spec), outline))
+
+
+def _first_outlined(cells: list[dict[str, Any]], outline: dict[str, Any]) -> dict[Any, int]:
+    out: dict[Any, int] = {}
+    for row in cells:
+        if passes(row, outline):
+            line = key(row)[1:]
+            out[line] = min(out.get(line, row["batch"]), row["batch"])
+    return out
+
+
+def test_outline_legend_swatch_is_the_outline_itself(ds: xr.Dataset) -> None:
+    spec = ceiling_chart(ds).to_dict()
+    outline = next(layer for layer in layers(spec) if "stroke" in layer.get("encoding", {}))
+    stroke = outline["encoding"]["stroke"]
+    assert stroke["scale"]["range"] == [INK]
+    legend = stroke["legend"]
+    assert legend["symbolStrokeColor"] == INK
+    assert legend["symbolFillColor"] == HALO
+    assert legend["symbolStrokeWidth"] == outline["mark"]["strokeWidth"]
+
+
+def test_ridge_marker_is_black_on_a_white_halo(ds: xr.Dataset) -> None:
+    spec = ceiling_chart(ds).to_dict()
+    ticks = [layer for layer in layers(spec) if layer["mark"]["type"] == "tick"]
+    assert [(t["mark"]["color"], t["mark"]["thickness"]) for t in ticks] == [(HALO, 7), (INK, 3)]
+
+
+def test_ceiling_caption_states_the_wall_share_and_the_ridge_crossing() -> None:
+    seed = build_grid(load_config(SEED))
+    caption = ceiling_chart(seed).to_dict()["title"]["subtitle"]
+    # Llama-3 8B in bf16: W = 16.06 GB on 80 GiB (85.9 GB) less 10 %: 1 - 16.06 / 77.3 = 79 %
+    assert caption[0] == (
+        "At the memory wall decode reaches 79% of the ceiling, never 90%: the weights' share "
+        "of memory sets it, whatever the context."
+    )
+    # ceiling 2 P / KV_seq-ish: 243 at 512 tokens, 19 at 8,192; H100 ridge 989e12 / 3.35e12
+    assert caption[1].startswith("The ceiling (243 at 512, 19 at 8,192 tokens) is below the ridge")
+    grid = build_grid(parse_config(CONFIG))
+    crossing = ceiling_chart(grid).to_dict()["title"]["subtitle"][1]
+    assert "drops below the ridge point (295 FLOP/byte) from 32,768 tokens on" in crossing
 
 
 def test_ridge_mark_sits_on_the_first_compute_bound_batch(ds: xr.Dataset) -> None:
@@ -393,6 +510,7 @@ def test_unknown_model_names_the_allowed_ones(ds: xr.Dataset) -> None:
 
 
 MOE = Path(__file__).resolve().parent.parent / "configs" / "moe-mla-study.toml"
+SEED = MOE.with_name("seed-llama3-8b-h100.toml")
 
 
 @pytest.fixture(scope="module")
@@ -540,3 +658,93 @@ def test_cli_start_up_and_validate_never_import_altair(tmp_path: Any) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_charts_compose_with_the_registered_theme(ds: xr.Dataset) -> None:
+    assert alt.theme.active == "sweeps"
+    side = ceiling_chart(ds) | bottleneck_chart(ds)
+    stacked = ai_vs_batch_chart(ds) & roofline_chart(ds)
+    for chart in (side, stacked, roofline_chart(ds) + roofline_chart(ds)):
+        spec = chart.to_dict()
+        assert spec["config"]["font"].startswith("DejaVu Sans")  # the theme, at the top only
+        assert not [node for node in walk(spec) if node is not spec and "config" in node]
+    svg = render(side.to_dict(), "svg").decode()
+    assert "fraction of the decode ceiling" in svg
+    assert "what bounds decode" in svg
+
+
+def test_pdf_is_vector_and_not_blank(ds: xr.Dataset) -> None:
+    pdf = render(ceiling_chart(ds).to_dict(), "pdf")
+    assert pdf.startswith(b"%PDF-")
+    streams = re.findall(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S)
+    content = b"".join(zlib.decompress(s) for s in streams if s[:1] == b"x")
+    assert content.count(b" re") + content.count(b" l\n") + content.count(b" m\n") > 50
+    colours = set(re.findall(rb"([\d.]+ [\d.]+ [\d.]+) scn", content))
+    assert len(colours) > 5  # filled with the scale's colours, not an empty page
+    box = re.search(rb"/MediaBox\s*\[\s*0 0 ([\d.]+) ([\d.]+)\s*\]", pdf)
+    assert box is not None
+    assert 300 < float(box.group(1)) < 2000
+
+
+@pytest.mark.parametrize(("width", "inches"), [("single-column", 3.5), ("double-column", 7.0)])
+def test_print_widths_fit_their_column_at_300_dpi(width: str, inches: float) -> None:
+    grid = build_grid(load_config(SEED))
+    size = SIZES[width]
+    for builder in (ceiling_chart, bottleneck_chart, ai_vs_batch_chart, roofline_chart):
+        spec = spec_of(builder(grid, width=width), width)
+        assert spec["config"]["axis"]["labelFontSize"] == size.font  # 7 or 8 pt at 300 dpi
+        png_width, _, _ = png_pixels(render(spec, "png", size))
+        assert png_width / 300 <= inches * 1.05, (builder.__name__, png_width / 300)
+        assert png_width / 300 >= inches * 0.6
+
+
+def test_the_javascript_bundle_is_built_once_and_kept_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweeps.charts import rendering
+
+    built: list[int] = []
+    real = rendering.vlc.javascript_bundle
+
+    def counting(*args: Any, **kwargs: Any) -> str:
+        built.append(1)
+        return str(real(*args, **kwargs))
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(rendering.vlc, "javascript_bundle", counting)
+    rendering.javascript.cache_clear()
+    try:
+        first = rendering.javascript()
+        path = rendering.bundle_path()
+        assert path.parent == tmp_path / "cache" / "sweeps"
+        assert f"vl-convert-{rendering.vlc.__version__}-" in path.name
+        assert path.read_text("utf-8") == first
+        rendering.javascript.cache_clear()
+        assert rendering.javascript() == first  # read back, not built again
+        assert built == [1]
+        blocked = tmp_path / "not-a-folder"
+        blocked.write_text("", "utf-8")
+        monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+        assert rendering.cache_folder().parent == Path(tempfile.gettempdir())
+    finally:
+        rendering.javascript.cache_clear()
+
+
+def test_each_chart_is_drawn_once_for_every_format(
+    ds: xr.Dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweeps.charts import rendering
+
+    drawn: list[int] = []
+    real = rendering.vlc.vegalite_to_svg
+
+    def counting(*args: Any, **kwargs: Any) -> str:
+        drawn.append(1)
+        return str(real(*args, **kwargs))
+
+    monkeypatch.setattr(rendering.vlc, "vegalite_to_svg", counting)
+    out = rendering.render_spec(ceiling_chart(ds).to_dict(), ["svg", "png", "pdf", "html"])
+    assert list(out) == ["svg", "png", "pdf", "html"]
+    assert drawn == [1]
+    with pytest.raises(ValueError, match=r"unknown format 'jpg'; allowed: \['html', 'png'"):
+        rendering.render_spec({}, ["jpg"])

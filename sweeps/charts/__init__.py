@@ -22,7 +22,7 @@ from sweeps.charts.output import (
     write_figures,
     write_figures_streamed,
 )
-from sweeps.charts.render import render
+from sweeps.charts.rendering import render
 from sweeps.charts.roofline import compare_chart, roofline_chart
 
 __all__ = [

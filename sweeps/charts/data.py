@@ -313,6 +313,28 @@ def kv_heads_labels(ds: xr.Dataset) -> list[str]:
     ]
 
 
+def kv_facets(chart: alt.LayerChart, sel: Selection, rows: str = "", spacing: int = 12) -> Any:
+    """``chart`` once per KV setting: a column per KV-head setting, a row per KV dtype; a
+    setting the grid has one value of is no facet (the title names it) [-]."""
+    from .theme import title
+
+    facets: dict[str, Any] = {}
+    if sel.ds.sizes.get("kv_heads", 1) > 1:
+        facets["column"] = alt.Column(
+            "kv_heads:N", title=title("kv_heads"), sort=kv_heads_labels(sel.ds)
+        )
+    if sel.ds.sizes.get("kv_dtype", 1) > 1:
+        facets["row"] = alt.Row(
+            "kv_dtype:N",
+            title=rows or title("kv_dtype"),
+            header=alt.Header(labelAngle=0, labelAlign="left"),
+            sort=[str(v) for v in sel.ds["kv_dtype"].values],
+        )
+    if not facets:
+        return chart
+    return chart.facet(**facets, spacing=spacing).resolve_scale(x="shared", y="shared")
+
+
 def tidy(ds: xr.Dataset, names: Sequence[str], dims: Sequence[str]) -> pl.DataFrame:
     """One row per point of ``dims``: axis columns then ``names``, broadcast from ``ds``.
 

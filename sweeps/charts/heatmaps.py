@@ -20,7 +20,7 @@ from sweeps import physics
 from .data import (
     KV_FACETS,
     Selection,
-    kv_heads_labels,
+    kv_facets,
     percent_labels,
     reached,
     select,
@@ -213,26 +213,9 @@ def _tooltips() -> list[alt.Tooltip]:
     ]
 
 
-def _facet(
-    layers: list[alt.Chart], frame: pl.DataFrame, sel: Selection, height: int
-) -> alt.FacetChart:
-    heads = kv_heads_labels(sel.ds)
-    rows = title("kv_dtype")
-    rows = f"{title('context')} by {rows}" if _stacked_titles(sel, height) else rows
-    return (
-        alt.layer(*layers, data=frame)
-        .facet(
-            column=alt.Column("kv_heads:N", title=title("kv_heads"), sort=heads),
-            row=alt.Row(
-                "kv_dtype:N",
-                title=rows,
-                header=alt.Header(labelAngle=0, labelAlign="left"),
-                sort=[str(v) for v in sel.ds["kv_dtype"].values],
-            ),
-            spacing=12,
-        )
-        .resolve_scale(x="shared", y="shared")
-    )
+def _facet(layers: list[alt.Chart], frame: pl.DataFrame, sel: Selection, height: int) -> Any:
+    rows = f"{title('context')} by {title('kv_dtype')}" if _stacked_titles(sel, height) else ""
+    return kv_facets(alt.layer(*layers, data=frame), sel, rows)
 
 
 def _ridge_bars(base: alt.Chart, sel: Selection, height: int) -> list[alt.Chart]:
@@ -254,7 +237,7 @@ def _heatmap(
     layers: Callable[[alt.Chart, Selection, int], list[alt.Chart]],
     subtitle: Callable[[Selection], list[str]],
     **options: Any,
-) -> alt.FacetChart:
+) -> Any:
     sel = select(ds, model, hardware, **options)
     frame, note = decode_cells(sel)
     step, height = _step(frame, sel)
@@ -300,7 +283,7 @@ def reached_label(threshold: float) -> str:
 
 def ceiling_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
-) -> alt.FacetChart:
+) -> Any:
     """Heatmap of the fraction of the asymptotic decode ceiling reached [1], batch x context,
     faceted KV heads (columns) x KV dtype (rows).
 
@@ -371,7 +354,7 @@ def ceiling_chart(
 
 def bottleneck_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
-) -> alt.FacetChart:
+) -> Any:
     """Heatmap of what bounds decode: memory-bound, compute-bound or does not fit, batch x
     context, faceted KV heads (columns) x KV dtype (rows). ``options`` as ``ceiling_chart``.
     """
@@ -383,6 +366,7 @@ def bottleneck_chart(
                     "status:N",
                     title=None,
                     scale=category_scale(MEMORY_BOUND, COMPUTE_BOUND, DOES_NOT_FIT),
+                    legend=alt.Legend(orient=symbol_orient(sel)),
                 ),
             )
         ]

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
-from .data import KV_FACETS, Selection, kv_heads_labels, select
+from .data import KV_FACETS, Selection, kv_facets, select
 from .heatmaps import decode_cells
 from .theme import INK, heading, number, series_scale, title, tooltip, unit
 
@@ -92,7 +92,7 @@ def _panel_width(sel: Selection) -> int:
 
 def ai_vs_batch_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
-) -> alt.FacetChart:
+) -> Any:
     """Decode arithmetic intensity [FLOP/byte] against batch [sequence] (log-log), one line per
     context in its own hue, labelled at its end, faceted KV heads (columns) x KV dtype (rows).
 
@@ -180,16 +180,7 @@ def ai_vs_batch_chart(
             x=x, y=alt.Y("label_y:Q"), text="end_label:N", color=color
         ),
     ]
-    chart = alt.layer(*layers, data=rows).facet(
-        column=alt.Column("kv_heads:N", title=title("kv_heads"), sort=kv_heads_labels(sel.ds)),
-        row=alt.Row(
-            "kv_dtype:N",
-            title=title("kv_dtype"),
-            sort=[str(v) for v in sel.ds["kv_dtype"].values],
-            header=alt.Header(labelAngle=0, labelAlign="left"),
-        ),
-        spacing=16,
-    )
+    chart = kv_facets(alt.layer(*layers, data=rows), sel, spacing=16)
     caption = [
         "Each line one context, labelled at the right with its memory wall (max batch; black "
         "bar: its last batch that fits); dotted: batches beyond the wall; dashed, same hue: "

@@ -23,7 +23,7 @@ import xarray as xr
 from .data import Selection, choose, select
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .lines import ai_vs_batch_chart
-from .render import Renderer
+from .rendering import Renderer
 from .report import REPORT, Figure, condensed_row, full_rows, report_html
 from .roofline import compare_from, roofline_chart
 from .theme import size_of

@@ -21,7 +21,7 @@ from sweeps import physics
 from sweeps.grid.variables import REGISTRY
 
 from .data import Choice, first_reached_batch
-from .render import figure_tag, page
+from .rendering import figure_tag, page
 from .theme import number, percent
 
 REPORT = "report.html"
