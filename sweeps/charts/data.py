@@ -313,7 +313,7 @@ def kv_heads_labels(ds: xr.Dataset) -> list[str]:
     ]
 
 
-def kv_facets(chart: alt.LayerChart, sel: Selection, rows: str = "", spacing: int = 12) -> Any:
+def kv_facets(chart: Any, sel: Selection, rows: str = "", spacing: int = 12) -> Any:
     """``chart`` once per KV setting: a column per KV-head setting, a row per KV dtype; a
     setting the grid has one value of is no facet (the title names it) [-]."""
     from .theme import title

@@ -12,7 +12,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,9 +129,10 @@ def write_figures_streamed(
     the cross-device rooflines ``charts/roofline-devices-<model>.<fmt>`` where a model was seen
     on several devices, and ``report.html``; returns the paths written, relative to ``folder``.
 
-    Each slice is rendered and written before the next is asked for; what is kept is one
-    summary row per slice (the full table, too, for the report) and each slice's selection at
-    its chosen tp and weight dtype when ``roofline`` is among ``charts``.
+    A slice's charts are rendered on worker threads while the next slice is built, and
+    written before the one after is asked for (at most one slice's renders wait); what is kept
+    is the summary rows of each slice and, when ``roofline`` is among ``charts``, each slice's
+    selection at its chosen tp and weight dtype.
     """
     settings = settings or Settings()
     charts, formats = tuple(charts), tuple(formats)
@@ -141,31 +142,33 @@ def write_figures_streamed(
     kept: dict[str, list[Selection]] = {}
     attrs: dict[str, Any] = {}
     renderer = Renderer(formats, size_of(settings.width)) if formats else None
-    for one in pieces:
-        attrs = attrs or dict(one.attrs)
-        done = slice_figures(one, charts, settings)
-        for figure in done:
-            if renderer is not None and figure.spec is not None:
-                renderer.submit(figure.stem, figure.spec)
-        if renderer is not None:  # what the slice before asked for: at most one slice waits
-            written += _write(renderer.done(keep=sum(f.spec is not None for f in done)), folder)
-        figures += done
-        model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
-        sel = select(one, model, device, **settings.options())
-        condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
-        full.append(full_rows(one))
-        if "roofline" in charts:
-            kept.setdefault(model, []).append(sel)
-    for model, selections in kept.items():
-        if len(selections) > 1:
-            spec = spec_of(compare_from(selections, settings.width), settings.width)
-            figure = Figure(f"{DEVICES}-{model}", DEVICES, model, None, spec)
-            if renderer is not None:
-                renderer.submit(figure.stem, spec)
-            figures.append(figure)
-    if renderer is not None:
-        written += _write(renderer.done(), folder)
-        renderer.close()
+    try:
+        for one in pieces:
+            attrs = attrs or dict(one.attrs)
+            done = slice_figures(one, charts, settings)
+            for figure in done:
+                if renderer is not None and figure.spec is not None:
+                    renderer.submit(figure.stem, figure.spec)
+            if renderer is not None:  # the slice before's renders: at most one slice waits
+                written += _write(renderer.done(keep=sum(f.spec is not None for f in done)), folder)
+            figures += done
+            model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
+            sel = select(one, model, device, **settings.options())
+            condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
+            full.append(full_rows(one))
+            if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
+                kept.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
+        for model, selections in kept.items():
+            if len(selections) > 1:
+                spec = spec_of(compare_from(selections, settings.width), settings.width)
+                figures.append(Figure(f"{DEVICES}-{model}", DEVICES, model, None, spec))
+                if renderer is not None:
+                    renderer.submit(figures[-1].stem, spec)
+        if renderer is not None:
+            written += _write(renderer.done(), folder)
+    finally:
+        if renderer is not None:
+            renderer.close()
     if report:
         title = str(attrs.get("title", attrs.get("sweep", "sweep")))
         page = report_html(

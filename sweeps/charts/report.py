@@ -137,9 +137,10 @@ def _head(column: str) -> str:
     return REGISTRY[column].label if column in REGISTRY else column.replace("_", " ")
 
 
-def table(frame: pl.DataFrame, limit: int | None = None) -> str:
-    """``frame`` as an HTML table (in a scrolling box), units in the headers."""
-    heads = "".join(f"<th>{html.escape(_head(c))}</th>" for c in frame.columns)
+def table(frame: pl.DataFrame, limit: int | None = None, registry: bool = True) -> str:
+    """``frame`` as an HTML table (in a box that scrolls sideways on a narrow screen), its
+    headers the registry's labels with units (``registry``) or the column names."""
+    heads = "".join(f"<th>{html.escape(_head(c) if registry else c)}</th>" for c in frame.columns)
     shown = frame if limit is None else frame.head(limit)
     rows = "".join(
         "<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in shown.iter_rows()
@@ -176,7 +177,7 @@ def report_html(
         items = "".join(f"<li>Not drawn: {html.escape(r)}.</li>" for r in reasons)
         parts.append(f'<h2>Not drawn</h2><ul class="skipped">{items}</ul>')
     parts.append("<h2>Summary</h2>")
-    parts.append(table(pl.DataFrame(list(condensed), schema=list(CONDENSED))))
+    parts.append(table(pl.DataFrame(list(condensed), schema=list(CONDENSED)), registry=False))
     if full is not None and full.height:
         more = (
             f" (the first {FULL_ROWS:,} of {full.height:,}; the Parquet files have all)"
