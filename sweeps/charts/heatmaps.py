@@ -63,9 +63,10 @@ LABEL_MIN_CELL = 26
 
 
 def _ridge_mark(ds: xr.Dataset) -> xr.DataArray:
-    """True at the first compute-bound batch of each row (read from the flags)."""
+    """True at the first compute-bound batch of each row (read from the flags), where that
+    batch fits: beyond the memory wall the ridge is never reached."""
     compute = ds["bottleneck"] == 1
-    return compute & (compute.cumsum("batch") == 1)
+    return compute & (compute.cumsum("batch") == 1) & ds["feasible"]
 
 
 def decode_cells(sel: Selection) -> tuple[pl.DataFrame, str]:

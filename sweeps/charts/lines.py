@@ -87,7 +87,8 @@ def _panel_width(sel: Selection) -> int:
     columns = sel.ds.sizes.get("kv_heads", 1)
     labels = 9 * sel.size.font  # the end labels right of each panel
     room = sel.size.width - sel.size.left - (140 if sel.size.legend == "right" else 0)
-    return int(max(80, min(340, (room - 16 * (columns - 1)) / columns - labels)))
+    least = int(0.8 * sel.size.panel_height)  # wider than tall: a figure with many columns grows
+    return int(max(least, min(340, (room - 16 * (columns - 1)) / columns - labels)))
 
 
 def ai_vs_batch_chart(
