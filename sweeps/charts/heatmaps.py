@@ -91,15 +91,12 @@ def decode_cells(sel: Selection) -> tuple[pl.DataFrame, str]:
 
 
 def ridge_text(sel: Selection) -> str:
-    """Where decode turns compute-bound, or that it never does [-]."""
+    """Where decode turns compute-bound; '' where it never does (``crossing_text`` says so:
+    the ridge batch exists exactly where the ceiling is above the ridge point) [-]."""
     ridge = sel.ds["ridge_batch"].values.reshape(-1)
-    point = float(np.max(sel.ds["ridge_point"].values))
     found = ridge[np.isfinite(ridge)]
     if found.size == 0:
-        return (
-            f"Decode never turns compute-bound: every ceiling is below the ridge point, "
-            f"{point:.0f} {unit('ridge_point')}."
-        )
+        return ""
     never = ridge.size - found.size
     tail = f"; never for {never} of {ridge.size} settings" if never else ""
     span = f"{found.min():,.0f}" + (f" to {found.max():,.0f}" if found.max() > found.min() else "")
@@ -151,7 +148,7 @@ def crossing_text(sel: Selection) -> str:
     if not below:
         return f"{ceilings} stays above {ridge} at every context."
     if len(below) == len(contexts):
-        return f"{ceilings} is below {ridge} at every context: decode stays memory-bound."
+        return f"{ceilings} is below {ridge} at every context: decode never turns compute-bound."
     return (
         f"{ceilings} drops below {ridge} from {below[0]:,} tokens on: decode stays "
         "memory-bound there at any batch."
@@ -378,8 +375,7 @@ def bottleneck_chart(
             f"Compute-bound from arithmetic intensity {point:.0f} "
             f"{unit('ridge_point')} (the ridge point); grey: weights and caches exceed "
             f"memory.",
-            crossing_text(sel),
-            ridge_text(sel),
+            *[line for line in (crossing_text(sel), ridge_text(sel)) if line],
         ]
 
     return _heatmap(ds, model, hardware, "what bounds decode", layers, subtitle, **options)

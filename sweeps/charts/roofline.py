@@ -8,6 +8,7 @@ device of the sweep, one roof each (the sweep's compute dtype), each device's po
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import altair as alt
@@ -119,6 +120,12 @@ def _scales(
     return x, y, x_span, y_span
 
 
+def plot_width(size: Size, labels: Iterable[str], most: int) -> int:
+    """Plot width [px] that leaves the figure's width for the y axis and the roof labels."""
+    room = max((len(text) for text in labels), default=0) * 0.6 * size.font + 10
+    return int(min(most, size.width - size.left + 40 - room))
+
+
 def decade_ticks(span: tuple[float, float]) -> list[float]:
     """The powers of ten from ``span[0]`` to ``span[1]`` [same unit]."""
     return [10.0**k for k in range(round(math.log10(span[0])), round(math.log10(span[1])) + 1)]
@@ -151,11 +158,12 @@ def _tips(with_device: bool) -> list[alt.Tooltip]:
 def _roof_labels(
     roof: pl.DataFrame, key: str, text: dict[str, str], y_span: tuple[float, float], size: Size
 ) -> pl.DataFrame:
-    """One label per roof at its right end, spread so that none overprints another."""
+    """One label per roof right of its end (outside the plot, clear of every line), spread so
+    that none overprints another."""
     ends = roof.group_by(key, maintain_order=True).last()
     logs = np.log10(ends["attainable_flops"].to_numpy())
     gap = 1.3 * size.font * math.log10(y_span[1] / y_span[0]) / (size.panel_height * 1.5)
-    placed = spread(logs + gap * 0.6, gap)
+    placed = spread(logs, gap)
     return ends.with_columns(
         label_y=pl.Series(10.0**placed), label=pl.Series([text[str(k)] for k in ends[key]])
     )
@@ -181,8 +189,8 @@ def roofline_chart(
     first = roofs(sel.ds, present, (1.0, 1.0))
     x, y, x_span, y_span = _scales(points, first, ridges)
     roof = roofs(sel.ds, present, x_span)
-    width = min(520, sel.size.width - sel.size.left + 40)
     text = {d: f"{d} {number(peaks[d] / 1e12)} T{unit('peak_flops')}" for d in present}
+    width = plot_width(sel.size, text.values(), 520)
     labels = _roof_labels(roof, "roof", text, y_span, sel.size)
     dash = alt.StrokeDash(
         "roof:N",
@@ -210,15 +218,18 @@ def roofline_chart(
             y=y,
             tooltip=_tips(False),
             color=alt.Color(
-                "status:N", title="phase", scale=category_scale(DECODE, PREFILL, DOES_NOT_FIT)
+                "status:N",
+                title="phase",
+                scale=category_scale(DECODE, PREFILL, DOES_NOT_FIT),
+                legend=alt.Legend(orient="bottom-right"),
             ),
             order=alt.Order("feasible:Q"),
         ),
         alt.Chart(labels)
-        .mark_text(align="right", baseline="bottom", dx=-2, fontSize=font)
+        .mark_text(align="left", baseline="middle", dx=5, fontSize=font)
         .encode(x=x, y=alt.Y("label_y:Q"), text="label:N"),
         alt.Chart(slope)
-        .mark_text(angle=round(angle) % 360, baseline="bottom", dy=-4, fontSize=font)
+        .mark_text(angle=round(angle) % 360, baseline="bottom", dy=-9, fontSize=font)
         .encode(x=x, y=y, text="label:N"),
     ]
     caption = [
@@ -297,19 +308,24 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
             ),
         ),
         alt.Chart(labels)
-        .mark_text(align="right", baseline="bottom", dx=-2, fontSize=font, fontWeight="bold")
+        .mark_text(align="left", baseline="middle", dx=5, fontSize=font, fontWeight="bold")
         .encode(x=x, y=alt.Y("label_y:Q"), text="label:N", color=color),
     ]
-    chosen = ", ".join(f"{sel.device_name} tp {sel.tp} {sel.weight_dtype}" for sel in drawn)
+    pairs = {(sel.tp, sel.weight_dtype) for sel in drawn}
+    chosen = (
+        f"all at tp {drawn[0].tp} with {drawn[0].weight_dtype} weights"
+        if len(pairs) == 1
+        else ", ".join(f"{sel.device_name} tp {sel.tp} {sel.weight_dtype}" for sel in drawn)
+    )
     caption = [
         f"One roof per device (its {compute} peak, options.compute_dtype); the points that "
         f"fit, decode (circles) and prefill (triangles), each device at its own tp and weight "
-        f"dtype: {chosen}.",
+        f"dtype ({chosen}).",
         *([f"Not drawn: {', '.join(missing)} (the model does not fit)."] if missing else []),
     ]
     return alt.LayerChart(
         layer=layers,
-        width=min(560, size.width - size.left + 40),
+        width=plot_width(size, names, 560),
         height=int(size.panel_height * 1.5),
         title=heading(f"{selections[0].model}: roofline across devices", caption, size),
     )
