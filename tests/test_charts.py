@@ -749,3 +749,17 @@ def test_each_chart_is_drawn_once_for_every_format(
     assert drawn == [1]
     with pytest.raises(ValueError, match=r"unknown format 'jpg'; allowed: \['html', 'png'"):
         rendering.render_spec({}, ["jpg"])
+
+
+def test_the_cross_device_roofline_names_the_devices_a_model_does_not_fit_on(
+    moe: xr.Dataset,
+) -> None:
+    figures = {f.stem: f for f in chart_specs(moe.sel(tp=[1, 2]), ["roofline"])}
+    none = figures["roofline-devices-deepseek-v3"]
+    assert none.spec is None
+    assert none.reason.startswith("deepseek-v3 fits on none of H200 SXM 141GB, B200")
+    qwen = figures["roofline-devices-qwen3-235b-a22b"].spec  # fits at tp 2 in fp8 on all three
+    assert qwen is not None
+    assert "(all at tp 2 with fp8 weights)" in " ".join(qwen["title"]["subtitle"])
+    with pytest.raises(ConfigError, match="deepseek-v3 fits on none of H200"):
+        compare_chart(moe.sel(tp=[1, 2]), "deepseek-v3")

@@ -91,73 +91,67 @@ def _panel_width(sel: Selection) -> int:
     return int(max(least, min(340, (room - 16 * (columns - 1)) / columns - labels)))
 
 
-def ai_vs_batch_chart(
-    ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
-) -> Any:
-    """Decode arithmetic intensity [FLOP/byte] against batch [sequence] (log-log), one line per
-    context in its own hue, labelled at its end, faceted KV heads (columns) x KV dtype (rows).
+LOG_LABELS = "datum.value >= 1000 ? format(datum.value, '~s') : format(datum.value, '~g')"
+"""Labels of a log axis: SI prefixes from a thousand up, plain numbers below."""
+TIPS = (
+    ("batch", ""),
+    ("context", ""),
+    ("arithmetic_intensity", ".3~f"),
+    ("ceiling", ".3~f"),
+    ("fraction_of_ceiling", ".1%"),
+    ("max_batch", ","),
+    ("step_time_s", ".3~s"),
+    ("tokens_per_s", ",.0f"),
+)
 
-    Dashed: each context's asymptotic ceiling; black dashes: the device's ridge point; a black
-    bar at each line's memory wall (max batch); dotted: batches that do not fit.
-    ``options`` as ``heatmaps.ceiling_chart``.
-    """
-    sel = select(ds, model, hardware, **options)
-    point = float(np.max(sel.ds["ridge_point"].values))
-    frame, note = decode_cells(sel)
+
+def decade_ticks(span: tuple[float, float]) -> list[float]:
+    """The powers of ten from ``span[0]`` to ``span[1]`` [same unit]."""
+    return [10.0**k for k in range(round(math.log10(span[0])), round(math.log10(span[1])) + 1)]
+
+
+def _encodings(frame: pl.DataFrame) -> tuple[alt.X, alt.Y, alt.Color, tuple[float, float]]:
+    """Log batch, log intensity (whole decades over intensities, ceilings and ridge), a hue
+    per context; and the intensity span [FLOP/byte]."""
     batches = [int(b) for b in np.unique(frame["batch"].to_numpy())]
-    last = batches[-1]
-    contexts = [int(c) for c in np.unique(frame["context"].to_numpy())]
-    lo, hi = log_domain(
+    contexts = [str(int(c)) for c in np.unique(frame["context"].to_numpy())]
+    span = log_domain(
         pl.concat([frame["arithmetic_intensity"], frame["ceiling"], frame["ridge_point"]])
         .drop_nulls()
         .to_numpy()
     )
-    ends = _ends(frame, last, math.log10(hi / lo), sel)
-    color = alt.Color(
-        "context:N",
-        title=title("context"),
-        sort=[str(c) for c in contexts],
-        scale=series_scale([str(c) for c in contexts]),
-        legend=None,
-    )
     x = alt.X(
         "batch:Q",
         title=title("batch"),
-        scale=alt.Scale(type="log", nice=False, domain=[batches[0], last]),
+        scale=alt.Scale(type="log", nice=False, domain=[batches[0], batches[-1]]),
         axis=alt.Axis(format="~s", values=batches if len(batches) <= 12 else alt.Undefined),
     )
     y = alt.Y(
         "arithmetic_intensity:Q",
         title=title("arithmetic_intensity"),
-        scale=alt.Scale(type="log", domain=[lo, hi], nice=False),
-        axis=alt.Axis(
-            values=[10.0**k for k in range(round(math.log10(lo)), round(math.log10(hi)) + 1)],
-            labelExpr="datum.value >= 1000 ? format(datum.value, '~s') : format(datum.value, '~g')",
-        ),
+        scale=alt.Scale(type="log", domain=list(span), nice=False),
+        axis=alt.Axis(values=decade_ticks(span), labelExpr=LOG_LABELS),
     )
-    width = _panel_width(sel)
-    base = alt.Chart().properties(width=width, height=sel.size.panel_height)
-    rows = pl.concat(
-        [frame.with_columns(mark=pl.lit("cell")), ends],
-        how="diagonal_relaxed",
-    ).with_columns(pl.col("context").cast(pl.String))
-    tips = [
-        tooltip("batch"),
-        tooltip("context"),
-        tooltip("arithmetic_intensity", ".3~f"),
-        tooltip("ceiling", ".3~f"),
-        tooltip("fraction_of_ceiling", ".1%"),
-        tooltip("max_batch", ","),
-        tooltip("step_time_s", ".3~s"),
-        tooltip("tokens_per_s", ",.0f"),
-        alt.Tooltip("status:N", title="status"),
-    ]
+    color = alt.Color(
+        "context:N",
+        title=title("context"),
+        sort=contexts,
+        scale=series_scale(contexts),
+        legend=None,
+    )
+    return x, y, color, span
+
+
+def _layers(
+    base: alt.Chart, x: alt.X, y: alt.Y, color: alt.Color, sel: Selection
+) -> list[alt.Chart]:
+    """Lines (dotted beyond the wall), points, ceilings, ridge point, walls and end labels."""
+    point = float(np.max(sel.ds["ridge_point"].values))
     cells = base.transform_filter(alt.datum.mark == "cell")
     fit = cells.transform_filter(alt.FieldEqualPredicate(field="feasible", equal=True))
-    walls = base.transform_filter(alt.datum.mark == "wall")
-    ends_ = base.transform_filter(alt.datum.mark == "label")
     font = sel.size.font
-    layers = [
+    tips = [tooltip(name, fmt) for name, fmt in TIPS] + [alt.Tooltip("status:N", title="status")]
+    return [
         cells.mark_line(strokeDash=[1, 3], strokeWidth=1.2, opacity=0.7).encode(
             x=x, y=y, color=color
         ),
@@ -174,14 +168,34 @@ def ai_vs_batch_chart(
             y=alt.Y("max(ridge_point):Q"),
             text=alt.value(f"ridge point {number(point)} {unit('ridge_point')}"),
         ),
-        walls.mark_tick(orient="vertical", color=INK, thickness=2.5, size=12).encode(
-            x=x, y=y, tooltip=[tooltip("max_batch", ","), tooltip("context")]
-        ),
-        ends_.mark_text(align="left", dx=6, fontSize=font, fontWeight="bold").encode(
-            x=x, y=alt.Y("label_y:Q"), text="end_label:N", color=color
-        ),
+        base.transform_filter(alt.datum.mark == "wall")
+        .mark_tick(orient="vertical", color=INK, thickness=2.5, size=12)
+        .encode(x=x, y=y, tooltip=[tooltip("max_batch", ","), tooltip("context")]),
+        base.transform_filter(alt.datum.mark == "label")
+        .mark_text(align="left", dx=6, fontSize=font, fontWeight="bold")
+        .encode(x=x, y=alt.Y("label_y:Q"), text="end_label:N", color=color),
     ]
-    chart = kv_facets(alt.layer(*layers, data=rows), sel, spacing=16)
+
+
+def ai_vs_batch_chart(
+    ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
+) -> Any:
+    """Decode arithmetic intensity [FLOP/byte] against batch [sequence] (log-log), one line per
+    context in its own hue, labelled at its end, faceted KV heads (columns) x KV dtype (rows).
+
+    Dashed: each context's asymptotic ceiling; black dashes: the device's ridge point; a black
+    bar at each line's memory wall (max batch); dotted: batches that do not fit.
+    ``options`` as ``heatmaps.ceiling_chart``.
+    """
+    sel = select(ds, model, hardware, **options)
+    frame, note = decode_cells(sel)
+    x, y, color, (lo, hi) = _encodings(frame)
+    ends = _ends(frame, int(frame["batch"].to_numpy().max()), math.log10(hi / lo), sel)
+    rows = pl.concat(
+        [frame.with_columns(mark=pl.lit("cell")), ends], how="diagonal_relaxed"
+    ).with_columns(pl.col("context").cast(pl.String))
+    base = alt.Chart().properties(width=_panel_width(sel), height=sel.size.panel_height)
+    chart = kv_facets(alt.layer(*_layers(base, x, y, color, sel), data=rows), sel, spacing=16)
     caption = [
         "Each line one context, labelled at the right with its memory wall (max batch; black "
         "bar: its last batch that fits); dotted: batches beyond the wall; dashed, same hue: "

@@ -105,6 +105,20 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
     return figures
 
 
+def across_devices(selections: list[Selection], settings: Settings) -> list[Figure]:
+    """The cross-device roofline of one model's selections: none for a single device; the
+    reason, not a chart, where the model fits on none."""
+    if len(selections) < 2:
+        return []
+    model = selections[0].model
+    stem = f"{DEVICES}-{model}"
+    if not any(sel.choice.fits for sel in selections):
+        names = ", ".join(sel.device_name for sel in selections)
+        return [Figure(stem, DEVICES, model, None, None, f"{model} fits on none of {names}")]
+    spec = spec_of(compare_from(selections, settings.width), settings.width)
+    return [Figure(stem, DEVICES, model, None, spec)]
+
+
 def _write(renders: Iterable[tuple[str, dict[str, bytes]]], folder: Path) -> list[str]:
     written: list[str] = []
     for stem, data in renders:
@@ -158,12 +172,10 @@ def write_figures_streamed(
             full.append(full_rows(one))
             if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
                 kept.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
-        for model, selections in kept.items():
-            if len(selections) > 1:
-                spec = spec_of(compare_from(selections, settings.width), settings.width)
-                figures.append(Figure(f"{DEVICES}-{model}", DEVICES, model, None, spec))
-                if renderer is not None:
-                    renderer.submit(figures[-1].stem, spec)
+        for figure in (f for sels in kept.values() for f in across_devices(sels, settings)):
+            figures.append(figure)
+            if renderer is not None and figure.spec is not None:
+                renderer.submit(figure.stem, figure.spec)
         if renderer is not None:
             written += _write(renderer.done(), folder)
     finally:
@@ -227,10 +239,9 @@ def chart_specs(
     charts = tuple(charts)
     for one in slices(ds):
         yield from slice_figures(one, charts, settings)
-    if "roofline" in charts and ds.sizes["hardware"] > 1:
+    if "roofline" in charts:
         for model in (str(m) for m in ds["model"].values):
-            selections = [
-                select(ds, model, str(h), **settings.options()) for h in ds["hardware"].values
-            ]
-            spec = spec_of(compare_from(selections, settings.width), settings.width)
-            yield Figure(f"{DEVICES}-{model}", DEVICES, model, None, spec)
+            options = settings.options()
+            yield from across_devices(
+                [select(ds, model, str(h), **options) for h in ds["hardware"].values], settings
+            )

@@ -16,8 +16,10 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
+from sweeps.errors import ConfigError
+
 from .data import KV_FACETS, Selection, select, status, thin, tidy
-from .lines import log_domain, spread
+from .lines import LOG_LABELS, decade_ticks, log_domain, spread
 from .theme import (
     DECODE,
     DOES_NOT_FIT,
@@ -104,12 +106,11 @@ def _scales(
             top,
         ]
     )
-    label = "datum.value >= 1000 ? format(datum.value, '~s') : format(datum.value, '~g')"
     x = alt.X(
         "arithmetic_intensity:Q",
         title=title("arithmetic_intensity"),
         scale=alt.Scale(type="log", domain=list(x_span), nice=False),
-        axis=alt.Axis(labelExpr=label, values=decade_ticks(x_span)),
+        axis=alt.Axis(labelExpr=LOG_LABELS, values=decade_ticks(x_span)),
     )
     y = alt.Y(
         "attainable_flops:Q",
@@ -126,11 +127,6 @@ def plot_width(size: Size, labels: Iterable[str], most: int) -> int:
     return int(min(most, size.width - size.left + 40 - room))
 
 
-def decade_ticks(span: tuple[float, float]) -> list[float]:
-    """The powers of ten from ``span[0]`` to ``span[1]`` [same unit]."""
-    return [10.0**k for k in range(round(math.log10(span[0])), round(math.log10(span[1])) + 1)]
-
-
 def _slope_angle(
     size: Size, width: int, x_span: tuple[float, float], y_span: tuple[float, float]
 ) -> float:
@@ -138,6 +134,31 @@ def _slope_angle(
     per_x = width / math.log10(x_span[1] / x_span[0])
     per_y = size.panel_height * 1.5 / math.log10(y_span[1] / y_span[0])
     return -math.degrees(math.atan2(per_y, per_x))
+
+
+def _slope_label(
+    size: Size,
+    bandwidth: float,
+    ridge: float,
+    axes: tuple[alt.X, alt.Y],
+    spans: tuple[tuple[float, float], tuple[float, float]],
+    width: int,
+) -> alt.Chart:
+    """The bandwidth [byte/s] written along the slope, halfway (in log) to the first ridge."""
+    at = math.sqrt(spans[0][0] * ridge)
+    slope = pl.DataFrame(
+        {
+            "arithmetic_intensity": [at],
+            "attainable_flops": [at * bandwidth],
+            "label": [f"{number(bandwidth / 1e12)} TB/s"],
+        }
+    )
+    angle = _slope_angle(size, width, *spans)
+    return (
+        alt.Chart(slope)
+        .mark_text(angle=round(angle) % 360, baseline="bottom", dy=-9, fontSize=size.font)
+        .encode(x=axes[0], y=axes[1], text="label:N")
+    )
 
 
 def _tips(with_device: bool) -> list[alt.Tooltip]:
@@ -200,15 +221,6 @@ def roofline_chart(
         legend=None,
     )
     font = sel.size.font
-    slope_x = math.sqrt(x_span[0] * min(ridges))
-    slope = pl.DataFrame(
-        {
-            "arithmetic_intensity": [slope_x],
-            "attainable_flops": [slope_x * bandwidth],
-            "label": [f"{number(bandwidth / 1e12)} TB/s"],
-        }
-    )
-    angle = _slope_angle(sel.size, width, x_span, y_span)
     layers = [
         alt.Chart(roof).mark_line(color=INK, strokeWidth=1.8).encode(x=x, y=y, strokeDash=dash),
         alt.Chart(points)
@@ -228,9 +240,7 @@ def roofline_chart(
         alt.Chart(labels)
         .mark_text(align="left", baseline="middle", dx=5, fontSize=font)
         .encode(x=x, y=alt.Y("label_y:Q"), text="label:N"),
-        alt.Chart(slope)
-        .mark_text(angle=round(angle) % 360, baseline="bottom", dy=-9, fontSize=font)
-        .encode(x=x, y=y, text="label:N"),
+        _slope_label(sel.size, bandwidth, min(ridges), (x, y), (x_span, y_span), width),
     ]
     caption = [
         f"Roofs: min(intensity × bandwidth, peak) for each compute dtype of the device; the "
@@ -259,37 +269,27 @@ def compare_chart(ds: xr.Dataset, model: str | None = None, **options: Any) -> a
 def compare_from(selections: list[Selection], width: str | Size | None = None) -> alt.LayerChart:
     """One roof per device (its peak in the sweep's ``compute_dtype``), each device's decode
     (circles) and prefill (triangles) points that fit, in its hue, at that device's own tp and
-    weight dtype; devices where the model does not fit are left out and named."""
+    weight dtype; devices where the model does not fit are left out and named (``ConfigError``
+    where it fits on none)."""
     size = size_of(width)
     drawn = [sel for sel in selections if sel.choice.fits]
     missing = [sel.device_name for sel in selections if not sel.choice.fits]
+    if not drawn:
+        msg = f"charts: {selections[0].model} fits on none of {', '.join(missing)}"
+        raise ConfigError(msg)
     compute = str(selections[0].ds.attrs.get("compute_dtype", "bf16"))
     names = [sel.device_name for sel in drawn]
-    points = (
-        pl.concat([phase_points(sel)[0].filter(pl.col("feasible")) for sel in drawn])
-        if drawn
-        else pl.DataFrame(
-            schema={"arithmetic_intensity": pl.Float64, "attainable_flops": pl.Float64}
-        )
-    )
-    ridges = [float(np.max(sel.ds["ridge_point"].values)) for sel in drawn] or [1.0]
-    first = (
-        pl.concat([roofs(sel.ds, (compute,), (1.0, 1.0)) for sel in drawn])
-        if drawn
-        else pl.DataFrame({"attainable_flops": [1.0]})
-    )
+    points = pl.concat([phase_points(sel)[0].filter(pl.col("feasible")) for sel in drawn])
+    ridges = [float(np.max(sel.ds["ridge_point"].values)) for sel in drawn]
+    first = pl.concat([roofs(sel.ds, (compute,), (1.0, 1.0)) for sel in drawn])
     x, y, x_span, y_span = _scales(points, first, ridges)
-    roof = (
-        pl.concat(
-            [
-                roofs(sel.ds, (compute,), x_span).with_columns(hardware=pl.lit(sel.device_name))
-                for sel in drawn
-            ]
-        )
-        if drawn
-        else pl.DataFrame()
+    roof = pl.concat(
+        [
+            roofs(sel.ds, (compute,), x_span).with_columns(hardware=pl.lit(sel.device_name))
+            for sel in drawn
+        ]
     )
-    labels = _roof_labels(roof, "hardware", {n: n for n in names}, y_span, size) if drawn else roof
+    labels = _roof_labels(roof, "hardware", {n: n for n in names}, y_span, size)
     color = alt.Color("hardware:N", title="hardware", scale=series_scale(names), legend=None)
     font = size.font
     layers = [
