@@ -279,6 +279,62 @@ def reached_label(threshold: float) -> str:
     return f"≥ {percent_labels(np.asarray([threshold]), threshold)[0]} of ceiling"
 
 
+def _ceiling_layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Chart]:
+    """The share of the ceiling, the grey cells, the outline of ``reached`` and the labels."""
+    entry = reached_label(sel.threshold)
+    heat = (
+        base.mark_rect(stroke="white", strokeWidth=0.5)
+        .encode(
+            color=alt.Color(
+                "fraction_of_ceiling:Q",
+                title=title("fraction_of_ceiling"),
+                scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
+                legend=alt.Legend(format=".0%", gradientLength=12 * sel.size.font),
+            ),
+        )
+        .transform_filter(_fits(True))
+    )
+    outline = (
+        base.mark_rect(fill=None, fillOpacity=0, strokeWidth=2.5)
+        .encode(
+            stroke=alt.Stroke(
+                "outline:N",
+                scale=alt.Scale(domain=[entry], range=[INK]),
+                legend=alt.Legend(
+                    title=None,
+                    orient=symbol_orient(sel),
+                    symbolType="square",
+                    symbolFillColor=HALO,
+                    symbolStrokeColor=INK,
+                    symbolStrokeWidth=2.5,
+                ),
+            ),
+        )
+        .transform_filter(alt.datum.reached)
+        .transform_calculate(outline=repr(entry))
+    )
+    out = [heat, does_not_fit(base, sel), outline]
+    if step >= LABEL_MIN_CELL:
+        out.append(
+            base.mark_text()
+            .encode(
+                text=alt.Text("label:N"),
+                color=alt.condition(alt.datum.shown > 55, alt.value(INK), alt.value("white")),
+            )
+            .transform_filter(_fits(True))
+        )
+    return out
+
+
+def _ceiling_caption(sel: Selection) -> list[str]:
+    """The finding in numbers, then the key."""
+    key = (
+        f"Colour: arithmetic intensity as a share of its asymptotic ceiling; outlined: "
+        f"{reached_label(sel.threshold)} (ceiling_fraction)."
+    )
+    return [line for line in (wall_text(sel), crossing_text(sel), key, ridge_text(sel)) if line]
+
+
 def ceiling_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
 ) -> Any:
@@ -292,61 +348,14 @@ def ceiling_chart(
     ``options``: ``tp``, ``weight_dtype``, ``pick`` (see ``data.choose``), ``max_cells``
     [cell], ``width`` (``theme.SIZES``).
     """
-
-    def layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Chart]:
-        entry = reached_label(sel.threshold)
-        heat = (
-            base.mark_rect(stroke="white", strokeWidth=0.5)
-            .encode(
-                color=alt.Color(
-                    "fraction_of_ceiling:Q",
-                    title=title("fraction_of_ceiling"),
-                    scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
-                    legend=alt.Legend(format=".0%", gradientLength=12 * sel.size.font),
-                ),
-            )
-            .transform_filter(_fits(True))
-        )
-        outline = (
-            base.mark_rect(fill=None, fillOpacity=0, strokeWidth=2.5)
-            .encode(
-                stroke=alt.Stroke(
-                    "outline:N",
-                    scale=alt.Scale(domain=[entry], range=[INK]),
-                    legend=alt.Legend(
-                        title=None,
-                        orient=symbol_orient(sel),
-                        symbolType="square",
-                        symbolFillColor=HALO,
-                        symbolStrokeColor=INK,
-                        symbolStrokeWidth=2.5,
-                    ),
-                ),
-            )
-            .transform_filter(alt.datum.reached)
-            .transform_calculate(outline=repr(entry))
-        )
-        out = [heat, does_not_fit(base, sel), outline]
-        if step >= LABEL_MIN_CELL:
-            out.append(
-                base.mark_text()
-                .encode(
-                    text=alt.Text("label:N"),
-                    color=alt.condition(alt.datum.shown > 55, alt.value(INK), alt.value("white")),
-                )
-                .transform_filter(_fits(True))
-            )
-        return out
-
-    def subtitle(sel: Selection) -> list[str]:
-        key = (
-            f"Colour: arithmetic intensity as a share of its asymptotic ceiling; outlined: "
-            f"{reached_label(sel.threshold)} (ceiling_fraction)."
-        )
-        return [line for line in (wall_text(sel), crossing_text(sel), key, ridge_text(sel)) if line]
-
     return _heatmap(
-        ds, model, hardware, "fraction of the decode ceiling", layers, subtitle, **options
+        ds,
+        model,
+        hardware,
+        "fraction of the decode ceiling",
+        _ceiling_layers,
+        _ceiling_caption,
+        **options,
     )
 
 
