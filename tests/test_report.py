@@ -303,3 +303,18 @@ def test_the_config_width_reaches_the_written_png(tmp_path: Path) -> None:
     width, _, _ = png_pixels((tmp_path / written[0]).read_bytes())
     assert 0.6 * 3.5 * 300 <= width <= 1.05 * 3.5 * 300  # a 3.5 in column at 300 dpi
     assert (tmp_path / written[1]).read_bytes().startswith(b"%PDF-")
+
+
+def test_a_long_summary_keeps_only_the_rows_the_page_shows(tmp_path: Path) -> None:
+    text = CONFIG.replace("batch = [1, 16, 256]", "batch = [1]").replace(
+        "context = [512, 32768]", "context = { start = 512, stop = 1611 }"
+    )
+    sweep = parse_config(text)  # 1,100 contexts x 2 KV-head settings: 2,200 summary rows
+    assert write_figures(build_grid(sweep), tmp_path, [], []) == ["report.html"]
+    page = (tmp_path / "report.html").read_text("utf-8")
+    details = page[page.index("<details>") : page.index("</details>")]
+    assert (
+        "<summary>Every configuration: 2,200 rows (the first 1,000; the Parquet files have "
+        "all)</summary>"
+    ) in details
+    assert details.count("<tr>") == 1 + 1000

@@ -24,7 +24,7 @@ from .data import Selection, choose, select
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .lines import ai_vs_batch_chart
 from .rendering import Renderer
-from .report import REPORT, Figure, condensed_row, full_rows, report_html
+from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_html
 from .roofline import compare_from, roofline_chart
 from .theme import size_of
 
@@ -152,7 +152,7 @@ def write_figures_streamed(
     charts, formats = tuple(charts), tuple(formats)
     figures: list[Figure] = []
     written: list[str] = []
-    condensed, full = [], []
+    condensed, full, rows = [], [], 0
     kept: dict[str, list[Selection]] = {}
     attrs: dict[str, Any] = {}
     renderer = Renderer(formats, size_of(settings.width)) if formats else None
@@ -169,7 +169,9 @@ def write_figures_streamed(
             model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
             sel = select(one, model, device, **settings.options())
             condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
-            full.append(full_rows(one))
+            summary = full_rows(one)  # only what the page shows is kept
+            full.append(summary.head(max(0, FULL_ROWS - rows)))
+            rows += summary.height
             if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
                 kept.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
         for figure in (f for sels in kept.values() for f in across_devices(sels, settings)):
@@ -184,7 +186,12 @@ def write_figures_streamed(
     if report:
         title = str(attrs.get("title", attrs.get("sweep", "sweep")))
         page = report_html(
-            title, str(attrs.get("note", "")), figures, condensed, pl.concat(full) if full else None
+            title,
+            str(attrs.get("note", "")),
+            figures,
+            condensed,
+            pl.concat(full) if full else None,
+            rows,
         )
         (folder / REPORT).write_text(page, "utf-8")
         written.append(REPORT)

@@ -13,6 +13,7 @@ import html
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
@@ -62,9 +63,19 @@ def bundle_path() -> Path:
     return cache_folder() / f"vl-convert-{version}-vega-lite-{vegalite_version() or 'latest'}.js"
 
 
+BUILDING = threading.Lock()
+"""Held while the bundle is read or built, so that render threads build it once."""
+
+
 @lru_cache(maxsize=1)
 def javascript() -> str:
     """Vega, Vega-Lite and vega-embed as one script, safe to inline in ``<script>`` [-]."""
+    with BUILDING:
+        return _bundle()
+
+
+def _bundle() -> str:
+    """The bundle from its cache file, else built by vl-convert and written there."""
     path = bundle_path()
     try:
         return path.read_text("utf-8")

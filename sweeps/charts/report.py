@@ -161,9 +161,11 @@ def report_html(
     figures: Sequence[Figure],
     condensed: Sequence[dict[str, str]],
     full: pl.DataFrame | None,
+    total: int | None = None,
 ) -> str:
     """One offline page: title and note, the figures by section, the lines saying which
-    were not drawn and why, the condensed summary, and the full one collapsed."""
+    were not drawn and why, the condensed summary, and the full one collapsed: the first
+    ``FULL_ROWS`` rows of ``full``, of ``total`` (default: its height)."""
     drawn = ordered(figures)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(note)}</p>" if note else ""]
     kind = None
@@ -179,13 +181,12 @@ def report_html(
     parts.append("<h2>Summary</h2>")
     parts.append(table(pl.DataFrame(list(condensed), schema=list(CONDENSED)), registry=False))
     if full is not None and full.height:
+        total = full.height if total is None else total
         more = (
-            f" (the first {FULL_ROWS:,} of {full.height:,}; the Parquet files have all)"
-            if full.height > FULL_ROWS
-            else ""
+            f" (the first {FULL_ROWS:,}; the Parquet files have all)" if total > FULL_ROWS else ""
         )
         parts.append(
-            f"<details><summary>Every configuration: {full.height:,} rows{more}</summary>"
+            f"<details><summary>Every configuration: {total:,} rows{more}</summary>"
             f"{table(full, FULL_ROWS)}</details>"
         )
     return page(
