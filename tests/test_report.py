@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import re
@@ -318,3 +319,22 @@ def test_a_long_summary_keeps_only_the_rows_the_page_shows(tmp_path: Path) -> No
         "all)</summary>"
     ) in details
     assert details.count("<tr>") == 1 + 1000
+
+
+def test_grids_built_one_model_and_device_at_a_time_give_the_same_files(tmp_path: Path) -> None:
+    """The run layer's route for a streamed grid: a sub-sweep per model and device."""
+    sweep = parse_config(
+        CONFIG.replace('hardware = ["h100-sxm"]', 'hardware = ["h100-sxm", "h200"]').replace(
+            'formats = ["html", "svg"]', 'formats = ["svg"]'
+        )
+    )
+    whole = sweep_figures(build_grid(sweep), sweep, tmp_path / "whole")
+    pieces = (
+        build_grid(dataclasses.replace(sweep, models=(m,), hardware=(h,)))
+        for m in sweep.models
+        for h in sweep.hardware
+    )
+    assert sweep_figures(pieces, sweep, tmp_path / "pieces") == whole
+    ours = (tmp_path / "pieces" / "report.html").read_text("utf-8")
+    theirs = (tmp_path / "whole" / "report.html").read_text("utf-8")
+    assert ours == theirs

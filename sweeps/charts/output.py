@@ -138,8 +138,10 @@ def write_figures_streamed(
     settings: Settings | None = None,
     report: bool = True,
 ) -> list[str]:
-    """Write ``charts/<kind>-<model>-<hardware>.<fmt>`` for every slice of ``pieces`` (each one
-    model and one device, dimensions kept; e.g. ``slices(ds)``, or the run layer's chunks),
+    """Write ``charts/<kind>-<model>-<hardware>.<fmt>`` for every slice of ``pieces``: each a
+    grid of one model and one device, dimensions kept, with the variables, coordinates and
+    attributes ``build_grid`` gives (``slices(ds)`` of a grid in memory, or
+    ``build_grid(dataclasses.replace(sweep, models=(m,), hardware=(h,)))`` one at a time),
     the cross-device rooflines ``charts/roofline-devices-<model>.<fmt>`` where a model was seen
     on several devices, and ``report.html``; returns the paths written, relative to ``folder``.
 
