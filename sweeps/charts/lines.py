@@ -169,7 +169,7 @@ def _layers(
             text=alt.value(f"ridge point {number(point)} {unit('ridge_point')}"),
         ),
         base.transform_filter(alt.datum.mark == "wall")
-        .mark_tick(orient="vertical", color=INK, thickness=2.5, size=12)
+        .mark_tick(orient="vertical", color=INK, thickness=0.22 * font, size=1.1 * font)
         .encode(x=x, y=y, tooltip=[tooltip("max_batch", ","), tooltip("context")]),
         base.transform_filter(alt.datum.mark == "label")
         .mark_text(align="left", dx=6, fontSize=font, fontWeight="bold")
