@@ -42,6 +42,7 @@ from sweeps.charts.data import (
 )
 from sweeps.charts.lines import LABEL_GAP, spread
 from sweeps.charts.output import spec_of
+from sweeps.charts.roofline import compute_dtype
 from sweeps.charts.theme import COLORS, DOES_NOT_FIT, HALO, INK, SCREEN, SIZES
 from sweeps.config import load_config, parse_config
 from sweeps.errors import ConfigError
@@ -763,3 +764,17 @@ def test_the_cross_device_roofline_names_the_devices_a_model_does_not_fit_on(
     assert "(all at tp 2 with fp8 weights)" in " ".join(qwen["title"]["subtitle"])
     with pytest.raises(ConfigError, match="deepseek-v3 fits on none of H200"):
         compare_chart(moe.sel(tp=[1, 2]), "deepseek-v3")
+
+
+def test_the_roofline_reads_which_peak_the_grid_used(ds: xr.Dataset) -> None:
+    fp8 = build_grid(
+        parse_config(CONFIG.replace("ceiling_fraction = 0.5", 'compute_dtype = "fp8"'))
+    )
+    assert compute_dtype(select(fp8)) == "fp8"
+    assert compute_dtype(select(ds)) == "bf16"
+    roof = roofline_chart(fp8).to_dict()["layer"][0]
+    solid = roof["encoding"]["strokeDash"]["scale"]
+    assert solid["range"][solid["domain"].index("fp8")] == [1, 0]
+    assert "the points use the fp8 roof" in " ".join(
+        roofline_chart(fp8).to_dict()["title"]["subtitle"]
+    )

@@ -97,7 +97,8 @@ def _check(ds: xr.Dataset, dim: str, value: object) -> None:
         raise ConfigError(msg)
 
 
-def _join(values: Sequence[object]) -> str:
+def join(values: Sequence[object]) -> str:
+    """``values`` written as a comma-separated list [-]."""
     return ", ".join(str(v) for v in values)
 
 
@@ -135,9 +136,9 @@ def choose(
     found = next(((t, d) for t, d in tried if bool(fits.sel(tp=t, weight_dtype=d))), None)
     if found is None:
         where = (
-            f"tp {_join(tps)} with {_join(dtypes)} weights"
+            f"tp {join(tps)} with {join(dtypes)} weights"
             if len(tried) == 1
-            else f"any tp ({_join(tps)}) and weight dtype ({_join(dtypes)}) drawn"
+            else f"any tp ({join(tps)}) and weight dtype ({join(dtypes)}) drawn"
         )
         return Choice(tps[0], str(dtypes[0]), "", f"{model} does not fit on {device} at {where}")
     chosen_tp, chosen_dtype = int(found[0]), str(found[1])
@@ -150,14 +151,14 @@ def choose(
         how = f"the smallest tp, then weight dtype, at which {model} fits on {device}"
         empty = [t for t in tps if t < chosen_tp and not bool(fits.sel(tp=t).any())]
         before = dtypes[: dtypes.index(found[1])]
-        misses = [f"nothing fits at tp {_join(empty)}"] if empty else []
-        misses += [f"{_join(before)} weights do not at tp {chosen_tp}"] if before else []
+        misses = [f"nothing fits at tp {join(empty)}"] if empty else []
+        misses += [f"{join(before)} weights do not at tp {chosen_tp}"] if before else []
         how += f" ({'; '.join(misses)})" if misses else ""
     return Choice(
         chosen_tp,
         chosen_dtype,
         f"Drawn at tp {chosen_tp} with {chosen_dtype} weights: {how}; the Parquet files have "
-        f"tp {_join(all_tp)} and weights {_join(all_dtypes)}.",
+        f"tp {join(all_tp)} and weights {join(all_dtypes)}.",
         "",
     )
 
@@ -211,7 +212,7 @@ def _first(ds: xr.Dataset, dim: str, value: str | None, notes: list[str]) -> str
     labels = [str(v) for v in _labels(ds, dim)]
     if value is None:
         if len(labels) > 1:
-            notes.append(f"{dim} {labels[0]} shown (the grid has {dim} {_join(labels)})")
+            notes.append(f"{dim} {labels[0]} shown (the grid has {dim} {join(labels)})")
         return labels[0]
     _check(ds, dim, value)
     return value

@@ -18,7 +18,7 @@ import xarray as xr
 
 from sweeps.errors import ConfigError
 
-from .data import KV_FACETS, Selection, select, status, thin, tidy
+from .data import KV_FACETS, Selection, join, select, status, thin, tidy
 from .lines import LOG_LABELS, decade_ticks, log_domain, spread
 from .theme import (
     DECODE,
@@ -70,6 +70,16 @@ def _efficient(ds: xr.Dataset) -> tuple[float, float]:
     return bandwidth * float(ds.attrs.get("bandwidth_efficiency", 1.0)), float(
         ds.attrs.get("compute_efficiency", 1.0)
     )
+
+
+def compute_dtype(sel: Selection) -> str:
+    """The compute dtype whose peak the grid used for ``sel`` (its ridge point times the
+    bandwidth): the sweep's ``compute_dtype``, or under ``"auto"`` the weight format's own [-]."""
+    bandwidth, efficiency = _efficient(sel.ds)
+    used = float(np.max(sel.ds["ridge_point"].values)) * bandwidth / efficiency
+    peaks = {d: float(np.atleast_1d(sel.ds[f"peak_flops_{d}"].values)[0]) for d in ROOF_DTYPES}
+    present = {d: p for d, p in peaks.items() if np.isfinite(p)}
+    return min(present, key=lambda d: abs(present[d] - used) / used)
 
 
 def roofs(ds: xr.Dataset, dtypes: tuple[str, ...], span: tuple[float, float]) -> pl.DataFrame:
@@ -199,7 +209,7 @@ def roofline_chart(
     ``options`` as ``heatmaps.ceiling_chart``."""
     sel = select(ds, model, hardware, **options)
     points, notes = phase_points(sel)
-    compute = str(ds.attrs.get("compute_dtype", "bf16"))
+    compute = compute_dtype(sel)
     bandwidth, efficiency = _efficient(sel.ds)
     peaks = {
         d: float(np.atleast_1d(sel.ds[f"peak_flops_{d}"].values)[0]) * efficiency
@@ -267,7 +277,7 @@ def compare_chart(ds: xr.Dataset, model: str | None = None, **options: Any) -> a
 
 
 def compare_from(selections: list[Selection], width: str | Size | None = None) -> alt.LayerChart:
-    """One roof per device (its peak in the sweep's ``compute_dtype``), each device's decode
+    """One roof per device (its peak in the compute dtype the grid used), each device's decode
     (circles) and prefill (triangles) points that fit, in its hue, at that device's own tp and
     weight dtype; devices where the model does not fit are left out and named (``ConfigError``
     where it fits on none)."""
@@ -277,15 +287,16 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
     if not drawn:
         msg = f"charts: {selections[0].model} fits on none of {', '.join(missing)}"
         raise ConfigError(msg)
-    compute = str(selections[0].ds.attrs.get("compute_dtype", "bf16"))
     names = [sel.device_name for sel in drawn]
     points = pl.concat([phase_points(sel)[0].filter(pl.col("feasible")) for sel in drawn])
     ridges = [float(np.max(sel.ds["ridge_point"].values)) for sel in drawn]
-    first = pl.concat([roofs(sel.ds, (compute,), (1.0, 1.0)) for sel in drawn])
+    first = pl.concat([roofs(sel.ds, (compute_dtype(sel),), (1.0, 1.0)) for sel in drawn])
     x, y, x_span, y_span = _scales(points, first, ridges)
     roof = pl.concat(
         [
-            roofs(sel.ds, (compute,), x_span).with_columns(hardware=pl.lit(sel.device_name))
+            roofs(sel.ds, (compute_dtype(sel),), x_span).with_columns(
+                hardware=pl.lit(sel.device_name)
+            )
             for sel in drawn
         ]
     )
@@ -318,7 +329,8 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
         else ", ".join(f"{sel.device_name} tp {sel.tp} {sel.weight_dtype}" for sel in drawn)
     )
     caption = [
-        f"One roof per device (its {compute} peak, options.compute_dtype); the points that "
+        f"One roof per device (its {join(sorted({compute_dtype(s) for s in drawn}))} peak, "
+        "options.compute_dtype); the points that "
         f"fit, decode (circles) and prefill (triangles), each device at its own tp and weight "
         f"dtype ({chosen}).",
         *([f"Not drawn: {', '.join(missing)} (the model does not fit)."] if missing else []),
