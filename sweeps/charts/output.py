@@ -22,6 +22,7 @@ import xarray as xr
 
 from .data import Selection, choose, select
 from .heatmaps import bottleneck_chart, ceiling_chart
+from .kinds import DEVICES, ChartKind
 from .lines import ai_vs_batch_chart
 from .rendering import Renderer
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_html
@@ -32,17 +33,15 @@ if TYPE_CHECKING:
     from sweeps.config import Sweep
 
 Builder = Callable[..., Any]
-BUILDERS: dict[str, Builder] = {
+BUILDERS: dict[ChartKind | str, Builder] = {
     "ceiling": ceiling_chart,
     "bottleneck": bottleneck_chart,
     "ai-vs-batch": ai_vs_batch_chart,
     "roofline": roofline_chart,
 }
 """Chart kind (as in ``[outputs] charts``) to its builder ``(ds, model, hardware, **options)``.
-A new kind registered here is drawn per model and device and placed in the report after the
-kinds of ``report.REPORT_ORDER``."""
-DEVICES = "roofline-devices"
-"""Kind of the cross-device roofline, written with ``roofline`` when a sweep has several."""
+A new kind registered here (and named in ``kinds``) is drawn per model and device and placed
+in the report by ``kinds.REPORT_ORDER``."""
 
 
 @dataclass(frozen=True)

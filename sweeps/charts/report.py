@@ -1,9 +1,10 @@
 """``report.html``: the figures first, in the order a reader asks, then a condensed summary
 (one row per model and device, the full table collapsed), one Vega bundle for the page.
 
-Extension point: ``REPORT_ORDER`` lists chart kinds in reading order and ``SECTION_TITLES``
-their headings; a figure of a kind not listed (a serving or calibration chart registered in
-``output.BUILDERS``) is placed after the listed ones, under its kind as heading.
+Extension point: ``kinds.REPORT_ORDER`` lists chart kinds in reading order and
+``kinds.SECTION_TITLES`` their headings; a figure of a kind not listed (a serving or
+calibration chart registered in ``output.BUILDERS``) is placed after the listed ones, under
+its kind as heading.
 """
 
 from __future__ import annotations
@@ -21,29 +22,11 @@ from sweeps import physics
 from sweeps.grid.variables import REGISTRY
 
 from .data import Choice, first_reached_batch
+from .kinds import REPORT_ORDER, SECTION_TITLES
 from .rendering import figure_tag, page
 from .theme import number, percent
 
 REPORT = "report.html"
-REPORT_ORDER = (
-    "ceiling",
-    "bottleneck",
-    "ai-vs-batch",
-    "roofline",
-    "roofline-devices",
-    "serving",
-    "calibration",
-)
-"""Chart kinds in the order the report shows them: the headline heatmap first."""
-SECTION_TITLES = {
-    "ceiling": "How close decode gets to its ceiling",
-    "bottleneck": "What bounds decode",
-    "ai-vs-batch": "Arithmetic intensity against batch",
-    "roofline": "Roofline",
-    "roofline-devices": "Across devices",
-    "serving": "Serving",
-    "calibration": "Calibration",
-}
 FULL_ROWS = 1000
 """Rows of the full summary table written into the page; the Parquet files have all."""
 

@@ -18,6 +18,10 @@ from pydantic import (
     model_validator,
 )
 
+from sweeps.charts.kinds import CHART_KINDS, ChartKind
+
+__all__ = ["CHART_KINDS", "ChartKind"]
+
 NAME_PATTERN = r"^[a-z0-9._-]+$"
 Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 PositiveInt = Annotated[int, Field(strict=True, gt=0)]
@@ -25,8 +29,6 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 
-ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
-CHART_KINDS: tuple[ChartKind, ...] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
 FIGURE_FORMATS = ("html", "png", "svg", "pdf")
 FIGURE_PICKS = ("smallest-fit", "first")
 FIGURE_WIDTHS = ("screen", "single-column", "double-column")
