@@ -30,8 +30,6 @@ NonNegativeInt = Annotated[int, Field(strict=True, ge=0)]
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 
 FIGURE_FORMATS = ("html", "png", "svg", "pdf")
-FIGURE_PICKS = ("smallest-fit", "first")
-FIGURE_WIDTHS = ("screen", "single-column", "double-column")
 
 
 class Strict(BaseModel):
