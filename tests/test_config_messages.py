@@ -13,7 +13,13 @@ from sweeps.config import load_config, parse_config
 from sweeps.config.limits import MAX_PROBLEMS
 from sweeps.errors import ConfigError
 
-from .conftest import BASE_CONFIG as BASE
+BASE = """
+[sweep]
+name = "t"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm"]
+"""
 
 
 def _lines(text: str, path: str = "s.toml") -> list[str]:
@@ -29,7 +35,7 @@ def test_schema_and_cross_check_problems_reported_together() -> None:
         BASE.replace('["llama-3-8b"]', '["llama3-8b", "Bad/Name", "llama-3-8b"]')
         + 'kv_heads = ["native", 3]\n'
         + "[options]\nmemory_reserve = 1.5\n"
-        + '[outputs]\nformats = ["pdf"]\n'
+        + '[outputs]\nformats = ["jpg"]\n'
         + "[dtypes.q]\nbits = 0\n"
     )
     lines = _lines(text)
@@ -38,7 +44,7 @@ def test_schema_and_cross_check_problems_reported_together() -> None:
     )
     joined = "\n".join(lines)
     assert "options.memory_reserve: Input should be less than 1 (got 1.5)" in joined
-    assert "outputs.formats[0]: must be one of 'html', 'png' or 'svg' (got 'pdf')" in joined
+    assert "outputs.formats[0]: must be one of 'html', 'png', 'svg' or 'pdf' (got 'jpg')" in joined
     assert "dtypes.q.bits: Input should be greater than 0 (got 0)" in joined
     # found only once the schema's view of the rest of the file is cross-checked
     assert "axes.model[0]: unknown model 'llama3-8b'; did you mean 'llama-3-8b'" in joined

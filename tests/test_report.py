@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import dataclasses
+import html
 import json
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import xarray as xr
 from click.testing import CliRunner
 
-from sweeps.charts import output_hooks, write_figures
+from sweeps.charts import (
+    output_hooks,
+    slices,
+    sweep_figures,
+    time_figures,
+    write_figures,
+    write_figures_streamed,
+)
+from sweeps.charts.rendering import javascript
+from sweeps.charts.report import CONDENSED, SECTION_TITLES
 from sweeps.cli.main import cli
-from sweeps.config import parse_config
+from sweeps.config import load_config, parse_config
 from sweeps.grid import build_grid
 from sweeps.pipeline import run_to_folder
 
@@ -33,6 +46,7 @@ formats = ["html", "svg"]
 """
 CHARTS = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
 CONFIGS = sorted((Path(__file__).parent.parent / "configs").glob("*.toml"))
+MOE = Path(__file__).parent.parent / "configs" / "moe-mla-study.toml"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMIUM_FLAGS = (
     "--headless",
@@ -44,7 +58,7 @@ CHROMIUM_FLAGS = (
     "--disable-component-update",
     "--disable-sync",
 )
-ERROR_PROBE = """<script>
+PROBE = """<script>
 window.__errors = [];
 const __keep = message => { window.__errors.push(String(message)); };
 const __error = console.error.bind(console);
@@ -52,12 +66,35 @@ console.error = (...args) => { __keep(args.join(" ")); __error(...args); };
 window.addEventListener("error", event => __keep(event.message));
 window.addEventListener("unhandledrejection", event => __keep(event.reason));
 window.addEventListener("load", () => setTimeout(() => {
+  const figure = document.querySelector("figure"), table = document.querySelector("table");
   const out = document.createElement("pre");
-  out.id = "console-errors";
-  out.textContent = JSON.stringify(window.__errors);
+  out.id = "probe";
+  out.textContent = JSON.stringify({
+    errors: window.__errors,
+    width: window.innerWidth,
+    scroll: document.documentElement.scrollWidth,
+    figure_first: !!(figure && table &&
+      (figure.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING)),
+    fetched: performance.getEntriesByType("resource").map(entry => entry.name),
+    drawn: [...document.querySelectorAll("figure.chart")].map(figure =>
+      figure.querySelector("svg") ? figure.querySelectorAll("path").length : 0),
+  });
   document.body.appendChild(out);
+  if (window.parent !== window) window.parent.postMessage(out.textContent, "*");
 }, 3000));
 </script>"""
+PHONE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">
+<iframe src="report.html" style="width:400px;height:900px;border:0"></iframe>
+<script>
+window.addEventListener("message", event => {
+  const out = document.createElement("pre");
+  out.id = "probe";
+  out.textContent = event.data;
+  document.body.appendChild(out);
+});
+</script></body></html>"""
+"""A 400 px wide viewport: Chromium's headless windows are at least 500 px wide, so the
+report is opened in a 400 px iframe, whose probe posts its findings to this page."""
 
 
 @pytest.fixture(scope="module")
@@ -86,13 +123,12 @@ def test_html_is_offline(result: tuple[Path, list[str]]) -> None:
         assert "cdn.jsdelivr" not in text
 
 
-def test_report_has_title_summary_and_every_figure(result: tuple[Path, list[str]]) -> None:
+def test_report_puts_the_figures_first_in_reading_order(result: tuple[Path, list[str]]) -> None:
     folder, _ = result
     text = (folder / "report.html").read_text("utf-8")
     assert "<h1>Report test: Llama-3 8B on H100</h1>" in text
-    assert "<table>" in text
-    assert "ceiling [FLOP/byte]" in text
-    assert "max batch [sequence]" in text
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in text
+    assert text.index('<figure id="fig-0"') < text.index("<table>")
     assert text.count('class="chart"') == len(CHARTS)
     specs = json.loads(re.search(r"const specs = (\[.*?\]);\n", text, re.S).group(1))  # type: ignore[union-attr]
     assert [s["title"]["text"].split(": ")[1].split(" (")[0] for s in specs] == [
@@ -101,6 +137,80 @@ def test_report_has_title_summary_and_every_figure(result: tuple[Path, list[str]
         "arithmetic intensity against batch",
         "roofline of decode and prefill",
     ]
+    headings = re.findall(r"<h2>(.*?)</h2>", text)
+    assert headings[:4] == [SECTION_TITLES[kind] for kind in CHARTS]
+    assert headings[4] == "Summary"
+
+
+def test_the_report_inlines_one_bundle_and_keeps_figures_whole_in_print(
+    result: tuple[Path, list[str]],
+) -> None:
+    folder, _ = result
+    text = (folder / "report.html").read_text("utf-8")
+    bundle = javascript()
+    assert text.count(bundle) == 1
+    assert len(text) < len(bundle) + 200_000
+    print_css = text[text.index("@media print") :]
+    assert "figure { break-inside: avoid; page-break-inside: avoid; }" in print_css
+    assert "figure svg, figure canvas { max-width: 100%; height: auto; }" in text
+
+
+def test_the_summary_is_condensed_and_the_full_table_collapsed(
+    result: tuple[Path, list[str]],
+) -> None:
+    folder, _ = result
+    text = (folder / "report.html").read_text("utf-8")
+    summary = text[text.index("<h2>Summary</h2>") :]
+    condensed = summary[: summary.index("<details>")]
+    assert condensed.count("<tr>") == 2  # the header and one row: one model on one device
+    for column in CONDENSED:
+        assert f"<th>{html.escape(column)}</th>" in condensed
+    assert "<td>tp 1, bf16 weights</td>" in condensed
+    assert "<summary>Every configuration: 4 rows</summary>" in summary
+    assert "first batch reaching the threshold [sequence]" in summary
+    assert "max batch [sequence]" in summary
+
+
+def test_a_model_that_fits_nowhere_gets_one_line_saying_why(tmp_path: Path) -> None:
+    sweep = load_config(MOE)
+    grid = build_grid(sweep).sel(tp=[1, 2], hardware=["h200"])
+    written = write_figures(grid, tmp_path, ["ceiling", "bottleneck"], [])
+    assert written == ["report.html"]
+    text = (tmp_path / "report.html").read_text("utf-8")
+    assert text.count("<li>Not drawn:") == 1
+    assert (
+        "<li>Not drawn: deepseek-v3 does not fit on H200 SXM 141GB at any tp (1, 2) and weight "
+        "dtype (bf16, fp8) drawn.</li>"
+    ) in text
+    assert text.count('class="chart"') == 4  # mixtral and qwen3, two charts each
+    assert "<td>deepseek-v3</td><td>H200 SXM 141GB</td><td>does not fit</td>" in text
+
+
+def test_streamed_slices_give_the_same_figures_one_slice_at_a_time(tmp_path: Path) -> None:
+    sweep = parse_config(
+        CONFIG.replace('hardware = ["h100-sxm"]', 'hardware = ["h100-sxm", "h200", "b200"]')
+    )
+    grid = build_grid(sweep)
+    kinds = ("ceiling", "roofline")  # two kinds are enough, and half the time
+    whole = write_figures(grid, tmp_path / "whole", kinds, ["svg"])
+    asked: list[tuple[str, list[str]]] = []
+
+    def pieces() -> Iterator[xr.Dataset]:
+        for one in slices(grid):
+            done = sorted(p.name for p in (tmp_path / "streamed" / "charts").glob("*.svg"))
+            asked.append((str(one["hardware"].values[0]), done))
+            yield one
+
+    (tmp_path / "streamed" / "charts").mkdir(parents=True)
+    streamed = write_figures_streamed(pieces(), tmp_path / "streamed", kinds, ["svg"])
+    assert streamed == whole
+    assert "charts/roofline-devices-llama-3-8b.svg" in streamed
+    assert [device for device, _ in asked] == ["h100-sxm", "h200", "b200"]
+    # the first device's charts were on disk before the third slice was asked for
+    assert {f"{kind}-llama-3-8b-h100-sxm.svg" for kind in kinds} <= set(asked[2][1])
+    for path in whole:  # the same charts (Vega numbers its clip paths per process: not bytes)
+        ours, theirs = (tmp_path / "streamed" / path), (tmp_path / "whole" / path)
+        assert abs(ours.stat().st_size - theirs.stat().st_size) < 20
 
 
 def test_pipeline_hook_lists_the_figures_in_the_manifest(tmp_path: Path) -> None:
@@ -112,20 +222,26 @@ def test_pipeline_hook_lists_the_figures_in_the_manifest(tmp_path: Path) -> None
     assert "figures" in manifest["timings_s"]
 
 
+def test_time_figures_reports_the_seconds_of_the_figures(tmp_path: Path) -> None:
+    sweep = parse_config(CONFIG.replace('formats = ["html", "svg"]', "formats = []"))
+    timings = time_figures(build_grid(sweep), sweep)
+    assert list(timings) == ["figures"]
+    assert timings["figures"] > 0
+
+
 @pytest.mark.parametrize("config", CONFIGS, ids=[c.stem for c in CONFIGS])
 def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path, tmp_path: Path) -> None:
-    from sweeps.config import load_config
-
     sweep = load_config(config)
     outcome = CliRunner().invoke(cli, ["run", str(config), "--out", str(tmp_path)])
     assert outcome.exit_code == 0, outcome.output
     folder = tmp_path / sweep.name
+    report = (folder / "report.html").read_text("utf-8")
     for model in sweep.models:
         for device in sweep.hardware:
             for chart in sweep.charts:
                 for fmt in sweep.formats:
-                    assert (folder / "charts" / f"{chart}-{model.id}-{device.id}.{fmt}").is_file()
-    assert (folder / "report.html").is_file()
+                    drawn = (folder / "charts" / f"{chart}-{model.id}-{device.id}.{fmt}").is_file()
+                    assert drawn or f"Not drawn: {model.id} does not fit on" in report
 
 
 @pytest.mark.skipif(
@@ -133,19 +249,22 @@ def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path, tmp_
     reason="chromium is not installed "
     "(apt-get install -y chromium); the report page is not checked in a browser",
 )
-def test_report_draws_every_chart_in_headless_chromium(
+def test_report_draws_every_chart_in_headless_chromium_at_400_px(
     result: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
     folder, _ = result
-    page = tmp_path / "report.html"
-    page.write_text(
-        (folder / "report.html").read_text("utf-8").replace("<head>", "<head>" + ERROR_PROBE, 1),
+    (tmp_path / "report.html").write_text(
+        (folder / "report.html").read_text("utf-8").replace("<head>", "<head>" + PROBE, 1),
         "utf-8",
     )
+    page = tmp_path / "phone.html"
+    page.write_text(PHONE, "utf-8")
     command = [
         str(CHROMIUM),
         *CHROMIUM_FLAGS,
         f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=600,1000",
+        "--hide-scrollbars",
         "--enable-logging=stderr",
         "--v=0",
         "--virtual-time-budget=10000",
@@ -153,13 +272,69 @@ def test_report_draws_every_chart_in_headless_chromium(
         page.as_uri(),
     ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    dom = done.stdout
-    figures = re.findall(r'<figure id="fig-\d+" class="chart[^"]*"[^>]*>(.*?)</figure>', dom, re.S)
-    assert len(figures) == len(CHARTS), done.stderr[-2000:]
-    for figure in figures:
-        assert "<svg" in figure or "<canvas" in figure
-        assert figure.count("<path") > 5
-    errors = re.search(r'<pre id="console-errors">(.*?)</pre>', dom, re.S)
-    assert errors is not None, "the error probe did not run"
-    assert json.loads(errors.group(1).replace("&quot;", '"')) == []
+    probe = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, re.S)
+    assert probe is not None, "the probe did not run: " + done.stderr[-2000:]
+    found = json.loads(html.unescape(probe.group(1)))
+    assert found["errors"] == []
+    assert len(found["drawn"]) == len(CHARTS)
+    assert all(paths > 5 for paths in found["drawn"]), found["drawn"]  # every chart drawn
+    assert found["width"] == 400
+    assert found["scroll"] <= found["width"]  # no sideways scrolling on a phone
+    assert found["figure_first"] is True
+    assert found["fetched"] == []  # offline: nothing requested
     assert "ERROR:CONSOLE" not in done.stderr
+
+
+def test_the_config_width_reaches_the_written_png(tmp_path: Path) -> None:
+    from tests.test_charts import png_pixels
+
+    text = CONFIG.replace('formats = ["html", "svg"]', 'formats = ["png", "pdf"]')
+    sweep = parse_config(
+        text.replace(
+            'charts = ["ceiling", "bottleneck", "ai-vs-batch", "roofline"]', 'charts = ["ceiling"]'
+        )
+        + '[outputs.figures]\nwidth = "single-column"\n'
+    )
+    written = sweep_figures(build_grid(sweep), sweep, tmp_path)
+    assert written == [
+        "charts/ceiling-llama-3-8b-h100-sxm.png",
+        "charts/ceiling-llama-3-8b-h100-sxm.pdf",
+        "report.html",
+    ]
+    width, _, _ = png_pixels((tmp_path / written[0]).read_bytes())
+    assert 0.6 * 3.5 * 300 <= width <= 1.05 * 3.5 * 300  # a 3.5 in column at 300 dpi
+    assert (tmp_path / written[1]).read_bytes().startswith(b"%PDF-")
+
+
+def test_a_long_summary_keeps_only_the_rows_the_page_shows(tmp_path: Path) -> None:
+    text = CONFIG.replace("batch = [1, 16, 256]", "batch = [1]").replace(
+        "context = [512, 32768]", "context = { start = 512, stop = 1611 }"
+    )
+    sweep = parse_config(text)  # 1,100 contexts x 2 KV-head settings: 2,200 summary rows
+    assert write_figures(build_grid(sweep), tmp_path, [], []) == ["report.html"]
+    page = (tmp_path / "report.html").read_text("utf-8")
+    details = page[page.index("<details>") : page.index("</details>")]
+    assert (
+        "<summary>Every configuration: 2,200 rows (the first 1,000; the Parquet files have "
+        "all)</summary>"
+    ) in details
+    assert details.count("<tr>") == 1 + 1000
+
+
+def test_grids_built_one_model_and_device_at_a_time_give_the_same_files(tmp_path: Path) -> None:
+    """The run layer's route for a streamed grid: a sub-sweep per model and device."""
+    sweep = parse_config(
+        CONFIG.replace('hardware = ["h100-sxm"]', 'hardware = ["h100-sxm", "h200"]').replace(
+            'formats = ["html", "svg"]', 'formats = ["svg"]'
+        )
+    )
+    whole = sweep_figures(build_grid(sweep), sweep, tmp_path / "whole")
+    pieces = (
+        build_grid(dataclasses.replace(sweep, models=(m,), hardware=(h,)))
+        for m in sweep.models
+        for h in sweep.hardware
+    )
+    assert sweep_figures(pieces, sweep, tmp_path / "pieces") == whole
+    ours = (tmp_path / "pieces" / "report.html").read_text("utf-8")
+    theirs = (tmp_path / "whole" / "report.html").read_text("utf-8")
+    assert ours == theirs

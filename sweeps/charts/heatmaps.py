@@ -1,7 +1,8 @@
 """The decode heatmaps: batch across, context down, one panel per KV-head and KV-dtype setting.
 
 ``ceiling``: the fraction of the asymptotic ceiling reached. ``bottleneck``: memory- or
-compute-bound. Both grey out the cells beyond the memory wall ("does not fit").
+compute-bound. Both grey out the cells beyond the memory wall ("does not fit") and mark the
+first compute-bound batch of each row with a black bar on a white halo.
 """
 
 from __future__ import annotations
@@ -14,18 +15,31 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
-from .data import KV_FACETS, Selection, kv_heads_labels, select, status, thin, tidy
+from sweeps import physics
+
+from .data import (
+    KV_FACETS,
+    Selection,
+    kv_facets,
+    percent_labels,
+    reached,
+    select,
+    shown_percent,
+    status,
+    thin,
+    tidy,
+)
 from .theme import (
-    COLORS,
     COMPUTE_BOUND,
     DOES_NOT_FIT,
+    HALO,
     INK,
     MEMORY_BOUND,
     SEQUENTIAL,
     category_scale,
-    finish,
     heading,
     number,
+    percent,
     title,
     tooltip,
     unit,
@@ -44,61 +58,126 @@ HEAT_VARIABLES = (
     "bottleneck",
     "feasible",
 )
-RIDGE_MARK = "turns compute-bound (ridge batch)"
 LABEL_MIN_CELL = 26
 """Cells at least this wide [px] carry their value as text."""
 
 
 def _ridge_mark(ds: xr.Dataset) -> xr.DataArray:
-    """True at the first compute-bound batch of each row (read from the flags)."""
+    """True at the first compute-bound batch of each row (read from the flags), where that
+    batch fits: beyond the memory wall the ridge is never reached."""
     compute = ds["bottleneck"] == 1
-    return compute & (compute.cumsum("batch") == 1)
+    return compute & (compute.cumsum("batch") == 1) & ds["feasible"]
 
 
 def decode_cells(sel: Selection) -> tuple[pl.DataFrame, str]:
-    """Tidy decode cells of a selection, thinned to ``sel.max_cells``; the thinning note."""
+    """Tidy decode cells of a selection, thinned to ``sel.max_cells``; the thinning note.
+
+    ``reached`` and ``label`` (the written percentage) come from ``data.reached``, the one
+    rule the outline, the legend, the caption and the report share.
+    """
     ds, note = thin(sel.ds, HEAT_DIMS, ("batch", "context"), sel.max_cells)
-    ds = ds.assign(ridge_mark=_ridge_mark(ds))
-    frame = tidy(ds, (*HEAT_VARIABLES, "ridge_mark"), HEAT_DIMS)
-    return status(frame, "feasible", "bottleneck"), note
-
-
-def ceiling_text(sel: Selection) -> str:
-    """``ceiling 243 FLOP/byte at 512 tokens, 19 at 8,192`` or a range when many [-]."""
-    ceiling = sel.ds["ceiling"]
-    values = np.unique(np.round(ceiling.values.reshape(-1), 6))
-    u = unit("ceiling")
-    if ceiling.sizes.get("context", 1) == ceiling.size <= 4:
-        parts = [
-            f"{number(v)} at {c:,} tokens"
-            for v, c in zip(ceiling.values.reshape(-1), sel.ds["context"].values, strict=True)
-        ]
-        return f"ceiling {parts[0].replace(' at', f' {u} at', 1)}" + "".join(
-            f", {p}" for p in parts[1:]
-        )
-    return (
-        f"ceiling {number(values.min())} to {number(values.max())} {u} across contexts and "
-        "KV settings"
+    ds = ds.assign(
+        ridge_mark=_ridge_mark(ds),
+        reached=reached(ds["fraction_of_ceiling"], ds["feasible"], sel.threshold),
+        shown=shown_percent(ds["fraction_of_ceiling"], sel.threshold),
     )
+    frame = tidy(ds, (*HEAT_VARIABLES, "ridge_mark", "reached", "shown"), HEAT_DIMS)
+    labels = percent_labels(
+        frame["fraction_of_ceiling"].fill_null(np.nan).to_numpy(), sel.threshold
+    )
+    return status(
+        frame.with_columns(label=pl.Series(labels, dtype=pl.String)), "feasible", "bottleneck"
+    ), note
 
 
 def ridge_text(sel: Selection) -> str:
-    """Where decode turns compute-bound, or that it never does [-]."""
+    """Where decode turns compute-bound; '' where it never does (``crossing_text`` says so:
+    the ridge batch exists exactly where the ceiling is above the ridge point) [-]."""
     ridge = sel.ds["ridge_batch"].values.reshape(-1)
-    point = float(np.max(sel.ds["ridge_point"].values))
     found = ridge[np.isfinite(ridge)]
     if found.size == 0:
-        return (
-            f"Decode never turns compute-bound: every ceiling is below the ridge point, "
-            f"{point:.0f} {unit('ridge_point')}."
-        )
+        return ""
     never = ridge.size - found.size
     tail = f"; never for {never} of {ridge.size} settings" if never else ""
     span = f"{found.min():,.0f}" + (f" to {found.max():,.0f}" if found.max() > found.min() else "")
-    return f"Blue bar: first compute-bound batch (ridge batch {span}{tail})."
+    return f"Black bar: the first compute-bound batch (ridge batch {span}{tail})."
 
 
-def _axes(frame: pl.DataFrame, sel: Selection, step: int) -> dict[str, Any]:
+def wall_text(sel: Selection) -> str:
+    """The share of the ceiling at the memory wall: ``max_batch / (knee_batch + max_batch)``
+    (``physics.fraction_of_ceiling`` with the knee batch's ``W / KV_seq``), exact for a dense
+    model; a mixture of experts reads fewer weights below the wall, so there the larger of that
+    and the best fitting cell of the sweep is a lower bound, said "at least"."""
+    ds = sel.ds
+    formula = physics.fraction_of_ceiling(ds["max_batch"], ds["knee_batch"], 1.0)
+    best = ds["fraction_of_ceiling"].where(ds["feasible"]).max("batch")
+    wall = xr.where(best > formula, best, formula).where(ds["max_batch"] >= 1)
+    values = wall.values.reshape(-1)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return ""
+    lo, hi = percent(float(values.min())), percent(float(values.max()))
+    span = lo if lo == hi else f"{lo} to {hi}"
+    moe = bool(np.any(np.atleast_1d(ds["experts"].values) > 1))
+    bound = "at least " if moe else ""
+    cells = bool(reached(ds["fraction_of_ceiling"], ds["feasible"], sel.threshold).any())
+    wall_reaches = bool(reached(float(values.max()), True, sel.threshold))
+    reach = "" if wall_reaches else f", never {percent(sel.threshold)}"
+    if not reach and not cells:
+        reach = " (between the sweep's batches, so no cell shows it)"
+    why = (
+        "the weights' share of memory sets it, whatever the context"
+        if not moe
+        else "a mixture of experts reads fewer weights below the wall"
+    )
+    return f"At the memory wall decode reaches {bound}{span} of the ceiling{reach}: {why}."
+
+
+def crossing_text(sel: Selection) -> str:
+    """Where the ceiling (largest over KV settings) drops below the device's ridge point [-]."""
+    ceiling = sel.ds["ceiling"]
+    by_context = ceiling.max([d for d in ceiling.dims if d != "context"])
+    contexts = [int(c) for c in sel.ds["context"].values]
+    values = np.atleast_1d(by_context.values)
+    point = float(np.max(sel.ds["ridge_point"].values))
+    u = unit("ceiling")
+    listed = ", ".join(f"{number(v)} at {c:,}" for v, c in zip(values, contexts, strict=True))
+    ceilings = f"The ceiling ({listed} tokens)" if len(contexts) <= 4 else "The ceiling"
+    below = [c for v, c in zip(values, contexts, strict=True) if v < point]
+    ridge = f"the ridge point ({number(point)} {u})"
+    if not below:
+        return f"{ceilings} stays above {ridge} at every context."
+    if len(below) == len(contexts):
+        return f"{ceilings} is below {ridge} at every context: decode never turns compute-bound."
+    return (
+        f"{ceilings} drops below {ridge} from {below[0]:,} tokens on: decode stays "
+        "memory-bound there at any batch."
+    )
+
+
+def _step(frame: pl.DataFrame, sel: Selection) -> tuple[int, int]:
+    """Cell width and height [px] that fit the figure's width."""
+    columns = max(1, frame["kv_heads"].n_unique())
+    batches = max(1, frame["batch"].n_unique())
+    low, high = sel.size.cell
+    room = (
+        sel.size.width
+        - sel.size.left
+        - 12 * (columns - 1)
+        - (0 if sel.size.legend != "right" else 150)
+    )
+    step = int(np.clip(room / (columns * batches), low, high))
+    return step, max(step, low + 8)
+
+
+def _stacked_titles(sel: Selection, height: int) -> bool:
+    """Whether the context title is too long for one facet row's height, so that it moves
+    into the row header ("context [token] by kv dtype") instead of overprinting [-]."""
+    rows = sel.ds.sizes.get("kv_dtype", 1)
+    return rows > 1 and sel.ds.sizes["context"] * height < 0.62 * (sel.size.font + 1) * 16
+
+
+def _axes(sel: Selection, step: int, height: int) -> dict[str, Any]:
     return {
         "x": alt.X(
             "batch:O",
@@ -108,9 +187,9 @@ def _axes(frame: pl.DataFrame, sel: Selection, step: int) -> dict[str, Any]:
         ),
         "y": alt.Y(
             "context:O",
-            title=title("context"),
+            title=None if _stacked_titles(sel, height) else title("context"),
             sort=[int(c) for c in sel.ds["context"].values],
-            axis=alt.Axis(format=","),
+            axis=alt.Axis(format=",", labelOverlap="greedy"),
         ),
     }
 
@@ -132,22 +211,20 @@ def _tooltips() -> list[alt.Tooltip]:
     ]
 
 
-def _facet(layers: list[alt.Chart], frame: pl.DataFrame, sel: Selection) -> alt.FacetChart:
-    heads = kv_heads_labels(sel.ds)
-    return (
-        alt.layer(*layers, data=frame)
-        .facet(
-            column=alt.Column("kv_heads:N", title=title("kv_heads"), sort=heads),
-            row=alt.Row(
-                "kv_dtype:N",
-                title=title("kv_dtype"),
-                header=alt.Header(labelAngle=0, labelAlign="left"),
-                sort=[str(v) for v in sel.ds["kv_dtype"].values],
-            ),
-            spacing=12,
-        )
-        .resolve_scale(x="shared", y="shared")
-    )
+def _facet(layers: list[alt.Chart], frame: pl.DataFrame, sel: Selection, height: int) -> Any:
+    rows = f"{title('context')} by {title('kv_dtype')}" if _stacked_titles(sel, height) else ""
+    return kv_facets(alt.layer(*layers, data=frame), sel, rows)
+
+
+def _ridge_bars(base: alt.Chart, sel: Selection, height: int) -> list[alt.Chart]:
+    """The first compute-bound batch: a black bar on a white halo, seen on every colour."""
+    x = alt.X("batch:O", sort=[int(b) for b in sel.ds["batch"].values], bandPosition=0)
+    return [
+        base.mark_tick(orient="vertical", thickness=thickness, size=height, color=color)
+        .encode(x=x)
+        .transform_filter(alt.datum.ridge_mark)
+        for thickness, color in ((7, HALO), (3, INK))
+    ]
 
 
 def _heatmap(
@@ -158,41 +235,31 @@ def _heatmap(
     layers: Callable[[alt.Chart, Selection, int], list[alt.Chart]],
     subtitle: Callable[[Selection], list[str]],
     **options: Any,
-) -> alt.FacetChart:
+) -> Any:
     sel = select(ds, model, hardware, **options)
     frame, note = decode_cells(sel)
-    step = int(np.clip(520 / max(1, frame["batch"].n_unique()), 12, 36))
+    step, height = _step(frame, sel)
     base = (
         alt.Chart()
-        .encode(**_axes(frame, sel, step), tooltip=_tooltips())
-        .properties(width=alt.Step(step))
+        .encode(**_axes(sel, step, height), tooltip=_tooltips())
+        .properties(width=alt.Step(step), height=alt.Step(height))
     )
-    height = max(step, 22)
-    base = base.properties(height=alt.Step(height))
-    ridge = (
-        base.mark_tick(
-            orient="vertical",
-            thickness=5,
-            size=height,
-            stroke="white",
-            strokeWidth=1.5,
-            color=COLORS[COMPUTE_BOUND],
-        )
-        .encode(
-            x=alt.X("batch:O", sort=[int(b) for b in sel.ds["batch"].values], bandPosition=0),
-        )
-        .transform_filter(alt.datum.ridge_mark)
-    )
-    chart = _facet([*layers(base, sel, step), ridge], frame, sel)
+    chart = _facet([*layers(base, sel, step), *_ridge_bars(base, sel, height)], frame, sel, height)
     lines = [*subtitle(sel), *sel.notes, *([note] if note else [])]
-    return finish(chart, heading(sel.headline(what), lines))
+    return chart.properties(title=heading(sel.headline(what), lines, sel.size))
 
 
 def _fits(feasible: bool) -> alt.FieldEqualPredicate:
     return alt.FieldEqualPredicate(field="feasible", equal=feasible)
 
 
-def does_not_fit(base: alt.Chart) -> alt.Chart:
+def symbol_orient(sel: Selection) -> Any:
+    """Where the symbol legends go: the theme's place on screen; above the panels in print,
+    so that the gradient alone sits below and the figure keeps its column width."""
+    return alt.Undefined if sel.size.legend == "right" else "top"
+
+
+def does_not_fit(base: alt.Chart, sel: Selection) -> alt.Chart:
     """The grey layer of cells beyond the memory wall, in the legend as "does not fit"."""
     return (
         base.mark_rect()
@@ -200,87 +267,101 @@ def does_not_fit(base: alt.Chart) -> alt.Chart:
             fill=alt.Fill(
                 "status:N",
                 scale=category_scale(DOES_NOT_FIT),
-                legend=alt.Legend(title=None, symbolType="square", symbolSize=200),
+                legend=alt.Legend(title=None, symbolType="square", orient=symbol_orient(sel)),
             ),
         )
         .transform_filter(_fits(False))
     )
 
 
+def reached_label(threshold: float) -> str:
+    """Legend entry of the outline: ``≥ 90% of ceiling`` [-]."""
+    return f"≥ {percent_labels(np.asarray([threshold]), threshold)[0]} of ceiling"
+
+
+def _ceiling_layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Chart]:
+    """The share of the ceiling, the grey cells, the outline of ``reached`` and the labels."""
+    entry = reached_label(sel.threshold)
+    heat = (
+        base.mark_rect(stroke="white", strokeWidth=0.5)
+        .encode(
+            color=alt.Color(
+                "fraction_of_ceiling:Q",
+                title=title("fraction_of_ceiling"),
+                scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
+                legend=alt.Legend(format=".0%", gradientLength=12 * sel.size.font),
+            ),
+        )
+        .transform_filter(_fits(True))
+    )
+    outline = (
+        base.mark_rect(fill=None, fillOpacity=0, strokeWidth=2.5)
+        .encode(
+            stroke=alt.Stroke(
+                "outline:N",
+                scale=alt.Scale(domain=[entry], range=[INK]),
+                legend=alt.Legend(
+                    title=None,
+                    orient=symbol_orient(sel),
+                    symbolType="square",
+                    symbolFillColor=HALO,
+                    symbolStrokeColor=INK,
+                    symbolStrokeWidth=2.5,
+                ),
+            ),
+        )
+        .transform_filter(alt.datum.reached)
+        .transform_calculate(outline=repr(entry))
+    )
+    out = [heat, does_not_fit(base, sel), outline]
+    if step >= LABEL_MIN_CELL:
+        out.append(
+            base.mark_text()
+            .encode(
+                text=alt.Text("label:N"),
+                color=alt.condition(alt.datum.shown > 55, alt.value(INK), alt.value("white")),
+            )
+            .transform_filter(_fits(True))
+        )
+    return out
+
+
+def _ceiling_caption(sel: Selection) -> list[str]:
+    """The finding in numbers, then the key."""
+    key = (
+        f"Colour: arithmetic intensity as a share of its asymptotic ceiling; outlined: "
+        f"{reached_label(sel.threshold)} (ceiling_fraction)."
+    )
+    return [line for line in (wall_text(sel), crossing_text(sel), key, ridge_text(sel)) if line]
+
+
 def ceiling_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
-) -> alt.FacetChart:
+) -> Any:
     """Heatmap of the fraction of the asymptotic decode ceiling reached [1], batch x context,
     faceted KV heads (columns) x KV dtype (rows).
 
-    Cells at or above ``ds.attrs['ceiling_fraction']`` are outlined; cells beyond the memory
-    wall form the grey "does not fit" layer; a blue bar marks the first compute-bound batch.
-    ``options``: ``tp``, ``weight_dtype`` (default: the first), ``max_cells`` [cell].
+    Cells that reach ``ds.attrs['ceiling_fraction']`` (``data.reached``) are outlined; cells
+    beyond the memory wall form the grey "does not fit" layer; a black bar marks the first
+    compute-bound batch. The caption states the share of the ceiling at the memory wall and
+    the context from which the ceiling is below the ridge point.
+    ``options``: ``tp``, ``weight_dtype``, ``pick`` (see ``data.choose``), ``max_cells``
+    [cell], ``width`` (``theme.SIZES``).
     """
-    fraction = float(ds.attrs.get("ceiling_fraction", 0.9))
-    reached = f"≥ {fraction:.0%} of ceiling"
-
-    def layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Chart]:
-        heat = (
-            base.mark_rect(stroke="white", strokeWidth=0.5)
-            .encode(
-                color=alt.Color(
-                    "fraction_of_ceiling:Q",
-                    title=title("fraction_of_ceiling"),
-                    scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
-                    legend=alt.Legend(format=".0%", gradientLength=140),
-                ),
-            )
-            .transform_filter(_fits(True))
-        )
-        outline = (
-            base.mark_rect(fillOpacity=0, strokeWidth=2.5)
-            .encode(
-                stroke=alt.Stroke(
-                    "reached:N",
-                    scale=alt.Scale(domain=[reached], range=[INK]),
-                    legend=alt.Legend(
-                        title=None,
-                        symbolType="square",
-                        symbolSize=200,
-                        symbolFillColor="#ffffff",
-                        symbolStrokeWidth=2.5,
-                    ),
-                ),
-            )
-            .transform_filter(_fits(True))
-            .transform_filter(alt.datum.fraction_of_ceiling >= fraction)
-            .transform_calculate(reached=repr(reached))
-        )
-        out = [heat, does_not_fit(base), outline]
-        if step >= LABEL_MIN_CELL:
-            out.append(
-                base.mark_text(fontSize=10)
-                .encode(
-                    text=alt.Text("fraction_of_ceiling:Q", format=".0%"),
-                    color=alt.condition(
-                        alt.datum.fraction_of_ceiling > 0.55, alt.value(INK), alt.value("white")
-                    ),
-                )
-                .transform_filter(_fits(True))
-            )
-        return out
-
-    def subtitle(sel: Selection) -> list[str]:
-        return [
-            f"Colour: arithmetic intensity as a fraction of its asymptotic ceiling; "
-            f"{ceiling_text(sel)}; outlined: {reached}.",
-            ridge_text(sel),
-        ]
-
     return _heatmap(
-        ds, model, hardware, "fraction of the decode ceiling", layers, subtitle, **options
+        ds,
+        model,
+        hardware,
+        "fraction of the decode ceiling",
+        _ceiling_layers,
+        _ceiling_caption,
+        **options,
     )
 
 
 def bottleneck_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
-) -> alt.FacetChart:
+) -> Any:
     """Heatmap of what bounds decode: memory-bound, compute-bound or does not fit, batch x
     context, faceted KV heads (columns) x KV dtype (rows). ``options`` as ``ceiling_chart``.
     """
@@ -292,6 +373,7 @@ def bottleneck_chart(
                     "status:N",
                     title=None,
                     scale=category_scale(MEMORY_BOUND, COMPUTE_BOUND, DOES_NOT_FIT),
+                    legend=alt.Legend(orient=symbol_orient(sel)),
                 ),
             )
         ]
@@ -302,7 +384,7 @@ def bottleneck_chart(
             f"Compute-bound from arithmetic intensity {point:.0f} "
             f"{unit('ridge_point')} (the ridge point); grey: weights and caches exceed "
             f"memory.",
-            ridge_text(sel),
+            *[line for line in (crossing_text(sel), ridge_text(sel)) if line],
         ]
 
     return _heatmap(ds, model, hardware, "what bounds decode", layers, subtitle, **options)

@@ -1,165 +1,241 @@
-"""Rendering: charts to offline HTML, PNG and SVG with vl-convert (no browser, nothing fetched),
-the one-page ``report.html``, and the pipeline hook that writes them into a result folder."""
+"""Writing the figures of a result: one model-and-device slice at a time, so that a streamed
+grid gets the same figures and report as one held in memory.
+
+``write_figures_streamed(slices, folder, ...)`` is the one writer: it takes an iterable of
+per-(model, hardware) Datasets, renders and writes each slice's charts before asking for the
+next, keeps only the small per-device selections the cross-device roofline needs, and writes
+``report.html`` at the end. ``write_figures(ds, ...)`` feeds it the slices of a grid in memory.
+"""
 
 from __future__ import annotations
 
-import html
-import json
-from collections.abc import Callable, Iterator
-from functools import lru_cache
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import altair as alt
-import vl_convert as vlc
+import polars as pl
 import xarray as xr
 
-from sweeps.config import Sweep
-from sweeps.grid.variables import REGISTRY
-
+from .data import Selection, choose, select
 from .heatmaps import bottleneck_chart, ceiling_chart
-from .lines import ai_vs_batch_chart, roofline_chart
-from .theme import FONT, INK, number
+from .kinds import DEVICES, ChartKind
+from .lines import ai_vs_batch_chart
+from .rendering import Renderer
+from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_html
+from .roofline import compare_from, roofline_chart
+from .theme import size_of
+
+if TYPE_CHECKING:
+    from sweeps.config import Sweep
 
 Builder = Callable[..., Any]
-BUILDERS: dict[str, Builder] = {
+BUILDERS: dict[ChartKind | str, Builder] = {
     "ceiling": ceiling_chart,
     "bottleneck": bottleneck_chart,
     "ai-vs-batch": ai_vs_batch_chart,
     "roofline": roofline_chart,
 }
-"""Chart kind (as in ``[outputs] charts``) to its builder."""
-PNG_SCALE = 2.0
-REPORT = "report.html"
+"""Chart kind (as in ``[outputs] charts``) to its builder ``(ds, model, hardware, **options)``.
+A new kind registered here (and named in ``kinds``) is drawn per model and device and placed
+in the report by ``kinds.REPORT_ORDER``."""
 
 
-def vegalite_version() -> str | None:
-    """The Vega-Lite version Altair writes, if vl-convert has it (else its latest) [-]."""
-    wanted = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-    return wanted if wanted in vlc.get_vegalite_versions() else None
+@dataclass(frozen=True)
+class Settings:
+    """``[outputs.figures]`` and ``max_chart_cells``: what every chart of a result shows."""
+
+    pick: str = "smallest-fit"
+    tp: int | None = None
+    weight_dtype: str | None = None
+    width: str = "screen"
+    max_cells: int | None = None
+
+    @classmethod
+    def of(cls, sweep: Sweep) -> Settings:
+        """The settings ``sweep`` asks for."""
+        f = sweep.figures
+        return cls(f.pick, f.tp, f.weight_dtype, f.width, sweep.options.max_chart_cells)
+
+    def options(self) -> dict[str, Any]:
+        """Keyword arguments of the builders."""
+        return {
+            "pick": self.pick,
+            "tp": self.tp,
+            "weight_dtype": self.weight_dtype,
+            "width": self.width,
+            "max_cells": self.max_cells,
+        }
 
 
-@lru_cache(maxsize=1)
-def javascript() -> str:
-    """Vega, Vega-Lite and vega-embed as one script, safe to inline in ``<script>`` [-]."""
-    bundle: str = vlc.javascript_bundle(None, vl_version=vegalite_version())  # type: ignore[arg-type]
-    return bundle.replace("</script", "<\\/script")
+def spec_of(chart: Any, width: str) -> dict[str, Any]:
+    """``chart.to_dict()`` under the registered theme of ``width``; not validated against the
+    Vega-Lite schema again (half the time of a small chart; the tests validate every kind)."""
+    with alt.theme.enable(size_of(width).theme):
+        spec: dict[str, Any] = chart.to_dict(validate=False)
+    return spec
 
 
-def page(title: str, body: str, specs: list[dict[str, Any]]) -> str:
-    """A self-contained HTML page: ``body``, then one ``<figure>`` per spec drawn as SVG by
-    the inlined vega-embed. Opens offline; nothing is fetched."""
-    figures = "".join(f'<figure id="fig-{i}" class="chart"></figure>' for i in range(len(specs)))
-    payload = json.dumps(specs).replace("</", "<\\/")
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>
-body {{ font-family: {FONT}; color: {INK}; margin: 2rem auto; max-width: 1400px;
-       padding: 0 1rem; }}
-table {{ border-collapse: collapse; font-size: 0.9rem; margin: 1rem 0 2rem; }}
-th, td {{ border-bottom: 1px solid #ddd; padding: 0.3rem 0.6rem; text-align: right; }}
-th {{ background: #f4f4f4; }}
-figure {{ margin: 2rem 0; overflow-x: auto; }}
-</style></head><body>
-{body}
-{figures}
-<script>{javascript()}</script>
-<script>
-const specs = {payload};
-specs.forEach((spec, i) => vegaEmbed("#fig-" + i, spec, {{renderer: "svg", actions: false}})
-  .catch(error => console.error("chart " + i + ": " + error)));
-</script>
-</body></html>
-"""
+def slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
+    """The per-(model, hardware) slices of a grid in memory, dimensions kept (size 1)."""
+    for model in ds["model"].values:
+        for device in ds["hardware"].values:
+            yield ds.sel(model=[model], hardware=[device])
 
 
-def render(spec: dict[str, Any], fmt: str) -> bytes:
-    """One chart spec as ``html`` (JavaScript inlined), ``png`` (2x) or ``svg`` bytes."""
-    version = vegalite_version()
-    if fmt == "html":
-        return page(str(spec.get("title", {}).get("text", "chart")), "", [spec]).encode("utf-8")
-    if fmt == "png":
-        return bytes(
-            vlc.vegalite_to_png(spec, vl_version=version, scale=PNG_SCALE, allowed_base_urls=[])
+def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) -> list[Figure]:
+    """The figures of one model-and-device slice: each kind's spec, or, where the model fits
+    nowhere the settings allow, the one reason for all of them."""
+    model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
+    choice = choose(
+        one, model, device, tp=settings.tp, weight_dtype=settings.weight_dtype, pick=settings.pick
+    )
+    figures = []
+    for kind in charts:
+        stem = f"{kind}-{model}-{device}"
+        if not choice.fits:
+            figures.append(Figure(stem, kind, model, device, None, choice.reason))
+            continue
+        chart = BUILDERS[kind](one, model, device, **settings.options())
+        figures.append(Figure(stem, kind, model, device, spec_of(chart, settings.width)))
+    return figures
+
+
+def across_devices(selections: list[Selection], settings: Settings) -> list[Figure]:
+    """The cross-device roofline of one model's selections: none for a single device; the
+    reason, not a chart, where the model fits on none."""
+    if len(selections) < 2:
+        return []
+    model = selections[0].model
+    stem = f"{DEVICES}-{model}"
+    if not any(sel.choice.fits for sel in selections):
+        names = ", ".join(sel.device_name for sel in selections)
+        return [Figure(stem, DEVICES, model, None, None, f"{model} fits on none of {names}")]
+    spec = spec_of(compare_from(selections, settings.width), settings.width)
+    return [Figure(stem, DEVICES, model, None, spec)]
+
+
+def _write(renders: Iterable[tuple[str, dict[str, bytes]]], folder: Path) -> list[str]:
+    written: list[str] = []
+    for stem, data in renders:
+        (folder / "charts").mkdir(parents=True, exist_ok=True)
+        for fmt, content in data.items():
+            relative = f"charts/{stem}.{fmt}"
+            (folder / relative).write_bytes(content)
+            written.append(relative)
+    return written
+
+
+def write_figures_streamed(
+    pieces: Iterable[xr.Dataset],
+    folder: Path,
+    charts: Iterable[str],
+    formats: Iterable[str],
+    settings: Settings | None = None,
+    report: bool = True,
+) -> list[str]:
+    """Write ``charts/<kind>-<model>-<hardware>.<fmt>`` for every slice of ``pieces``: each a
+    grid of one model and one device, dimensions kept, with the variables, coordinates and
+    attributes ``build_grid`` gives (``slices(ds)`` of a grid in memory, or
+    ``build_grid(dataclasses.replace(sweep, models=(m,), hardware=(h,)))`` one at a time),
+    the cross-device rooflines ``charts/roofline-devices-<model>.<fmt>`` where a model was seen
+    on several devices, and ``report.html``; returns the paths written, relative to ``folder``.
+
+    A slice's charts are rendered on worker threads while the next slice is built, and
+    written before the one after is asked for (at most one slice's renders wait); what is kept
+    is the summary rows of each slice and, when ``roofline`` is among ``charts``, each slice's
+    selection at its chosen tp and weight dtype.
+    """
+    settings = settings or Settings()
+    charts, formats = tuple(charts), tuple(formats)
+    figures: list[Figure] = []
+    written: list[str] = []
+    condensed, full, rows = [], [], 0
+    kept: dict[str, list[Selection]] = {}
+    attrs: dict[str, Any] = {}
+    renderer = Renderer(formats, size_of(settings.width)) if formats else None
+    try:
+        for one in pieces:
+            attrs = attrs or dict(one.attrs)
+            done = slice_figures(one, charts, settings)
+            for figure in done:
+                if renderer is not None and figure.spec is not None:
+                    renderer.submit(figure.stem, figure.spec)
+            if renderer is not None:  # the slice before's renders: at most one slice waits
+                written += _write(renderer.done(keep=sum(f.spec is not None for f in done)), folder)
+            figures += done
+            model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
+            sel = select(one, model, device, **settings.options())
+            condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
+            summary = _labels_as_text(full_rows(one))  # only what the page shows is kept
+            full.append(summary.head(max(0, FULL_ROWS - rows)))
+            rows += summary.height
+            if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
+                kept.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
+        for figure in (f for sels in kept.values() for f in across_devices(sels, settings)):
+            figures.append(figure)
+            if renderer is not None and figure.spec is not None:
+                renderer.submit(figure.stem, figure.spec)
+        if renderer is not None:
+            written += _write(renderer.done(), folder)
+    finally:
+        if renderer is not None:
+            renderer.close()
+    if report:
+        title = str(attrs.get("title", attrs.get("sweep", "sweep")))
+        page = report_html(
+            title,
+            str(attrs.get("note", "")),
+            figures,
+            condensed,
+            pl.concat(full) if full else None,
+            rows,
         )
-    if fmt == "svg":
-        return vlc.vegalite_to_svg(spec, vl_version=version, allowed_base_urls=[]).encode("utf-8")
-    msg = f"charts: unknown format {fmt!r}; allowed: ['html', 'png', 'svg']"
-    raise ValueError(msg)
+        (folder / REPORT).write_text(page, "utf-8")
+        written.append(REPORT)
+    return written
 
 
-def chart_specs(
-    ds: xr.Dataset, charts: tuple[str, ...] | list[str], max_cells: int | None = None
-) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(file stem, Vega-Lite spec)`` of every chart: ``<chart>-<model>-<hardware>`` for each
-    kind in ``charts``, model and device. Each shows the grid's first tp and weight dtype and
-    says so in its subtitle when there are more (the builders take ``tp=`` and
-    ``weight_dtype=`` for the others)."""
-    for model in (str(m) for m in ds["model"].values):
-        for device in (str(h) for h in ds["hardware"].values):
-            for kind in charts:
-                chart = BUILDERS[kind](ds, model, device, max_cells=max_cells)
-                yield f"{kind}-{model}-{device}", chart.to_dict()
-
-
-def _cell(value: object) -> str:
-    if value is None:
-        return "never"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return number(value)
-    return html.escape(f"{value:,}" if isinstance(value, int) else str(value))
-
-
-def summary_table(ds: xr.Dataset) -> str:
-    """The summary (``sweeps.pipeline.summarize``) as an HTML table, units in the headers."""
-    from sweeps.pipeline.summary import summarize
-
-    frame = summarize(ds)
-    heads = "".join(
-        f"<th>{html.escape(REGISTRY[c].label if c in REGISTRY else c.replace('_', ' '))}</th>"
-        for c in frame.columns
+def _labels_as_text(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with its Enum columns as text: each slice's Enum knows only its own labels,
+    and the page's table joins the slices."""
+    return frame.with_columns(
+        pl.col(name).cast(pl.String)
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Enum | pl.Categorical)
     )
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in frame.iter_rows()
-    )
-    return f"<table><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>"
-
-
-def report_html(ds: xr.Dataset, specs: list[tuple[str, dict[str, Any]]]) -> str:
-    """One offline page: the sweep's title, its note, the summary table and every figure."""
-    title = str(ds.attrs.get("title", ds.attrs.get("sweep", "sweep")))
-    body = (
-        f"<h1>{html.escape(title)}</h1>\n<p>{html.escape(str(ds.attrs.get('note', '')))}</p>"
-        f"\n<h2>Summary</h2>\n{summary_table(ds)}\n<h2>Figures</h2>"
-    )
-    return page(title, body, [spec for _, spec in specs])
 
 
 def write_figures(
     ds: xr.Dataset,
     folder: Path,
-    charts: tuple[str, ...] | list[str],
-    formats: tuple[str, ...] | list[str],
+    charts: Iterable[str],
+    formats: Iterable[str],
     max_cells: int | None = None,
     report: bool = True,
+    settings: Settings | None = None,
 ) -> list[str]:
-    """Write ``charts/<stem>.<fmt>`` for every chart and format, and ``report.html``;
-    returns the paths written, relative to ``folder``."""
-    specs = list(chart_specs(ds, charts, max_cells))
-    written: list[str] = []
-    if specs and formats:
-        (folder / "charts").mkdir(parents=True, exist_ok=True)
-    for stem, spec in specs:
-        for fmt in formats:
-            relative = f"charts/{stem}.{fmt}"
-            (folder / relative).write_bytes(render(spec, fmt))
-            written.append(relative)
-    if report:
-        (folder / REPORT).write_text(report_html(ds, specs), "utf-8")
-        written.append(REPORT)
-    return written
+    """``write_figures_streamed`` over the slices of a grid held in memory."""
+    settings = settings or Settings(max_cells=max_cells)
+    return write_figures_streamed(slices(ds), folder, charts, formats, settings, report)
+
+
+def sweep_figures(ds: xr.Dataset | Iterable[xr.Dataset], sweep: Sweep, folder: Path) -> list[str]:
+    """The figures and report ``sweep`` asks for, from a grid or its model-and-device slices."""
+    pieces = slices(ds) if isinstance(ds, xr.Dataset) else ds
+    return write_figures_streamed(pieces, folder, sweep.charts, sweep.formats, Settings.of(sweep))
+
+
+def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> dict[str, float]:
+    """Seconds to write the figures and report of ``ds`` as ``sweep`` asks (into ``folder``, or a
+    temporary one): ``{"figures": s}``, for ``sweeps bench``."""
+    with tempfile.TemporaryDirectory() as scratch:
+        start = time.perf_counter()
+        sweep_figures(ds, sweep, folder or Path(scratch))
+        return {"figures": time.perf_counter() - start}
 
 
 def output_hooks(sweep: Sweep) -> tuple[Callable[[xr.Dataset, Sweep, Path], list[str]], ...]:
@@ -167,8 +243,23 @@ def output_hooks(sweep: Sweep) -> tuple[Callable[[xr.Dataset, Sweep, Path], list
     formats it asks for, and the report page."""
 
     def figures(ds: xr.Dataset, sweep: Sweep, staging: Path) -> list[str]:
-        return write_figures(
-            ds, staging, sweep.charts, sweep.formats, sweep.options.max_chart_cells
-        )
+        return sweep_figures(ds, sweep, staging)
 
     return (figures,)
+
+
+def chart_specs(
+    ds: xr.Dataset, charts: Iterable[str], settings: Settings | None = None
+) -> Iterator[Figure]:
+    """Every figure of a grid in memory (drawn or not), without rendering: the per-slice ones,
+    then the cross-device rooflines."""
+    settings = settings or Settings()
+    charts = tuple(charts)
+    for one in slices(ds):
+        yield from slice_figures(one, charts, settings)
+    if "roofline" in charts:
+        for model in (str(m) for m in ds["model"].values):
+            options = settings.options()
+            yield from across_devices(
+                [select(ds, model, str(h), **options) for h in ds["hardware"].values], settings
+            )

@@ -1,13 +1,19 @@
-"""The one look of every chart: palette, fonts, axis titles from the variable registry.
+"""The one look of every chart: palette, fonts, sizes, axis titles from the variable registry.
 
 Each colour means one thing in every chart (memory-bound is always the same orange, "does not
 fit" always the same grey), and every axis title is the registry's ``label``, so units are
 declared once, in ``sweeps.grid.variables``.
+
+The look is a registered Altair theme (``sweeps``, enabled when this module is imported; and
+``sweeps-single-column`` / ``sweeps-double-column`` for print), not a ``.configure()`` on each
+chart, so charts compose: ``ceiling_chart(ds) | bottleneck_chart(ds)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 import altair as alt
@@ -29,16 +35,122 @@ COLORS: dict[str, str] = {
 
 INK = "#222222"
 """Annotations: ridge rules, outlines, labels."""
+HALO = "#ffffff"
+"""Drawn under an ``INK`` mark so that it stands out on every colour of a scale."""
 SEQUENTIAL: Final = "viridis"
 """Scheme of continuous quantities (fraction of the ceiling)."""
-CONTEXT_SCHEME: Final = "purples"
-"""Ordinal scheme of decode lines by context: all purple (decode), darker = longer."""
+SERIES: Final = (
+    "#1b6ca8",
+    "#d1495b",
+    "#2a9d6f",
+    "#edae49",
+    "#6a4c93",
+    "#00a6c0",
+    "#8c564b",
+    "#4d4d4d",
+)
+"""Distinct hues of the lines of one chart (contexts, devices): eight, then repeated."""
 
 FONT = "DejaVu Sans, Liberation Sans, Helvetica, Arial, sans-serif"
-CELL = 30
-"""Heatmap cell size [px]."""
-PANEL = (300, 220)
-"""Width and height of one line-chart panel [px]."""
+
+
+@dataclass(frozen=True)
+class Size:
+    """Geometry and type sizes of one target: a screen page or a print column.
+
+    ``width`` is the whole figure's width [px]; at ``ppi`` / 72 scale a PNG is printed at that
+    width in points, so a ``single-column`` figure is 3.5 in wide at 300 dpi.
+    """
+
+    name: str
+    width: int
+    panel_height: int
+    font: float
+    title: float
+    cell: tuple[int, int]
+    png_scale: float
+    legend: str
+    left: int
+    """Room the y axis, its title and a facet row header take left of the panels [px]."""
+
+    @property
+    def theme(self) -> str:
+        """The registered Altair theme of this size [-]."""
+        return "sweeps" if self.name == "screen" else f"sweeps-{self.name}"
+
+
+PRINT_SCALE = 300 / 72
+"""PNG scale of the print sizes: 300 dpi for 1 px = 1 pt [-]."""
+SIZES: dict[str, Size] = {
+    "screen": Size("screen", 900, 220, 11, 16, (12, 36), 2.0, "right", 70),
+    "single-column": Size("single-column", 252, 110, 7, 8.5, (5, 20), PRINT_SCALE, "bottom", 125),
+    "double-column": Size("double-column", 504, 160, 8, 10, (8, 28), PRINT_SCALE, "bottom", 135),
+}
+"""Figure sizes by ``[outputs.figures] width``: 252 pt = 3.5 in, 504 pt = 7 in."""
+SCREEN = SIZES["screen"]
+
+
+def size_of(width: str | Size | None) -> Size:
+    """The ``Size`` called ``width`` (``None``: screen); ``ValueError`` names the allowed."""
+    if isinstance(width, Size):
+        return width
+    if width is None:
+        return SCREEN
+    if width not in SIZES:
+        msg = f"charts: width {width!r} is unknown; allowed: {list(SIZES)}"
+        raise ValueError(msg)
+    return SIZES[width]
+
+
+def theme_config(size: Size) -> dict[str, Any]:
+    """The Vega-Lite ``config`` of the theme of ``size``: fonts, colours, no frame."""
+    small = size.font
+    label = {"labelFontSize": small, "titleFontSize": small + 1, "titleColor": INK}
+    return {
+        "config": {
+            "font": FONT,
+            "padding": {"left": 6, "right": 6, "top": 6, "bottom": 6},
+            "title": {
+                "fontSize": size.title,
+                "subtitleFontSize": small,
+                "subtitleColor": "#444444",
+                "subtitlePadding": 4,
+                "offset": 10,
+                "color": INK,
+                "anchor": "start",
+            },
+            "axis": {
+                **label,
+                "labelColor": INK,
+                "gridColor": "#e6e6e6",
+                "domainColor": "#888888",
+                "tickColor": "#888888",
+            },
+            "header": {**label, "labelColor": INK},
+            "legend": {
+                **label,
+                "labelColor": INK,
+                "orient": size.legend,
+                "titleLimit": 260,
+                "labelLimit": 260,
+                "symbolSize": 6 * small,
+            },
+            "text": {"fontSize": small - 1, "color": INK},
+            "view": {"stroke": None},
+        }
+    }
+
+
+def _theme(size: Size) -> Callable[[], Any]:
+    def config() -> Any:
+        return theme_config(size)
+
+    return config
+
+
+for _size in SIZES.values():
+    alt.theme.register(_size.theme, enable=False)(_theme(_size))
+alt.theme.enable(SCREEN.theme)
 
 
 def title(name: str) -> str:
@@ -60,6 +172,11 @@ def category_scale(*names: str) -> alt.Scale:
     return alt.Scale(domain=list(names), range=[COLORS[n] for n in names])
 
 
+def series_scale(names: Sequence[str]) -> alt.Scale:
+    """Nominal scale giving each of ``names`` its own hue of ``SERIES``."""
+    return alt.Scale(domain=list(names), range=[SERIES[i % len(SERIES)] for i in range(len(names))])
+
+
 def tooltip(name: str, fmt: str = "", field: str = "") -> alt.Tooltip:
     """Tooltip of a registry variable titled with its label (``field``: the column, if renamed)."""
     kind = "N" if unit(name) == "-" else "Q"
@@ -69,48 +186,38 @@ def tooltip(name: str, fmt: str = "", field: str = "") -> alt.Tooltip:
     return alt.Tooltip(f"{field or name}:{kind}", **kwargs)
 
 
-def heading(text: str, subtitle: Sequence[str]) -> alt.TitleParams:
-    """Chart title with subtitle lines."""
-    return alt.TitleParams(text=text, subtitle=list(subtitle), anchor="start")
+def heading(text: str, subtitle: Sequence[str], size: Size = SCREEN) -> alt.TitleParams:
+    """Chart title with subtitle (caption) lines, wrapped to a print figure's width (on a
+    screen the title stays one line and captions wrap at 150 characters)."""
+    screen = size.name == "screen"
+    per_line = 150 if screen else chars(size.width, size.font)
+    lines = [part for line in subtitle for part in wrap(line, per_line)]
+    head = [text] if screen else wrap(text, chars(size.width, size.title * 1.12))
+    return alt.TitleParams(text=head[0] if len(head) == 1 else head, subtitle=lines)
 
 
-def finish(chart: Any, heading_: alt.TitleParams) -> Any:
-    """Apply the title and the shared configuration (fonts, sizes, no frame) to a top-level
-    chart. Sizes are chosen to stay legible at 2x PNG scale."""
-    return (
-        chart.properties(title=heading_)
-        .configure(font=FONT, padding={"left": 8, "right": 8, "top": 8, "bottom": 8})
-        .configure_title(
-            fontSize=16,
-            subtitleFontSize=12,
-            subtitleColor="#444444",
-            subtitlePadding=6,
-            offset=12,
-            color=INK,
-        )
-        .configure_axis(
-            labelFontSize=11,
-            titleFontSize=12,
-            titleColor=INK,
-            labelColor=INK,
-            gridColor="#e6e6e6",
-            domainColor="#888888",
-            tickColor="#888888",
-        )
-        .configure_header(labelFontSize=12, titleFontSize=12, titleColor=INK, labelColor=INK)
-        .configure_legend(
-            labelFontSize=11,
-            titleFontSize=12,
-            titleColor=INK,
-            labelColor=INK,
-            orient="right",
-            titleLimit=260,
-            labelLimit=260,
-        )
-        .configure_view(stroke=None)
-    )
+def chars(width: float, font: float) -> int:
+    """Characters of ``font`` [px] that fill ``width`` [px]: DejaVu Sans averages 0.58 em."""
+    return max(30, int(width / (0.58 * font)))
+
+
+def wrap(text: str, width: int) -> list[str]:
+    """``text`` broken at spaces into lines of at most ``width`` characters [-]."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
 
 
 def number(value: float) -> str:
     """Three significant digits, thousands separated, never in exponent form [-]."""
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def percent(value: float) -> str:
+    """A fraction as a whole percentage, rounded down as the heatmap's labels are (89.5 % is
+    "89%"; see ``data.shown_percent``) [-]."""
+    return f"{math.floor(value * 100 + 1e-6)}%"

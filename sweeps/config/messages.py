@@ -23,6 +23,7 @@ _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     ("axes",): schema.Axes,
     ("options",): schema.Options,
     ("outputs",): schema.Outputs,
+    ("outputs", "figures"): schema.Figures,
     ("serving",): schema.ServingTable,
     ("models", "*"): schema.ModelTable,
     ("hardware", "*"): schema.HardwareTable,

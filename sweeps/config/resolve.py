@@ -267,6 +267,20 @@ def _serving(config: schema.ConfigFile, batch: Sequence[int], problems: Problems
     }
 
 
+def _check_figures(
+    figures: schema.Figures, tp: tuple[int, ...], weights: tuple[str, ...], problems: Problems
+) -> None:
+    """``outputs.figures.tp`` / ``.weight_dtype`` must be on their axes."""
+    for key, value, axis in (
+        ("tp", figures.tp, tp),
+        ("weight_dtype", figures.weight_dtype, weights),
+    ):
+        if value is not None and value not in axis:
+            problems.add(
+                f"outputs.figures.{key}", f"{value!r} is not on axes.{key}; allowed: {list(axis)}"
+            )
+
+
 def _resolve(
     config: schema.ConfigFile,
     broken: set[str],
@@ -294,6 +308,9 @@ def _resolve(
     batch = _axis_values(a.batch, "axes.batch", problems)
     _check_compute(config.options.compute_dtype, hardware, problems)
     outputs = config.outputs
+    tp = _axis_values(a.tp, "axes.tp", problems)
+    weight_dtype = names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype)
+    _check_figures(outputs.figures, tp, tuple(d.name for d in weight_dtype), problems)
     return Sweep(
         name=config.sweep.name,
         title=config.sweep.title or config.sweep.name,
@@ -304,8 +321,8 @@ def _resolve(
         prompt=_axis_values(a.prompt, "axes.prompt", problems) if a.prompt is not None else context,
         kv_heads=_kv_heads(list(a.kv_heads), model_records, problems),
         kv_dtype=names("kv_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype),
-        weight_dtype=names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype),
-        tp=_axis_values(a.tp, "axes.tp", problems),
+        weight_dtype=weight_dtype,
+        tp=tp,
         options=config.options,
         charts=tuple(dict.fromkeys(outputs.charts)),
         formats=tuple(dict.fromkeys(outputs.formats)),
@@ -314,6 +331,7 @@ def _resolve(
         duckdb=outputs.duckdb,
         path=path,
         text=text,
+        figures=outputs.figures,
         **_serving(config, batch, problems),
     )
 

@@ -200,11 +200,32 @@ class DTypeTable(Strict):
         return self
 
 
+class Figures(Strict):
+    """``[outputs.figures]``: which tp and weight dtype each chart shows, and its size.
+
+    ``tp`` and ``weight_dtype`` are checked against the axes in ``resolve``.
+    """
+
+    pick: Literal["smallest-fit", "first"] = Field(
+        default="smallest-fit",
+        description="Each model and device at the smallest tp, then weight dtype, where it "
+        "fits (smallest-fit), or at the axes' first (first)",
+    )
+    tp: Count | None = Field(default=None, description="Fix the tp every chart shows")
+    weight_dtype: Name | None = Field(
+        default=None, description="Fix the weight dtype every chart shows"
+    )
+    width: Literal["screen", "single-column", "double-column"] = Field(
+        default="screen", description="A screen page, or a 3.5 in / 7 in print column at 300 dpi"
+    )
+
+
 class Outputs(Strict):
     charts: list[ChartKind] = Field(default=list(CHART_KINDS), description="Charts to draw")
-    formats: list[Literal["html", "png", "svg"]] = Field(
+    formats: list[Literal["html", "png", "svg", "pdf"]] = Field(
         default=["html"], description="Chart files"
     )
+    figures: Figures = Field(default_factory=Figures, description="What the charts show")
     grid: Literal["netcdf", "zarr", "none"] = Field(
         default="netcdf", description="Grid file: grid.nc (netcdf), grid.zarr (zarr) or none"
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
@@ -22,6 +22,9 @@ Options = schema.Options
 
 Serving = schema.Serving
 """Resolved ``[serving]`` objectives; its axes are ``Sweep`` fields."""
+
+Figures = schema.Figures
+"""Resolved ``[outputs.figures]``: the schema's own model."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class Sweep:
     """``serving.arrival_rate``: request arrival rates [request/s]."""
     serving: Serving | None = None
     """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
+    figures: Figures = field(default_factory=Figures)
+    """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
 
     @property
     def sha256(self) -> str:

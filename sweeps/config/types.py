@@ -20,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 
+from sweeps.charts.kinds import CHART_KINDS as CHART_KINDS
+from sweeps.charts.kinds import ChartKind as ChartKind
 from sweeps.config import limits
 from sweeps.config.limits import (
     MAX_AXIS_VALUES,
@@ -61,8 +63,6 @@ WidthOrNone = Annotated[int, Field(ge=0, le=MAX_WIDTH)]
 AXIS_LENGTH = Field(min_length=1, max_length=MAX_AXIS_VALUES)
 """An axis written as a list: one value at least, ``MAX_AXIS_VALUES`` at most."""
 
-ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
-CHART_KINDS: tuple[ChartKind, ...] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
 ComputeDType = Literal["bf16", "fp8", "int8", "fp4", "fp32"]
 """The compute dtypes a device may carry a peak for (``sweeps.catalog.COMPUTE_DTYPES``)."""
 AUTO = "auto"

@@ -1,0 +1,30 @@
+"""The chart kinds, declared once: their names (``[outputs] charts``), the order the report
+shows them in and their section headings. Light: no Altair, no xarray, so the config schema can
+read it (``sweeps.charts`` imports its heavy modules only when one of their names is asked for).
+
+Extension point: a new kind (a serving or calibration chart) is named here and its builder
+registered in ``output.BUILDERS``; the report places it by ``REPORT_ORDER``.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
+CHART_KINDS: Final[tuple[ChartKind, ...]] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
+"""What ``[outputs] charts`` may ask for, drawn per model and device."""
+DEVICES: Final = "roofline-devices"
+"""The cross-device roofline, written with ``roofline`` when a sweep has several devices."""
+REPORT_ORDER: Final = (*CHART_KINDS, DEVICES, "serving", "calibration")
+"""Chart kinds in the order the report shows them: the headline heatmap first. Kinds not
+listed follow, in the order they were drawn."""
+SECTION_TITLES: Final = {
+    "ceiling": "How close decode gets to its ceiling",
+    "bottleneck": "What bounds decode",
+    "ai-vs-batch": "Arithmetic intensity against batch",
+    "roofline": "Roofline",
+    DEVICES: "Across devices",
+    "serving": "Serving",
+    "calibration": "Calibration",
+}
+"""The report's heading of each kind's section (a kind not listed: its name)."""

@@ -1,0 +1,209 @@
+"""Rendering with vl-convert (no browser, nothing fetched): offline HTML, SVG, PNG and PDF.
+
+Each spec is drawn once, to SVG; PNG and PDF are converted from that SVG, so nothing is
+rendered twice. The Vega / Vega-Lite / vega-embed JavaScript bundle the HTML pages inline
+takes vl-convert about a second to build: it is built once and kept on disk, keyed by the
+vl-convert and Vega-Lite versions, under the user cache folder (``$XDG_CACHE_HOME/sweeps`` or
+``~/.cache/sweeps``), or a temporary folder where that is not writable.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import vl_convert as vlc
+
+from .theme import FONT, INK, SCREEN, Size
+
+FORMATS = ("html", "png", "svg", "pdf")
+"""What ``render`` writes; PNG at the size's scale (2x on screen, 300 dpi for print)."""
+
+
+def vegalite_version() -> str | None:
+    """The Vega-Lite version Altair writes, if vl-convert has it (else its latest) [-]."""
+    wanted = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
+    return wanted if wanted in vlc.get_vegalite_versions() else None
+
+
+def _writable(folder: Path) -> bool:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError:
+        return False
+    return True
+
+
+def cache_folder() -> Path:
+    """Where the bundle is kept: the user cache folder, else a temporary one."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    folder = Path(base) / "sweeps"
+    if _writable(folder):
+        return folder
+    return (
+        Path(tempfile.gettempdir()) / f"sweeps-cache-{os.getuid() if hasattr(os, 'getuid') else 0}"
+    )
+
+
+def bundle_path() -> Path:
+    """The cached bundle's file, named by the vl-convert and Vega-Lite versions."""
+    version = getattr(vlc, "__version__", "unknown")
+    return cache_folder() / f"vl-convert-{version}-vega-lite-{vegalite_version() or 'latest'}.js"
+
+
+BUILDING = threading.Lock()
+"""Held while the bundle is read or built, so that render threads build it once."""
+
+
+@lru_cache(maxsize=1)
+def javascript() -> str:
+    """Vega, Vega-Lite and vega-embed as one script, safe to inline in ``<script>`` [-]."""
+    with BUILDING:
+        return _bundle()
+
+
+def _bundle() -> str:
+    """The bundle from its cache file, else built by vl-convert and written there."""
+    path = bundle_path()
+    try:
+        return path.read_text("utf-8")
+    except OSError:
+        pass
+    bundle: str = vlc.javascript_bundle(None, vl_version=vegalite_version())  # type: ignore[arg-type]
+    text = bundle.replace("</script", "<\\/script")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(text, "utf-8")
+        partial.replace(path)
+    except OSError:
+        pass  # a read-only cache only costs the next run the second again
+    return text
+
+
+STYLE = f"""
+* {{ box-sizing: border-box; }}
+body {{ font-family: {FONT}; color: {INK}; margin: 1.5rem auto; max-width: 1200px;
+       padding: 0 1rem; line-height: 1.4; }}
+h1 {{ font-size: 1.5rem; }} h2 {{ font-size: 1.2rem; margin-top: 2rem; }}
+figure {{ margin: 1rem 0 2rem; max-width: 100%; }}
+figure svg, figure canvas {{ max-width: 100%; height: auto; }}
+.vega-embed {{ max-width: 100%; }}
+.table {{ max-width: 100%; overflow-x: auto; }}
+table {{ border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0 1rem; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: right; }}
+th {{ background: #f4f4f4; }} td:first-child, th:first-child {{ text-align: left; }}
+ul.skipped {{ color: #555; }}
+@media print {{
+  body {{ margin: 0; max-width: none; }}
+  figure {{ break-inside: avoid; page-break-inside: avoid; }}
+  h2 {{ break-after: avoid; page-break-after: avoid; }}
+  details {{ display: block; }} details > * {{ display: block; }}
+}}
+"""
+
+
+def page(title: str, body: str, specs: Sequence[dict[str, Any]]) -> str:
+    """A self-contained HTML page: ``body``, whose ``<figure id="fig-N">`` placeholders are drawn
+    as SVG by the one inlined vega-embed (``figure_tags`` writes them). Opens offline."""
+    payload = json.dumps(list(specs)).replace("</", "<\\/")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
+<style>{STYLE}</style></head><body>
+{body}
+<script>{javascript()}</script>
+<script>
+const specs = {payload};
+specs.forEach((spec, i) => vegaEmbed("#fig-" + i, spec, {{renderer: "svg", actions: false}})
+  .catch(error => console.error("chart " + i + ": " + error)));
+</script>
+</body></html>
+"""
+
+
+def figure_tag(index: int, label: str) -> str:
+    """The placeholder ``page`` draws spec ``index`` into."""
+    return f'<figure id="fig-{index}" class="chart" aria-label="{html.escape(label)}"></figure>'
+
+
+def render_spec(
+    spec: dict[str, Any], formats: Iterable[str], size: Size = SCREEN
+) -> dict[str, bytes]:
+    """One chart spec in each of ``formats``: the SVG drawn once, PNG and PDF from it."""
+    wanted = list(dict.fromkeys(formats))
+    unknown = [f for f in wanted if f not in FORMATS]
+    if unknown:
+        msg = f"charts: unknown format {unknown[0]!r}; allowed: {list(FORMATS)}"
+        raise ValueError(msg)
+    out: dict[str, bytes] = {}
+    if "html" in wanted:
+        head = spec.get("title", {}).get("text", "chart")
+        name = " ".join(head) if isinstance(head, list) else str(head)
+        out["html"] = page(name, figure_tag(0, name), [spec]).encode("utf-8")
+    if not {"svg", "png", "pdf"} & set(wanted):
+        return out
+    svg = vlc.vegalite_to_svg(spec, vl_version=vegalite_version(), allowed_base_urls=[])
+    if "svg" in wanted:
+        out["svg"] = svg.encode("utf-8")
+    if "png" in wanted:
+        out["png"] = bytes(vlc.svg_to_png(svg, scale=size.png_scale))
+    if "pdf" in wanted:
+        out["pdf"] = bytes(vlc.svg_to_pdf(svg))
+    return {f: out[f] for f in wanted}
+
+
+def render(spec: dict[str, Any], fmt: str, size: Size = SCREEN) -> bytes:
+    """One chart spec as ``html`` (JavaScript inlined), ``png``, ``svg`` or ``pdf`` bytes."""
+    return render_spec(spec, [fmt], size)[fmt]
+
+
+WARM_UP: dict[str, Any] = {
+    "data": {"values": [{"x": 1}]},
+    "mark": "point",
+    "encoding": {"x": {"field": "x", "type": "quantitative"}},
+}
+"""A one-point chart whose rendering starts vl-convert's JavaScript engine."""
+
+
+class Renderer:
+    """Renders specs on worker threads (vl-convert releases the GIL) while the caller builds
+    the next ones: ``submit`` returns at once; ``done`` hands back the finished renders in
+    the order submitted. The engine is started on a worker as soon as one is made."""
+
+    def __init__(self, formats: Sequence[str], size: Size = SCREEN, workers: int = 2) -> None:
+        self.formats = tuple(formats)
+        self.size = size
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweeps-render")
+        self.pending: list[tuple[str, Future[dict[str, bytes]]]] = []
+        if {"svg", "png", "pdf"} & set(self.formats):
+            self.pool.submit(vlc.vegalite_to_svg, WARM_UP, vegalite_version())
+        if "html" in self.formats:
+            self.pool.submit(javascript)
+
+    def submit(self, stem: str, spec: dict[str, Any]) -> None:
+        """Start rendering ``spec`` in every format, to be written as ``stem``."""
+        self.pending.append((stem, self.pool.submit(render_spec, spec, self.formats, self.size)))
+
+    def done(self, keep: int = 0) -> list[tuple[str, dict[str, bytes]]]:
+        """Wait for all but the last ``keep`` renders submitted; ``(stem, {format: bytes})``."""
+        cut = max(0, len(self.pending) - keep)
+        finished, self.pending = self.pending[:cut], self.pending[cut:]
+        return [(stem, future.result()) for stem, future in finished]
+
+    def close(self) -> None:
+        """Stop the workers (after the pending renders)."""
+        self.pool.shutdown(wait=True)

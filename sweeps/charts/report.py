@@ -1,0 +1,177 @@
+"""``report.html``: the figures first, in the order a reader asks, then a condensed summary
+(one row per model and device, the full table collapsed), one Vega bundle for the page.
+
+Extension point: ``kinds.REPORT_ORDER`` lists chart kinds in reading order and
+``kinds.SECTION_TITLES`` their headings; a figure of a kind not listed (a serving or
+calibration chart registered in ``output.BUILDERS``) is placed after the listed ones, under
+its kind as heading.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+import xarray as xr
+
+from sweeps import physics
+from sweeps.grid.variables import REGISTRY
+
+from .data import Choice, first_reached_batch
+from .kinds import REPORT_ORDER, SECTION_TITLES
+from .rendering import figure_tag, page
+from .theme import number, percent
+
+REPORT = "report.html"
+FULL_ROWS = 1000
+"""Rows of the full summary table written into the page; the Parquet files have all."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One chart of the result: its file stem, kind, model and device (``None``: all), and
+    its spec, or the one-line reason it was not drawn."""
+
+    stem: str
+    kind: str
+    model: str
+    hardware: str | None
+    spec: dict[str, Any] | None
+    reason: str = ""
+
+
+def _span(values: np.ndarray, fmt: Any = number, none: str = "never") -> str:
+    found = values[np.isfinite(values)]
+    if found.size == 0:
+        return none
+    lo, hi = fmt(float(found.min())), fmt(float(found.max()))
+    return lo if lo == hi else f"{lo} to {hi}"
+
+
+CONDENSED = (
+    "model",
+    "device",
+    "drawn at",
+    "ceiling [FLOP/byte]",
+    "share of ceiling at the memory wall",
+    "first batch reaching the threshold",
+    "max batch [sequence]",
+    "ridge batch [sequence]",
+)
+
+
+def condensed_row(one: xr.Dataset, model: str, device: str, choice: Choice) -> dict[str, str]:
+    """The summary of one model and device at the tp and weight dtype its charts show; the
+    threshold wording follows ``data.reached``, as the charts do."""
+    if not choice.fits:
+        return dict(zip(CONDENSED, [model, device, "does not fit", *["-"] * 5], strict=True))
+    sel = one.sel(tp=choice.tp, weight_dtype=choice.weight_dtype)
+    threshold = float(one.attrs.get("ceiling_fraction", 0.9))
+    wall = physics.fraction_of_ceiling(sel["max_batch"], sel["knee_batch"], 1.0)
+    first = first_reached_batch(sel, threshold).values.reshape(-1)
+    return dict(
+        zip(
+            CONDENSED,
+            [
+                model,
+                device,
+                f"tp {choice.tp}, {choice.weight_dtype} weights",
+                _span(sel["ceiling"].values.reshape(-1)),
+                _span(wall.where(sel["max_batch"] >= 1).values.reshape(-1), percent),
+                _span(first, none=f"none ≥ {percent(threshold)} in the grid"),
+                _span(sel["max_batch"].values.reshape(-1).astype(float)),
+                _span(sel["ridge_batch"].values.reshape(-1)),
+            ],
+            strict=True,
+        )
+    )
+
+
+def full_rows(one: xr.Dataset) -> pl.DataFrame:
+    """``sweeps.pipeline.summary.summarize`` of one slice, ``ceiling_reachable`` replaced by
+    the first grid batch that reaches the threshold (``data.reached``, the charts' rule)."""
+    from sweeps.pipeline.summary import summarize
+
+    threshold = float(one.attrs.get("ceiling_fraction", 0.9))
+    first = first_reached_batch(one, threshold)
+    frame = summarize(one.assign(ceiling_reachable=first)).rename(
+        {"ceiling_reachable": "first_reached"}
+    )
+    return frame.with_columns(pl.col("first_reached").fill_nan(None))
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "never"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return number(value)
+    return html.escape(f"{value:,}" if isinstance(value, int) else str(value))
+
+
+def _head(column: str) -> str:
+    if column == "first_reached":
+        return "first batch reaching the threshold [sequence]"
+    return REGISTRY[column].label if column in REGISTRY else column.replace("_", " ")
+
+
+def table(frame: pl.DataFrame, limit: int | None = None, registry: bool = True) -> str:
+    """``frame`` as an HTML table (in a box that scrolls sideways on a narrow screen), its
+    headers the registry's labels with units (``registry``) or the column names."""
+    heads = "".join(f"<th>{html.escape(_head(c) if registry else c)}</th>" for c in frame.columns)
+    shown = frame if limit is None else frame.head(limit)
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in shown.iter_rows()
+    )
+    body = f"<table><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>"
+    return f'<div class="table">{body}</div>'
+
+
+def ordered(figures: Sequence[Figure]) -> list[Figure]:
+    """Drawn figures in ``REPORT_ORDER``; kinds not listed follow, in their own order."""
+    kinds = list(dict.fromkeys([*REPORT_ORDER, *(f.kind for f in figures)]))
+    return sorted((f for f in figures if f.spec is not None), key=lambda f: kinds.index(f.kind))
+
+
+def report_html(
+    title: str,
+    note: str,
+    figures: Sequence[Figure],
+    condensed: Sequence[dict[str, str]],
+    full: pl.DataFrame | None,
+    total: int | None = None,
+) -> str:
+    """One offline page: title and note, the figures by section, the lines saying which
+    were not drawn and why, the condensed summary, and the full one collapsed: the first
+    ``FULL_ROWS`` rows of ``full``, of ``total`` (default: its height)."""
+    drawn = ordered(figures)
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(note)}</p>" if note else ""]
+    kind = None
+    for index, figure in enumerate(drawn):
+        if figure.kind != kind:
+            kind = figure.kind
+            parts.append(f"<h2>{html.escape(SECTION_TITLES.get(kind, kind))}</h2>")
+        parts.append(figure_tag(index, figure.stem))
+    reasons = list(dict.fromkeys(f.reason for f in figures if f.spec is None))
+    if reasons:
+        items = "".join(f"<li>Not drawn: {html.escape(r)}.</li>" for r in reasons)
+        parts.append(f'<h2>Not drawn</h2><ul class="skipped">{items}</ul>')
+    parts.append("<h2>Summary</h2>")
+    parts.append(table(pl.DataFrame(list(condensed), schema=list(CONDENSED)), registry=False))
+    if full is not None and full.height:
+        total = full.height if total is None else total
+        more = (
+            f" (the first {FULL_ROWS:,}; the Parquet files have all)" if total > FULL_ROWS else ""
+        )
+        parts.append(
+            f"<details><summary>Every configuration: {total:,} rows{more}</summary>"
+            f"{table(full, FULL_ROWS)}</details>"
+        )
+    return page(
+        title, "\n".join(p for p in parts if p), [f.spec for f in drawn if f.spec is not None]
+    )

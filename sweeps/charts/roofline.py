@@ -1,0 +1,343 @@
+"""The roofline: attainable FLOP/s against arithmetic intensity, log-log.
+
+``roofline_chart``: one device, a roof per compute dtype it has (bf16, fp8, fp4), the
+bandwidth slope labelled, the decode and prefill points of one model. ``compare_chart``: every
+device of the sweep, one roof each (the sweep's compute dtype), each device's points in its hue.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import altair as alt
+import numpy as np
+import polars as pl
+import xarray as xr
+
+from sweeps.errors import ConfigError
+
+from .data import KV_FACETS, Selection, join, select, status, thin, tidy
+from .lines import LOG_LABELS, decade_ticks, log_domain, spread
+from .theme import (
+    DECODE,
+    DOES_NOT_FIT,
+    INK,
+    PREFILL,
+    Size,
+    category_scale,
+    heading,
+    number,
+    series_scale,
+    size_of,
+    title,
+    tooltip,
+    unit,
+)
+
+ROOF_DTYPES = ("fp4", "fp8", "bf16")
+"""Compute dtypes that get a roof where the device has a peak: the formats LLM inference runs
+in (int8 equals fp8 on every catalog device; fp32 is not used for decode)."""
+PHASES = ((DECODE, "context", ""), (PREFILL, "prompt", "prefill_"))
+"""Phase, its length dimension, its variables' prefix."""
+
+
+def phase_points(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
+    """Decode and prefill points of a selection, one frame with a ``phase`` column, thinned."""
+    limit = max(2, sel.max_cells // 2)
+    parts, notes = [], []
+    for phase, length, prefix in PHASES:
+        dims = ("batch", length, *KV_FACETS)
+        thinned, note = thin(sel.ds, dims, ("batch", length), limit)
+        names = {
+            f"{prefix}arithmetic_intensity": "arithmetic_intensity",
+            f"{prefix}attainable_flops": "attainable_flops",
+            f"{prefix}feasible": "feasible",
+        }
+        frame = tidy(thinned[list(names)].rename(names), tuple(names.values()), dims)
+        parts.append(status(frame.with_columns(phase=pl.lit(phase)), "feasible", "phase"))
+        notes += [f"{phase.capitalize()}: {note[0].lower()}{note[1:]}"] if note else []
+    points = pl.concat(parts, how="diagonal").with_columns(
+        hardware=pl.lit(sel.device_name), tp=pl.lit(sel.tp), weight_dtype=pl.lit(sel.weight_dtype)
+    )
+    return points, notes
+
+
+def _efficient(ds: xr.Dataset) -> tuple[float, float]:
+    """Bandwidth [byte/s] and compute-efficiency factor [1] the grid applies."""
+    bandwidth = float(np.atleast_1d(ds["bandwidth"].values)[0])
+    return bandwidth * float(ds.attrs.get("bandwidth_efficiency", 1.0)), float(
+        ds.attrs.get("compute_efficiency", 1.0)
+    )
+
+
+def compute_dtype(sel: Selection) -> str:
+    """The compute dtype whose peak the grid used for ``sel`` (its ridge point times the
+    bandwidth): the sweep's ``compute_dtype``, or under ``"auto"`` the weight format's own [-]."""
+    bandwidth, efficiency = _efficient(sel.ds)
+    used = float(np.max(sel.ds["ridge_point"].values)) * bandwidth / efficiency
+    peaks = {d: float(np.atleast_1d(sel.ds[f"peak_flops_{d}"].values)[0]) for d in ROOF_DTYPES}
+    present = {d: p for d, p in peaks.items() if np.isfinite(p)}
+    return min(present, key=lambda d: abs(present[d] - used) / used)
+
+
+def roofs(ds: xr.Dataset, dtypes: tuple[str, ...], span: tuple[float, float]) -> pl.DataFrame:
+    """Vertices of one device's roofs over ``span`` [FLOP/byte]: the bandwidth slope up to each
+    dtype's ridge point, then its peak (efficiencies applied, as in the grid)."""
+    bandwidth, efficiency = _efficient(ds)
+    rows = []
+    for dtype in dtypes:
+        peak = float(np.atleast_1d(ds[f"peak_flops_{dtype}"].values)[0]) * efficiency
+        if not np.isfinite(peak):
+            continue
+        ridge = peak / bandwidth
+        for x in (span[0], ridge, span[1]):
+            rows.append(
+                {
+                    "roof": dtype,
+                    "arithmetic_intensity": x,
+                    "attainable_flops": min(x * bandwidth, peak),
+                }
+            )
+    return pl.DataFrame(rows)
+
+
+def _scales(
+    points: pl.DataFrame, roof: pl.DataFrame, ridges: list[float]
+) -> tuple[alt.X, alt.Y, tuple[float, float], tuple[float, float]]:
+    xs = np.r_[points["arithmetic_intensity"].drop_nulls().to_numpy(), ridges]
+    x_span = log_domain(np.r_[xs, xs.max() * 3])
+    top = float(roof["attainable_flops"].to_numpy().max()) * 3
+    y_span = log_domain(
+        np.r_[
+            roof["attainable_flops"].to_numpy(),
+            points["attainable_flops"].drop_nulls().to_numpy(),
+            top,
+        ]
+    )
+    x = alt.X(
+        "arithmetic_intensity:Q",
+        title=title("arithmetic_intensity"),
+        scale=alt.Scale(type="log", domain=list(x_span), nice=False),
+        axis=alt.Axis(labelExpr=LOG_LABELS, values=decade_ticks(x_span)),
+    )
+    y = alt.Y(
+        "attainable_flops:Q",
+        title=title("attainable_flops"),
+        scale=alt.Scale(type="log", domain=list(y_span), nice=False),
+        axis=alt.Axis(format="~s", values=decade_ticks(y_span)),
+    )
+    return x, y, x_span, y_span
+
+
+def plot_width(size: Size, labels: Iterable[str], most: int) -> int:
+    """Plot width [px] that leaves the figure's width for the y axis and the roof labels."""
+    room = max((len(text) for text in labels), default=0) * 0.6 * size.font + 10
+    return int(min(most, size.width - size.left + 40 - room))
+
+
+def _slope_angle(
+    size: Size, width: int, x_span: tuple[float, float], y_span: tuple[float, float]
+) -> float:
+    """Angle [degree] of a slope-1 line on the log-log panel, for its label."""
+    per_x = width / math.log10(x_span[1] / x_span[0])
+    per_y = size.panel_height * 1.5 / math.log10(y_span[1] / y_span[0])
+    return -math.degrees(math.atan2(per_y, per_x))
+
+
+def _slope_label(
+    size: Size,
+    bandwidth: float,
+    ridge: float,
+    axes: tuple[alt.X, alt.Y],
+    spans: tuple[tuple[float, float], tuple[float, float]],
+    width: int,
+) -> alt.Chart:
+    """The bandwidth [byte/s] written along the slope, halfway (in log) to the first ridge."""
+    at = math.sqrt(spans[0][0] * ridge)
+    slope = pl.DataFrame(
+        {
+            "arithmetic_intensity": [at],
+            "attainable_flops": [at * bandwidth],
+            "label": [f"{number(bandwidth / 1e12)} TB/s"],
+        }
+    )
+    angle = _slope_angle(size, width, *spans)
+    return (
+        alt.Chart(slope)
+        .mark_text(angle=round(angle) % 360, baseline="bottom", dy=-9, fontSize=size.font)
+        .encode(x=axes[0], y=axes[1], text="label:N")
+    )
+
+
+def _tips(with_device: bool) -> list[alt.Tooltip]:
+    return [
+        alt.Tooltip("phase:N", title="phase"),
+        *([alt.Tooltip("hardware:N", title="hardware")] if with_device else []),
+        tooltip("batch"),
+        tooltip("context"),
+        tooltip("prompt"),
+        tooltip("kv_heads"),
+        tooltip("kv_dtype"),
+        tooltip("arithmetic_intensity", ".3~f"),
+        tooltip("attainable_flops", ".3~s"),
+        alt.Tooltip("status:N", title="status"),
+    ]
+
+
+def _roof_labels(
+    roof: pl.DataFrame, key: str, text: dict[str, str], y_span: tuple[float, float], size: Size
+) -> pl.DataFrame:
+    """One label per roof right of its end (outside the plot, clear of every line), spread so
+    that none overprints another."""
+    ends = roof.group_by(key, maintain_order=True).last()
+    logs = np.log10(ends["attainable_flops"].to_numpy())
+    gap = 1.3 * size.font * math.log10(y_span[1] / y_span[0]) / (size.panel_height * 1.5)
+    placed = spread(logs, gap)
+    return ends.with_columns(
+        label_y=pl.Series(10.0**placed), label=pl.Series([text[str(k)] for k in ends[key]])
+    )
+
+
+def roofline_chart(
+    ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
+) -> alt.LayerChart:
+    """Roofline of one device: a roof per compute dtype it has (``ROOF_DTYPES``; the sweep's
+    ``compute_dtype`` solid, the others dashed), the bandwidth slope labelled, and the decode
+    and prefill points of ``model`` by phase (grey: does not fit).
+    ``options`` as ``heatmaps.ceiling_chart``."""
+    sel = select(ds, model, hardware, **options)
+    points, notes = phase_points(sel)
+    compute = compute_dtype(sel)
+    bandwidth, efficiency = _efficient(sel.ds)
+    peaks = {
+        d: float(np.atleast_1d(sel.ds[f"peak_flops_{d}"].values)[0]) * efficiency
+        for d in ROOF_DTYPES
+    }
+    present = tuple(d for d in ROOF_DTYPES if np.isfinite(peaks[d]))
+    ridges = [peaks[d] / bandwidth for d in present]
+    first = roofs(sel.ds, present, (1.0, 1.0))
+    x, y, x_span, y_span = _scales(points, first, ridges)
+    roof = roofs(sel.ds, present, x_span)
+    text = {d: f"{d} {number(peaks[d] / 1e12)} T{unit('peak_flops')}" for d in present}
+    width = plot_width(sel.size, text.values(), 520)
+    labels = _roof_labels(roof, "roof", text, y_span, sel.size)
+    dash = alt.StrokeDash(
+        "roof:N",
+        scale=alt.Scale(
+            domain=list(present), range=[[1, 0] if d == compute else [5, 3] for d in present]
+        ),
+        legend=None,
+    )
+    font = sel.size.font
+    layers = [
+        alt.Chart(roof).mark_line(color=INK, strokeWidth=1.8).encode(x=x, y=y, strokeDash=dash),
+        alt.Chart(points)
+        .mark_point(filled=True, size=4 * font, opacity=0.75)
+        .encode(
+            x=x,
+            y=y,
+            tooltip=_tips(False),
+            color=alt.Color(
+                "status:N",
+                title="phase",
+                scale=category_scale(DECODE, PREFILL, DOES_NOT_FIT),
+                legend=alt.Legend(orient="bottom-right"),
+            ),
+            order=alt.Order("feasible:Q"),
+        ),
+        alt.Chart(labels)
+        .mark_text(align="left", baseline="middle", dx=5, fontSize=font)
+        .encode(x=x, y=alt.Y("label_y:Q"), text="label:N"),
+        _slope_label(sel.size, bandwidth, min(ridges), (x, y), (x_span, y_span), width),
+    ]
+    caption = [
+        f"Roofs: min(intensity × bandwidth, peak) for each compute dtype of the device; the "
+        f"points use the {compute} roof (options.compute_dtype, solid); each point one batch "
+        "and context (decode) or prompt (prefill).",
+        *sel.notes,
+        *notes,
+    ]
+    return alt.LayerChart(
+        layer=layers,
+        width=width,
+        height=int(sel.size.panel_height * 1.5),
+        title=heading(sel.headline("roofline of decode and prefill"), caption, sel.size),
+    )
+
+
+def compare_chart(ds: xr.Dataset, model: str | None = None, **options: Any) -> alt.LayerChart:
+    """Rooflines of every device of the sweep for ``model`` (``compare_from`` of each device's
+    selection). ``options`` as ``heatmaps.ceiling_chart``."""
+    return compare_from(
+        [select(ds, model, str(h), **options) for h in ds["hardware"].values],
+        options.get("width"),
+    )
+
+
+def compare_from(selections: list[Selection], width: str | Size | None = None) -> alt.LayerChart:
+    """One roof per device (its peak in the compute dtype the grid used), each device's decode
+    (circles) and prefill (triangles) points that fit, in its hue, at that device's own tp and
+    weight dtype; devices where the model does not fit are left out and named (``ConfigError``
+    where it fits on none)."""
+    size = size_of(width)
+    drawn = [sel for sel in selections if sel.choice.fits]
+    missing = [sel.device_name for sel in selections if not sel.choice.fits]
+    if not drawn:
+        msg = f"charts: {selections[0].model} fits on none of {', '.join(missing)}"
+        raise ConfigError(msg)
+    names = [sel.device_name for sel in drawn]
+    points = pl.concat([phase_points(sel)[0].filter(pl.col("feasible")) for sel in drawn])
+    ridges = [float(np.max(sel.ds["ridge_point"].values)) for sel in drawn]
+    first = pl.concat([roofs(sel.ds, (compute_dtype(sel),), (1.0, 1.0)) for sel in drawn])
+    x, y, x_span, y_span = _scales(points, first, ridges)
+    roof = pl.concat(
+        [
+            roofs(sel.ds, (compute_dtype(sel),), x_span).with_columns(
+                hardware=pl.lit(sel.device_name)
+            )
+            for sel in drawn
+        ]
+    )
+    labels = _roof_labels(roof, "hardware", {n: n for n in names}, y_span, size)
+    color = alt.Color("hardware:N", title="hardware", scale=series_scale(names), legend=None)
+    font = size.font
+    layers = [
+        alt.Chart(roof).mark_line(strokeWidth=1.8).encode(x=x, y=y, color=color),
+        alt.Chart(points)
+        .mark_point(filled=True, size=4 * font, opacity=0.7)
+        .encode(
+            x=x,
+            y=y,
+            color=color,
+            tooltip=_tips(True),
+            shape=alt.Shape(
+                "phase:N",
+                scale=alt.Scale(domain=[DECODE, PREFILL], range=["circle", "triangle-up"]),
+                legend=alt.Legend(title="phase", orient="bottom-right"),
+            ),
+        ),
+        alt.Chart(labels)
+        .mark_text(align="left", baseline="middle", dx=5, fontSize=font, fontWeight="bold")
+        .encode(x=x, y=alt.Y("label_y:Q"), text="label:N", color=color),
+    ]
+    pairs = {(sel.tp, sel.weight_dtype) for sel in drawn}
+    chosen = (
+        f"all at tp {drawn[0].tp} with {drawn[0].weight_dtype} weights"
+        if len(pairs) == 1
+        else ", ".join(f"{sel.device_name} tp {sel.tp} {sel.weight_dtype}" for sel in drawn)
+    )
+    caption = [
+        f"One roof per device (its {join(sorted({compute_dtype(s) for s in drawn}))} peak, "
+        "options.compute_dtype); the points that "
+        f"fit, decode (circles) and prefill (triangles), each device at its own tp and weight "
+        f"dtype ({chosen}).",
+        *([f"Not drawn: {', '.join(missing)} (the model does not fit)."] if missing else []),
+    ]
+    return alt.LayerChart(
+        layer=layers,
+        width=plot_width(size, names, 560),
+        height=int(size.panel_height * 1.5),
+        title=heading(f"{selections[0].model}: roofline across devices", caption, size),
+    )
