@@ -295,3 +295,34 @@ def test_a_streamed_grid_writes_the_same_zarr_grid_file(sweep, tmp_path):
     netcdf = run_to_folder(sweep, tmp_path / "nc", memory_budget=budget, grid_format="netcdf")
     assert netcdf.skipped == ["grid.nc"]
     assert not (netcdf.folder / "grid.nc").exists()
+
+
+def test_a_streamed_run_draws_the_figures_one_model_and_device_at_a_time(tmp_path):
+    """The figures need one model and one device at a time, so a grid streamed in chunks
+    still gets every chart and the report, the same files as in memory."""
+    from sweeps.charts import output_hooks
+
+    text = """
+[sweep]
+name = "figs"
+[axes]
+model = ["llama-3-8b", "mistral-7b"]
+hardware = ["h100-sxm", "h200"]
+batch = [1, 16, 256]
+context = [512, 8192]
+[outputs]
+charts = ["ceiling"]
+formats = ["html"]
+"""
+    sweep = parse_config(text, "figs.toml")
+    whole = run_to_folder(sweep, tmp_path / "whole", hooks=output_hooks(sweep))
+    budget = BASE_BYTES + 2 * (estimate_bytes(sweep) - BASE_BYTES) // 5
+    streamed = run_to_folder(
+        sweep, tmp_path / "streamed", hooks=output_hooks(sweep), memory_budget=budget
+    )
+    assert streamed.chunks > 1
+    charts = sorted(p.name for p in (whole.folder / "charts").iterdir())
+    assert charts == sorted(p.name for p in (streamed.folder / "charts").iterdir())
+    assert len(charts) == 4  # one ceiling heatmap per model and device
+    assert (streamed.folder / "report.html").is_file()
+    assert "figures" not in streamed.skipped

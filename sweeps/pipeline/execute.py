@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,9 +36,10 @@ from sweeps.pipeline.stream import Progress, configurations
 if TYPE_CHECKING:
     import polars as pl
 
-Hook = Callable[[xr.Dataset, Sweep, Path], list[str]]
-"""Extra outputs (charts, report): given the grid, the sweep and the staging folder, write
-files there and return their paths relative to it."""
+Hook = Callable[[xr.Dataset | Iterable[xr.Dataset], Sweep, Path], list[str]]
+"""Extra outputs (charts, report): given the grid (or, for a streamed run, its one-model-one-
+device grids one at a time), the sweep and the staging folder, write files there and return
+their paths relative to it."""
 
 
 def run(
@@ -204,7 +206,35 @@ def _write_outputs(
     if ds is None and _lazy_grid_file(how, settings, staging, timings):
         extra.append(GRID_FILES["zarr"])
         skipped.remove(GRID_FILES["zarr"])
+    if ds is None and hooks and _slices_fit(how):
+        for hook in hooks:  # after the tables: the budget holds one thing at a time
+            start = time.perf_counter()
+            extra += hook(_slices(how.sweep), how.sweep, staging)
+            name = getattr(hook, "__name__", "hook")
+            timings[name] = time.perf_counter() - start
+            skipped.remove(name)
     return written, extra, skipped
+
+
+def _slice_sweeps(sweep: Sweep) -> Iterator[Sweep]:
+    """``sweep`` one model and one device at a time: what each figure needs."""
+    for model in sweep.models:
+        for device in sweep.hardware:
+            yield dataclasses.replace(sweep, models=(model,), hardware=(device,))
+
+
+def _slices_fit(how: Plan) -> bool:
+    """True when every one-model-one-device grid of the streamed sweep fits its budget."""
+    from sweeps.grid.memory import estimate_bytes
+
+    return all(estimate_bytes(piece) <= how.budget for piece in _slice_sweeps(how.sweep))
+
+
+def _slices(sweep: Sweep) -> Iterator[xr.Dataset]:
+    """The grids of ``_slice_sweeps``, built one at a time as a hook asks for them (the
+    figures and report of a grid too big for memory)."""
+    for piece in _slice_sweeps(sweep):
+        yield build_grid(piece)
 
 
 def _lazy_grid_file(
