@@ -74,6 +74,8 @@ def test_a_run_fits_the_terminal_and_leaves_no_progress_line(
     assert session.screen.wraps == 0  # no line longer than the terminal
     assert max(len(line) for line in lines) <= width
     assert "writing figures" in session.raw  # a bar per phase was drawn ...
+    assert "computing the grid" in session.raw
+    assert "writing decode.parquet" in session.raw  # ... one per table file
     stale = [line for line in lines if any(mark in line for mark in PROGRESS)]
     assert not stale, stale  # ... and removed
     assert lines[0] == "Two models on three devices: decode summary"

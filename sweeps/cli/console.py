@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -131,30 +132,35 @@ class Phases:
     """One bar per phase, each saying what it does; ``None`` as ``bar`` draws nothing.
 
     ``start`` opens a phase (and closes the one before), ``update`` moves it, ``done`` ends it.
+    The run writes its tables and its figures on two threads: each call holds a lock.
     """
 
     def __init__(self, bar: Any, name: str) -> None:
         self._bar = bar
         self._name = name
         self._task: Any = None
+        self._lock = threading.RLock()
 
     def start(self, what: str, total: float | None = None) -> None:
         """Open the phase ``what`` (``total`` units of work, ``None``: not known)."""
-        self.done()
-        if self._bar is not None:
-            description = f"{self._name}: {what}"
-            self._task = self._bar.add_task(description, total=total)
+        with self._lock:
+            self.done()
+            if self._bar is not None:
+                description = f"{self._name}: {what}"
+                self._task = self._bar.add_task(description, total=total)
 
     def update(self, done: float, total: float) -> None:
         """``done`` of ``total`` units of the open phase."""
-        if self._bar is not None and self._task is not None:
-            self._bar.update(self._task, completed=done, total=total)
+        with self._lock:
+            if self._bar is not None and self._task is not None:
+                self._bar.update(self._task, completed=done, total=total)
 
     def done(self) -> None:
         """Close the open phase (its bar is removed: the bars are transient)."""
-        if self._bar is not None and self._task is not None:
-            self._bar.remove_task(self._task)
-        self._task = None
+        with self._lock:
+            if self._bar is not None and self._task is not None:
+                self._bar.remove_task(self._task)
+            self._task = None
 
     @property
     def drawn(self) -> bool:

@@ -65,6 +65,7 @@ def run_one(
             memory_budget=budget,
             progress=_grid_progress(phases, after) if phases.drawn else None,
             client=client,
+            phase=phases.start if phases.drawn else None,
         )
         phases.start("summarizing")
         frame = result.summary()

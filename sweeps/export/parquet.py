@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,9 +152,15 @@ def table_files(table: str, layout: str, models: Sequence[str]) -> list[str]:
     return [f"{table}.parquet"]
 
 
-def write_tables(ds: xr.Dataset, folder: Path, layout: str = "single") -> dict[str, Written]:
+def write_tables(
+    ds: xr.Dataset,
+    folder: Path,
+    layout: str = "single",
+    on_file: Callable[[str], None] | None = None,
+) -> dict[str, Written]:
     """Write every table of ``TABLES`` into ``folder``: the spec tables as one file each, the
-    analysis tables as ``table_files`` says for ``layout``.
+    analysis tables as ``table_files`` says for ``layout``. ``on_file`` is told each file's
+    path (relative to ``folder``) as its writing starts.
 
     File by file, with the next file's frame built on a second thread while Polars writes
     the current one (building is numpy copies, writing Polars' encoder: both release the
@@ -179,6 +185,8 @@ def write_tables(ds: xr.Dataset, folder: Path, layout: str = "single") -> dict[s
             if index + 1 < len(jobs):
                 following = jobs[index + 1]
                 ahead = pool.submit(frame, following[2], following[0], enums)
+            if on_file is not None:
+                on_file(relative)
             (folder / relative).parent.mkdir(parents=True, exist_ok=True)
             info = write_frame(table, folder / relative, name)
             done = written.get(name, Written(0, info))

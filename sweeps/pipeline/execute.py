@@ -117,6 +117,7 @@ def run_to_folder(
     layout: str | None = None,
     grid_format: str | None = None,
     duckdb: bool | None = None,
+    phase: Callable[[str], None] | None = None,
 ) -> RunResult:
     """Compute ``sweep`` and write ``<out>/<name>/`` atomically (replaced only with ``force``).
 
@@ -130,15 +131,18 @@ def run_to_folder(
     ``memory_budget`` [byte] (default: half the physical memory; at least
     ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
     ``dask.distributed.Client``) is given, the grid is evaluated in chunks and its rows
-    streamed into the same files; the grid file and the hooks need the whole grid and are
-    skipped (the manifest says so). ``progress`` is called after each chunk with (rows done,
-    rows in all).
+    streamed into the same files; the grid file is written block by block where its format
+    allows (Zarr), the hooks get the grid one model and device at a time, and what cannot be
+    written is skipped (the manifest says so). ``progress`` is called after each chunk with
+    (rows done, rows in all); ``phase`` with what the run starts doing (computing the grid,
+    writing each table file).
     """
     began = time.perf_counter()
     settings = _Settings(
         layout or sweep.layout,
         grid_format or sweep.grid_format,
         sweep.duckdb if duckdb is None else duckdb,
+        phase or (lambda _: None),
     )
     how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
     target = result_folder(out, sweep.name)
@@ -146,6 +150,7 @@ def run_to_folder(
     timings: dict[str, float] = {}
     ds = None
     if not how.streamed:
+        settings.phase("computing the grid")
         start = time.perf_counter()
         ds = build_grid(sweep)
         timings["grid"] = time.perf_counter() - start
@@ -201,7 +206,7 @@ def _write_outputs(
         side = pool.submit(
             _whole_grid_outputs, ds, how.sweep, staging, settings, hooks, timings, extra
         )
-        written = _write(how, ds, staging, timings, progress, client)
+        written = _write(how, ds, staging, timings, progress, client, settings.phase)
         skipped = side.result()
     if ds is None and _lazy_grid_file(how, settings, staging, timings):
         extra.append(GRID_FILES["zarr"])
@@ -296,6 +301,8 @@ class _Settings:
     layout: str
     grid_format: str
     duckdb: bool
+    phase: Callable[[str], None]
+    """Told what the run starts doing: computing the grid, writing each table file."""
 
 
 def _write(
@@ -305,11 +312,12 @@ def _write(
     timings: dict[str, float],
     progress: Progress | None,
     client: Any,
+    phase: Callable[[str], None],
 ) -> dict[str, Written]:
     """Every table into ``staging``: from the whole grid ``ds``, or streamed chunk by chunk."""
     start = time.perf_counter()
     if ds is not None:
-        written = write_tables(ds, staging, how.layout)
+        written = write_tables(ds, staging, how.layout, lambda file: phase(f"writing {file}"))
         timings.update({f"table_{name}": table.seconds for name, table in written.items()})
         if progress is not None:
             total = sum(written[table.name].rows for table in analyses.tables(how.sweep))
