@@ -264,7 +264,9 @@ def test_existing_result_needs_force_and_failures_keep_it(tmp_path: Path) -> Non
     sweep = parse_config(SMALL)
     run_to_folder(sweep, tmp_path)
     manifest = (tmp_path / "small" / "manifest.json").read_bytes()
-    with pytest.raises(OutputExistsError, match=r"small: a result is already there; pass --force"):
+    with pytest.raises(
+        OutputExistsError, match=r"small: a result is already there; allowed: replacing"
+    ):
         run_to_folder(sweep, tmp_path)
 
     def broken_hook(ds: xr.Dataset, sweep: object, staging: Path) -> list[str]:

@@ -207,6 +207,7 @@ def roofline_chart(
     ``compute_dtype`` solid, the others dashed), the bandwidth slope labelled, and the decode
     and prefill points of ``model`` by phase (grey: does not fit).
     ``options`` as ``heatmaps.ceiling_chart``."""
+    # long: one layer per roof, slope label and phase, each from the same selection
     sel = select(ds, model, hardware, **options)
     points, notes = phase_points(sel)
     compute = compute_dtype(sel)
@@ -281,6 +282,7 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
     (circles) and prefill (triangles) points that fit, in its hue, at that device's own tp and
     weight dtype; devices where the model does not fit are left out and named (``ConfigError``
     where it fits on none)."""
+    # long: the roofs, labels and points of every device share one scale and one legend
     size = size_of(width)
     drawn = [sel for sel in selections if sel.choice.fits]
     missing = [sel.device_name for sel in selections if not sel.choice.fits]

@@ -76,8 +76,10 @@ def _message(error: SweepsError) -> str:
     from sweeps.errors import OutputExistsError
 
     text = str(error)
-    if isinstance(error, OutputExistsError) and "--force" not in text:
-        text += "; pass --force to replace it"
+    if isinstance(error, OutputExistsError):  # the library says "when asked to": how, here
+        text = text.replace(
+            "allowed: replacing it when asked to (force)", "pass --force to replace it"
+        )
     return text
 
 

@@ -93,7 +93,7 @@ def remove_stale(out: Path) -> list[Path]:
 def check_target(target: Path, force: bool) -> None:
     """Raise ``OutputExistsError`` before any work if ``target`` exists and ``force`` is off."""
     if target.exists() and not force:
-        msg = f"{target}: a result is already there; pass --force to replace it"
+        msg = f"{target}: a result is already there; allowed: replacing it when asked to (force)"
         raise OutputExistsError(msg)
 
 
