@@ -11,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sweeps.axes import AXES
+from sweeps.bench import format_report
 from sweeps.bench.scalar import (
     CHECKED,
     ScalarEngine,
@@ -88,6 +89,26 @@ def test_bench_quick_json_reports_every_key():
     assert {"grid", "table_decode", "grid_file", "figures"} <= set(paths["in_memory"]["split_s"])
     assert "grid.zarr" in paths["in_memory"]["bytes"]
     assert paths["streamed"]["rows"] == e2e["rows"]
+    validate = report["validate"]
+    assert validate["values"] == 10_000
+    assert 0 < validate["parse_seconds"] < validate["command_seconds"]
+    pareto = report["pareto"]
+    assert pareto["points"] == 100_000
+    assert 0 < pareto["on_front"] < pareto["points"]
+    assert pareto["budget_s"] == pytest.approx(0.1, rel=1e-12)
+    seed = report["seed_run"]
+    assert seed["config"] == "configs/seed-llama3-8b-h100.toml"
+    assert set(seed["phases_s"]) == {"import", "grid", "export", "figures", "outputs"}
+    assert all(seconds > 0 for seconds in seed["phases_s"].values())
+    assert seed["rows"]["decode"] == 2 * 9  # batch 1, 2, 4 ... 256 at two contexts
+    assert any(name.endswith(".png") for name in seed["bytes"])  # the config's own formats
+    text = format_report(report)
+    for line in (
+        "(g) validate of a 10,000-value range",
+        "(h) Pareto front: 100,000 points",
+        "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",
+    ):
+        assert line in text
 
 
 def test_scalar_loop_equals_the_grid_at_every_point(varied):  # type: ignore[no-untyped-def]

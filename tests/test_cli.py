@@ -114,12 +114,12 @@ def test_streamed_run_prints_the_summary_too(
     assert "does not fit" in flat  # 70B in bf16 at 32k on one H100, as in memory
     assert "(decode 12 rows, prefill 12 rows," in flat
     # what the config asks for but a streamed grid cannot give is said, not silently missing:
-    # NetCDF has no block-by-block writer (Zarr has); the report is built one model and
+    # the lazy grid's Zarr store needs a device's whole grid within the budget; the report is built one model and
     # device at a time
-    assert "not written: grid.nc (they need the whole grid in memory;" in flat
+    assert "not written: grid.zarr (they need the whole grid in memory;" in flat
     manifest = json.loads((tmp_path / "cli-run" / "manifest.json").read_text())
-    assert manifest["layout"]["skipped"] == ["grid.nc"]
-    assert not (tmp_path / "cli-run" / "grid.nc").exists()
+    assert manifest["layout"]["skipped"] == ["grid.zarr"]
+    assert not (tmp_path / "cli-run" / "grid.zarr").exists()
     assert (tmp_path / "cli-run" / "report.html").exists()
 
 
@@ -149,7 +149,7 @@ def test_run_on_a_local_dask_cluster(
     assert result.exit_code == 0, result.output
     flat = " ".join(result.output.split())
     assert "(decode 12 rows, prefill 12 rows," in flat
-    assert "not written: grid.nc" in flat
+    assert "not written: grid.zarr" in flat
     assert "a run on a dask cluster always streams" in flat
     manifest = json.loads((tmp_path / "cli-run" / "manifest.json").read_text())
     assert manifest["layout"]["engine"] == "dask.distributed"

@@ -107,7 +107,7 @@ def test_a_streamed_run_json_says_what_was_skipped(
     check(document, "sweeps run --json")
     assert document["runs"][0]["layout"] == "single"  # the config decides, not the budget
     assert document["runs"][0]["chunks"] > 1
-    assert document["runs"][0]["skipped"] == ["grid.nc"]  # the figures come slice by slice
+    assert document["runs"][0]["skipped"] == ["grid.zarr"]  # the figures come slice by slice
 
 
 def test_validate_json_has_every_config_good_or_bad(

@@ -142,7 +142,7 @@ def test_price_per_hour() -> None:
 
 def test_outputs_layout_duckdb_and_grid() -> None:
     sweep = parse_config(BASE)
-    assert (sweep.layout, sweep.duckdb, sweep.grid_format) == ("auto", False, "netcdf")
+    assert (sweep.layout, sweep.duckdb, sweep.grid_format) == ("auto", False, "zarr")
     text = BASE + '[outputs]\nlayout = "partitioned"\nduckdb = true\ngrid = "zarr"\n'
     sweep = parse_config(text)
     assert (sweep.layout, sweep.duckdb, sweep.grid_format) == ("partitioned", True, "zarr")

@@ -245,10 +245,10 @@ def test_run_writes_every_file_and_the_manifest(tmp_path: Path) -> None:
         "prefill.parquet",
         "hardware.parquet",
         "models.parquet",
-        "grid.nc",
         "manifest.json",
     ):
         assert (folder / name).is_file(), name
+    assert (folder / "grid.zarr" / "zarr.json").is_file()  # the default grid file, a Zarr store
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["config"]["sha256"] == sweep.sha256
     assert manifest["config"]["text"] == SMALL
@@ -256,7 +256,7 @@ def test_run_writes_every_file_and_the_manifest(tmp_path: Path) -> None:
     assert manifest["columns"]["decode"]["tokens_per_s"]["unit"] == "token/s"
     assert manifest["axes"]["kv_heads"] == ["native", "1"]
     assert set(manifest["timings_s"]) >= {"grid", "table_decode", "table_prefill", "grid_file"}
-    back = open_grid(folder / "grid.nc").load()
+    back = open_grid(folder / "grid.zarr").load()
     xr.testing.assert_identical(back, result.dataset)
 
 

@@ -25,7 +25,15 @@ e. an end-to-end ``run_to_folder`` of a larger grid, streamed under a memory bud
    subprocess, with its peak RSS (``e2e``);
 f. the run path as users run it: a cold run in a fresh interpreter, its split (start-up,
    grid, each table, grid file, report) and its ratio to Polars' own write of the same tables,
-   for issue 14's grid in memory and for (e)'s grid streamed (``run_path``).
+   for issue 14's grid in memory and for (e)'s grid streamed (``run_path``);
+g. validating a config whose context range has 1e5 values, in process and as a cold
+   ``sweeps validate`` (``validate``);
+h. the Pareto front on 1e6 seeded points against its one-second budget (``pareto``);
+i. the cold default run: the seed study with its default outputs, split into import, grid,
+   export and figures (``seed``).
+
+``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
+(the seed run is small already and runs as it is).
 """
 
 from __future__ import annotations
@@ -48,14 +56,17 @@ POINT = (
 def run_bench(
     quick: bool = False, e2e_budget: int = 2 * 2**30, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Run the six measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
+    """Run the nine measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
     import numpy as np
 
     from sweeps.bench.e2e import measure_end_to_end
     from sweeps.bench.engine import measure_engine, measure_export
     from sweeps.bench.grids import bench_configs
+    from sweeps.bench.pareto import measure_pareto
     from sweeps.bench.run_path import measure_run_paths
     from sweeps.bench.scalar import measure_scalar
+    from sweeps.bench.seed import measure_seed_run
+    from sweeps.bench.validate import measure_validate
     from sweeps.config import parse_config
 
     say = progress or (lambda _: None)
@@ -80,6 +91,12 @@ def run_bench(
         report["end_to_end"] = measure_end_to_end(e2e_text, quick, e2e_budget, Path(tmp))
         say("run path")
         report["run_path"] = measure_run_paths(e2e_text, quick, e2e_budget, Path(tmp))
+    say("validate")
+    report["validate"] = measure_validate(values=10_000 if quick else 100_000)
+    say("pareto front")
+    report["pareto"] = measure_pareto(points=100_000 if quick else 1_000_000)
+    say("seed run")
+    report["seed_run"] = measure_seed_run()
     return report
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps.bench.run_path import format_run_path
+from sweeps.bench.seed import format_seed_run
 
 
 def format_report(report: dict[str, Any]) -> str:
     """The bench figures as lines of text."""
     engine, scalar, limit = report["engine"], report["scalar"], report["write_limit"]
     export, e2e = report["export"], report["end_to_end"]
+    validate, pareto = report["validate"], report["pareto"]
     return "\n".join(
         [
             f"point: {report['point']}",
@@ -38,5 +40,13 @@ def format_report(report: dict[str, Any]) -> str:
                 f"(f) {kind.replace('_', ' ')}: {format_run_path(path)}"
                 for kind, path in report["run_path"].items()
             ),
+            f"(g) validate of a {validate['values']:,}-value range: "
+            f"{validate['parse_seconds']:.3f} s in process, "
+            f"{validate['command_seconds']:.2f} s as a cold sweeps validate",
+            f"(h) Pareto front: {pareto['points']:,} points in {pareto['groups']} groups in "
+            f"{pareto['seconds']:.3f} s ({pareto['points_per_s'] / 1e6:.1f} M points/s, "
+            f"{pareto['on_front']:,} on a front); budget {pareto['budget_s']:.2f} s "
+            f"{'met' if pareto['within_budget'] else 'MISSED'}",
+            f"(i) {format_seed_run(report['seed_run'])}",
         ]
     )

@@ -1,4 +1,4 @@
-"""(f) validating a config whose range has 1e5 values: in process and as a cold command.
+"""(g) validating a config whose range has 1e5 values: in process and as a cold command.
 
 ``sweeps validate`` must answer in well under a second however long an axis is (the checks are
 linear in the config's size and capped before anything is expanded). Measured twice: the

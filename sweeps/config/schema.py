@@ -227,7 +227,8 @@ class Outputs(Strict):
     )
     figures: Figures = Field(default_factory=Figures, description="What the charts show")
     grid: Literal["netcdf", "zarr", "none"] = Field(
-        default="netcdf", description="Grid file: grid.nc (netcdf), grid.zarr (zarr) or none"
+        default="zarr",
+        description="Grid file: grid.zarr (zarr, the default), grid.nc (netcdf) or none",
     )
     layout: Literal["auto", "single", "partitioned"] = Field(
         default="auto",

@@ -50,7 +50,7 @@ class Sweep:
     charts: tuple[str, ...]
     formats: tuple[str, ...]
     grid_format: str
-    """``outputs.grid``: ``netcdf``, ``zarr`` or ``none``."""
+    """``outputs.grid``: ``zarr`` (the default), ``netcdf`` or ``none``."""
     path: str
     text: str
     layout: str = "auto"
