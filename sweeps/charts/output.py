@@ -142,7 +142,10 @@ def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]
         if len(mine) > 1:
             local = [str(n) for n, v in grid.data_vars.items() if "hardware" in v.dims]
             joined = xr.concat([m[local] for m in mine], dim="hardware")
-            grid = xr.merge([joined, grid.drop_vars(local)], combine_attrs="override")
+            rest = grid.drop_dims("hardware")
+            grid = xr.merge(
+                [joined, rest], join="exact", compat="override", combine_attrs="override"
+            )
         for name, builder in SERVING_BUILDERS.items():
             chart = builder(grid, model, settings.weight_dtype, width=settings.width)
             stem = f"{SERVING}-{name}-{model}"

@@ -48,11 +48,16 @@ class Workload:
 
     @classmethod
     def of(cls, ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None) -> Any:
-        """``model`` (default the first), ``weight_dtype`` (default the first) and the first
-        KV setting and workload of ``ds``."""
+        """``model`` (default the first), the first KV setting and workload of ``ds``, and
+        ``weight_dtype`` (default the first with a point on that workload's Pareto front)."""
         model = model or str(ds["model"].values[0])
-        weight_dtype = weight_dtype or str(ds["weight_dtype"].values[0])
         prompt, output = int(ds["prompt_tokens"].values[0]), int(ds["output_tokens"].values[0])
+        if weight_dtype is None:  # the front spans weight dtypes: one that has a part of it
+            front = ds["on_pareto_front"].sel(
+                model=model, prompt_tokens=prompt, output_tokens=output
+            )
+            on = front.any([d for d in front.dims if d != "weight_dtype"])
+            weight_dtype = str(ds["weight_dtype"].values[int(on.values.argmax())])
         at = {
             "model": model,
             "kv_heads": ds["kv_heads"].values[0],
