@@ -89,7 +89,8 @@ def pareto_chart(
     ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None, width: str = "screen"
 ) -> alt.LayerChart:
     """Output tokens/s per device [token/s] against tokens/s per user [token/s]: a line per
-    device and mode through its points on the Pareto front (``on_pareto_front``), faint dots
+    device and mode through its points on the grid's Pareto front (``on_pareto_front``, one
+    front over every device, tp, batch and mode), faint dots
     for every point meeting both objectives, and the region where a user gets at least
     ``1 / tpot_slo_s`` tokens per second shaded."""
     size, work = size_of(width), Workload.of(ds, model, weight_dtype)
@@ -100,7 +101,10 @@ def pareto_chart(
     devices = [str(h) for h in ds["hardware"].values]
     ttft, tpot = objectives(ds)
     bound = 1.0 / tpot
-    x = alt.X(f"{x_name}:Q", title=title(x_name), scale=alt.Scale(type="log"))
+    found = data[x_name] if len(data) else pd.Series([bound])
+    lo, hi = min(float(found.min()), bound) / 1.5, max(float(found.max()), bound) * 1.5
+    scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
+    x = alt.X(f"{x_name}:Q", title=title(x_name), scale=scale)
     y = alt.Y(f"{y_name}:Q", title=title(y_name), scale=alt.Scale(type="log"))
     color = alt.Color("hardware:N", title="device", scale=series_scale(devices))
     tips = [
@@ -111,12 +115,11 @@ def pareto_chart(
         tooltip(x_name, ".3g"),
         tooltip(y_name, ".3g"),
     ]
-    top = float(data[x_name].max()) if len(data) else bound
-    region = pd.DataFrame({"from": [bound], "to": [max(top, bound) * 1.5]})
+    region = pd.DataFrame({"from": [bound], "to": [hi]})
     shade = (
         alt.Chart(region)
         .mark_rect(color=COLORS[DECODE], opacity=0.08)
-        .encode(x=alt.X("from:Q", scale=alt.Scale(type="log")), x2="to:Q")
+        .encode(x=alt.X("from:Q", scale=scale), x2="to:Q")
     )
     edge = alt.Chart(region).mark_rule(color=INK, strokeDash=[4, 3]).encode(x="from:Q")
     dots = alt.Chart(data).mark_circle(size=14, opacity=0.25).encode(x, y, color, tooltip=tips)
@@ -124,13 +127,23 @@ def pareto_chart(
     lines = (
         alt.Chart(front)
         .mark_line(point=True)
-        .encode(x, y, color, alt.StrokeDash("mode:N", title="mode"), tooltip=tips)
+        .encode(
+            x,
+            y,
+            color,
+            alt.StrokeDash(
+                "mode:N",
+                title="mode",
+                legend=alt.Legend(symbolType="stroke", symbolStrokeColor=INK, symbolStrokeWidth=2),
+            ),
+            tooltip=tips,
+        )
     )
     caption = [
         work.caption(),
         f"Objectives: TTFT ≤ {ttft:g} s, TPOT ≤ {tpot * 1000:g} ms; the shaded region gets a "
         f"user at least 1 / TPOT = {bound:g} tokens/s. Dots: every point meeting both; lines: "
-        "each device and mode's Pareto front.",
+        "the points on the Pareto front of all devices and modes, joined per device and mode.",
     ]
     return alt.LayerChart(
         layer=[shade, edge, dots, lines],
