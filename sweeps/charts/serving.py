@@ -126,7 +126,7 @@ def pareto_chart(
     front = data[data["on_pareto_front"]].sort_values(x_name)
     lines = (
         alt.Chart(front)
-        .mark_line(point=True)
+        .mark_line(strokeWidth=2)  # no points: a line mark with points has a dot as legend
         .encode(
             x,
             y,
