@@ -237,8 +237,11 @@ def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path, tmp_
     folder = tmp_path / sweep.name
     report = (folder / "report.html").read_text("utf-8")
     for model in sweep.models:
+        for fmt in sweep.formats if "serving" in sweep.charts else ():  # one set per model
+            for name in ("pareto", "request-time", "fleet"):
+                assert (folder / "charts" / f"serving-{name}-{model.id}.{fmt}").is_file()
         for device in sweep.hardware:
-            for chart in sweep.charts:
+            for chart in (c for c in sweep.charts if c != "serving"):
                 for fmt in sweep.formats:
                     drawn = (folder / "charts" / f"{chart}-{model.id}-{device.id}.{fmt}").is_file()
                     assert drawn or f"Not drawn: {model.id} does not fit on" in report

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
+ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline", "serving"]
 CHART_KINDS: Final[tuple[ChartKind, ...]] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
-"""What ``[outputs] charts`` may ask for, drawn per model and device."""
+"""The default of ``[outputs] charts``: the kinds drawn per model and device."""
+SERVING: Final = "serving"
+"""The serving figures (Pareto front, time per request, fleet against arrival rate), drawn
+per model from the whole grid, only where it has the serving analysis (a ``[serving]``
+table); ``[outputs] charts`` may ask for them besides ``CHART_KINDS``."""
 DEVICES: Final = "roofline-devices"
 """The cross-device roofline, written with ``roofline`` when a sweep has several devices."""
-REPORT_ORDER: Final = (*CHART_KINDS, DEVICES, "serving", "calibration")
+REPORT_ORDER: Final = (*CHART_KINDS, DEVICES, SERVING, "calibration")
 """Chart kinds in the order the report shows them: the headline heatmap first. Kinds not
 listed follow, in the order they were drawn."""
 SECTION_TITLES: Final = {
@@ -24,7 +28,7 @@ SECTION_TITLES: Final = {
     "ai-vs-batch": "Arithmetic intensity against batch",
     "roofline": "Roofline",
     DEVICES: "Across devices",
-    "serving": "Serving",
+    SERVING: "Serving: speed per user, time per request, fleet and cost",
     "calibration": "Calibration",
 }
 """The report's heading of each kind's section (a kind not listed: its name)."""

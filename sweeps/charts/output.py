@@ -22,11 +22,13 @@ import xarray as xr
 
 from .data import Selection, choose, select
 from .heatmaps import bottleneck_chart, ceiling_chart
-from .kinds import DEVICES, ChartKind
+from .kinds import DEVICES, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
 from .rendering import Renderer
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_html
 from .roofline import compare_from, roofline_chart
+from .serving import BUILDERS as SERVING_BUILDERS
+from .serving import has_serving
 from .theme import size_of
 
 if TYPE_CHECKING:
@@ -94,7 +96,7 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
         one, model, device, tp=settings.tp, weight_dtype=settings.weight_dtype, pick=settings.pick
     )
     figures = []
-    for kind in charts:
+    for kind in (k for k in charts if k != SERVING):  # serving: from the whole grid
         stem = f"{kind}-{model}-{device}"
         if not choice.fits:
             figures.append(Figure(stem, kind, model, device, None, choice.reason))
@@ -116,6 +118,39 @@ def across_devices(selections: list[Selection], settings: Settings) -> list[Figu
         return [Figure(stem, DEVICES, model, None, None, f"{model} fits on none of {names}")]
     spec = spec_of(compare_from(selections, settings.width), settings.width)
     return [Figure(stem, DEVICES, model, None, spec)]
+
+
+SERVING_DIMS = frozenset({"prompt_tokens", "output_tokens", "prefill_hardware", "decode_hardware"})
+"""Dimensions only the serving and pools analyses' variables have."""
+
+
+def serving_part(one: xr.Dataset) -> xr.Dataset:
+    """A copy of the serving and pools variables of one slice (what the serving figures
+    read), so that the rest of the slice is not held."""
+    names = [str(n) for n, v in one.data_vars.items() if SERVING_DIMS.intersection(v.dims)]
+    return one[names].copy(deep=True)
+
+
+def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]:
+    """The serving figures of each model of ``parts`` (slices of ``serving_part``, or whole
+    grids): the devices' serving variables joined, the pools taken once per model."""
+    models = list(dict.fromkeys(str(m) for part in parts for m in part["model"].values))
+    figures = []
+    for model in models:
+        mine = [part.sel(model=[model]) for part in parts if model in part["model"].values]
+        grid = mine[0]
+        if len(mine) > 1:
+            local = [str(n) for n, v in grid.data_vars.items() if "hardware" in v.dims]
+            joined = xr.concat([m[local] for m in mine], dim="hardware")
+            rest = grid.drop_dims("hardware")
+            grid = xr.merge(
+                [joined, rest], join="exact", compat="override", combine_attrs="override"
+            )
+        for name, builder in SERVING_BUILDERS.items():
+            chart = builder(grid, model, settings.weight_dtype, width=settings.width)
+            stem = f"{SERVING}-{name}-{model}"
+            figures.append(Figure(stem, SERVING, model, None, spec_of(chart, settings.width)))
+    return figures
 
 
 def _write(renders: Iterable[tuple[str, dict[str, bytes]]], folder: Path) -> list[str]:
@@ -155,6 +190,7 @@ def write_figures_streamed(
     written: list[str] = []
     condensed, full, rows = [], [], 0
     kept: dict[str, list[Selection]] = {}
+    served: list[xr.Dataset] = []
     attrs: dict[str, Any] = {}
     renderer = Renderer(formats, size_of(settings.width)) if formats else None
     try:
@@ -175,7 +211,10 @@ def write_figures_streamed(
             rows += summary.height
             if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
                 kept.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
-        for figure in (f for sels in kept.values() for f in across_devices(sels, settings)):
+            if SERVING in charts and has_serving(one):
+                served.append(serving_part(one))
+        later = [f for sels in kept.values() for f in across_devices(sels, settings)]
+        for figure in later + serving_figures(served, settings):
             figures.append(figure)
             if renderer is not None and figure.spec is not None:
                 renderer.submit(figure.stem, figure.spec)
@@ -257,6 +296,8 @@ def chart_specs(
     charts = tuple(charts)
     for one in slices(ds):
         yield from slice_figures(one, charts, settings)
+    if SERVING in charts and has_serving(ds):
+        yield from serving_figures([ds], settings)
     if "roofline" in charts:
         for model in (str(m) for m in ds["model"].values):
             options = settings.options()

@@ -30,6 +30,8 @@ COLORS: dict[str, str] = {
     DECODE: "#8e44ad",
     PREFILL: "#2a9d6f",
     DOES_NOT_FIT: "#c9c9c9",
+    "colocated": "#1b6ca8",
+    "disaggregated": "#d1495b",
 }
 """Categorical colours, one meaning each across all charts."""
 

@@ -88,6 +88,9 @@ def build_grid(
     ds.attrs.update(
         {"title": sweep.title, "sweep": sweep.name, **_option_attrs(sweep), "note": NOTE}
     )
+    serving = getattr(sweep, "serving", None)
+    if serving is not None:  # the objectives, so that charts read them from the grid
+        ds.attrs.update({"ttft_slo_s": serving.ttft_slo_s, "tpot_slo_s": serving.tpot_slo_s})
     return _annotate(ds)
 
 
