@@ -18,17 +18,12 @@ import polars as pl
 import xarray as xr
 
 from sweeps.errors import ConfigError
+from sweeps.grid.analyses.pools import DIMS as POOL_DIMS
+from sweeps.grid.analyses.pools import PLAN_DIMS
 
-KEYS = (
-    "model",
-    "kv_heads",
-    "kv_dtype",
-    "weight_dtype",
-    "prompt_tokens",
-    "output_tokens",
-    "arrival_rate",
-)
-"""One summary row per value of these: a model, its dtypes and a workload at one rate."""
+KEYS = tuple(d for d in POOL_DIMS if d not in PLAN_DIMS)
+"""One summary row per value of these: a model, its dtypes and a workload at one rate (the
+pools' dims but those that make the plan: the devices, their tp and the mode)."""
 
 PLAN = (
     "pool_mode",

@@ -43,6 +43,9 @@ DIMS = (
     "pool_mode",
 )
 
+PLAN_DIMS = ("prefill_hardware", "prefill_tp", "decode_hardware", "decode_tp", "pool_mode")
+"""The dims that make a plan of a workload at a rate: its devices, their tp and its mode."""
+
 
 def _side(value: Any, side: str) -> Any:
     """``value`` with its device dims renamed for one pool (``prefill`` or ``decode``)."""
