@@ -45,7 +45,8 @@ def test_attainable_and_roofline_time() -> None:
 
 def test_llama3_8b_kv_bytes() -> None:
     # 2 * 8 * 128 * 2 * 32 = 131072 bytes per token; 8192 tokens = 2**30 bytes (1 GiB)
-    per_token = physics.kv_bytes_per_token(32, 8, 128, 2)
+    # a token: every one of the 32 layers holds it once
+    per_token = physics.kv_bytes_per_sequence(2 * 8 * 128, 2, 32)
     assert per_token == 131072
     layer_tokens = physics.kv_cached_layer_tokens(8192, 32, 0, np.inf)
     assert physics.kv_bytes_per_sequence(2 * 8 * 128, 2, layer_tokens) == 2**30
@@ -232,8 +233,9 @@ def test_ai_below_ceiling_and_increasing_in_batch(
 
     ceiling = physics.asymptotic_ceiling(f_seq, kv)
     assert ai(batch) < ceiling
-    # increasing in batch; in floats, non-decreasing once W / (B KV_seq) drops below resolution
-    assert ai(batch + 1) >= ai(batch)
+    # increasing in batch; in floats, non-decreasing to the rounding of one division once
+    # W / (B KV_seq) drops below resolution (a step of 1 ulp down was seen at B = 448,171)
+    assert ai(batch + 1) >= ai(batch) * (1 - 4 * np.finfo(float).eps)
     if weights > 1e-9 * batch * kv:
         assert ai(2 * batch) > ai(batch)
     assert ai(batch) / ceiling == pytest.approx(physics.fraction_of_ceiling(batch, weights, kv))

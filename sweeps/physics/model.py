@@ -22,25 +22,6 @@ def weight_bytes(params: Array, bytes_per_param: Array) -> Array:
     return params * bytes_per_param
 
 
-def kv_bytes_per_token(layers: Array, kv_heads: Array, head_dim: Array, kv_bytes: Array) -> Array:
-    """KV-cache bytes one token adds, all layers, K and V: ``2 * h * d * kb * L``.
-
-    MQA is ``kv_heads = 1``, MHA is ``kv_heads = heads``, GQA anything between.
-
-    Parameters
-    ----------
-    layers : Transformer layers [1]
-    kv_heads : Key/value heads [1]
-    head_dim : Dimension of one head [1]
-    kv_bytes : Bytes per cached element, scale overhead included [byte]
-
-    Returns
-    -------
-    KV bytes per token [byte]
-    """
-    return 2 * kv_heads * head_dim * kv_bytes * layers
-
-
 def kv_cached_layer_tokens(
     context: Array, layers: Array, local_layers: Array, window: Array
 ) -> Array:
