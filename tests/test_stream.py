@@ -326,3 +326,34 @@ formats = ["html"]
     assert len(charts) == 4  # one ceiling heatmap per model and device
     assert (streamed.folder / "report.html").is_file()
     assert "figures" not in streamed.skipped
+
+
+def test_serving_and_pools_are_computed_whole_when_the_grid_streams(tmp_path):
+    """The pools pair every device and pick the best batch, the Pareto front spans devices:
+    a grid cut into chunks by device and batch must not compute them per chunk."""
+    text = """
+[sweep]
+name = "served"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm", "h200"]
+tp = [1, 2]
+batch = [1, 16, 128]
+context = [512, 2048, 8192]
+[serving]
+prompt_tokens = [1024]
+output_tokens = [256]
+arrival_rate = [1.0, 20.0]
+[outputs]
+charts = []
+"""
+    sweep = parse_config(text, "served.toml")
+    whole = run_to_folder(sweep, tmp_path / "whole")
+    budget = BASE_BYTES + 2 * (estimate_bytes(sweep) - BASE_BYTES) // 6
+    streamed = run_to_folder(sweep, tmp_path / "streamed", memory_budget=budget)
+    assert streamed.chunks > 1
+    for table in ("serving", "pools"):
+        one = pl.read_parquet(whole.folder / f"{table}.parquet")
+        other = pl.read_parquet(streamed.folder / f"{table}.parquet")
+        assert one.height > 0
+        assert one.equals(other), table

@@ -129,6 +129,38 @@ def spec_tables(sweep: Sweep) -> dict[str, Any]:
     return {name: make(ds) for name, make in SPEC_TABLES.items()}
 
 
+def _whole_table(
+    sweep: Sweep,
+    table: Any,
+    folder: Path,
+    layout: str,
+    enums: Mapping[str, Sequence[str]],
+    held: list[Any],
+) -> tuple[int, dict[str, Any], list[str]]:
+    """A table whose analysis reduces over devices, tp or batch, from one grid of the whole
+    sweep at its first context and prompt (which such an analysis does not depend on)."""
+    from sweeps.export.frame import table_frame
+    from sweeps.export.parquet import table_files
+    from sweeps.grid.build import build_grid
+
+    if not held:
+        held.append(
+            build_grid(
+                dataclasses.replace(sweep, context=sweep.context[:1], prompt=sweep.prompt[:1])
+            )
+        )
+    frame = table_frame(held[0], table, enums)
+    models = [m.id for m in sweep.models] if layout == "partitioned" else [""]
+    rows, files, info = 0, [], dict[str, Any]()
+    for model in models:
+        part = frame if not model else frame.filter(pl.col("model") == model)
+        name = table_files(table.name, layout, [model])[0]
+        count, info = sink(iter([part]), folder / name, table.name)
+        rows += count
+        files.append(name)
+    return rows, info, files
+
+
 def stream_tables(
     sweep: Sweep,
     chunks: Sequence[Chunk],
@@ -159,7 +191,11 @@ def stream_tables(
             if progress is not None:
                 progress(done, total)
 
+    whole: list[Any] = []  # the one-piece grid of the whole analyses, built once if needed
     for table in tables(sweep):
+        if table.whole:
+            written[table.name] = _whole_table(sweep, table, folder, layout, enums, whole)
+            continue
         groups: dict[str, list[Chunk]] = {"": list(chunks)}
         if layout == "partitioned":
             groups = {}

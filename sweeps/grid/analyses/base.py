@@ -134,6 +134,9 @@ class Analysis:
     applies : Whether a sweep asks for it (serving needs a ``[serving]`` table)
     rows : A boolean variable of its own naming the grid points that are rows of its table
         (the others stand for nothing: a colocated plan on two different devices); "" for all
+    whole : Its compute reduces over devices, tp or batch (the best batch, the Pareto front,
+        pairs of devices), so a grid streamed in chunks computes it in one piece, never per
+        chunk; it must not depend on the context or prompt axes, which that piece drops
     """
 
     name: str
@@ -144,6 +147,7 @@ class Analysis:
     columns: tuple[str, ...] = ()
     applies: Callable[[Any], bool] = field(default=lambda sweep: True)
     rows: str = ""
+    whole: bool = False
 
     @property
     def has_table(self) -> bool:

@@ -262,4 +262,5 @@ POOLS = Analysis(
     ),
     applies=lambda sweep: getattr(sweep, "serving", None) is not None,
     rows="pools_row",
+    whole=True,
 )

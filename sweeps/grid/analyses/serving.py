@@ -317,4 +317,5 @@ SERVING = Analysis(
         "on_pareto_front",
     ),
     applies=lambda sweep: getattr(sweep, "serving", None) is not None,
+    whole=True,
 )
