@@ -175,3 +175,26 @@ def test_a_memory_budget_is_a_size_or_a_usage_error(budget: str, message: str) -
     result = invoke("validate", str(SEED), "--memory-budget", budget)
     assert result.exit_code == 2
     assert result.stderr.startswith(f"Error: --memory-budget: {message}")
+
+
+def test_two_configs_of_one_name_are_refused_before_any_run(config: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke("run", str(config), str(config), "--out", str(out))
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"Error: {config} and {config} both write ")
+    assert "allowed: one config per sweep name in a run" in result.stderr
+    assert not out.exists()  # the first was not written either
+
+
+def test_an_existing_result_stops_every_config_before_any_runs(
+    config: Path, write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    assert invoke("run", str(config), "--out", str(out)).exit_code == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    other = write_config(GOOD.replace('name = "cli-run"', 'name = "other"'), "other")
+    result = invoke("run", str(other), str(config), "--out", str(out))
+    assert result.exit_code == 2
+    assert "a result is already there; pass --force to replace it" in result.stderr
+    assert not (out / "other").exists()  # nothing ran
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

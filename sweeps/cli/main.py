@@ -77,10 +77,12 @@ def run(
     from sweeps.cli.cluster import cluster
     from sweeps.cli.execute import run_one
     from sweeps.config import load_config
+    from sweeps.pipeline import check_targets
 
     sweeps = [load_config(path) for path in configs]
     size = budget(memory_budget)
     check_out(out)
+    check_targets(sweeps, out, force)  # two configs of one name, or a result already there
     documents = []
     with cluster(scheduler, workers) as client:
         for sweep in sweeps:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from sweeps.pipeline.plan import Plan, plan
 
 if TYPE_CHECKING:
-    from sweeps.pipeline.execute import Hook, RunResult, run, run_to_folder
+    from sweeps.pipeline.execute import Hook, RunResult, check_targets, run, run_to_folder
     from sweeps.pipeline.plans import cheapest_plans
     from sweeps.pipeline.summary import summarize
 
@@ -18,6 +18,7 @@ _LAZY = {
     "Hook": "sweeps.pipeline.execute",
     "RunResult": "sweeps.pipeline.execute",
     "cheapest_plans": "sweeps.pipeline.plans",
+    "check_targets": "sweeps.pipeline.execute",
     "run": "sweeps.pipeline.execute",
     "run_to_folder": "sweeps.pipeline.execute",
     "summarize": "sweeps.pipeline.summary",
@@ -40,6 +41,7 @@ __all__ = [
     "Plan",
     "RunResult",
     "cheapest_plans",
+    "check_targets",
     "plan",
     "run",
     "run_to_folder",

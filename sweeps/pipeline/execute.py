@@ -102,6 +102,23 @@ class RunResult:
         return None if grid is None else summarize(grid)
 
 
+def check_targets(sweeps: Iterable[Sweep], out: str | Path, force: bool = False) -> None:
+    """Before any of ``sweeps`` runs: each writes a folder of its own in ``out`` (two configs
+    of one name would replace each other's result: a ``ConfigError`` naming both files), and
+    none of those folders is there already unless ``force`` (``OutputExistsError``)."""
+    seen: dict[Path, Sweep] = {}
+    for sweep in sweeps:
+        target = result_folder(out, sweep.name)
+        if target in seen:
+            msg = (
+                f"{seen[target].path} and {sweep.path} both write {target} (sweep.name "
+                f"{sweep.name!r}); allowed: one config per sweep name in a run"
+            )
+            raise ConfigError(msg)
+        seen[target] = sweep
+        check_target(target, force)
+
+
 def _write_manifest(folder: Path, document: dict[str, object]) -> None:
     (folder / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
 
