@@ -23,30 +23,34 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
     The KV-head setting is the count in effect (``kv_heads``) with ``kv_heads_native`` beside
     it, as in ``decode.parquet``, so the summary joins the decode table on its axis columns.
     """
-    parts = {name: ds[name] for name in SUMMARY_VARIABLES}
-    table = xr.Dataset(parts).drop_vars(
-        [c for c in ds.coords if c not in SUMMARY_DIMS], errors="ignore"
-    )
-    table = table.broadcast_like(table).transpose(*[d for d in SUMMARY_DIMS if d in table.dims])
-    shape = tuple(table.sizes[d] for d in table.dims)
+    variables = {name: ds[name].variable for name in SUMMARY_VARIABLES}
+    held = {d for v in variables.values() for d in v.dims}
+    dims = tuple(d for d in SUMMARY_DIMS if d in held)
+    shape = tuple(ds.sizes[d] for d in dims)
+
+    def spread(variable: xr.Variable) -> np.ndarray:
+        """``variable`` over every dim of ``dims`` (numpy broadcasting, no alignment)."""
+        own = [d for d in dims if d in variable.dims]
+        values = variable.transpose(*own).values
+        view = values.reshape([ds.sizes[d] if d in variable.dims else 1 for d in dims])
+        return np.broadcast_to(view, shape).reshape(-1)
+
     columns: dict[str, object] = {}
-    for axis, dim in enumerate(table.dims):
+    for axis, dim in enumerate(dims):
         index = np.arange(shape[axis]).reshape([-1 if i == axis else 1 for i in range(len(shape))])
         codes = np.broadcast_to(index, shape).reshape(-1)
         labels = ds[dim].values
-        if AXIS[str(dim)].kind == "heads":  # as in the decode table: the count in effect
-            counts = ds["kv_heads_count"].broadcast_like(table[SUMMARY_VARIABLES[0]])
-            columns[str(dim)] = counts.transpose(*table.dims).values.reshape(-1)
+        if AXIS[dim].kind == "heads":  # as in the decode table: the count in effect
+            columns[dim] = spread(ds["kv_heads_count"].variable)
             columns[f"{dim}_native"] = labels[codes] == NATIVE
             continue
         if labels.dtype == object:  # name axes: the decode table's Enum
             names = [str(v) for v in labels]
-            columns[str(dim)] = pl.Series(str(dim), names, dtype=pl.Enum(names))[codes]
+            columns[dim] = pl.Series(dim, names, dtype=pl.Enum(names))[codes]
         else:
-            columns[str(dim)] = labels[codes]
-    for name in SUMMARY_VARIABLES:
-        da = xr.broadcast(table[name], *[table[v] for v in SUMMARY_VARIABLES])[0]
-        columns[name] = da.transpose(*table.dims).values.reshape(-1)
+            columns[dim] = labels[codes]
+    for name, variable in variables.items():
+        columns[name] = spread(variable)
     frame = pl.DataFrame(columns)
     return frame.with_columns(
         pl.col("ridge_batch").fill_nan(None),
