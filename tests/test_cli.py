@@ -310,3 +310,32 @@ def test_console_script_help_has_an_example() -> None:
     assert done.returncode == 0
     assert "sweeps run configs/seed-llama3-8b-h100.toml" in done.stdout
     assert "sweeps init my-sweep" in done.stdout
+
+
+SERVED = (
+    GOOD.replace('model = ["llama-3-8b", "llama-3-70b"]', 'model = ["llama-3-8b"]')
+    + """
+[serving]
+prompt_tokens = [1024]
+output_tokens = [256]
+arrival_rate = [2.0, 50.0]
+"""
+)
+
+
+def test_a_serving_run_prints_its_cheapest_plans(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    args = ["run", str(write_config(SERVED)), "--out", str(tmp_path)]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    flat = " ".join(result.stdout.split())
+    assert "CLI test: cheapest serving plans" in flat
+    assert "idle capacity paid for, at the devices' dated prices" in flat
+    document = json.loads(runner.invoke(cli, [*args, "--force", "--json"]).stdout)
+    from .test_cli_json import check
+
+    check(document, "sweeps run --json")  # every plan's key documented in the README
+    plans = document["runs"][0]["plans"]
+    assert [p["arrival_rate"] for p in plans] == [2.0, 50.0]
+    assert all(p["cost_per_million_output_tokens_usd"] > 0 for p in plans)  # H100 has a price

@@ -82,6 +82,11 @@ def run_one(
                 output.width,
             )
         )
+    plans = _plans(result)
+    if plans:
+        from sweeps.cli.render_plans import plans_table
+
+        output.result(plans_table(plans, sweep.title))
     if frame is None:
         output.status(
             "no summary: even the grid at one batch size is over the memory budget "
@@ -91,4 +96,26 @@ def run_one(
         output.status(line)
     for line in render.timing_lines(result):
         output.status(line, level=1)
-    return render.run_document(sweep, result, rows)
+    document = render.run_document(sweep, result, rows)
+    if plans:
+        document["plans"] = plans
+    return document
+
+
+def _plans(result: Any) -> list[dict[str, Any]]:
+    """The cheapest serving plans of ``result`` (none without a ``[serving]`` table), from
+    its grid or, for a streamed run, its pools table."""
+    from sweeps.pipeline import cheapest_plans
+
+    if result.dataset is not None:
+        if "pools_feasible" not in result.dataset:
+            return []
+        return list(cheapest_plans(result.dataset).to_dicts())
+    files = sorted(result.folder.glob("pools.parquet")) + sorted(
+        result.folder.glob("pools/*.parquet")
+    )
+    if not files:
+        return []
+    import polars as pl
+
+    return list(cheapest_plans(pl.concat([pl.read_parquet(f) for f in files])).to_dicts())

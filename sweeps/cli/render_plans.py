@@ -1,0 +1,67 @@
+"""The cheapest serving plans of a run (``sweeps.cheapest_plans``) as a terminal table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps.cli.numbers import grouped as _grouped
+
+PLAN_ROWS = 40
+"""Plans a terminal shows at most; ``pools.parquet`` has every one."""
+
+
+def grouped(value: float) -> str:
+    """A whole count with thousands separators (``12,345``)."""
+    return _grouped(value, 0)
+
+
+def _money(value: Any) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def _ms(value: Any) -> str:
+    return "-" if value is None else f"{value * 1e3:,.0f}"
+
+
+def _pool(row: dict[str, Any], side: str) -> str:
+    count = row[f"{side}_replicas"]
+    replicas = "" if count is None else f"{grouped(count)} x "
+    return f"{replicas}{row[f'{side}_hardware']} tp{row[f'{side}_tp']}"
+
+
+def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
+    """The cheapest plan that meets the objectives per model, weights, workload and rate."""
+    from rich.text import Text
+
+    from sweeps.cli.console import table as new_table
+
+    notes = [
+        "cost per million output tokens with idle capacity paid for, at the devices' dated "
+        "prices (pools.parquet: prefill_price_as_of, decode_price_as_of)"
+    ]
+    if len(rows) > PLAN_ROWS:
+        notes.append(f"first {PLAN_ROWS} of {len(rows):,} plans")
+        rows = rows[:PLAN_ROWS]
+    table = new_table(f"{title}: cheapest serving plans", "; ".join(notes))
+    heads = ["model", "weights", "I", "O", "req/s", "plan", "prefill", "decode", "devices"]
+    heads += ["$/M tok", "TTFT ms", "TPOT ms", "decode share"]
+    for head in heads:
+        table.add_column(Text(head), no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        found = row["reason"] is None
+        table.add_row(
+            str(row["model"]),
+            str(row["weight_dtype"]),
+            grouped(row["prompt_tokens"]),
+            grouped(row["output_tokens"]),
+            f"{row['arrival_rate']:g}",
+            str(row["pool_mode"]) if found else str(row["reason"]),
+            _pool(row, "prefill") if found else "",
+            _pool(row, "decode") if found else "",
+            grouped(row["devices"]) if found and row["devices"] is not None else "",
+            _money(row["cost_per_million_output_tokens_usd"]),
+            _ms(row["ttft_s"]),
+            _ms(row["tpot_s"]),
+            "-" if row["decode_time_share"] is None else f"{row['decode_time_share']:.0%}",
+        )
+    return table
