@@ -203,7 +203,8 @@ def test_validate(runner: CliRunner) -> None:
     result = runner.invoke(cli, ["validate", str(SEED_CONFIG)])
     assert result.exit_code == 0, result.output
     assert "ok: seed-llama3-8b-h100: decode 18 points" in result.stdout
-    assert "estimated memory 448.0 MiB; in memory, single files" in result.stdout
+    assert "estimated memory 448.0 MiB; in memory, single files; grid.zarr written" in result.stdout
+    assert "; figures written" in result.stdout
 
 
 @pytest.mark.parametrize(

@@ -61,6 +61,24 @@ def test_plan_says_whether_the_whole_grid_outputs_are_written(sweep):
     assert streamed.chunks == len(plan_chunks(sweep, chunk_budget(budget))) > 1
 
 
+def test_plan_says_whether_the_figures_are_written(sweep):
+    """A streamed run draws its figures from one-model-one-device grids, each within the
+    budget; where one of those does not fit, the figures are not written, and plan says so."""
+    assert plan(sweep, 2**40).writes_figures
+    pieces = [
+        dataclasses.replace(sweep, models=(m,), hardware=(h,))
+        for m in sweep.models
+        for h in sweep.hardware
+    ]
+    largest = max(estimate_bytes(piece) for piece in pieces)
+    fits = plan(sweep, largest)
+    assert fits.streamed
+    assert fits.writes_figures
+    one = dataclasses.replace(sweep, models=sweep.models[:1], hardware=sweep.hardware[:1])
+    small = BASE_BYTES + (estimate_bytes(one) - BASE_BYTES) // 2
+    assert not plan(one, small).writes_figures  # streamed, and its only slice is the sweep
+
+
 def test_a_budget_no_chunk_fits_is_refused_with_the_smallest_that_would_do(sweep, tmp_path):
     earlier = run_to_folder(sweep, tmp_path)
     before = {p: p.read_bytes() for p in earlier.folder.rglob("*") if p.is_file()}

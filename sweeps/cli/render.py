@@ -248,12 +248,18 @@ def plan_document(plan: Any) -> dict[str, Any]:
 
 def plan_line(plan: Any) -> str:
     """One line per valid config: rows per table, the memory a run needs, how it will run."""
-    how = "in memory, single files"
+    files = "single files" if plan.layout == "single" else "partitioned by model"
+    how = f"in memory, {files}"
     if plan.streamed:
-        how = (
-            f"streamed in {plan.chunks:,} chunks, partitioned by model "
-            f"(budget {binary(plan.budget)})"
+        how = f"computed in {plan.chunks:,} chunks (budget {binary(plan.budget)}), {files}"
+    sweep = plan.sweep
+    grid = {"zarr": "grid.zarr", "netcdf": "grid.nc"}.get(sweep.grid_format)
+    if grid is not None:
+        how += (
+            f"; {grid} {'written' if plan.writes_grid_file(sweep.grid_format) else 'not written'}"
         )
+    if sweep.charts:
+        how += f"; figures {'written' if plan.writes_figures else 'not written'}"
     tables = ", ".join(f"{name} {rows:,} points" for name, rows in plan.rows.items())
     return (
         f"{plan.sweep.path}: ok: {plan.sweep.name}: {tables}, estimated memory "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -30,7 +29,7 @@ from sweeps.export import (
 from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.manifest import manifest
-from sweeps.pipeline.plan import Plan, plan
+from sweeps.pipeline.plan import Plan, plan, slice_sweeps
 from sweeps.pipeline.stream import Progress, configurations
 
 if TYPE_CHECKING:
@@ -228,7 +227,7 @@ def _write_outputs(
     if ds is None and _lazy_grid_file(how, settings, staging, timings):
         extra.append(GRID_FILES["zarr"])
         skipped.remove(GRID_FILES["zarr"])
-    if ds is None and hooks and _slices_fit(how):
+    if ds is None and hooks and how.writes_figures:
         for hook in hooks:  # after the tables: the budget holds one thing at a time
             start = time.perf_counter()
             extra += hook(_slices(how.sweep), how.sweep, staging)
@@ -238,24 +237,10 @@ def _write_outputs(
     return written, extra, skipped
 
 
-def _slice_sweeps(sweep: Sweep) -> Iterator[Sweep]:
-    """``sweep`` one model and one device at a time: what each figure needs."""
-    for model in sweep.models:
-        for device in sweep.hardware:
-            yield dataclasses.replace(sweep, models=(model,), hardware=(device,))
-
-
-def _slices_fit(how: Plan) -> bool:
-    """True when every one-model-one-device grid of the streamed sweep fits its budget."""
-    from sweeps.grid.memory import estimate_bytes
-
-    return all(estimate_bytes(piece) <= how.budget for piece in _slice_sweeps(how.sweep))
-
-
 def _slices(sweep: Sweep) -> Iterator[xr.Dataset]:
     """The grids of ``_slice_sweeps``, built one at a time as a hook asks for them (the
     figures and report of a grid too big for memory)."""
-    for piece in _slice_sweeps(sweep):
+    for piece in slice_sweeps(sweep):
         yield build_grid(piece)
 
 

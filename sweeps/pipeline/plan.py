@@ -9,6 +9,7 @@ grid (the grid file, the figures and the report) will be written.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from sweeps.config import Sweep
@@ -78,6 +79,15 @@ class Plan:
         report can be written; a streamed run skips them."""
         return not self.streamed
 
+    @property
+    def writes_figures(self) -> bool:
+        """True when the charts and the report will be written: with the whole grid, or for a
+        streamed grid where each one-model-one-device grid (what a figure needs) fits the
+        budget, built one at a time after the tables."""
+        return self.whole_grid or all(
+            estimate_bytes(piece) <= self.budget for piece in slice_sweeps(self.sweep)
+        )
+
     def writes_grid_file(self, grid_format: str) -> bool:
         """True when the grid file of ``grid_format`` will be written: always with the whole
         grid; for a streamed grid a Zarr store, block by block, where the lazy grid fits
@@ -87,6 +97,13 @@ class Plan:
         if self.whole_grid:
             return True
         return grid_format == "zarr" and self.lazy_grid and not self.distributed
+
+
+def slice_sweeps(sweep: Sweep) -> Iterator[Sweep]:
+    """``sweep`` one model and one device at a time: what each figure needs."""
+    for model in sweep.models:
+        for device in sweep.hardware:
+            yield dataclasses.replace(sweep, models=(model,), hardware=(device,))
 
 
 def _refuse(sweep: Sweep, budget: int, smallest: int) -> ConfigError:
