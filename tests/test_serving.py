@@ -18,6 +18,8 @@ import xarray as xr
 
 import sweeps
 
+from .schedulers import chunked_schedule
+
 
 def sweep(axes: dict[str, Any], serving: dict[str, Any] | None = None) -> xr.Dataset:
     """The grid of one sweep given its ``[axes]`` (and ``[serving]``), attention FLOPs on."""
@@ -253,38 +255,22 @@ def simulate_chunked(
     def prefill_flops(tokens: int) -> float:
         return 0.0 if tokens == 0 else at(steps, "prefill_flops", batch=1, prompt=tokens)
 
-    n = output - 1
-    progress = 1 + (np.arange(batch) * n) // batch  # evenly spread, as in steady state
     slot_flops = decode_flops.sel(context=list(range(prompt + 1, prompt + output))).values
     slot_caches = caches.sel(context=list(range(prompt + 1, prompt + output))).values
-    clock, done, prefilled, waiting = 0.0, 0, 0, 0
-    started, ttfts, step_times = 0.0, [], []
-    for _ in range(4 * n):
-        active = progress > 0
-        index = progress[active] - 1
+
+    def step_time(progress: np.ndarray, prefilled: int) -> float:
+        index = progress - 1
         work = float(np.sum(slot_flops[index]))
         work += prefill_flops(prefilled + chunk) - prefill_flops(prefilled)
         prefix = 0.0 if prefilled == 0 else float(caches.sel(context=prefilled))
         traffic = (
-            at(steps, "weights_read_bytes", batch=int(np.sum(active)) + chunk)
+            at(steps, "weights_read_bytes", batch=progress.size + chunk)
             + float(np.sum(slot_caches[index]))
             + prefix
         )
-        step = max(work / peak, traffic / bandwidth)
-        clock += step
-        step_times.append(step)
-        progress = np.where(active, progress + 1, 0)
-        finished = progress > n
-        done += int(np.sum(finished))
-        progress = np.where(finished, 0, progress)
-        prefilled += chunk
-        if prefilled >= prompt:  # first token out: TTFT from its first chunk
-            ttfts.append(clock - started)
-            started, prefilled, waiting = clock, 0, waiting + 1
-        free = np.flatnonzero(progress == 0)[:waiting]
-        progress[free] = 1
-        waiting -= free.size
-    return float(np.mean(step_times)), float(np.mean(ttfts[1:])), done * output / clock
+        return max(work / peak, traffic / bandwidth)
+
+    return chunked_schedule(batch, prompt, output, chunk, step_time)
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 from sweeps import physics
 from tests.test_physics import check_duck_typed
 
+from .schedulers import chunked_schedule
+
 H100_FLOPS, H100_BW = 989.4e12, 3.35e12
 
 
@@ -356,20 +358,13 @@ def chunked_closed_form(
 def simulate_chunked(
     m: Model, batch: int, prompt: int, output: int, chunk: int, peak: float, bw: float
 ) -> tuple[float, float, float]:
-    """Step by step: decodes first, then ``chunk`` tokens of the prompt being prefilled.
-
-    A prompt whose prefill completes takes a free slot (or waits for one); its first token
-    comes out of the prefill. Returns the mean step time, mean TTFT and output tokens/s.
-    """
-    steps = output - 1
-    progress = 1 + (np.arange(batch) * steps) // batch  # evenly spread, as in steady state
+    """The scheduler of ``tests/schedulers.py``, each mixed step priced by the physics: the
+    active slots at their contexts, ``chunk`` prompt tokens against the cached prefix."""
     lookup = physics.lookup_params(m.vocab, m.hidden, m.tied)
     kv_token_layer = 2 * m.kv_heads * m.head_dim * KB
-    clock, done, prefilled, waiting = 0.0, 0, 0, 0
-    started, ttfts, step_times = 0.0, [], []
-    for _ in range(4 * steps):
-        active = progress > 0
-        context = prompt + progress[active]
+
+    def step_time(progress: np.ndarray, prefilled: int) -> float:
+        context = prompt + progress
         f_seq = physics.decode_flops_per_sequence(
             m.active, 2 * m.heads * 2 * m.head_dim * m.layers * context, 1.0, lookup
         )
@@ -382,25 +377,13 @@ def simulate_chunked(
         )
         flops += 2 * physics.logit_params(m.vocab, m.hidden) * last
         nbytes = (
-            weights_read(m, int(np.sum(active)) + chunk)
+            weights_read(m, progress.size + chunk)
             + np.sum(kv_token_layer * m.layers * context)
             + kv_token_layer * m.layers * prefilled  # the cached prefix, re-read
         )
-        step = float(physics.roofline_time(flops, nbytes, peak, bw))
-        clock += step
-        step_times.append(step)
-        progress = np.where(active, progress + 1, 0)
-        finished = progress > steps
-        done += int(np.sum(finished))
-        progress = np.where(finished, 0, progress)
-        prefilled += chunk
-        if prefilled >= prompt:  # first token out: TTFT from its first chunk
-            ttfts.append(clock - started)
-            started, prefilled, waiting = clock, 0, waiting + 1
-        free = np.flatnonzero(progress == 0)[:waiting]
-        progress[free] = 1
-        waiting -= free.size
-    return float(np.mean(step_times)), float(np.mean(ttfts[1:])), done * output / clock
+        return float(physics.roofline_time(flops, nbytes, peak, bw))
+
+    return chunked_schedule(batch, prompt, output, chunk, step_time)
 
 
 @pytest.mark.parametrize(
