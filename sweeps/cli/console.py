@@ -38,21 +38,30 @@ def _console(stream: Any) -> Any:
 
 def table(title: str, caption: str | None = None) -> Any:
     """A rich table in the house style: a rule under the header, no vertical borders (three
-    columns of a terminal's width saved per column), plain-text title and caption."""
+    columns of a terminal's width saved per column), plain-text title and caption.
+
+    Title and caption are lines of their own above and below the table (``heading`` and
+    ``footing``), wrapped at the console's width rather than the table's: a long path never
+    breaks them over a narrow table's lines.
+    """
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    return Table(
-        title=Text(title),
-        title_justify="left",
-        caption=Text(caption) if caption else None,
-        caption_justify="left",
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=True,
-    )
+    class Titled(Table):
+        heading: Text
+        footing: Text | None
+
+        def __rich_console__(self, console: Any, options: Any) -> Any:
+            yield self.heading
+            yield from super().__rich_console__(console, options)
+            if self.footing is not None:
+                yield self.footing
+
+    grid = Titled(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+    grid.heading = Text(title)
+    grid.footing = Text(caption) if caption else None
+    return grid
 
 
 @dataclass
