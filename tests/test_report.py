@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 import xarray as xr
 from click.testing import CliRunner
@@ -184,6 +185,21 @@ def test_a_model_that_fits_nowhere_gets_one_line_saying_why(tmp_path: Path) -> N
     ) in text
     assert text.count('class="chart"') == 4  # mixtral and qwen3, two charts each
     assert "<td>deepseek-v3</td><td>H200 SXM 141GB</td><td>does not fit</td>" in text
+
+
+def test_slices_are_views_of_the_grid_in_model_then_device_order() -> None:
+    sweep = parse_config(
+        CONFIG.replace('hardware = ["h100-sxm"]', 'hardware = ["h100-sxm", "h200"]')
+    )
+    grid = build_grid(sweep)
+    pieces = list(slices(grid))
+    assert [(str(p["model"].values[0]), str(p["hardware"].values[0])) for p in pieces] == [
+        (str(m), str(h)) for m in grid["model"].values for h in grid["hardware"].values
+    ]
+    full = next(n for n, v in grid.data_vars.items() if {"model", "hardware"} <= set(v.dims))
+    for piece in pieces:
+        assert piece.sizes["model"] == piece.sizes["hardware"] == 1
+        assert np.shares_memory(piece[full].values, grid[full].values)  # no copy of the grid
 
 
 def test_streamed_slices_give_the_same_figures_one_slice_at_a_time(tmp_path: Path) -> None:

