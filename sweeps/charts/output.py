@@ -12,7 +12,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +21,7 @@ import polars as pl
 import xarray as xr
 
 from .data import Selection, choose, select
+from .drawing import start
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .kinds import DEVICES, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
@@ -92,22 +93,21 @@ def slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
             yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
 
 
-def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) -> list[Figure]:
-    """The figures of one model-and-device slice: each kind's spec, or, where the model fits
+def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) -> Iterator[Figure]:
+    """The figures of one model-and-device slice, each as soon as its spec is built (so that
+    it can be drawn while the next is built): each kind's spec, or, where the model fits
     nowhere the settings allow, the one reason for all of them."""
     model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
     choice = choose(
         one, model, device, tp=settings.tp, weight_dtype=settings.weight_dtype, pick=settings.pick
     )
-    figures = []
     for kind in (k for k in charts if k != SERVING):  # serving: from the whole grid
         stem = f"{kind}-{model}-{device}"
         if not choice.fits:
-            figures.append(Figure(stem, kind, model, device, None, choice.reason))
+            yield Figure(stem, kind, model, device, None, choice.reason)
             continue
         chart = BUILDERS[kind](one, model, device, **settings.options())
-        figures.append(Figure(stem, kind, model, device, spec_of(chart, settings.width)))
-    return figures
+        yield Figure(stem, kind, model, device, spec_of(chart, settings.width))
 
 
 def across_devices(selections: list[Selection], settings: Settings) -> list[Figure]:
@@ -192,36 +192,19 @@ def write_figures_streamed(
     charts, formats = tuple(charts), tuple(formats)
     figures: list[Figure] = []
     written: list[str] = []
-    condensed, full, rows = [], [], 0
-    kept: dict[str, list[Selection]] = {}
-    served: list[xr.Dataset] = []
+    kept = _Kept()
     attrs: dict[str, Any] = {}
     renderer = Renderer(formats, size_of(settings.width)) if formats else None
     try:
         for one in pieces:
             attrs = attrs or dict(one.attrs)
-            done = slice_figures(one, charts, settings)
-            for figure in done:
-                if renderer is not None and figure.spec is not None:
-                    renderer.submit(figure.stem, figure.spec)
+            done = _submitted(renderer, slice_figures(one, charts, settings))
             if renderer is not None:  # the slice before's renders: at most one slice waits
                 written += _write(renderer.done(keep=sum(f.spec is not None for f in done)), folder)
             figures += done
-            model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
-            sel = select(one, model, device, **settings.options())
-            condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
-            summary = _labels_as_text(full_rows(one))  # only what the page shows is kept
-            full.append(summary.head(max(0, FULL_ROWS - rows)))
-            rows += summary.height
-            if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
-                kept.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
-            if SERVING in charts and has_serving(one):
-                served.append(serving_part(one))
-        later = [f for sels in kept.values() for f in across_devices(sels, settings)]
-        for figure in later + serving_figures(served, settings):
-            figures.append(figure)
-            if renderer is not None and figure.spec is not None:
-                renderer.submit(figure.stem, figure.spec)
+            kept.add(one, charts, settings)
+        later = [f for sels in kept.selections.values() for f in across_devices(sels, settings)]
+        figures += _submitted(renderer, later + serving_figures(kept.served, settings))
         if renderer is not None:
             written += _write(renderer.done(), folder)
     finally:
@@ -229,17 +212,48 @@ def write_figures_streamed(
             renderer.close()
     if report:
         title = str(attrs.get("title", attrs.get("sweep", "sweep")))
+        full = pl.concat(kept.full) if kept.full else None
         page = report_html(
-            title,
-            str(attrs.get("note", "")),
-            figures,
-            condensed,
-            pl.concat(full) if full else None,
-            rows,
+            title, str(attrs.get("note", "")), figures, kept.condensed, full, kept.rows
         )
         (folder / REPORT).write_text(page, "utf-8")
         written.append(REPORT)
     return written
+
+
+def _submitted(renderer: Renderer | None, figures: Iterable[Figure]) -> list[Figure]:
+    """``figures``, each handed to ``renderer`` as soon as it comes (drawn while the next is
+    built)."""
+    done = []
+    for figure in figures:
+        if renderer is not None and figure.spec is not None:
+            renderer.submit(figure.stem, figure.spec)
+        done.append(figure)
+    return done
+
+
+@dataclass
+class _Kept:
+    """What a streamed figure run keeps of each slice once its charts are drawn: the report's
+    rows, and what the cross-device rooflines and the serving charts are drawn from."""
+
+    condensed: list[dict[str, str]] = field(default_factory=list)
+    full: list[pl.DataFrame] = field(default_factory=list)
+    rows: int = 0
+    selections: dict[str, list[Selection]] = field(default_factory=dict)
+    served: list[xr.Dataset] = field(default_factory=list)
+
+    def add(self, one: xr.Dataset, charts: tuple[str, ...], settings: Settings) -> None:
+        model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
+        sel = select(one, model, device, **settings.options())
+        self.condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
+        summary = _labels_as_text(full_rows(one))  # only what the page shows is kept
+        self.full.append(summary.head(max(0, FULL_ROWS - self.rows)))
+        self.rows += summary.height
+        if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
+            self.selections.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
+        if SERVING in charts and has_serving(one):
+            self.served.append(serving_part(one))
 
 
 def _labels_as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -283,7 +297,9 @@ def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> di
 
 def output_hooks(sweep: Sweep) -> tuple[Callable[[xr.Dataset, Sweep, Path], list[str]], ...]:
     """Hooks for ``sweeps.pipeline.run_to_folder``: the charts ``sweep`` asks for in the
-    formats it asks for, and the report page."""
+    formats it asks for, and the report page. Starts the processes that draw them
+    (``drawing.start``) at once, so that their start-up overlaps the grid."""
+    start(sweep.formats if sweep.charts else ())
 
     def figures(ds: xr.Dataset, sweep: Sweep, staging: Path) -> list[str]:
         return sweep_figures(ds, sweep, staging)

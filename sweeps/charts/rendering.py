@@ -9,6 +9,7 @@ vl-convert and Vega-Lite versions, under the user cache folder (``$XDG_CACHE_HOM
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import os
@@ -23,6 +24,7 @@ from typing import Any
 import altair as alt
 import vl_convert as vlc
 
+from .drawing import DRAWN, Request, drawers
 from .theme import FONT, INK, SCREEN, Size
 
 FORMATS = ("html", "png", "svg", "pdf")
@@ -143,27 +145,35 @@ def figure_tag(index: int, label: str) -> str:
 def render_spec(
     spec: dict[str, Any], formats: Iterable[str], size: Size = SCREEN
 ) -> dict[str, bytes]:
-    """One chart spec in each of ``formats``: the SVG drawn once, PNG and PDF from it."""
+    """One chart spec in each of ``formats``, in this process: the SVG drawn once, PNG and
+    PDF converted from it."""
+    wanted = _checked(formats)
+    out = {"html": html_page(spec)} if "html" in wanted else {}
+    if {"svg", "png", "pdf"} & set(wanted):
+        svg = vlc.vegalite_to_svg(spec, vl_version=vegalite_version(), allowed_base_urls=[])
+        out["svg"] = svg.encode("utf-8")
+        if "png" in wanted:
+            out["png"] = bytes(vlc.svg_to_png(svg, scale=size.png_scale))
+        if "pdf" in wanted:
+            out["pdf"] = bytes(vlc.svg_to_pdf(svg))
+    return {f: out[f] for f in wanted}
+
+
+def html_page(spec: dict[str, Any]) -> bytes:
+    """The offline HTML page of one chart spec, titled by its title [-]."""
+    title = spec.get("title", "chart")  # a string, lines, or {"text": either, ...}
+    head = title.get("text", "chart") if isinstance(title, dict) else title
+    name = " ".join(head) if isinstance(head, list) else str(head)
+    return page(name, figure_tag(0, name), [spec]).encode("utf-8")
+
+
+def _checked(formats: Iterable[str]) -> list[str]:
     wanted = list(dict.fromkeys(formats))
     unknown = [f for f in wanted if f not in FORMATS]
     if unknown:
         msg = f"charts: unknown format {unknown[0]!r}; allowed: {list(FORMATS)}"
         raise ValueError(msg)
-    out: dict[str, bytes] = {}
-    if "html" in wanted:
-        head = spec.get("title", {}).get("text", "chart")
-        name = " ".join(head) if isinstance(head, list) else str(head)
-        out["html"] = page(name, figure_tag(0, name), [spec]).encode("utf-8")
-    if not {"svg", "png", "pdf"} & set(wanted):
-        return out
-    svg = vlc.vegalite_to_svg(spec, vl_version=vegalite_version(), allowed_base_urls=[])
-    if "svg" in wanted:
-        out["svg"] = svg.encode("utf-8")
-    if "png" in wanted:
-        out["png"] = bytes(vlc.svg_to_png(svg, scale=size.png_scale))
-    if "pdf" in wanted:
-        out["pdf"] = bytes(vlc.svg_to_pdf(svg))
-    return {f: out[f] for f in wanted}
+    return wanted
 
 
 def render(spec: dict[str, Any], fmt: str, size: Size = SCREEN) -> bytes:
@@ -171,39 +181,53 @@ def render(spec: dict[str, Any], fmt: str, size: Size = SCREEN) -> bytes:
     return render_spec(spec, [fmt], size)[fmt]
 
 
-WARM_UP: dict[str, Any] = {
-    "data": {"values": [{"x": 1}]},
-    "mark": "point",
-    "encoding": {"x": {"field": "x", "type": "quantitative"}},
-}
-"""A one-point chart whose rendering starts vl-convert's JavaScript engine."""
+def _draw_here(request: Request) -> dict[str, bytes]:
+    spec, formats, _, scale = request
+    return render_spec(spec, formats, dataclasses.replace(SCREEN, png_scale=scale))
 
 
 class Renderer:
-    """Renders specs on worker threads (vl-convert releases the GIL) while the caller builds
-    the next ones: ``submit`` returns at once; ``done`` hands back the finished renders in
-    the order submitted. The engine is started on a worker as soon as one is made."""
+    """Renders specs while the caller builds the next ones: ``submit`` returns at once;
+    ``done`` hands back the finished renders in the order submitted.
+
+    Each spec is drawn (SVG, and PNG and PDF from it) by one of the processes of
+    ``sweeps.charts.drawing`` (vl-convert holds the GIL while it draws), or, where those cannot
+    run, on a thread here; the HTML page is written here. Making one starts the processes, if
+    a run has not already (``drawing.start``).
+    """
 
     def __init__(self, formats: Sequence[str], size: Size = SCREEN, workers: int = 2) -> None:
-        self.formats = tuple(formats)
+        self.formats = tuple(_checked(formats))
         self.size = size
+        self.drawn = tuple(f for f in self.formats if f in DRAWN)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweeps-render")
-        self.pending: list[tuple[str, Future[dict[str, bytes]]]] = []
-        if {"svg", "png", "pdf"} & set(self.formats):
-            self.pool.submit(vlc.vegalite_to_svg, WARM_UP, vegalite_version())
-        if "html" in self.formats:
-            self.pool.submit(javascript)
+        self.pending: list[tuple[str, bytes | None, Future[dict[str, bytes]] | None]] = []
+        self.drawers = drawers() if self.drawn else None
 
     def submit(self, stem: str, spec: dict[str, Any]) -> None:
         """Start rendering ``spec`` in every format, to be written as ``stem``."""
-        self.pending.append((stem, self.pool.submit(render_spec, spec, self.formats, self.size)))
+        page = html_page(spec) if "html" in self.formats else None
+        job = None
+        if self.drawn:
+            request: Request = (spec, self.drawn, vegalite_version(), self.size.png_scale)
+            job = (
+                self.drawers.submit(request, _draw_here)
+                if self.drawers is not None
+                else self.pool.submit(render_spec, spec, self.drawn, self.size)
+            )
+        self.pending.append((stem, page, job))
 
     def done(self, keep: int = 0) -> list[tuple[str, dict[str, bytes]]]:
         """Wait for all but the last ``keep`` renders submitted; ``(stem, {format: bytes})``."""
         cut = max(0, len(self.pending) - keep)
         finished, self.pending = self.pending[:cut], self.pending[cut:]
-        return [(stem, future.result()) for stem, future in finished]
+        out = []
+        for stem, page, job in finished:
+            drawn = job.result() if job is not None else {}
+            both = {**({"html": page} if page is not None else {}), **drawn}
+            out.append((stem, {f: both[f] for f in self.formats}))
+        return out
 
     def close(self) -> None:
-        """Stop the workers (after the pending renders)."""
+        """Stop the threads (after the pending renders); the processes stay for the next."""
         self.pool.shutdown(wait=True)
