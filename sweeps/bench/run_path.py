@@ -26,11 +26,14 @@ from sweeps.process import tune_environment
 
 RUN = r"""
 import sys
-from sweeps.charts import output_hooks
 from sweeps.config import load_config
-from sweeps.pipeline import run_to_folder
+from sweeps.charts.drawing import start
 
 sweep = load_config(sys.argv[1])
+start(sweep.formats if sweep.charts else ())  # as the command does, before the heavy imports
+from sweeps.charts import output_hooks
+from sweeps.pipeline import run_to_folder
+
 result = run_to_folder(
     sweep,
     sys.argv[2],

@@ -83,6 +83,9 @@ def run(
     size = budget(memory_budget)
     check_out(out)
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
+    from sweeps.charts.drawing import start
+
+    start(f for sweep in sweeps if sweep.charts for f in sweep.formats)  # beside the imports
     documents = []
     with cluster(scheduler, workers) as client:
         for sweep in sweeps:
