@@ -71,12 +71,13 @@ if budget:
     from sweeps.axes import categories
     from sweeps.grid.chunks import plan_chunks
     from sweeps.pipeline.plan import chunk_budget
-    from sweeps.pipeline.stream import chunk_frame
+    from sweeps.pipeline.stream import chunk_tables
 
     enums = categories(sweep)
+    names = [table.name for table in tables(sweep)]
     for chunk in plan_chunks(sweep, chunk_budget(budget)):
-        for table in tables(sweep):
-            write(table.name, chunk_frame(chunk, table.name, enums))
+        for name, table in chunk_tables(chunk, names, enums).items():
+            write(name, table)
 else:
     ds = build_grid(sweep)
     for name in table_names(ds):

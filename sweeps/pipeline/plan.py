@@ -26,8 +26,8 @@ AUTO_PARTITION_ROWS = 1 << 25
 than this (33.5 M rows, a Parquet file of about 1-2 GB), one file per table otherwise."""
 
 IN_FLIGHT = 2
-"""Chunks in memory at once in a streamed run: one being written, the next being evaluated
-(``sweeps.pipeline.stream.chunk_frames``)."""
+"""Chunks in memory at once in a streamed run: one being written (every table's frame of it,
+from its one grid), the next being evaluated (``sweeps.pipeline.stream``)."""
 
 
 def resolve_layout(sweep: Sweep, layout: str = "auto") -> str:
