@@ -100,6 +100,8 @@ def test_bench_quick_json_reports_every_key():
     assert seed["config"] == "configs/seed-llama3-8b-h100.toml"
     assert set(seed["phases_s"]) == {"import", "grid", "export", "figures", "outputs"}
     assert all(seconds > 0 for seconds in seed["phases_s"].values())
+    assert len(seed["figures_warm_s"]) == 3
+    assert all(0 < seconds < 60 for seconds in seed["figures_warm_s"])
     assert seed["rows"]["decode"] == 2 * 9  # batch 1, 2, 4 ... 256 at two contexts
     assert any(name.endswith(".png") for name in seed["bytes"])  # the config's own formats
     text = format_report(report)
@@ -107,6 +109,7 @@ def test_bench_quick_json_reports_every_key():
         "(g) validate of a 10,000-value range",
         "(h) Pareto front: 100,000 points",
         "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",
+        "; figures once warm ",
     ):
         assert line in text
 

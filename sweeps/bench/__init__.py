@@ -30,7 +30,7 @@ g. validating a config whose context range has 1e5 values, in process and as a c
    ``sweeps validate`` (``validate``);
 h. the Pareto front on 1e6 seeded points against its one-second budget (``pareto``);
 i. the cold default run: the seed study with its default outputs, split into import, grid,
-   export and figures (``seed``).
+   export and figures, and its figures drawn again once warm (``seed``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
 (the seed run is small already and runs as it is).
