@@ -93,6 +93,17 @@ context = [32768]
     assert summary["fits"].to_list() == [False]
 
 
+def test_summary_rows_counts_the_summary_without_building_it() -> None:
+    from sweeps.pipeline.summary import summary_rows
+
+    ds = _grid(
+        LLAMA.replace("batch = [1, 8, 64]", 'batch = [1, 8, 64]\nkv_dtype = ["bf16", "fp8"]')
+    )
+    assert summary_rows(ds) == summarize(ds).height == 2 * 2 * ds.sizes["context"]
+    one = ds.isel(hardware=slice(0, 1), kv_dtype=slice(1, 2))
+    assert summary_rows(one) == summarize(one).height == ds.sizes["context"]
+
+
 def test_every_variable_is_registered_with_a_unit() -> None:
     ds = _grid(LLAMA)
     for name in list(ds.data_vars) + list(ds.coords):

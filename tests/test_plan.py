@@ -94,3 +94,34 @@ def test_a_budget_no_chunk_fits_is_refused_with_the_smallest_that_would_do(sweep
     assert "--" not in str(refused.value)  # the library names no CLI flag
     assert {p: p.read_bytes() for p in earlier.folder.rglob("*") if p.is_file()} == before
     assert plan(wide, need).chunks > 1  # and that budget is held
+
+
+def test_slice_groups_cut_each_models_devices_as_the_budget_allows() -> None:
+    from sweeps.pipeline.plan import slice_groups, slice_sweeps
+
+    sweep = parse_config(
+        """
+[sweep]
+name = "groups"
+[axes]
+model = ["llama-3-8b", "mistral-7b"]
+hardware = ["h100-sxm", "h200", "b200", "l4"]
+batch = { start = 1, stop = 64 }
+context = [1024, 4096]
+"""
+    )
+    one_device = estimate_bytes(
+        dataclasses.replace(sweep, models=sweep.models[:1], hardware=sweep.hardware[:1])
+    )
+    two_devices = estimate_bytes(
+        dataclasses.replace(sweep, models=sweep.models[:1], hardware=sweep.hardware[:2])
+    )
+    pairs = [(s.models, s.hardware) for s in slice_sweeps(sweep)]
+    for budget, sizes in [(10**12, [4, 4]), (two_devices, [2, 2, 2, 2]), (one_device, [1] * 8)]:
+        groups = list(slice_groups(sweep, budget))
+        assert [len(g.hardware) for g in groups] == sizes
+        assert all(len(g.models) == 1 for g in groups)
+        assert all(estimate_bytes(g) <= budget for g in groups)
+        flat = [((g.models[0],), (h,)) for g in groups for h in g.hardware]
+        assert flat == pairs  # the same slices, in the same order
+    assert [len(g.hardware) for g in slice_groups(sweep, 1)] == [1] * 8  # one device always goes

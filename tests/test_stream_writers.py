@@ -124,8 +124,12 @@ def _stream_in_thread(sweep, chunks: list[Chunk], folder: Path, **options) -> Ba
     return error
 
 
-def _stray_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("sweeps-")]
+def _stray_threads(before: set[threading.Thread]) -> list[str]:
+    """Threads of ours started since ``before`` and still running (the drawing processes'
+    threads of earlier tests in this process live on: they are started once per process)."""
+    return [
+        t.name for t in threading.enumerate() if t.name.startswith("sweeps-") and t not in before
+    ]
 
 
 @pytest.mark.parametrize("where", ["progress", "frame", "sink"])
@@ -170,7 +174,8 @@ def test_a_failure_stops_the_stream_and_propagates(monkeypatch, tmp_path, where)
             return real_sink(counted(), path, table)
 
         monkeypatch.setattr(stream, "sink", failing_sink)
+    before = set(threading.enumerate())
     error = _stream_in_thread(sweep, chunks, tmp_path, **options)
     assert isinstance(error, RuntimeError)
     assert str(error) == f"failed in {where}"
-    assert _stray_threads() == []
+    assert _stray_threads(before) == []

@@ -59,9 +59,16 @@ def percent_labels(fraction: np.ndarray, threshold: float) -> list[str | None]:
 
 
 def first_reached_batch(ds: xr.Dataset, threshold: float) -> xr.DataArray:
-    """The smallest batch of the grid whose cell is ``reached``, NaN where none is [sequence]."""
-    hit = reached(ds["fraction_of_ceiling"], ds["feasible"], threshold)
-    return ds["batch"].where(hit).min("batch")
+    """The smallest batch of the grid whose cell is ``reached``, NaN where none is [sequence].
+
+    On the variables (named dims, no coordinates): a DataArray's alignment and coordinate
+    merging cost more than the arithmetic on a model-and-device slice, of which a report has
+    hundreds. The result carries the index coordinates of its dims.
+    """
+    hit = reached(ds["fraction_of_ceiling"].variable, ds["feasible"].variable, threshold)
+    batch = ds["batch"].variable.astype(float)
+    first = batch.where(hit).min("batch")  # NaN where no batch reaches: skipna
+    return xr.DataArray(first, coords={d: ds[d].variable for d in first.dims})
 
 
 # --- which tp and weight dtype a chart shows ----------------------------------------------------

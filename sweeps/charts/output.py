@@ -20,6 +20,8 @@ import altair as alt
 import polars as pl
 import xarray as xr
 
+from sweeps.pipeline.summary import summary_rows
+
 from .data import Selection, choose, select
 from .drawing import start
 from .heatmaps import bottleneck_chart, ceiling_chart
@@ -247,9 +249,10 @@ class _Kept:
         model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
         sel = select(one, model, device, **settings.options())
         self.condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
-        summary = _labels_as_text(full_rows(one))  # only what the page shows is kept
-        self.full.append(summary.head(max(0, FULL_ROWS - self.rows)))
-        self.rows += summary.height
+        if self.rows < FULL_ROWS:  # once the page's table is full, the rows are counted only
+            summary = _labels_as_text(full_rows(one))  # only what the page shows is kept
+            self.full.append(summary.head(FULL_ROWS - self.rows))
+        self.rows += summary_rows(one)
         if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
             self.selections.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
         if SERVING in charts and has_serving(one):

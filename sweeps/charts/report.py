@@ -71,7 +71,8 @@ def condensed_row(one: xr.Dataset, model: str, device: str, choice: Choice) -> d
         return dict(zip(CONDENSED, [model, device, "does not fit", *["-"] * 5], strict=True))
     sel = one.sel(tp=choice.tp, weight_dtype=choice.weight_dtype)
     threshold = float(one.attrs.get("ceiling_fraction", 0.9))
-    wall = physics.fraction_of_ceiling(sel["max_batch"], sel["knee_batch"], 1.0)
+    max_batch = sel["max_batch"].variable  # variables: no alignment, a report has hundreds
+    wall = physics.fraction_of_ceiling(max_batch, sel["knee_batch"].variable, 1.0)
     first = first_reached_batch(sel, threshold).values.reshape(-1)
     return dict(
         zip(
@@ -81,9 +82,9 @@ def condensed_row(one: xr.Dataset, model: str, device: str, choice: Choice) -> d
                 device,
                 f"tp {choice.tp}, {choice.weight_dtype} weights",
                 _span(sel["ceiling"].values.reshape(-1)),
-                _span(wall.where(sel["max_batch"] >= 1).values.reshape(-1), percent),
+                _span(wall.where(max_batch >= 1).values.reshape(-1), percent),
                 _span(first, none=f"none ≥ {percent(threshold)} in the grid"),
-                _span(sel["max_batch"].values.reshape(-1).astype(float)),
+                _span(max_batch.values.reshape(-1).astype(float)),
                 _span(sel["ridge_batch"].values.reshape(-1)),
             ],
             strict=True,

@@ -7,6 +7,8 @@ runs out. A Polars frame, so the CLI, the report and users all read the same thi
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import polars as pl
 import xarray as xr
@@ -15,6 +17,12 @@ from sweeps.axes import AXIS
 from sweeps.config import NATIVE
 from sweeps.grid.analyses.decode import CONFIGURATION as SUMMARY_DIMS
 from sweeps.grid.analyses.decode import SUMMARY as SUMMARY_VARIABLES
+
+
+def summary_rows(ds: xr.Dataset) -> int:
+    """How many rows ``summarize(ds)`` has, without building them [row]."""
+    held = {d for name in SUMMARY_VARIABLES for d in ds[name].dims}
+    return math.prod(ds.sizes[d] for d in SUMMARY_DIMS if d in held)
 
 
 def summarize(ds: xr.Dataset) -> pl.DataFrame:
