@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,6 @@ from typing import Any
 
 from sweeps.config import parse_config
 from sweeps.grid.chunks import table_points
-from sweeps.process import tune_environment
 
 _CHILD = """
 import json, resource, sys, time
@@ -45,7 +43,6 @@ def end_to_end(text: str, budget: int, folder: Path) -> dict[str, Any]:
         capture_output=True,
         text=True,
         check=False,
-        env=tune_environment(dict(os.environ)),  # as the ``sweeps`` command sets it
     )
     if done.returncode != 0:
         msg = f"end-to-end run failed: {done.stderr[-2000:]}"

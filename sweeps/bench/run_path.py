@@ -14,15 +14,12 @@ of issue 14 in memory, and the end-to-end grid of (e) streamed.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-from sweeps.process import tune_environment
 
 RUN = r"""
 import sys
@@ -88,11 +85,8 @@ print(json.dumps(seconds))
 
 def _python(arguments: list[str]) -> tuple[float, str]:
     """Run ``python arguments`` to completion; its wall time [s] and standard output."""
-    environment = tune_environment(dict(os.environ))  # as the ``sweeps`` command sets it
     start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, *arguments], capture_output=True, text=True, check=False, env=environment
-    )
+    done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         msg = f"{' '.join(arguments[:3])} failed ({done.returncode}): {done.stderr[-2000:]}"

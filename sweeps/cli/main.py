@@ -382,9 +382,5 @@ def schema() -> None:
 
 
 def main() -> None:
-    """Console-script entry point: the process's settings (``sweeps.process``), then the
-    command."""
-    from sweeps.process import tune_environment
-
-    tune_environment()
+    """Console-script entry point."""
     cli()
