@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +29,7 @@ from sweeps.export import (
 from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.manifest import manifest
-from sweeps.pipeline.plan import Plan, plan, slice_groups
+from sweeps.pipeline.plan import Plan, plan, slice_sweeps
 from sweeps.pipeline.stream import Progress, configurations
 
 if TYPE_CHECKING:
@@ -214,37 +214,34 @@ def _write_outputs(
     """The tables, the grid file and the hooks into ``staging``: (tables, other files
     written, outputs skipped because the whole grid is not held).
 
-    The grid file and the hooks (zarr's compressors; the report's Python and the figures,
-    which mostly wait on their drawing processes) each run on a thread of their own while the
-    tables are written.
+    The grid file and the hooks (zarr's compressors, the report's Python) run on a thread of
+    their own while the tables are written: Polars' writer leaves a core idle.
     """
-    with ThreadPoolExecutor(2, thread_name_prefix="sweeps-outputs") as pool:
-        sides = _whole_grid_outputs(ds, how.sweep, staging, settings, hooks, timings, pool)
+    extra: list[str] = []
+    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-outputs") as pool:
+        side = pool.submit(
+            _whole_grid_outputs, ds, how.sweep, staging, settings, hooks, timings, extra
+        )
         written = _write(how, ds, staging, timings, progress, client, settings.phase)
-        extra = [file for side in sides for file in side.result()]  # in a fixed order
-    skipped = [] if ds is not None else _whole_grid_names(settings, hooks)
+        skipped = side.result()
     if ds is None and _lazy_grid_file(how, settings, staging, timings):
         extra.append(GRID_FILES["zarr"])
         skipped.remove(GRID_FILES["zarr"])
     if ds is None and hooks and how.writes_figures:
         for hook in hooks:  # after the tables: the budget holds one thing at a time
             start = time.perf_counter()
-            extra += hook(_slices(how), how.sweep, staging)
+            extra += hook(_slices(how.sweep), how.sweep, staging)
             name = getattr(hook, "__name__", "hook")
             timings[name] = time.perf_counter() - start
             skipped.remove(name)
     return written, extra, skipped
 
 
-def _slices(how: Plan) -> Iterator[xr.Dataset]:
-    """The one-model-one-device grids a hook asks for (the figures and report of a grid too
-    big for memory), as views of grids built a few devices at a time (``slice_groups``, each
-    under half the budget: the hook holds what it keeps of the slices before)."""
-    for piece in slice_groups(how.sweep, how.budget // 2):
-        ds = build_grid(piece)
-        for i in range(ds.sizes["model"]):
-            for j in range(ds.sizes["hardware"]):
-                yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
+def _slices(sweep: Sweep) -> Iterator[xr.Dataset]:
+    """The grids of ``_slice_sweeps``, built one at a time as a hook asks for them (the
+    figures and report of a grid too big for memory)."""
+    for piece in slice_sweeps(sweep):
+        yield build_grid(piece)
 
 
 def _lazy_grid_file(
@@ -271,12 +268,6 @@ def _lazy_grid_file(
     return True
 
 
-def _whole_grid_names(settings: _Settings, hooks: tuple[Hook, ...]) -> list[str]:
-    """The outputs that need the whole grid in memory: the grid file, each hook by name."""
-    grid_file = [GRID_FILES[settings.grid_format]] if settings.grid_format in GRID_FILES else []
-    return grid_file + [getattr(hook, "__name__", "hook") for hook in hooks]
-
-
 def _whole_grid_outputs(
     ds: xr.Dataset | None,
     sweep: Sweep,
@@ -284,32 +275,27 @@ def _whole_grid_outputs(
     settings: _Settings,
     hooks: tuple[Hook, ...],
     timings: dict[str, float],
-    pool: ThreadPoolExecutor,
-) -> list[Future[list[str]]]:
-    """Start the hooks (one task, in order) and the grid file (another) on ``pool`` where the
-    whole grid ``ds`` is held, each recording its seconds in ``timings``; the futures of the
-    files each writes (none where ``ds`` is ``None``)."""
+    files: list[str],
+) -> list[str]:
+    """Write the grid file and run the hooks where the whole grid ``ds`` is held (appending
+    to ``files`` and ``timings``); returns what was skipped because it is not."""
+    grid_file = GRID_FILES.get(settings.grid_format)
+    outputs = [grid_file] if grid_file else []
+    outputs += [getattr(hook, "__name__", "hook") for hook in hooks]
     if ds is None:
-        return []
-
-    def run_hooks() -> list[str]:
-        files: list[str] = []
-        for hook in hooks:
-            start = time.perf_counter()
-            files += hook(ds, sweep, staging)
-            timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
-        return files
-
-    def grid_file(name: str) -> list[str]:
+        return outputs
+    # the hooks first: the report is Python that holds the GIL, and overlaps best with
+    # Polars' writer; the grid file's compressors then share the cores with its tail
+    for hook in hooks:
         start = time.perf_counter()
-        write_grid(ds, staging / name, settings.grid_format)
+        files += hook(ds, sweep, staging)
+        timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
+    if grid_file:
+        start = time.perf_counter()
+        write_grid(ds, staging / grid_file, settings.grid_format)
         timings["grid_file"] = time.perf_counter() - start
-        return [name]
-
-    sides = [pool.submit(run_hooks)]
-    if settings.grid_format in GRID_FILES:
-        sides.append(pool.submit(grid_file, GRID_FILES[settings.grid_format]))
-    return sides
+        files.append(grid_file)
+    return []
 
 
 @dataclass(frozen=True)
