@@ -29,7 +29,7 @@ from sweeps.export import (
 from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.manifest import manifest
-from sweeps.pipeline.plan import Plan, plan, slice_sweeps
+from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.stream import Progress, configurations
 
 if TYPE_CHECKING:
@@ -230,18 +230,22 @@ def _write_outputs(
     if ds is None and hooks and how.writes_figures:
         for hook in hooks:  # after the tables: the budget holds one thing at a time
             start = time.perf_counter()
-            extra += hook(_slices(how.sweep), how.sweep, staging)
+            extra += hook(_slices(how), how.sweep, staging)
             name = getattr(hook, "__name__", "hook")
             timings[name] = time.perf_counter() - start
             skipped.remove(name)
     return written, extra, skipped
 
 
-def _slices(sweep: Sweep) -> Iterator[xr.Dataset]:
-    """The grids of ``_slice_sweeps``, built one at a time as a hook asks for them (the
-    figures and report of a grid too big for memory)."""
-    for piece in slice_sweeps(sweep):
-        yield build_grid(piece)
+def _slices(how: Plan) -> Iterator[xr.Dataset]:
+    """The one-model-one-device grids a hook asks for (the figures and report of a grid too
+    big for memory), as views of grids built a few devices at a time (``slice_groups``, each
+    under half the budget: the hook holds what it keeps of the slices before)."""
+    for piece in slice_groups(how.sweep, how.budget // 2):
+        ds = build_grid(piece)
+        for i in range(ds.sizes["model"]):
+            for j in range(ds.sizes["hardware"]):
+                yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
 
 
 def _lazy_grid_file(
