@@ -149,7 +149,7 @@ def render_spec(
     PDF converted from it."""
     wanted = _checked(formats)
     out = {"html": html_page(spec)} if "html" in wanted else {}
-    if {"svg", "png", "pdf"} & set(wanted):
+    if set(DRAWN) & set(wanted):
         svg = vlc.vegalite_to_svg(spec, vl_version=vegalite_version(), allowed_base_urls=[])
         out["svg"] = svg.encode("utf-8")
         if "png" in wanted:
@@ -201,12 +201,14 @@ class Renderer:
         self.size = size
         self.drawn = tuple(f for f in self.formats if f in DRAWN)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweeps-render")
-        self.pending: list[tuple[str, bytes | None, Future[dict[str, bytes]] | None]] = []
+        self.pending: list[tuple[str, Future[bytes] | None, Future[dict[str, bytes]] | None]] = []
         self.drawers = drawers() if self.drawn else None
+        if "html" in self.formats:  # read (or, the first time, built) while specs are made
+            self.pool.submit(javascript)
 
     def submit(self, stem: str, spec: dict[str, Any]) -> None:
         """Start rendering ``spec`` in every format, to be written as ``stem``."""
-        page = html_page(spec) if "html" in self.formats else None
+        page = self.pool.submit(html_page, spec) if "html" in self.formats else None
         job = None
         if self.drawn:
             request: Request = (spec, self.drawn, vegalite_version(), self.size.png_scale)
@@ -224,7 +226,7 @@ class Renderer:
         out = []
         for stem, page, job in finished:
             drawn = job.result() if job is not None else {}
-            both = {**({"html": page} if page is not None else {}), **drawn}
+            both = {**({"html": page.result()} if page is not None else {}), **drawn}
             out.append((stem, {f: both[f] for f in self.formats}))
         return out
 
