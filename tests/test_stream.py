@@ -328,10 +328,7 @@ formats = ["html"]
     assert "figures" not in streamed.skipped
 
 
-def test_serving_and_pools_are_computed_whole_when_the_grid_streams(tmp_path):
-    """The pools pair every device and pick the best batch, the Pareto front spans devices:
-    a grid cut into chunks by device and batch must not compute them per chunk."""
-    text = """
+SERVED = """
 [sweep]
 name = "served"
 [axes]
@@ -347,7 +344,13 @@ arrival_rate = [1.0, 20.0]
 [outputs]
 charts = []
 """
-    sweep = parse_config(text, "served.toml")
+"""A served sweep on two devices: its serving and pools tables pair devices and batches."""
+
+
+def test_serving_and_pools_are_computed_whole_when_the_grid_streams(tmp_path):
+    """The pools pair every device and pick the best batch, the Pareto front spans devices:
+    a grid cut into chunks by device and batch must not compute them per chunk."""
+    sweep = parse_config(SERVED, "served.toml")
     whole = run_to_folder(sweep, tmp_path / "whole")
     budget = BASE_BYTES + 2 * (estimate_bytes(sweep) - BASE_BYTES) // 6
     streamed = run_to_folder(sweep, tmp_path / "streamed", memory_budget=budget)

@@ -19,23 +19,10 @@ from sweeps.pipeline import run_to_folder, stream
 from sweeps.pipeline.plan import chunk_budget
 
 from .test_stream import CONFIG
+from .test_stream import SERVED as STREAM_SERVED
 
-SERVED = """
-[sweep]
-name = "served"
-[axes]
-model = ["llama-3-8b", "mistral-7b"]
-hardware = ["h100-sxm", "h200"]
-tp = [1, 2]
-batch = [1, 16, 128]
-context = [512, 2048, 8192]
-[serving]
-prompt_tokens = [1024]
-output_tokens = [256]
-arrival_rate = [1.0, 20.0]
-[outputs]
-charts = []
-"""
+SERVED = STREAM_SERVED.replace('model = ["llama-3-8b"]', 'model = ["llama-3-8b", "mistral-7b"]')
+"""``test_stream``'s served sweep with a second model, for the partitioned layout."""
 
 
 def _budget(sweep, parts):
