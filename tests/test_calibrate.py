@@ -139,7 +139,7 @@ def test_request_latency_is_the_static_batch_summed_step_by_step(tmp_path: Path)
         ),
         (
             "llama-3-8b,h100-sxm,1,bf16,bf16,bf16,1,128,1,ttft_s,0.1,gpu,x",
-            r"mine\.csv: line 2: column 'per': unknown 'gpu'; allowed: device, replica",
+            r"mine\.csv: line 2: column 'basis': unknown 'gpu'; allowed: device, replica, system",
         ),
     ],
 )
@@ -149,9 +149,11 @@ def test_a_malformed_row_names_file_line_and_column(tmp_path: Path, row: str, ma
 
 
 def test_a_missing_column_is_named(tmp_path: Path) -> None:
-    header = HEADER.replace(",per", "")
+    header = HEADER.replace(",basis", "")
     path = _write(tmp_path, "x", header=header)
-    with pytest.raises(MeasurementsError, match=r"mine\.csv: line 1: missing column\(s\) 'per'"):
+    with pytest.raises(
+        MeasurementsError, match=r"mine\.csv: line 1: missing column\(s\) 'basis' \(or 'per'\)"
+    ):
         load_measurements(path)
 
 
