@@ -31,11 +31,26 @@ def shipped() -> pl.DataFrame:
 
 
 def test_no_shipped_measurement_beats_its_bound(shipped: pl.DataFrame) -> None:
-    assert shipped.height == 120
+    assert shipped.height == 116 + 94  # the earlier rows (A100 v0.6.1 once) and measurements-3
     assert not shipped["beats_bound"].any()
-    assert shipped["ratio"].null_count() == 0
-    assert shipped["ratio"].min() > 0
-    assert shipped["ratio"].max() <= 1
+    bounded = shipped.filter(pl.col("bound").is_not_null())
+    assert bounded["ratio"].min() > 0
+    assert bounded["ratio"].max() <= 1
+    # every row has a bound or says why not: here the 44 ep+dp rows
+    unbounded = shipped.filter(pl.col("bound").is_null())
+    assert (unbounded["reason"].str.len_chars() > 0).all()
+    assert unbounded.height == 44
+    assert set(unbounded["parallel"]) == {"ep+dp"}
+    assert (bounded["reason"] == "").all()
+
+
+def test_the_shipped_rows_are_each_there_once(shipped: pl.DataFrame) -> None:
+    reading = ["model", "hardware", "tp", "weight_dtype", "batch_given", "prompt_tokens"]
+    reading += ["output_tokens", "metric", "value", "source"]
+    assert shipped.select(reading).is_duplicated().sum() == 0
+    ids = shipped["id"].filter(shipped["id"] != "")
+    assert ids.len() == 94
+    assert ids.n_unique() == 94
 
 
 def _write(tmp_path: Path, *rows: str, header: str = HEADER) -> Path:
@@ -186,5 +201,5 @@ def test_the_chart_is_rendered(shipped: pl.DataFrame, tmp_path: Path) -> None:
 def test_efficiency_summary_per_device_and_bottleneck(shipped: pl.DataFrame) -> None:
     summary = summarize_efficiency(shipped)
     assert set(summary["bottleneck"]) == {"memory-bound", "compute-bound"}
-    assert summary["rows"].sum() == shipped.height
+    assert summary["rows"].sum() == shipped["in_medians"].sum()
     assert ((summary["min"] <= summary["median"]) & (summary["median"] <= summary["max"])).all()

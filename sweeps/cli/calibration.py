@@ -22,7 +22,7 @@ CAPTION = (
     "measured and bound: token/s on tok/s rows, ms on latencies (TTFT, ITL, req: request "
     "latency); ratio: 1 at the roof, ! where a row beats its bound; bounds at efficiencies 1, "
     "no memory reserve; * batch max: the memory wall at I + O/2; basis: what a throughput is "
-    "per (dev: device, rep: replica of tp, sys: all gpus); ~ under load: not in the medians; "
+    "per, its basis (dev: device, rep: replica of tp, sys: all gpus); ~ under load: not in the medians; "
     "- no bound (the reason is listed below)"
 )
 
@@ -89,7 +89,7 @@ COLUMNS = (
     "model",
     "hardware",
     "tp",
-    "basis",
+    "per",
     "batch",
     "I",
     "O",
@@ -119,7 +119,7 @@ def _cells(row: dict[str, Any]) -> dict[str, str]:
         "model": row["model"],
         "hardware": row["hardware"],
         "tp": str(row["tp"]),
-        "basis": BASIS_LABELS[row["basis"]],
+        "per": BASIS_LABELS[row["basis"]],
         "batch": f"{row['batch'] if row['batch'] is not None else 'max'}{star}",
         "I": str(row["prompt_tokens"]),
         "O": str(row["output_tokens"]),
