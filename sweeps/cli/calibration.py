@@ -21,9 +21,9 @@ SUMMARY_UNITS = {"rows": "row", "median": "1", "min": "1", "max": "1"}
 CAPTION = (
     "measured and bound: token/s on tok/s rows, ms on latencies (TTFT, ITL, req: request "
     "latency); ratio: 1 at the roof, ! where a row beats its bound; bounds at efficiencies 1, "
-    "no memory reserve; * batch max: the memory wall at I + O/2; basis: what a throughput is "
-    "per, its basis (dev: device, rep: replica of tp, sys: all gpus); ~ under load: not in the medians; "
-    "- no bound (the reason is listed below)"
+    "no memory reserve; * batch max: the memory wall at I + O/2; per: what a throughput is "
+    "per, its basis (dev: device, rep: replica of tp, sys: all gpus); ~ under load: not in "
+    "the medians; - no bound (the reason is listed below)"
 )
 
 BASIS_LABELS = {"device": "dev", "replica": "rep", "system": "sys"}
