@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -270,6 +271,21 @@ FAMILY: dict[str, tuple[str, dict[str, Any], Callable[[dict[str, str]], dict[str
 }
 
 
+# notes of the research that found a copy, not sources: a search index's ids, "index search",
+# a wiki mirror; the vendor document or the file a row names stays
+_NOTE = re.compile(r"\s*\((?:[^()]|\([^()]*\))*?index (?:id|ids|search)(?:[^()]|\([^()]*\))*\)")
+_MIRROR = re.compile(r";\s*https?://grokipedia\.com/\S+(?:\s*\([^()]*\))?")
+
+
+def clean_source(text: str, hf_repo: str = "") -> str:
+    """A row's source as a citation: research notes (index ids, "index search") and wiki
+    mirrors left out; for a model, its Hugging Face repository's config.json named first."""
+    cleaned = _MIRROR.sub("", _NOTE.sub("", text)).strip()
+    if hf_repo:
+        cleaned = f"{hf_repo} config.json (Hugging Face); read from: {cleaned}"
+    return cleaned
+
+
 def _scaled(text: str, factor: float) -> str:
     return "" if text.strip() == "" else f"{float(text) * factor:.15g}"
 
@@ -366,7 +382,7 @@ def build_hardware(reference: Path) -> list[dict[str, str]]:
                 "cache_bytes": _scaled(row["l2_or_last_level_cache_mb"], 1e6),
                 **link.get(row["id"], {column: "" for column, _, _ in LINK_COLUMNS}),
                 **price.get(short, dict.fromkeys(PRICE_COLUMNS, "")),
-                "source": row["source"],
+                "source": clean_source(row["source"]),
                 "notes": row["notes"],
             }
         )
@@ -473,7 +489,7 @@ def build_models(reference: Path) -> list[dict[str, str]]:
                 "max_context": row["max_context"],
                 "tie_word_embeddings": row["tie_word_embeddings"],
                 "source": "params computed from config.json shapes (scripts/build_catalog.py); "
-                "shapes: " + row["source"],
+                "shapes: " + clean_source(row["source"], row["hf_repo"]),
                 "notes": row["notes"],
             }
         )
@@ -495,6 +511,68 @@ def write(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
         writer.writerows(rows)
 
 
+NOTES = Path(__file__).resolve().parent.parent / "docs" / "catalog.md"
+
+
+def _figure(value: float | None, scale: float, digits: str = ".4g") -> str:
+    return "-" if value is None else format(value / scale, digits)
+
+
+def _device_line(device: Hardware) -> str:
+    price = (
+        "-"
+        if device.price_per_hour is None
+        else f"{device.price_per_hour:.3f} ({device.price_kind}, {device.price_as_of})"
+    )
+    cells = [
+        device.id,
+        device.name,
+        f"{device.memory:,.0f}",
+        device.memory_basis,
+        _figure(device.bandwidth, 1e12),
+        _figure(device.peak_flops.get("bf16"), 1e12, ".1f"),
+        _figure(device.peak_flops.get("fp8"), 1e12, ".1f"),
+        _figure(device.peak_flops.get("fp4"), 1e12, ".1f"),
+        _figure(device.board_power_w, 1.0, ".0f"),
+        f"{device.scale_up_link} {_figure(device.scale_up_bandwidth, 1e9, '.1f')}".strip(),
+        f"{device.host_link} {_figure(device.host_link_bandwidth, 1e9, '.0f')}".strip(),
+        price,
+    ]
+    return "| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |"
+
+
+def catalog_notes(devices: list[Hardware]) -> str:
+    """docs/catalog.md: every device's figures in vendor-readable units, with the basis of its
+    memory, its links and its price; then each device's sources. Written by ``main``."""
+    head = [
+        "# The device catalog",
+        "",
+        "Written by `scripts/build_catalog.py` from `sweeps/catalog/data/hardware.csv` (do not",
+        "edit by hand; a test holds it to the catalog). Memory in bytes as the driver reports it",
+        "(the basis says which log or document); bandwidth in TB/s; peaks dense, in TFLOP/s;",
+        "board power in W; link bandwidths in GB/s per direction (the datasheets' figures for",
+        "both directions, halved); price in USD per device-hour with its kind and date. `-`: not",
+        "published (null in every table).",
+        "",
+        "| id | name | memory [B] | memory basis | TB/s | bf16 | fp8 | fp4 | W | scale-up GB/s "
+        "| host link GB/s | USD/h |",
+        "|" + "---|" * 12,
+    ]
+    sources = ["", "## Sources", ""]
+    for device in devices:
+        sources.append(f"- `{device.id}`: {device.source}")
+        for what, text in (
+            ("power", device.board_power_source),
+            ("scale-up", device.scale_up_source),
+            ("host link", device.host_link_source),
+            ("price", device.price_source),
+        ):
+            if text:
+                sources.append(f"  - {what}: {text}")
+    lines = head + [_device_line(device) for device in devices] + sources
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     args = list(argv[1:])
     configs = None
@@ -509,6 +587,11 @@ def main(argv: list[str]) -> int:
     write(data / "models.csv", csv_columns(Model), build_models(reference))
     if configs is not None:
         write_configs(reference, configs)
+    from sweeps.catalog import unique
+    from sweeps.catalog.loader import load_catalog
+
+    load_catalog.cache_clear()
+    NOTES.write_text(catalog_notes(unique(load_catalog().hardware)), encoding="utf-8")
     return 0
 
 

@@ -203,3 +203,27 @@ def test_efficiency_summary_per_device_and_bottleneck(shipped: pl.DataFrame) -> 
     assert set(summary["bottleneck"]) == {"memory-bound", "compute-bound"}
     assert summary["rows"].sum() == shipped["in_medians"].sum()
     assert ((summary["min"] <= summary["median"]) & (summary["median"] <= summary["max"])).all()
+
+
+FP4 = ("fp4", "nvfp4")
+
+
+def test_the_fp4_split_is_tighter_and_still_above_every_shipped_fp4_row(
+    shipped: pl.DataFrame, tmp_path: Path
+) -> None:
+    whole = calibrate(shipped_measurements(), attention_dtype="gemm")  # attention at FP4 peak
+    fp4 = pl.col("weight_dtype").is_in(FP4) & pl.col("bound").is_not_null()
+    split_rows, whole_rows = shipped.filter(fp4), whole.filter(fp4)
+    assert split_rows.height == 43
+    assert (split_rows["bound"] <= whole_rows["bound"] * (1 + 1e-12)).all()  # never looser
+    assert (split_rows["value"] <= split_rows["bound"]).all()  # still a bound on every one
+    # a compute-bound FP4 prefill and decode: attention at the fp8 KV's peak, not FP4's
+    rows = [
+        "llama-3.1-70b,b200,1,nvfp4,fp8,auto,8,32768,1,ttft_s,100.0,device,x",
+        "llama-3-8b,b200,1,nvfp4,fp8,auto,4096,64,64,output_tokens_per_s,1.0,device,x",
+    ]
+    path = _write(tmp_path, *(row for row in rows))
+    split, before = calibrate(path), calibrate(path, attention_dtype="gemm")
+    assert split["bound"][0] > before["bound"][0]  # a longer TTFT floor: tighter
+    assert split["bound"][1] < before["bound"][1]  # fewer tokens/s: tighter
+    assert set(split["bottleneck"]) == {"compute-bound"}

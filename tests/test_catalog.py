@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from sweeps.catalog.loader import _record, csv_columns
 from sweeps.errors import CatalogError
 
 REFERENCE = Path(__file__).resolve().parent / "fixtures" / "reference"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from build_catalog import NOTES, catalog_notes, clean_source  # noqa: E402
 
 
 def _reference_devices() -> list[dict[str, str]]:
@@ -135,7 +139,7 @@ def test_hardware_notes_are_the_reference_notes() -> None:
     for row in _reference_devices():
         device = catalog.lookup_hardware(row["id"])
         assert (device.name, device.vendor) == (row["name"], row["vendor"])
-        assert (device.source, device.notes) == (row["source"], row["notes"])
+        assert (device.source, device.notes) == (clean_source(row["source"]), row["notes"])
         assert "session" not in device.notes + device.source  # about the device, not the work
 
 
@@ -291,3 +295,22 @@ def test_power_and_links_match_the_reference_table() -> None:
         ):
             expected = float(row[column]) * factor if row[column] else None
             assert value == pytest.approx(expected), (row["id"], column)
+
+
+def test_sources_cite_documents_not_research_notes() -> None:
+    catalog = load_catalog()
+    records = [*unique(catalog.hardware), *unique(catalog.models)]
+    for record in records:
+        for note in ("index id", "index search", "grokipedia"):
+            assert note not in record.source, (record.id, note)
+    llama = catalog.lookup_model("llama-3-8b").source
+    assert "meta-llama/Meta-Llama-3-8B config.json (Hugging Face)" in llama
+
+
+def test_the_catalog_notes_are_rebuilt_from_the_catalog() -> None:
+    text = NOTES.read_text("utf-8")
+    assert text == catalog_notes(unique(load_catalog().hardware)), (
+        "run: python scripts/build_catalog.py"
+    )
+    assert "| h200 | H200 SXM 141GB | 150,754,820,096 |" in text
+    assert "NVLink 4 450.0" in text

@@ -70,8 +70,8 @@ def _context(m: Measurement) -> int:
     return m.prompt_tokens + m.output_tokens // 2
 
 
-def _group_key(m: Measurement) -> tuple[str, ...]:
-    return (m.model, m.hardware, str(m.tp), m.weight_dtype, m.kv_dtype, m.compute_dtype)
+def _group_key(m: Measurement, attention: str) -> tuple[str, ...]:
+    return (m.model, m.hardware, str(m.tp), m.weight_dtype, m.kv_dtype, m.compute_dtype, attention)
 
 
 def _serving_table(rows: list[Measurement]) -> str:
@@ -95,8 +95,9 @@ def _sweep(
     prompts: Iterable[int],
     serving: str = "",
 ) -> Sweep:
-    model, hardware, tp, weight, kv, compute = key
+    model, hardware, tp, weight, kv, compute, attention = key
     options = f'compute_dtype = "{compute}"\n' if compute != "auto" else ""
+    options += f'attention_dtype = "{attention}"\n'
     text = (
         '[sweep]\nname = "calibrate"\n[axes]\n'
         f'model = ["{model}"]\nhardware = ["{hardware}"]\ntp = [{tp}]\n'
@@ -266,8 +267,13 @@ def _group_bounds(key: tuple[str, ...], rows: list[Measurement]) -> list[Bound]:
     return found
 
 
-def bounds(measurements: list[Measurement]) -> list[Bound]:
-    """The bound of every measurement, in the order given; grids shared per configuration."""
+def bounds(measurements: list[Measurement], attention_dtype: str = "auto") -> list[Bound]:
+    """The bound of every measurement, in the order given; grids shared per configuration.
+
+    ``attention_dtype`` is the grid's ``options.attention_dtype``: ``auto`` (attention at the KV
+    format's peak, bf16 where a device lacks it: the FP4 split), ``gemm`` (attention at the
+    GEMMs' peak, the looser reading before the split) or a compute dtype.
+    """
     groups: dict[tuple[str, ...], list[Measurement]] = defaultdict(list)
     found: dict[int, Bound] = {}
     for m in measurements:
@@ -275,7 +281,7 @@ def bounds(measurements: list[Measurement]) -> list[Bound]:
         if reason:
             found[id(m)] = _no_bound(m, reason)
         else:
-            groups[_group_key(m)].append(m)
+            groups[_group_key(m, attention_dtype)].append(m)
     for key, rows in groups.items():
         for bound in _group_bounds(key, rows):
             found[id(bound.measurement)] = bound

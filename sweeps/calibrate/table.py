@@ -83,9 +83,10 @@ SCHEMA = {
 """Columns that may be null on every row, typed all the same."""
 
 
-def calibrate(path: str | Path) -> pl.DataFrame:
-    """Every measurement of the CSV at ``path`` with its bound, ratio and status."""
-    rows = [_row(b) for b in bounds(load_measurements(path))]
+def calibrate(path: str | Path, attention_dtype: str = "auto") -> pl.DataFrame:
+    """Every measurement of the CSV at ``path`` with its bound, ratio and status;
+    ``attention_dtype`` as ``sweeps.calibrate.bounds.bounds`` takes it."""
+    rows = [_row(b) for b in bounds(load_measurements(path), attention_dtype)]
     return pl.DataFrame(rows, schema_overrides=SCHEMA, infer_schema_length=None)
 
 

@@ -231,14 +231,16 @@ def _kv_heads(
     return tuple(labels)
 
 
-def _check_compute(compute: str, hardware: Sequence[Any], problems: Problems) -> None:
+def _check_compute(
+    compute: str, hardware: Sequence[Any], problems: Problems, key: str = "options.compute_dtype"
+) -> None:
     """An explicit compute dtype (the schema knows it) must have a peak on every device."""
-    if compute == schema.AUTO:
+    if compute in (schema.AUTO, "gemm"):
         return
     for device in hardware:
         if compute not in device.peak_flops:
             problems.add(
-                "options.compute_dtype",
+                key,
                 f"{compute!r} has no peak on hardware {device.id!r}; "
                 f"allowed there: {sorted(device.peak_flops)} or 'auto'",
             )
@@ -307,6 +309,7 @@ def _resolve(
     context = _axis_values(a.context, "axes.context", problems)
     batch = _axis_values(a.batch, "axes.batch", problems)
     _check_compute(config.options.compute_dtype, hardware, problems)
+    _check_compute(config.options.attention_dtype, hardware, problems, "options.attention_dtype")
     outputs = config.outputs
     tp = _axis_values(a.tp, "axes.tp", problems)
     weight_dtype = names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype)

@@ -92,6 +92,12 @@ class Options(Strict):
         description="Dense peak that sets the compute roof: 'auto' (each weight format's own "
         "GEMM format, bf16 where a device lacks it) or one compute dtype every device has",
     )
+    attention_dtype: Literal["auto", "gemm", ComputeDType] = Field(
+        default="auto",
+        description="Dense peak that runs the attention FLOPs (scores and weighted sum): "
+        "'auto' (the KV format's compute dtype, bf16 where a device lacks it), 'gemm' (the "
+        "GEMMs' own, as compute_dtype sets it) or one compute dtype every device has",
+    )
     bandwidth_efficiency: Efficiency = Field(
         default=1.0, description="Fraction of peak bandwidth kernels reach (0, 1]"
     )

@@ -88,3 +88,19 @@ class Sweep:
         if chosen != schema.AUTO:
             return chosen
         return weight.compute if weight.compute in device.peak_flops else "bf16"
+
+    def attention_dtype_for(self, kv: DType, weight: DType, device: Hardware) -> str:
+        """The compute dtype whose peak runs the attention FLOPs of a ``kv`` cache on ``device``.
+
+        An explicit ``options.attention_dtype`` is used everywhere; ``"gemm"``: the GEMMs' own
+        (``compute_dtype_for``, attention charged at the weights' peak); ``"auto"``: the KV
+        format's compute dtype (``DType.compute``), bf16 where the device has no peak for it.
+        Attention runs on the cached keys and values, so an FP4 checkpoint's attention is not
+        charged at the FP4 peak (docs/cost-model.md).
+        """
+        chosen = self.options.attention_dtype
+        if chosen == "gemm":
+            return self.compute_dtype_for(weight, device)
+        if chosen != schema.AUTO:
+            return chosen
+        return kv.compute if kv.compute in device.peak_flops else "bf16"

@@ -86,6 +86,9 @@ from sweeps.physics.roofline import (
     is_compute_bound,
     ridge_point,
     roofline_time,
+    split_compute_bound,
+    split_compute_time,
+    split_roofline_time,
     utilization,
 )
 from sweeps.physics.serving import (
@@ -163,6 +166,9 @@ __all__ = [
     "ridge_batch",
     "ridge_point",
     "roofline_time",
+    "split_compute_bound",
+    "split_compute_time",
+    "split_roofline_time",
     "static_decode_time",
     "tile_fill",
     "time_per_output_token",

@@ -13,6 +13,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.split import split_roof
 
 DIMS = ("model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype")
 
@@ -75,6 +76,11 @@ def _compute(x: Inputs) -> dict[str, Any]:
     )
     out["tile_fill"] = physics.tile_fill(batch)
     out["compute_dtype"] = x["_compute_dtype"]
+    gemm = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup) / tp
+    attention = attention_on * physics.attention_flops_per_token(
+        x["heads"], x["attention_dim"], layer_tokens
+    )
+    out["_split"] = (gemm, attention / tp)  # per sequence, per device [FLOP]
     out.update(_roofline(x, out, kv_dev, peak, bandwidth))
     out.update(_bandwidth=bandwidth, _peak=peak, _attention_on=attention_on)
     return out
@@ -93,6 +99,9 @@ def _roofline(
         max_batch=out["max_batch"], peak=peak, bandwidth=bandwidth, ridge=out["ridge_point"],
         peak_flops=x["peak_flops"],
     )  # fmt: skip
+    gemm, attention = out["_split"]
+    work = (point(np.multiply, DIMS, batch, gemm), point(np.multiply, DIMS, batch, attention))
+    roof = split_roof(x, DIMS, (*work, step_bytes, ai), (peak, bandwidth), roof, tokens=batch)
     return {
         "bytes": step_bytes,
         "arithmetic_intensity": ai,

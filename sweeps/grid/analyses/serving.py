@@ -24,7 +24,14 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.steps import cache_bytes, prefill_work, step_coefficients, weights_read
+from sweeps.grid.analyses.split import timed_coefficients, timed_flops
+from sweeps.grid.analyses.steps import (
+    cache_bytes,
+    prefill_split,
+    prefill_work,
+    step_coefficients,
+    weights_read,
+)
 from sweeps.physics._array import where
 
 DIMS = (
@@ -45,7 +52,8 @@ def _prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
     """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens [s]."""
     flops, read, kv_dev = prefill_work(x, batch, prompt)
     nbytes = physics.prefill_bytes(read, batch, kv_dev)
-    return physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
+    timed = timed_flops(x, *prefill_split(x, batch, prompt, flops), flops)
+    return physics.roofline_time(timed, nbytes, x["_peak"], x["_bandwidth"])
 
 
 def _static(x: Inputs, flops: Any, nbytes: Any) -> dict[str, Any]:
@@ -102,6 +110,7 @@ def _chunked(x: Inputs, flops: Any, nbytes: Any, budget: float) -> dict[str, Any
     decodes = output > 1  # at O = 1 no slot decodes: a step is a chunk of a prompt alone
     decode_flops = where(decodes, flops[0] + flops[1] * context + flops[2] * local, 0.0)
     prompt_flops, _, _ = prefill_work(x, 1, prompt)
+    prompt_flops = timed_flops(x, *prefill_split(x, 1, prompt, prompt_flops), prompt_flops)
     mixed_flops = physics.chunked_step_flops(decode_flops, prompt_flops, prompt, chunk)
     # the B slots' caches at their mean length, exact for local layers too (the decode step's
     # byte coefficients past its weights)
@@ -163,6 +172,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     serving, opt, mode = x.serving, x.options, x["mode"]
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
     flops, nbytes = step_coefficients(x, batch)
+    flops = timed_coefficients(x, flops)  # attention at its own peak (analyses/split.py)
     budget = float(serving.chunk_tokens) if serving.chunk_tokens > 0 else math.inf
     modes = {
         "static": _static(x, flops, nbytes),
