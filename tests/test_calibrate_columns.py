@@ -206,3 +206,19 @@ def test_a_frame_with_only_unbounded_rows_still_has_typed_columns(tmp_path: Path
     assert frame.schema["bound"] == pl.Float64
     assert frame.schema["beats_bound"] == pl.Boolean
     assert summarize_efficiency(frame).height == 0
+
+
+def test_the_attention_format_is_an_option_of_the_command(tmp_path: Path) -> None:
+    row = "llama-3.1-70b,b200,1,nvfp4,fp8,auto,8,32768,1,ttft_s,100.0,device,x"
+    path = _write(tmp_path, row, header=",".join(COLUMNS))
+    bounds = {}
+    for choice in ("auto", "gemm"):
+        out = tmp_path / choice
+        result = CliRunner().invoke(
+            cli, ["calibrate", str(path), "--attention-dtype", choice, "--out", str(out)]
+        )
+        assert result.exit_code == 0, result.output
+        bounds[choice] = pl.read_parquet(out / "calibration" / "calibration.parquet")["bound"][0]
+    assert bounds["auto"] > bounds["gemm"]  # attention at fp8, not at the FP4 peak: tighter
+    bad = CliRunner().invoke(cli, ["calibrate", str(path), "--attention-dtype", "fp6"])
+    assert bad.exit_code == 2

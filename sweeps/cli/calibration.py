@@ -213,7 +213,9 @@ def summary_table(summary: list[dict[str, Any]]) -> Any:
     return grid
 
 
-def calibrate_to_folder(path: Path, out: Path, force: bool, output: Output) -> list[int]:
+def calibrate_to_folder(
+    path: Path, out: Path, force: bool, output: Output, attention_dtype: str = "auto"
+) -> list[int]:
     """Bound every row of ``path``, write ``out/calibration/`` atomically, print the tables;
     the lines of the rows that beat their bound."""
     from sweeps.calibrate import calibrate, summarize_efficiency, write_calibration
@@ -221,7 +223,7 @@ def calibrate_to_folder(path: Path, out: Path, force: bool, output: Output) -> l
 
     target = out / FOLDER
     check_target(target, force)  # before any work, as a run
-    frame = calibrate(path)
+    frame = calibrate(path, attention_dtype)
     summary = summary_rows(summarize_efficiency(frame))
     with atomic_folder(target, force) as staging:
         files = write_calibration(frame, staging)

@@ -228,10 +228,19 @@ def classify(
 
 @cli.command()
 @click.argument("measurements", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--attention-dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "gemm", "bf16", "fp8", "int8", "fp4", "fp32"]),
+    help="Peak that runs attention FLOPs: auto (the KV format's), gemm (the GEMMs' own) or one.",
+)
 @out_options("calibration/")
 @output_options
 @handled
-def calibrate(measurements: Path | None, out: Path, force: bool, output: Output) -> None:
+def calibrate(
+    measurements: Path | None, attention_dtype: str, out: Path, force: bool, output: Output
+) -> None:
     """Hold MEASUREMENTS (a CSV; default: the shipped published figures) against their
     roofline bounds: per row the bound, the ratio (1 at the roof) and a flag where a
     measurement beats it; per device the share of the bound reached. Writes
@@ -249,7 +258,7 @@ def calibrate(measurements: Path | None, out: Path, force: bool, output: Output)
 
     check_out(out)
     path = measurements or shipped_measurements()
-    beating = calibrate_to_folder(path, out, force, output)
+    beating = calibrate_to_folder(path, out, force, output, attention_dtype)
     if beating:
         lines = ", ".join(map(str, beating))
         fail(
