@@ -383,4 +383,9 @@ def schema() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    from sweeps.cli.errors import quiet_broken_pipe
+
+    try:
+        cli()
+    except BrokenPipeError:  # one raised outside a command (help text, click's own echo)
+        quiet_broken_pipe()

@@ -189,7 +189,7 @@ def run_lines(result: Any, distributed: bool) -> list[str]:
     """What a ``RunResult`` says after the summary: where it went, how, and what was not written."""
     partitioned = result.layout == "partitioned"
     how = f" in {result.chunks:,} chunks, partitioned by model" if partitioned else ""
-    seconds = sum(result.timings.values())
+    seconds = result.seconds  # wall time: the phases in ``timings`` overlap
     lines = [f"wrote {shown(result.folder)}/{how} ({row_counts(result.rows)}) in {seconds:,.2f} s"]
     if result.skipped:
         hint = (

@@ -15,6 +15,7 @@ import xarray as xr
 
 from sweeps.axes import AXIS
 from sweeps.config import NATIVE
+from sweeps.export.frame import shared_enum
 from sweeps.grid.analyses.decode import CONFIGURATION as SUMMARY_DIMS
 from sweeps.grid.analyses.decode import SUMMARY as SUMMARY_VARIABLES
 
@@ -54,7 +55,7 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
             continue
         if labels.dtype == object:  # name axes: the decode table's Enum
             names = [str(v) for v in labels]
-            columns[dim] = pl.Series(dim, names, dtype=pl.Enum(names))[codes]
+            columns[dim] = pl.Series(dim, names, dtype=shared_enum(dim, names))[codes]
         else:
             columns[dim] = labels[codes]
     for name, variable in variables.items():
