@@ -336,7 +336,7 @@ def test_a_serving_run_prints_its_cheapest_plans(
     document = json.loads(runner.invoke(cli, [*args, "--force", "--json"]).stdout)
     from .test_cli_json import check
 
-    check(document, "sweeps run --json")  # every plan's key documented in the README
+    check(document, "sweeps run --json")  # every plan's key documented in docs/cli.md
     plans = document["runs"][0]["plans"]
     assert [p["arrival_rate"] for p in plans] == [2.0, 50.0]
     assert all(p["cost_per_million_output_tokens_usd"] > 0 for p in plans)  # H100 has a price
