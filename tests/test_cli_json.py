@@ -56,7 +56,9 @@ def check(document: Any, command: str, optional: tuple[str, ...] = ()) -> None:
         if k not in optional and not any(r.fullmatch(p) for p in leaves)
     ]
     assert not missing, f"{command}: docs/cli.md documents keys the document lacks: {missing}"
-    if isinstance(document, dict) and "units" in document:  # the documented units are the document's
+    if (
+        isinstance(document, dict) and "units" in document
+    ):  # the documented units are the document's
         for field, unit in document["units"].items():
             field_key = re.compile(rf"(^|\.){re.escape(field)}(\.<[a-z]+>)?$")
             key = next(k for k in keys if field_key.search(k) and not k.startswith("units"))

@@ -358,8 +358,12 @@ def init(
         for study_name in studies.study_names():
             click.echo(f"{study_name:<36} {studies.study_title(study_name)}")
         return
+    name = None if name is None else studies.config_name(name)
     if study is not None:
-        text, name = studies.study_text(study), name or study
+        text = studies.study_text(study)
+        if name is not None and name != study:  # its own name: its own output folder
+            text = studies.renamed(text, name)
+        name = name or study
     else:
         name = name or "my-sweep"
         text = studies.starter_text(name, models or ("llama-3-8b",), hardware or ("h100-sxm",))

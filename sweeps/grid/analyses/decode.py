@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.physics._array import where
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.steps import weights_read
+from sweeps.physics._array import where
 
 DIMS = ("model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype")
 
