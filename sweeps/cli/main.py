@@ -269,8 +269,9 @@ def calibrate(measurements: Path | None, out: Path, force: bool, output: Output)
 )
 @handled
 def import_model(path: Path, model_id: str | None) -> None:
-    """Read a Hugging Face config.json from disk (nothing is fetched): print the resolved
-    spec (stderr) and a [models.NAME] table to paste into a sweep config (stdout).
+    """Read a Hugging Face config.json (or the model folder holding it) from disk (nothing is
+    fetched): print the resolved spec (stderr) and a [models.NAME] table to paste into a
+    sweep config (stdout).
 
     \b
     Example:
@@ -281,7 +282,8 @@ def import_model(path: Path, model_id: str | None) -> None:
 
     model = load_model(path, model_id)
     click.echo("\n".join([*model_lines(model), ""]), err=True)
-    click.echo(model_to_toml(model, str(path)), nl=False)
+    config = path / "config.json" if path.is_dir() else path
+    click.echo(model_to_toml(model, str(config)), nl=False)
 
 
 @cli.command()
