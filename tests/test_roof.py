@@ -106,7 +106,8 @@ def test_a_loop_that_fails_to_compile_falls_back_to_numpy(monkeypatch) -> None:
     expected = build_grid(sweep, use_kernel=False)
 
     def broken(*args):
-        raise numba.core.errors.TypingError("no such loop here")
+        msg = "no such loop here"
+        raise numba.core.errors.TypingError(msg)
 
     monkeypatch.setattr(roof, "_kernel", lambda: broken)
     monkeypatch.setattr(roof, "_FAILED", [])
