@@ -27,7 +27,7 @@ charts = []
 grid = "none"
 """
 
-# the README's dashboard query: best decode throughput per model and device that fits
+# docs/outputs.md's dashboard query: best decode throughput per model and device that fits
 DASHBOARD = """
 SELECT d.model, m.params, d.hardware, h.vendor, d.kv_dtype,
        max(d.tokens_per_s) AS best_tokens_per_s,

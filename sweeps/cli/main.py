@@ -50,7 +50,7 @@ def cli() -> None:
 @out_option
 @memory_budget_option(
     "Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
-    "chunks and streamed to decode/model=<id>/part-N.parquet. Default: half the RAM."
+    "chunks, each written into the same files as a grid in one piece. Default: half the RAM."
 )
 @cluster_options
 @output_options
