@@ -74,14 +74,15 @@ def run(
       sweeps run configs/seed-llama3-8b-h100.toml --out outputs --force
       sweeps run configs/*.toml --json > runs.json
     """
-    from sweeps.cli.cluster import cluster
-    from sweeps.cli.execute import run_one
     from sweeps.config import load_config
-    from sweeps.pipeline import check_targets
 
-    sweeps = [load_config(path) for path in configs]
+    sweeps = [load_config(path) for path in configs]  # every config checked before anything heavy
     size = budget(memory_budget)
     check_out(out)
+    from sweeps.cli.cluster import cluster
+    from sweeps.cli.execute import run_one
+    from sweeps.pipeline import check_targets
+
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
     from sweeps.charts.drawing import start
 
