@@ -71,7 +71,10 @@ def test_every_block_says_what_it_is() -> None:
 
 
 def _sweep_using(text: str) -> str:
-    """A config around custom tables: a sweep whose axes use the tables ``text`` defines."""
+    """A config around a fragment: a small sweep whose axes use the custom tables ``text``
+    defines, with the fragment's own tables and keys merged over it."""
+    from sweeps.pipeline.mapping import to_toml
+
     tables = tomllib.loads(text)
     models = list(tables.get("models", {})) or ["llama-3-8b"]
     hardware = list(tables.get("hardware", {})) or ["h100-sxm"]
@@ -79,10 +82,10 @@ def _sweep_using(text: str) -> str:
     axes = {"model": models, "hardware": hardware, "kv_dtype": dtypes, "batch": [1]}
     figures = tables.get("outputs", {}).get("figures", {})
     axes |= {k: [figures[k]] for k in ("tp", "weight_dtype") if k in figures}
-    head = '[sweep]\nname = "docs"\n[axes]\n' + "".join(
-        f"{key} = {json.dumps(value)}\n" for key, value in axes.items()
-    )
-    return head + text
+    config: dict[str, dict[str, object]] = {"sweep": {"name": "docs"}, "axes": axes}
+    for name, table in tables.items():
+        config[name] = {**config.get(name, {}), **table}
+    return to_toml(config)
 
 
 def _fresh(work: Path, folder: Path, outputs: bool) -> Path:
