@@ -511,7 +511,7 @@ def write(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
         writer.writerows(rows)
 
 
-NOTES = Path(__file__).resolve().parent.parent / "docs" / "catalog.md"
+NOTES = Path(__file__).resolve().parent.parent / "docs" / "catalog-notes.md"
 
 
 def _figure(value: float | None, scale: float, digits: str = ".4g") -> str:

@@ -20,6 +20,7 @@ from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, error_line, fail, han
 from sweeps.cli.options import (
     POSITIVE,
     CatalogId,
+    attention_option,
     budget,
     check_out,
     cluster_options,
@@ -50,7 +51,7 @@ def cli() -> None:
 @out_option
 @memory_budget_option(
     "Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
-    "chunks and streamed to decode/model=<id>/part-N.parquet. Default: half the RAM."
+    "chunks, each written into the same files as a grid in one piece. Default: half the RAM."
 )
 @cluster_options
 @output_options
@@ -74,14 +75,15 @@ def run(
       sweeps run configs/seed-llama3-8b-h100.toml --out outputs --force
       sweeps run configs/*.toml --json > runs.json
     """
-    from sweeps.cli.cluster import cluster
-    from sweeps.cli.execute import run_one
     from sweeps.config import load_config
-    from sweeps.pipeline import check_targets
 
-    sweeps = [load_config(path) for path in configs]
+    sweeps = [load_config(path) for path in configs]  # every config checked before anything heavy
     size = budget(memory_budget)
     check_out(out)
+    from sweeps.cli.cluster import cluster
+    from sweeps.cli.execute import run_one
+    from sweeps.pipeline import check_targets
+
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
     from sweeps.charts.drawing import start
 
@@ -228,25 +230,16 @@ def classify(
 
 @cli.command()
 @click.argument("measurements", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--attention-dtype",
-    default="auto",
-    show_default=True,
-    type=click.Choice(["auto", "gemm", "bf16", "fp8", "int8", "fp4", "fp32"]),
-    help="Peak that runs attention FLOPs: auto (the KV format's), gemm (the GEMMs' own) or one.",
-)
+@attention_option
 @out_options("calibration/")
 @output_options
 @handled
-def calibrate(
-    measurements: Path | None, attention_dtype: str, out: Path, force: bool, output: Output
-) -> None:
+def calibrate(measurements: Path | None, attention_dtype: str, **given: Any) -> None:
     """Hold MEASUREMENTS (a CSV; default: the shipped published figures) against their
     roofline bounds: per row the bound, the ratio (1 at the roof) and a flag where a
     measurement beats it; per device the share of the bound reached. Writes
-    calibration.parquet and the chart into DIR/calibration/.
-
-    Exit 1 when a row beats its bound (a defect of the bound, or a misread row).
+    calibration.parquet and the chart into DIR/calibration/. Exit 1 when a row beats its
+    bound (a defect of the bound, or a misread row).
 
     \b
     Example:
@@ -256,6 +249,7 @@ def calibrate(
     from sweeps.calibrate import shipped_measurements
     from sweeps.cli.calibration import calibrate_to_folder
 
+    out, force, output = given["out"], given["force"], given["output"]
     check_out(out)
     path = measurements or shipped_measurements()
     beating = calibrate_to_folder(path, out, force, output, attention_dtype)
@@ -278,8 +272,9 @@ def calibrate(
 )
 @handled
 def import_model(path: Path, model_id: str | None) -> None:
-    """Read a Hugging Face config.json from disk (nothing is fetched): print the resolved
-    spec (stderr) and a [models.NAME] table to paste into a sweep config (stdout).
+    """Read a Hugging Face config.json (or the model folder holding it) from disk (nothing is
+    fetched): print the resolved spec (stderr) and a [models.NAME] table to paste into a
+    sweep config (stdout).
 
     \b
     Example:
@@ -290,7 +285,8 @@ def import_model(path: Path, model_id: str | None) -> None:
 
     model = load_model(path, model_id)
     click.echo("\n".join([*model_lines(model), ""]), err=True)
-    click.echo(model_to_toml(model, str(path)), nl=False)
+    config = path / "config.json" if path.is_dir() else path
+    click.echo(model_to_toml(model, str(config)), nl=False)
 
 
 @cli.command()
@@ -367,8 +363,12 @@ def init(
         for study_name in studies.study_names():
             click.echo(f"{study_name:<36} {studies.study_title(study_name)}")
         return
+    name = None if name is None else studies.config_name(name)
     if study is not None:
-        text, name = studies.study_text(study), name or study
+        text = studies.study_text(study)
+        if name is not None and name != study:  # its own name: its own output folder
+            text = studies.renamed(text, name)
+        name = name or study
     else:
         name = name or "my-sweep"
         text = studies.starter_text(name, models or ("llama-3-8b",), hardware or ("h100-sxm",))
@@ -392,4 +392,9 @@ def schema() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    from sweeps.cli.errors import quiet_broken_pipe
+
+    try:
+        cli()
+    except BrokenPipeError:  # one raised outside a command (help text, click's own echo)
+        quiet_broken_pipe()
