@@ -263,6 +263,13 @@ class Serving(Strict):
     kv_link_bandwidth: PositiveFloat = Field(
         default=50e9, description="KV hand-off bandwidth per device between pools [byte/s]"
     )
+    slo_quantile: float = Field(
+        default=0.9,
+        gt=0,
+        lt=1,
+        description="The quantile at which the TTFT objective holds under load (0.5: the "
+        "median; the means are reported beside), strictly between 0 and 1",
+    )
     schedulers: list[SchedulerName] = Field(
         default=["serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy"],
         description="Named schedulers of the serving and pools tables, besides bound and "
