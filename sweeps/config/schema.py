@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from sweeps.config import limits
 from sweeps.config.limits import MAX_BATCH, MAX_COUNT, MAX_EXPERTS, MAX_TOKENS, MAX_VOCAB
@@ -40,8 +40,15 @@ from sweeps.config.types import (
     Width,
     WidthOrNone,
 )
+from sweeps.study import MODE_ALIASES, SCHEDULERS
 
 __all__ = ["AUTO", "CHART_KINDS", "NAME_PATTERN", "AxisRange", "ChartKind", "ComputeDType"]
+
+
+SchedulerName = Literal[
+    "serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy", "colocated", "chunked"
+]
+"""A named scheduler of ``[serving] schedulers`` (the last two: the first round's names)."""
 
 
 class SweepTable(Strict):
@@ -247,7 +254,8 @@ class Outputs(Strict):
 
 
 class Serving(Strict):
-    """The objectives and links of ``[serving]``; also ``Sweep.serving`` (one declaration)."""
+    """The objectives and links of ``[serving]``; also ``Sweep.serving`` (one declaration:
+    ``sweeps.study.SERVING`` makes it from the table)."""
 
     ttft_slo_s: PositiveFloat = Field(default=2.0, description="Time-to-first-token objective [s]")
     tpot_slo_s: PositiveFloat = Field(
@@ -261,6 +269,27 @@ class Serving(Strict):
     kv_link_bandwidth: PositiveFloat = Field(
         default=50e9, description="KV hand-off bandwidth per device between pools [byte/s]"
     )
+    slo_quantile: float = Field(
+        default=0.9,
+        gt=0,
+        lt=1,
+        description="The quantile at which the TTFT objective holds under load (0.5: the "
+        "median; the means are reported beside), strictly between 0 and 1",
+    )
+    schedulers: list[SchedulerName] = Field(
+        default=["serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy"],
+        description="Named schedulers of the serving and pools tables, besides bound and "
+        "static (always there): serial-prefill, batched-prefill, chunked-paced, "
+        "chunked-greedy (the chunked ones need chunk_tokens > 0); the first round's "
+        "colocated and chunked mean serial-prefill and chunked-paced",
+    )
+
+    @field_validator("schedulers", mode="after")
+    @classmethod
+    def _canonical(cls, names: list[str]) -> list[str]:
+        """The first round's names as this round's, each once, in the table's order."""
+        wanted = {MODE_ALIASES.get(name, name) for name in names}
+        return [name for name in SCHEDULERS if name in wanted]
 
 
 class ServingTable(Serving):
@@ -273,6 +302,10 @@ class ServingTable(Serving):
     arrival_rate: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
         default=[1.0, 10.0], description="Arrival rates [request/s] (> 0)"
     )
+
+    def objectives(self) -> Serving:
+        """The resolved settings of the study (``Sweep.serving``): the table without its axes."""
+        return Serving(**{name: getattr(self, name) for name in Serving.model_fields})
 
 
 class ConfigFile(Strict):

@@ -6,16 +6,17 @@ object, broadcast. Units are SI throughout: bytes, FLOP, seconds, FLOP/s, bytes/
 Nothing here reads a file, a config or the catalog.
 """
 
+from sweeps.physics.bound import (
+    bound_request_time,
+    steps_per_request,
+    weights_per_request,
+)
 from sweeps.physics.continuous import (
     balanced_chunk,
     budget_limited,
-    chunk_tokens,
     chunked_request_rate,
-    chunked_step_bytes,
-    chunked_step_flops,
     chunked_ttft,
     colocated_request_rate,
-    colocated_tpot,
     mean_cached_layer_tokens,
     mean_context,
     mean_local_context,
@@ -79,6 +80,15 @@ from sweeps.physics.prefill import (
     prefill_flops,
     prefill_memory_bound_prompt,
 )
+from sweeps.physics.queueing import (
+    CUT,
+    md1_max_utilization,
+    md1_quantile_table,
+    md1_quantile_wait,
+    md1_tail_rate,
+    md1_wait_cdf,
+    md1_wait_quantile,
+)
 from sweeps.physics.roofline import (
     arithmetic_intensity,
     asymptotic_ceiling,
@@ -91,6 +101,18 @@ from sweeps.physics.roofline import (
     split_roofline_time,
     utilization,
 )
+from sweeps.physics.schedulers import (
+    balanced_decoders,
+    batched_prefill_rate,
+    batched_prefill_tpot,
+    greedy_cycle,
+    greedy_prefill_steps,
+    greedy_slot_bound,
+    grouped,
+    paced_chunk,
+    serial_prefill_tpot,
+    slot_groups,
+)
 from sweeps.physics.serving import (
     affine_step_time,
     context_coefficients,
@@ -101,6 +123,7 @@ from sweeps.physics.serving import (
 from sweeps.physics.textbook import classify_llm_phases, compute_arithmetic_intensity
 
 __all__ = [
+    "CUT",
     "affine_step_time",
     "allreduce_bytes",
     "arithmetic_intensity",
@@ -108,18 +131,18 @@ __all__ = [
     "attainable_flops",
     "attention_flops_per_token",
     "balanced_chunk",
+    "balanced_decoders",
     "batch_for_fraction",
+    "batched_prefill_rate",
+    "batched_prefill_tpot",
+    "bound_request_time",
     "budget_limited",
     "causal_attention_pairs",
-    "chunk_tokens",
     "chunked_request_rate",
-    "chunked_step_bytes",
-    "chunked_step_flops",
     "chunked_ttft",
     "classify_llm_phases",
     "colocated_queued_ttft",
     "colocated_request_rate",
-    "colocated_tpot",
     "compute_arithmetic_intensity",
     "context_coefficients",
     "cost_per_million_tokens",
@@ -134,6 +157,10 @@ __all__ = [
     "fraction_of_ceiling",
     "gather_bytes_per_sequence",
     "goodput_per_device",
+    "greedy_cycle",
+    "greedy_prefill_steps",
+    "greedy_slot_bound",
+    "grouped",
     "is_compute_bound",
     "knee_batch",
     "kv_bytes_per_sequence",
@@ -144,6 +171,12 @@ __all__ = [
     "lookup_params",
     "max_batch",
     "max_utilization",
+    "md1_max_utilization",
+    "md1_quantile_table",
+    "md1_quantile_wait",
+    "md1_tail_rate",
+    "md1_wait_cdf",
+    "md1_wait_quantile",
     "md1_waiting_time",
     "mean_cached_layer_tokens",
     "mean_context",
@@ -152,6 +185,7 @@ __all__ = [
     "mla_attention_dim",
     "mla_expanded_attention_dim",
     "output_tokens_per_s_per_device",
+    "paced_chunk",
     "params_read",
     "pareto_front",
     "pool_devices",
@@ -166,10 +200,13 @@ __all__ = [
     "ridge_batch",
     "ridge_point",
     "roofline_time",
+    "serial_prefill_tpot",
+    "slot_groups",
     "split_compute_bound",
     "split_compute_time",
     "split_roofline_time",
     "static_decode_time",
+    "steps_per_request",
     "tile_fill",
     "time_per_output_token",
     "tokens_per_s_per_user",
@@ -178,5 +215,6 @@ __all__ = [
     "unread_lookup_params",
     "utilization",
     "weight_bytes",
+    "weights_per_request",
     "weights_read_with_gather",
 ]
