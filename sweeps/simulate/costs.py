@@ -86,9 +86,9 @@ def point_inputs(sweep: Any, point: dict[str, int] | None = None) -> Any:
     values = {name: data.item(*(index[p] for p in pos)) for name, (pos, data) in table.items()}
     results: dict[str, Any] = {}
     for analysis in (a for a in ANALYSES if a.name in ("model", "decode")):
-        inputs = Inputs(values, sweep.options, ScalarEngine(), results, sweep.serving)
+        inputs = Inputs(values, sweep.options, ScalarEngine(), results)
         results.update(analysis.compute(inputs))
-    return Inputs(values, sweep.options, ScalarEngine(), results, sweep.serving)
+    return Inputs(values, sweep.options, ScalarEngine(), results)
 
 
 def _layer_tokens(x: Any, context: np.ndarray) -> np.ndarray:
