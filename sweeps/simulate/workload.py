@@ -155,28 +155,30 @@ def draw_requests(
 
 
 def _check_trace(times: np.ndarray, prompts: np.ndarray, outputs: np.ndarray, source: str) -> None:
-    """A trace's times finite, >= 0 and sorted, its lengths whole numbers >= 1."""
+    """A trace's times finite, >= 0 and sorted, its lengths whole numbers >= 1; rows counted
+    as in its CSV file (row 1 the header) when it has one."""
     times = np.asarray(times, np.float64)
-    bad = np.flatnonzero(~np.isfinite(times) | (times < 0))
+    first = 2 if source.endswith(".csv") else 1
     if times.size == 0:
         msg = f"{source}: the trace has no requests"
         raise ConfigError(msg)
+    bad = np.flatnonzero(~np.isfinite(times) | (times < 0))
     if bad.size:
-        msg = f"{source}: row {bad[0] + 1}: arrival_s = {times[bad[0]]!r} must be >= 0"
+        msg = f"{source}: row {bad[0] + first}: arrival_s = {float(times[bad[0]])!r} must be >= 0"
         raise ConfigError(msg)
     late = np.flatnonzero(np.diff(times) < 0)
     if late.size:
-        row = late[0] + 2
+        at = late[0] + 1
         msg = (
-            f"{source}: row {row}: arrival_s = {times[row - 1]!r} is before the row above "
-            f"({times[row - 2]!r}); a trace's times must be sorted"
+            f"{source}: row {at + first}: arrival_s = {float(times[at])!r} is before the row "
+            f"above ({float(times[at - 1])!r}); a trace's times must be sorted"
         )
         raise ConfigError(msg)
     for name, values in (("prompt_tokens", prompts), ("output_tokens", outputs)):
         small = np.flatnonzero(np.asarray(values) < 1)
         if small.size:
-            row = small[0] + 1
-            msg = f"{source}: row {row}: {name} = {values[row - 1]!r} must be >= 1"
+            at = small[0]
+            msg = f"{source}: row {at + first}: {name} = {int(values[at])} must be >= 1"
             raise ConfigError(msg)
 
 
