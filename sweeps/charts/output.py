@@ -307,7 +307,9 @@ def output_hooks(sweep: Sweep) -> tuple[Callable[[xr.Dataset, Sweep, Path], list
     def figures(ds: xr.Dataset, sweep: Sweep, staging: Path) -> list[str]:
         return sweep_figures(ds, sweep, staging)
 
-    return (figures,)
+    from sweeps.simulate.output import simulated_hook, wants_simulation
+
+    return (figures, simulated_hook(sweep)) if wants_simulation(sweep) else (figures,)
 
 
 def chart_specs(
