@@ -65,6 +65,13 @@ def groups(batch: int, output: int) -> list[int]:
     return [q + 1] * r + [q] * (steps - r) if q > 0 else [1] * batch
 
 
+def static_batch(c: StepCosts, batch: int, prompt: int, output: int) -> tuple[float, float]:
+    """A static batch (docs/serving.md section 1): ``B / (t_p(B, I) + sum_j t_d(B, I + j))``
+    requests/s and TPOT ``sum_j t_d / (O - 1)``."""
+    decode = sum(decode_step(c, batch, prompt + j) for j in range(1, output))
+    return batch / (prefill_step(c, batch, prompt) + decode), decode / (output - 1)
+
+
 def serial_prefill(c: StepCosts, batch: int, prompt: int, output: int) -> tuple[float, float]:
     """``serial-prefill`` saturated: requests/s and mean TPOT (docs/serving.md section 3)."""
     t_ss = decode_step(c, batch, prompt + output // 2)

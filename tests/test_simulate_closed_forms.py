@@ -28,10 +28,16 @@ from .simulation import (
     prefill_step,
     request_bound,
     serial_prefill,
+    static_batch,
 )
 
 TOLERANCE = 0.005
 """docs/serving.md section 3: closed forms within 0.5 % of the simulator."""
+PINNED = {"static": 1e-9, "serial-prefill": 5e-4, "batched-prefill": 5e-4, "chunked-paced": 2e-3}
+"""Each closed form's largest error on these points, pinned a little above what was measured:
+static exact; serial- and batched-prefill -0.023 % on requests/s (the MoE point: its steps at
+the mean context are a chord of a concave weight curve) and 0.003 % on TPOT; chunked-paced
++0.12 % on requests/s (budget-limited, B = 256) and 0.05 % on TPOT (averaged chunks)."""
 
 # (model, hardware, tp, B, I, O, tau); serving.md's check point first, then the budget-limited
 # chunked points (B + B I / (O - 1) > tau), B = 1, B > O - 1 (slots free in groups) and MoE
@@ -45,6 +51,7 @@ POINTS = [
     ("mixtral-8x7b", "h200", 2, 128, 1024, 128, 4096),
 ]
 CLOSED_FORMS = {
+    "static": lambda c, b, i, o, tau: static_batch(c, b, i, o),
     "serial-prefill": lambda c, b, i, o, tau: serial_prefill(c, b, i, o),
     "batched-prefill": lambda c, b, i, o, tau: batched_prefill(c, b, i, o),
     "chunked-paced": lambda c, b, i, o, tau: chunked_paced(c, b, i, o, tau)[:2],
@@ -67,8 +74,9 @@ def test_each_schedulers_closed_form_matches_the_simulator(scheduler: str, case:
     model, hardware, tp, b, i, o, tau = case
     rate, tpot = CLOSED_FORMS[scheduler](costs(model, hardware, tp), b, i, o, tau)
     s = saturated(case, scheduler)
-    assert s["requests_per_s"] == pytest.approx(rate, rel=TOLERANCE)
-    assert s["tpot_mean_s"] == pytest.approx(tpot, rel=TOLERANCE)
+    tolerance = min(TOLERANCE, PINNED[scheduler])
+    assert s["requests_per_s"] == pytest.approx(rate, rel=tolerance)
+    assert s["tpot_mean_s"] == pytest.approx(tpot, rel=tolerance)
 
 
 def test_serving_md_check_values() -> None:
