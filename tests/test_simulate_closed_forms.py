@@ -35,8 +35,9 @@ TOLERANCE = 0.005
 """docs/serving.md section 3: closed forms within 0.5 % of the simulator."""
 PINNED = {"static": 1e-9, "serial-prefill": 5e-4, "batched-prefill": 5e-4, "chunked-paced": 2e-3}
 """Each closed form's largest error on these points, pinned a little above what was measured:
-static exact; serial- and batched-prefill -0.023 % on requests/s (the MoE point: its steps at
-the mean context are a chord of a concave weight curve) and 0.003 % on TPOT; chunked-paced
+static exact; serial- and batched-prefill -0.023 % on requests/s (B = 128 slots over O - 1 = 127
+phases: a step's contexts are not spread evenly, so it is not exactly t_d at the mean context)
+and 0.003 % on TPOT; chunked-paced
 +0.12 % on requests/s (budget-limited, B = 256) and 0.05 % on TPOT (averaged chunks)."""
 
 # (model, hardware, tp, B, I, O, tau); serving.md's check point first, then the budget-limited
