@@ -62,6 +62,7 @@ def test_a_run_writes_one_row_per_cheapest_plan(tmp_path: Path) -> None:
     assert field.metadata[b"unit"] == b"s"
     for metric in ("ttft", "tpot"):
         assert (folder / "charts" / f"simulated-{metric}-cdf.html").exists()
+    assert "Simulated plans: TTFT and TPOT of every request" in (folder / "report.html").read_text()
 
 
 def test_the_same_config_gives_the_same_table(tmp_path: Path) -> None:

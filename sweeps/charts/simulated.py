@@ -7,11 +7,12 @@ what share of requests meets it (the plan's SLO attainment) and how long the tai
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+KIND = "simulated"
+"""The report section of these figures."""
 POINTS = 200
 """Quantiles drawn per plan (the CDF's resolution)."""
 
@@ -48,7 +49,7 @@ def cdf_frame(simulated: list[Any], metric: str) -> Any:
     return pl.concat(parts) if parts else pl.DataFrame({"plan": [], "value": [], "share": []})
 
 
-def cdf_chart(simulated: list[Any], metric: str, objective: float, width: int = 560) -> Any:
+def cdf_chart(simulated: list[Any], metric: str, objective: float) -> Any:
     """The CDF chart of ``metric`` (``ttft`` or ``tpot``) with the objective as a rule."""
     import altair as alt
 
@@ -66,24 +67,20 @@ def cdf_chart(simulated: list[Any], metric: str, objective: float, width: int = 
     rule = alt.Chart(alt.Data(values=[{"slo": objective}])).mark_rule(strokeDash=[4, 4])
     rule = rule.encode(x="slo:Q")
     return (lines + rule).properties(
-        title=f"Simulated {metric.upper()}: cumulative share of requests", width=width, height=300
+        title=f"Simulated {metric.upper()}: cumulative share of requests (dashed: objective)"
     )
 
 
-def write_cdf_charts(
-    simulated: list[Any], folder: Path, formats: tuple[str, ...], objectives: Any
-) -> list[str]:
-    """``charts/simulated-ttft-cdf`` and ``-tpot-cdf`` in each of ``formats``, the objectives
-    (``Sweep.serving``) drawn as rules; the files written."""
-    from sweeps.charts.rendering import render_spec
+def cdf_figures(simulated: list[Any], sweep: Any) -> list[Any]:
+    """The report's figures of the simulated plans: a TTFT and a TPOT CDF, the objectives of
+    ``sweep`` drawn as rules (``charts/simulated-ttft-cdf``, ``-tpot-cdf``)."""
+    from sweeps.charts.output import Settings, spec_of
+    from sweeps.charts.report import Figure
 
-    written = []
-    (folder / "charts").mkdir(parents=True, exist_ok=True)
-    for metric in METRICS:
-        objective = float(getattr(objectives, METRICS[metric][2]))
-        spec = cdf_chart(simulated, metric, objective).to_dict()
-        for fmt, content in render_spec(spec, formats).items():
-            relative = f"charts/simulated-{metric}-cdf.{fmt}"
-            (folder / relative).write_bytes(content)
-            written.append(relative)
-    return written
+    settings = Settings.of(sweep)
+    figures = []
+    for metric, (_, _, key) in METRICS.items():
+        chart = cdf_chart(simulated, metric, float(getattr(sweep.serving, key)))
+        spec = spec_of(chart, settings.width)
+        figures.append(Figure(f"simulated-{metric}-cdf", KIND, "all", None, spec))
+    return figures

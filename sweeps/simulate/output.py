@@ -7,7 +7,7 @@ simulation (a bad lengths CSV, say) leaves nothing behind: the run fails whole.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,42 +31,55 @@ def simulated_frame(rows: list[dict[str, Any]]) -> Any:
     return pl.DataFrame([{v.name: row.get(v.name) for v in SIMULATED} for row in rows], schema)
 
 
-def simulated_hook(sweep: Any) -> Callable[[Any, Any, Path], list[str]]:
-    """The run's hook writing ``simulated.parquet`` and the CDF charts (``write_simulated``);
-    ``[serving] lengths`` is read now, so a bad CSV fails the run before its grid."""
-    from sweeps.simulate.plans import lengths_of
+class SimulatedHook:
+    """The run's hook writing ``simulated.parquet``; it keeps the CDF figures it made in
+    ``figures`` for the report (``sweeps.charts.output.output_hooks`` runs it first).
+    ``[serving] lengths`` is read when it is made, so a bad CSV fails the run before its grid.
+    """
 
-    lengths = lengths_of(sweep)
+    __name__ = "simulated"
 
-    def simulated(ds: Any, sweep: Any, staging: Path) -> list[str]:
-        return write_simulated(ds, sweep, staging, lengths)
+    def __init__(self, sweep: Any) -> None:
+        from sweeps.simulate.plans import lengths_of
 
-    return simulated
+        self.lengths = lengths_of(sweep)
+        self.figures: list[Any] = []
+
+    def __call__(self, ds: Any, sweep: Any, staging: Path) -> list[str]:
+        done = simulated_plans(ds, sweep, self.lengths)
+        write_simulated(done, staging)
+        if done:
+            from sweeps.charts.simulated import cdf_figures
+
+            self.figures[:] = cdf_figures(done, sweep)
+        return [f"{TABLE}.parquet"]
 
 
-def write_simulated(ds: Any, sweep: Any, staging: Path, lengths: Any = None) -> list[str]:
-    """Simulate the cheapest plans of ``ds`` (a grid, or a run's slices) and write
-    ``simulated.parquet`` and the CDF charts into ``staging``; the files written."""
+def simulated_plans(ds: Any, sweep: Any, lengths: Any = None) -> list[Any]:
+    """The cheapest plans of ``ds`` (a grid, or a run's slices: each model's plans once),
+    simulated."""
     import xarray as xr
 
-    from sweeps.export.parquet import write_with_units
-    from sweeps.simulate.plans import SIMULATED, simulate_plans
+    from sweeps.simulate.plans import simulate_plans
 
-    if not wants_simulation(sweep):
-        return []
     grids: Iterable[Any] = [ds] if isinstance(ds, xr.Dataset) else ds
-    done = [
-        one
-        for grid in grids
-        if "devices" in grid.data_vars
-        for one in simulate_plans(grid, sweep, lengths)
-    ]
+    done, seen = [], set()
+    for grid in grids:
+        if "devices" not in grid.data_vars:
+            continue
+        models = tuple(str(m) for m in grid["model"].values)
+        if models in seen:
+            continue
+        seen.add(models)
+        done += simulate_plans(grid, sweep, lengths)
+    return done
+
+
+def write_simulated(done: list[Any], staging: Path) -> None:
+    """``simulated.parquet`` of the simulated plans ``done``, its units in its metadata."""
+    from sweeps.export.parquet import write_with_units
+    from sweeps.simulate.plans import SIMULATED
+
     frame = simulated_frame([s.row for s in done])
     info = {v.name: {"unit": v.unit, "description": v.description} for v in SIMULATED}
     write_with_units(frame, staging / f"{TABLE}.parquet", info)
-    written = [f"{TABLE}.parquet"]
-    if done and sweep.formats:
-        from sweeps.charts.simulated import write_cdf_charts
-
-        written += write_cdf_charts(done, staging, sweep.formats, sweep.serving)
-    return written
