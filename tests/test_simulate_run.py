@@ -104,3 +104,23 @@ def test_a_negative_rate_exits_2(tmp_path: Path) -> None:
     assert code == 2
     assert "serving.arrival_rate" in output
     assert not folder.parent.exists()
+
+
+def test_a_streamed_run_simulates_the_same_plans(tmp_path: Path) -> None:
+    from sweeps.charts.output import output_hooks
+    from sweeps.config import parse_config
+    from sweeps.grid.memory import BASE_BYTES, estimate_bytes
+    from sweeps.pipeline import run_to_folder
+
+    from .test_stream import SERVED
+
+    sweep = parse_config(SERVED.replace("[1.0, 20.0]", "[1.0, 20.0]\nsimulate = 200"), "s.toml")
+    whole = run_to_folder(sweep, tmp_path / "whole", hooks=output_hooks(sweep))
+    budget = BASE_BYTES + 2 * (estimate_bytes(sweep) - BASE_BYTES) // 6
+    streamed = run_to_folder(sweep, tmp_path / "streamed", memory_budget=budget,
+                             hooks=output_hooks(sweep))  # fmt: skip
+    assert streamed.chunks > 1
+    assert "simulated" not in streamed.skipped  # it reads the pools table, not the slices
+    one = pl.read_parquet(whole.folder / "simulated.parquet")
+    assert one.height == 2
+    assert one.equals(pl.read_parquet(streamed.folder / "simulated.parquet"))

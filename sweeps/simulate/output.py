@@ -7,7 +7,6 @@ simulation (a bad lengths CSV, say) leaves nothing behind: the run fails whole.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +37,8 @@ class SimulatedHook:
     """
 
     __name__ = "simulated"
+    tables_only = True
+    """It reads the pools table, never the grid's slices: a streamed run runs it too."""
 
     def __init__(self, sweep: Any) -> None:
         from sweeps.simulate.plans import lengths_of
@@ -46,7 +47,7 @@ class SimulatedHook:
         self.figures: list[Any] = []
 
     def __call__(self, ds: Any, sweep: Any, staging: Path) -> list[str]:
-        done = simulated_plans(ds, sweep, self.lengths)
+        done = simulated_plans(ds, sweep, staging, self.lengths)
         write_simulated(done, staging)
         if done:
             from sweeps.charts.simulated import cdf_figures
@@ -55,24 +56,25 @@ class SimulatedHook:
         return [f"{TABLE}.parquet"]
 
 
-def simulated_plans(ds: Any, sweep: Any, lengths: Any = None) -> list[Any]:
-    """The cheapest plans of ``ds`` (a grid, or a run's slices: each model's plans once),
-    simulated."""
+def pools_table(ds: Any, staging: Path) -> Any:
+    """The run's pools table: from the grid held in memory, else as written into ``staging``
+    (one file, or one per model)."""
+    import polars as pl
     import xarray as xr
 
+    if isinstance(ds, xr.Dataset):
+        from sweeps.export.parquet import frame
+
+        return frame(ds, "pools")
+    single = staging / "pools.parquet"
+    return pl.read_parquet(single if single.exists() else staging / "pools" / "*.parquet")
+
+
+def simulated_plans(ds: Any, sweep: Any, staging: Path, lengths: Any = None) -> list[Any]:
+    """The cheapest plans of the run's pools table, simulated."""
     from sweeps.simulate.plans import simulate_plans
 
-    grids: Iterable[Any] = [ds] if isinstance(ds, xr.Dataset) else ds
-    done, seen = [], set()
-    for grid in grids:
-        if "devices" not in grid.data_vars:
-            continue
-        models = tuple(str(m) for m in grid["model"].values)
-        if models in seen:
-            continue
-        seen.add(models)
-        done += simulate_plans(grid, sweep, lengths)
-    return done
+    return simulate_plans(pools_table(ds, staging), sweep, lengths)
 
 
 def write_simulated(done: list[Any], staging: Path) -> None:

@@ -1,7 +1,8 @@
 """``[serving] simulate = N``: the cheapest plan of every workload, simulated, as a table.
 
-For each workload of the pools table (model, KV and weight settings, ``I``, ``O``, rate) the
-cheapest feasible plan that one scheduler runs on one kind of device (the least cost, the
+For each workload of the pools table (model, KV and weight settings, ``I``, ``O``, rate; the
+table as written, so a streamed run's plans are its whole table's) the cheapest feasible plan
+that one scheduler runs on one kind of device (the least cost, the
 fewest devices where no device has a price) is simulated with ``N`` requests: its replicas,
 batch and scheduler, Poisson arrivals at the workload's rate, the lengths of ``[serving]
 lengths``, seed 0. ``simulated.parquet`` has one row per plan, its columns declared once in
@@ -16,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sweeps.errors import ConfigError
 from sweeps.grid.analyses.base import Variable
 from sweeps.simulate.costs import point_inputs
@@ -30,7 +29,6 @@ WORKLOAD = (
     "model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens",
     "arrival_rate",
 )  # fmt: skip
-PLAN = ("prefill_hardware", "prefill_tp", "decode_hardware", "decode_tp", "pool_mode")
 MODE_SCHEDULER = {"colocated": "serial-prefill", "chunked": "chunked-paced"}
 """The first round's mode names, by the scheduler they are (docs/interface.md)."""
 SEED = 0
@@ -98,85 +96,88 @@ def lengths_of(sweep: Any) -> Lengths:
         raise ConfigError(msg) from None
 
 
-def _values(ds: Any, name: str) -> np.ndarray:
-    """``name`` with one axis per workload dim, then one for every plan [as stored]."""
-    var = ds[name].variable.set_dims({d: ds.sizes[d] for d in (*WORKLOAD, *PLAN)})
-    shape = [ds.sizes[d] for d in WORKLOAD] + [-1]
-    return np.asarray(var.transpose(*WORKLOAD, *PLAN).values).reshape(shape)
+def cheapest_plans(pools: Any) -> Any:
+    """The cheapest feasible one-device plan of each workload of the pools table (a Polars
+    frame): least cost (no price last), then fewest devices; one row per workload."""
+    import polars as pl
+
+    one_device = pl.col("pool_mode").cast(pl.String) != "disaggregated"
+    usable = pools.filter(one_device & pl.col("feasible") & pl.col("devices").is_not_null())
+    ranked = usable.sort(
+        ["cost_per_million_output_tokens_usd", "devices"], nulls_last=True, maintain_order=True
+    )
+    keys = list(WORKLOAD)
+    return ranked.group_by(keys, maintain_order=True).first().sort(keys, maintain_order=True)
 
 
-def cheapest_plans(ds: Any) -> list[dict[str, Any]]:
-    """The cheapest feasible one-device plan of each workload of ``ds``'s pools variables:
-    labels and indices of its workload, device, tp, batch, replicas and scheduler."""
-    usable = np.asarray(ds["pool_mode"].values).astype(str) != "disaggregated"
-    ok = _values(ds, "pools_row") & _values(ds, "pools_feasible")
-    ok &= np.broadcast_to(usable, [ds.sizes[d] for d in PLAN]).reshape(-1)
-    cost, devices = _values(ds, "pools_cost_per_million_output_tokens_usd"), _values(ds, "devices")
-    batch, replicas = _values(ds, "decode_batch"), _values(ds, "decode_replicas")
-    plans = []
-    for at in np.ndindex(*ok.shape[:-1]):
-        if not ok[at].any():
-            continue
-        keyed = np.where(ok[at], np.where(np.isnan(cost[at]), np.inf, cost[at]), np.inf)
-        order = np.lexsort((np.where(ok[at], devices[at], np.inf), keyed))
-        best = int(order[0])
-        where = np.unravel_index(best, [ds.sizes[d] for d in PLAN])
-        labels = {d: ds[d].values[i] for d, i in zip(PLAN, where, strict=True)}
-        name = str(labels["pool_mode"])
-        plans.append({
-            "at": dict(zip(WORKLOAD, at, strict=True)),
-            "hardware": str(labels["decode_hardware"]),
-            "tp": int(labels["decode_tp"]),
-            "batch": int(batch[at][best]),
-            "replicas": int(replicas[at][best]),
-            "scheduler": MODE_SCHEDULER.get(name, name),
-        })  # fmt: skip
-    return plans
+def _index(values: Any, wanted: Any, key: str) -> int:
+    """Where ``wanted`` is among a sweep axis's ``values``."""
+    for i, value in enumerate(values):
+        if value == wanted:
+            return i
+    msg = f"{key} = {wanted!r} is not on the sweep's axis"
+    raise KeyError(msg)
 
 
-def _point(ds: Any, plan: dict[str, Any]) -> dict[str, int]:
-    """The grid indices of a plan's replica."""
-    at = plan["at"]
-    hardware = int(np.flatnonzero(ds["hardware"].values == plan["hardware"])[0])
-    tp = int(np.flatnonzero(ds["tp"].values == plan["tp"])[0])
-    keys = ("model", "kv_heads", "kv_dtype", "weight_dtype")
-    return {**{k: int(at[k]) for k in keys}, "hardware": hardware, "tp": tp}
+def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
+    """The grid indices of a plan's replica in ``sweep``."""
+    from sweeps.config import NATIVE
+
+    model = _index([m.id for m in sweep.models], plan["model"], "model")
+    counts = [
+        sweep.models[model].kv_heads if label == NATIVE else int(label) for label in sweep.kv_heads
+    ]
+    return {
+        "model": model,
+        "kv_heads": _index(counts, plan["kv_heads"], "kv_heads"),
+        "kv_dtype": _index([d.name for d in sweep.kv_dtype], plan["kv_dtype"], "kv_dtype"),
+        "weight_dtype": _index(
+            [d.name for d in sweep.weight_dtype], plan["weight_dtype"], "weight_dtype"
+        ),
+        "hardware": _index([h.id for h in sweep.hardware], plan["hardware"], "hardware"),
+        "tp": _index(list(sweep.tp), plan["tp"], "tp"),
+    }
 
 
-def simulate_plans(ds: Any, sweep: Any, lengths: Lengths | None = None) -> list[Simulated]:
-    """Every cheapest plan of ``ds`` simulated with ``[serving] simulate`` requests (and
-    ``lengths``, read from the sweep where not given)."""
-    serving, lengths = sweep.serving, lengths or lengths_of(sweep)
+def simulate_plans(pools: Any, sweep: Any, lengths: Lengths | None = None) -> list[Simulated]:
+    """Every cheapest plan of the pools table (a Polars frame) simulated with ``[serving]
+    simulate`` requests (and ``lengths``, read from the sweep where not given)."""
+    lengths = lengths or lengths_of(sweep)
     out = []
-    for plan in cheapest_plans(ds):
+    for found in cheapest_plans(pools).iter_rows(named=True):
+        mode = str(found["pool_mode"])
+        plan = {
+            **{k: found[k] for k in WORKLOAD},
+            "model": str(found["model"]),
+            "kv_dtype": str(found["kv_dtype"]),
+            "weight_dtype": str(found["weight_dtype"]),
+            "hardware": str(found["decode_hardware"]),
+            "tp": int(found["decode_tp"]),
+            "batch": int(found["decode_batch"]),
+            "replicas": int(found["decode_replicas"]),
+            "scheduler": MODE_SCHEDULER.get(mode, mode),
+        }
         if plan["scheduler"] not in SCHEDULER_CODES:
             continue
-        at = plan["at"]
-        prompt = int(ds["prompt_tokens"].values[at["prompt_tokens"]])
-        output = int(ds["output_tokens"].values[at["output_tokens"]])
-        rate = float(ds["arrival_rate"].values[at["arrival_rate"]])
-        chunked = plan["scheduler"].startswith("chunked")
-        timeline = simulate(
-            point_inputs(sweep, _point(ds, plan)), plan["scheduler"], plan["batch"],
-            arrivals=poisson(rate), requests=serving.simulate, prompt=prompt, output=output,
-            lengths=lengths, budget=serving.chunk_tokens if chunked else 0,
-            replicas=plan["replicas"], seed=SEED,
-        )  # fmt: skip
-        stats = summarize(timeline, serving.ttft_slo_s, serving.tpot_slo_s)
-        row = {
-            "model": str(ds["model"].values[at["model"]]),
-            "kv_heads": int(np.asarray(ds["kv_heads_count"].values)[at["model"], at["kv_heads"]]),
-            "kv_dtype": str(ds["kv_dtype"].values[at["kv_dtype"]]),
-            "weight_dtype": str(ds["weight_dtype"].values[at["weight_dtype"]]),
-            "prompt_tokens": prompt,
-            "output_tokens": output,
-            "arrival_rate": rate,
-            **{k: plan[k] for k in ("hardware", "tp", "batch", "replicas", "scheduler")},
-            "seed": SEED,
-            **{
-                k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in stats.items()
-            },
-        }
-        row["requests"] = int(stats["requests"])
-        out.append(Simulated(row, timeline))
+        out.append(_simulated(sweep, plan, lengths))
     return out
+
+
+def _simulated(sweep: Any, plan: dict[str, Any], lengths: Lengths) -> Simulated:
+    """One plan simulated, and its row."""
+    serving = sweep.serving
+    chunked = plan["scheduler"].startswith("chunked")
+    timeline = simulate(
+        point_inputs(sweep, _point(sweep, plan)), plan["scheduler"], plan["batch"],
+        arrivals=poisson(plan["arrival_rate"]), requests=serving.simulate,
+        prompt=plan["prompt_tokens"], output=plan["output_tokens"], lengths=lengths,
+        budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,
+    )  # fmt: skip
+    stats = summarize(timeline, serving.ttft_slo_s, serving.tpot_slo_s)
+    row = {
+        **plan,
+        "seed": SEED,
+        **{k: None if math.isnan(v) else v for k, v in stats.items()},
+        "requests": int(stats["requests"]),
+    }
+    return Simulated(row, timeline)
