@@ -1,6 +1,7 @@
 """The event loop of one replica: step after step, each priced by the roofline of what it carries.
 
-Requests are held in arrival order, so every stage of a request's life is a range of indices:
+Requests are held in arrival order (the first ``warm`` of them start in the slots, prefilled),
+so every stage of a request's life is a range of indices:
 ``[0, arrived)`` have arrived, ``[ready, nxt)`` are prefilled and wait for a decode slot
 (``chunked-paced`` only), ``nxt`` is the prompt being prefilled (``progress`` of its tokens done)
 and ``[nxt, arrived)`` wait. Slots hold decoding requests, each at its own context. A step is
@@ -56,7 +57,7 @@ else:
 
 
 def loop(  # long: one event loop, its state in locals so that numba keeps it in registers
-    arrival, prompt, output, closed, decode_flops, cache, pairs, weights,
+    arrival, prompt, output, closed, warm, decode_flops, cache, pairs, weights,
     token_flops, pair_flops, logit_flops, peak, bandwidth, slots, budget, scheduler, pace,
     admit, first, done, totals,
 ):  # fmt: skip
@@ -69,6 +70,11 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
     t, busy, steps = 0.0, 0.0, 0
     arrived, nxt, progress, ready, finished, released = 0, 0, 0, 0, 0, closed
     credit = 0.0
+    for r in range(warm):  # a warm start: prefilled, decoding, their first token at 0
+        admit[r], first[r] = 0.0, 0.0
+        slot_req[active], slot_ctx[active], slot_left[active] = r, prompt[r] + 1, output[r] - 1
+        active += 1
+    held, nxt, ready = active, warm, warm
     while finished < n:
         while arrived < n and arrival[arrived] <= t:
             arrived += 1

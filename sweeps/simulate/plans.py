@@ -24,13 +24,12 @@ from sweeps.simulate.kernel import SCHEDULER_CODES
 from sweeps.simulate.run import Timeline, simulate
 from sweeps.simulate.stats import summarize
 from sweeps.simulate.workload import Lengths, poisson, read_lengths
+from sweeps.study import MODE_ALIASES
 
 WORKLOAD = (
     "model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens",
     "arrival_rate",
 )  # fmt: skip
-MODE_SCHEDULER = {"colocated": "serial-prefill", "chunked": "chunked-paced"}
-"""The first round's mode names, by the scheduler they are (docs/interface.md)."""
 SEED = 0
 
 _V = Variable
@@ -155,7 +154,7 @@ def simulate_plans(pools: Any, sweep: Any, lengths: Lengths | None = None) -> li
             "tp": int(found["decode_tp"]),
             "batch": int(found["decode_batch"]),
             "replicas": int(found["decode_replicas"]),
-            "scheduler": MODE_SCHEDULER.get(mode, mode),
+            "scheduler": MODE_ALIASES.get(mode, mode),
         }
         if plan["scheduler"] not in SCHEDULER_CODES:
             continue

@@ -138,7 +138,7 @@ def _run_replica(
     totals = np.zeros(3)
     arrival = req.arrival.copy()
     replica_loop(use_numba)(
-        arrival, req.prompt, req.output, req.released, costs.decode_flops, costs.cache,
+        arrival, req.prompt, req.output, req.released, req.warm, costs.decode_flops, costs.cache,
         costs.pairs, costs.weights, costs.token_flops, costs.pair_flops, costs.logit_flops,
         costs.peak, costs.bandwidth, batch, budget, code, paced,
         admit, first, done, totals,
@@ -189,7 +189,8 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
         if mine.size == 0:
             continue
         released = _released(arrivals, req, mine, replicas, r)
-        part = Requests(req.arrival[mine], req.prompt[mine], req.output[mine], released)
+        warm = min(int(np.count_nonzero(mine < req.warm)), batch)
+        part = Requests(req.arrival[mine], req.prompt[mine], req.output[mine], released, warm)
         arrival, admit, first, done, totals[r] = _run_replica(
             costs, part, code, batch, tau, paced, use_numba
         )

@@ -86,8 +86,9 @@ class Arrivals:
     outputs: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     source: str = "arrivals"
     stagger: int = 0
-    """Closed loop: the first ``stagger`` requests end evenly spread over one request's decode
-    steps (a warm start, as if the server had been running), not all together."""
+    """Closed loop: the first ``stagger`` requests start in the slots, prefilled, and end
+    evenly spread over one request's decode steps (a warm start, as if the server had been
+    running), not all together."""
 
     def __post_init__(self) -> None:
         if self.kind == "poisson" and not (math.isfinite(self.rate) and self.rate > 0):
@@ -112,8 +113,9 @@ def closed_loop(concurrency: int) -> Arrivals:
 
 def backlog(requests: int, stagger: int = 0) -> Arrivals:
     """Every request there at time 0: the saturated regime of the closed forms. With
-    ``stagger = B`` the first ``B`` end evenly spread (``Arrivals.stagger``), so the slots free
-    one group at a time from the start, the steady state docs/serving.md section 3 assumes."""
+    ``stagger = B`` the first ``B`` start in the slots and end evenly spread
+    (``Arrivals.stagger``), so the slots free one group at a time from the start, the steady
+    state docs/serving.md section 3 assumes."""
     return Arrivals("closed", concurrency=requests, stagger=stagger)
 
 
@@ -124,12 +126,15 @@ class Requests:
     arrival : Arrival times, ``inf`` where a closed loop sets them at a completion [s]
     prompt, output : Tokens of each request [token]
     released : Requests whose arrival is known at the start (all, but ``C`` in a closed loop)
+    warm : The first requests already prefilled and decoding at the start, one a slot (a
+        staggered backlog's warm start)
     """
 
     arrival: np.ndarray
     prompt: np.ndarray
     output: np.ndarray
     released: int
+    warm: int = 0
 
 
 def draw_requests(
@@ -151,7 +156,7 @@ def draw_requests(
     released = min(int(arrivals.concurrency), n)
     times = np.full(n, np.inf)
     times[:released] = 0.0
-    return Requests(times, prompts, outputs, released)
+    return Requests(times, prompts, outputs, released, min(arrivals.stagger, released))
 
 
 def _check_trace(times: np.ndarray, prompts: np.ndarray, outputs: np.ndarray, source: str) -> None:
