@@ -315,6 +315,13 @@ class Serving(Strict):
         '[1, 2m - 1]), { kind = "lognormal", cv = ... } or { csv = "lengths.csv" } (columns '
         "prompt_tokens, output_tokens; relative to the config file)",
     )
+    slo_quantile: float = Field(
+        default=0.9,
+        gt=0,
+        lt=1,
+        description="The quantile at which the TTFT objective holds under load (0.5: the "
+        "median; the means are reported beside), strictly between 0 and 1",
+    )
     schedulers: list[SchedulerName] = Field(
         default=["serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy"],
         description="Named schedulers of the serving and pools tables, besides bound and "

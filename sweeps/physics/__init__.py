@@ -80,6 +80,15 @@ from sweeps.physics.prefill import (
     prefill_flops,
     prefill_memory_bound_prompt,
 )
+from sweeps.physics.queueing import (
+    CUT,
+    md1_max_utilization,
+    md1_quantile_table,
+    md1_quantile_wait,
+    md1_tail_rate,
+    md1_wait_cdf,
+    md1_wait_quantile,
+)
 from sweeps.physics.roofline import (
     arithmetic_intensity,
     asymptotic_ceiling,
@@ -111,6 +120,7 @@ from sweeps.physics.serving import (
 from sweeps.physics.textbook import classify_llm_phases, compute_arithmetic_intensity
 
 __all__ = [
+    "CUT",
     "affine_step_time",
     "allreduce_bytes",
     "arithmetic_intensity",
@@ -158,6 +168,12 @@ __all__ = [
     "lookup_params",
     "max_batch",
     "max_utilization",
+    "md1_max_utilization",
+    "md1_quantile_table",
+    "md1_quantile_wait",
+    "md1_tail_rate",
+    "md1_wait_cdf",
+    "md1_wait_quantile",
     "md1_waiting_time",
     "mean_cached_layer_tokens",
     "mean_context",

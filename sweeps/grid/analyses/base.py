@@ -18,9 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-DType = Literal["float64", "int64", "bool", "flag", "nullable", "str"]
+DType = Literal["float64", "int64", "bool", "flag", "nullable", "count", "str"]
 """How a variable is stored: ``flag`` is the int8 bottleneck code (an Enum column in Parquet),
-``nullable`` a float64 whose NaN means "none" (a null in Parquet), ``str`` a label."""
+``nullable`` a float64 whose NaN means "none" (a null in Parquet; so is a ``float64``'s NaN),
+``count`` a whole number kept as a float64 in the grid (NaN: none) and written as a nullable
+Int64 column, ``str`` a label."""
 
 ITEMSIZE: dict[str, int] = {
     "float64": 8,
@@ -28,6 +30,7 @@ ITEMSIZE: dict[str, int] = {
     "bool": 1,
     "flag": 1,
     "nullable": 8,
+    "count": 8,
     "str": 8,
 }
 """Bytes per value in the grid, by ``DType``."""
@@ -38,6 +41,7 @@ COLUMN_ITEMSIZE: dict[str, float] = {
     "bool": 1,
     "flag": 4,
     "nullable": 8 + 1 / 8,
+    "count": 8 + 1 / 8,
     "str": 4,
 }
 """Bytes per row of a Parquet-bound Polars column, by ``DType`` (an Enum holds 4-byte codes at
