@@ -77,6 +77,7 @@ def test_the_same_config_gives_the_same_table(tmp_path: Path) -> None:
     ("extra", "message"),
     [
         ("simulate = -1", "serving.simulate"),
+        ("slo_quantile = 1.0", "serving.slo_quantile"),
         ('lengths = "normal"', "'normal' is not a length distribution"),
         ('lengths = { kind = "lognormal" }', 'kind = "lognormal" needs cv'),
         ('lengths = { csv = "lengths.csv" }', "serving.lengths.csv = 'lengths.csv': row 2: "
