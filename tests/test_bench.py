@@ -25,6 +25,7 @@ from sweeps.cli.main import cli
 from sweeps.config import parse_config
 from sweeps.grid import ANALYSES, REGISTRY, TABLES, build_grid
 from sweeps.grid.analyses import active_dims, applicable, tables
+from sweeps.simulate import SCHEDULERS
 
 # MoE, sliding windows, a tp that does not divide the heads, a GQA override, int4 weights and a
 # prompt axis of its own; then MLA (native heads only): every branch of the wiring.
@@ -105,8 +106,14 @@ def test_bench_quick_json_reports_every_key():
     assert all(0 < seconds < 60 for seconds in seed["figures_warm_s"])
     assert seed["rows"]["decode"] == 2 * 9  # batch 1, 2, 4 ... 256 at two contexts
     assert any(name.endswith(".png") for name in seed["bytes"])  # the config's own formats
+    simulated = report["simulated"]
+    assert simulated["requests"] == 10_000
+    assert set(simulated["seconds"]) == set(SCHEDULERS)
+    assert simulated["budget_s"] == pytest.approx(0.1, rel=1e-12)
+    assert simulated["numba_speedup"] > 0
     text = format_report(report)
     for line in (
+        "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
         "(g) validate of a 10,000-value range",
         "(h) Pareto front: 100,000 points",
         "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",

@@ -253,6 +253,47 @@ class Outputs(Strict):
     )
 
 
+class SimulatedLengths(Strict):
+    """``[serving] lengths`` as a table: a lognormal of a CV, or an empirical CSV."""
+
+    kind: Literal["lognormal", "uniform", "fixed"] | None = Field(
+        default=None, description="Length distribution (lognormal needs cv)"
+    )
+    cv: PositiveFloat | None = Field(
+        default=None, description="Coefficient of variation of a lognormal's lengths"
+    )
+    csv: str | None = Field(
+        default=None, description="CSV of (prompt_tokens, output_tokens) pairs, drawn from"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, value: object) -> object:
+        """``"fixed"`` or ``"uniform"`` stands for ``{ kind = ... }``."""
+        if isinstance(value, str):
+            if value not in ("fixed", "uniform"):
+                msg = (
+                    f'{value!r} is not a length distribution; allowed: "fixed", "uniform", '
+                    '{ kind = "lognormal", cv = ... }, { csv = "lengths.csv" }'
+                )
+                raise ValueError(msg)
+            return {"kind": value}
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SimulatedLengths:
+        if (self.kind is None) == (self.csv is None):
+            msg = 'give either kind (with cv for "lognormal") or csv, not both or neither'
+            raise ValueError(msg)
+        if self.kind == "lognormal" and self.cv is None:
+            msg = 'kind = "lognormal" needs cv (a number > 0)'
+            raise ValueError(msg)
+        if self.cv is not None and self.kind != "lognormal":
+            msg = 'cv is the lognormal\'s: set kind = "lognormal"'
+            raise ValueError(msg)
+        return self
+
+
 class Serving(Strict):
     """The objectives and links of ``[serving]``; also ``Sweep.serving`` (one declaration:
     ``sweeps.study.SERVING`` makes it from the table)."""
@@ -268,6 +309,17 @@ class Serving(Strict):
     )
     kv_link_bandwidth: PositiveFloat = Field(
         default=50e9, description="KV hand-off bandwidth per device between pools [byte/s]"
+    )
+    simulate: Annotated[int, Field(ge=0, le=10_000_000)] = Field(
+        default=0,
+        description="Requests simulated per cheapest plan (sweeps.simulate; simulated.parquet); "
+        "0: off",
+    )
+    lengths: SimulatedLengths = Field(
+        default=SimulatedLengths(kind="fixed"),
+        description='Request lengths of the simulations: "fixed" (I and O), "uniform" (on '
+        '[1, 2m - 1]), { kind = "lognormal", cv = ... } or { csv = "lengths.csv" } (columns '
+        "prompt_tokens, output_tokens; relative to the config file)",
     )
     slo_quantile: float = Field(
         default=0.9,
