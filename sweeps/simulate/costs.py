@@ -121,8 +121,13 @@ def step_costs(x: Any, max_context: int, max_tokens: int) -> StepCosts:
     layer_tokens = _layer_tokens(x, context)
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     attention = physics.attention_flops_per_token(x["heads"], x["attention_dim"], layer_tokens)
+    # attention at its own peak (grid/analyses/split.py): its FLOPs as their time at the GEMM
+    # peak, ``ratio`` the GEMM peak over the attention peak (1 where one peak runs both)
+    ratio = float(x["_attention_ratio"])
     decode = (
-        physics.decode_flops_per_sequence(x["active_params"], attention, x["_attention_on"], lookup)
+        physics.decode_flops_per_sequence(
+            x["active_params"], ratio * attention, x["_attention_on"], lookup
+        )
         / tp
     )
     cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], layer_tokens)
@@ -137,7 +142,7 @@ def step_costs(x: Any, max_context: int, max_tokens: int) -> StepCosts:
         pairs=np.ascontiguousarray(pairs, dtype=np.float64),
         weights=np.ascontiguousarray(weights_read(x, tokens), dtype=np.float64),
         token_flops=token,
-        pair_flops=pair,
+        pair_flops=ratio * pair,
         logit_flops=logit,
         tp=int(tp),
     )
