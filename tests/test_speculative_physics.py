@@ -110,9 +110,9 @@ def test_verify_flops_and_bytes_equal_a_loop_of_decode_rows(
         f_seq = physics.decode_flops_per_sequence(LLAMA3_8B, attention, attention_on, lookup)
         flops_loop += physics.decode_flops(batch, f_seq)
     linear = physics.decode_flops_per_sequence(LLAMA3_8B, 0.0, 0.0, lookup)
-    per_lt = attention_on * physics.attention_flops_per_token(heads, dim, 1)
     attended = physics.verify_attended_layer_tokens(s, k, layers, 0, math.inf)
-    flops = physics.verify_flops(batch, k, linear, per_lt, attended)
+    attention = attention_on * physics.attention_flops_per_token(heads, dim, attended)
+    flops = physics.decode_flops(batch, physics.verify_flops_per_sequence(k, linear, attention))
     assert flops == pytest.approx(flops_loop, rel=1e-12)
     # bytes: the weights once for B (k + 1) tokens, each cache once (the union of the rows)
     weights = physics.weights_read_with_gather(
@@ -132,8 +132,10 @@ def test_k0_is_plain_decode_exactly(batch: int, s: int, window: int) -> None:
     lt = physics.kv_cached_layer_tokens(s, layers, local, float(window))
     assert physics.verify_attended_layer_tokens(s, 0, layers, local, float(window)) == lt
     assert physics.verify_cached_layer_tokens(s, 0, layers, local, float(window)) == lt
-    plain = physics.decode_flops(batch, physics.decode_flops_per_sequence(7e9, 2.0 * lt, 1.0))
-    assert physics.verify_flops(batch, 0, 2 * 7e9, 2.0, lt) == plain
+    attention = physics.attention_flops_per_token(32, 256, lt)
+    plain = physics.decode_flops_per_sequence(7e9, attention, 1.0, 5e8)
+    linear = physics.decode_flops_per_sequence(7e9, 0.0, 0.0, 5e8)
+    assert physics.verify_flops_per_sequence(0, linear, 1.0 * attention) == plain
     assert physics.expected_tokens(0, 0.3) == 1.0
     assert physics.speculative_speedup(0.02, 0.02, 0.0, 1.0) == 1.0
 
@@ -151,9 +153,8 @@ def test_speedup_at_batch_one_with_ngram_approaches_e() -> None:
     t_d = physics.roofline_time(f_seq, weights + kv, H100_BF16, H100_BW)
     linear = physics.decode_flops_per_sequence(LLAMA3_8B, 0.0, 0.0, lookup)
     attended = physics.verify_attended_layer_tokens(s, k, layers, 0, math.inf)
-    flops = physics.verify_flops(
-        1, k, linear, physics.attention_flops_per_token(32, 256, 1), attended
-    )
+    attention = physics.attention_flops_per_token(32, 256, attended)
+    flops = physics.verify_flops_per_sequence(k, linear, attention)
     w5 = physics.weights_read_with_gather(LLAMA3_8B * 2.0, 128256, 4096, False, 2.0, 5)
     nbytes = physics.verify_bytes(w5, 1, 131072 * (s + k))
     t_v = physics.roofline_time(flops, nbytes, H100_BF16, H100_BW)

@@ -120,7 +120,7 @@ from sweeps.physics.speculative import (
     verify_attended_layer_tokens,
     verify_bytes,
     verify_cached_layer_tokens,
-    verify_flops,
+    verify_flops_per_sequence,
 )
 from sweeps.physics.textbook import classify_llm_phases, compute_arithmetic_intensity
 
@@ -218,7 +218,7 @@ __all__ = [
     "verify_attended_layer_tokens",
     "verify_bytes",
     "verify_cached_layer_tokens",
-    "verify_flops",
+    "verify_flops_per_sequence",
     "weight_bytes",
     "weights_read_with_gather",
 ]

@@ -90,35 +90,28 @@ def verify_cached_layer_tokens(
     return (layers - local_layers) * last + local_layers * np.minimum(last, window + draft_tokens)
 
 
-def verify_flops(
-    batch: Array,
-    draft_tokens: Array,
-    linear_flops_per_token: Array,
-    attention_flops_per_layer_token: Array,
-    attended_layer_tokens: Array,
+def verify_flops_per_sequence(
+    draft_tokens: Array, linear_flops_per_token: Array, attention_flops: Array
 ) -> Array:
-    """FLOPs of a verification step: ``B [(k + 1) F_lin + F_att sum_j cache(S + j)]``.
+    """FLOPs one sequence costs in a verification step: ``(k + 1) F_lin + F_att``.
 
     ``F_lin = 2 (P_act - lookup)`` counts the logits of every row (the lm_head is in
-    ``P_act``); ``F_att = attention_on 2 H d_att`` per cached token-layer.
+    ``P_act``); ``F_att`` is the attention of the ``k + 1`` rows, ``attention_on 2 H d_att``
+    times ``verify_attended_layer_tokens``. At ``k = 0`` it is ``decode_flops_per_sequence``
+    term for term; the step is ``decode_flops(B, ...)`` of it.
 
     Parameters
     ----------
-    batch : Sequences verified together, ``B`` [sequence]
     draft_tokens : Draft tokens ``k`` [token]
     linear_flops_per_token : Linear-layer FLOPs of one token, logits included [FLOP]
-    attention_flops_per_layer_token : Attention FLOPs of one query against one cached token
-        in one layer (0 with attention FLOPs off) [FLOP]
-    attended_layer_tokens : ``verify_attended_layer_tokens`` [token]
+    attention_flops : Attention FLOPs of the ``k + 1`` rows against their caches (0 with
+        attention FLOPs off) [FLOP]
 
     Returns
     -------
-    Verify-step FLOPs [FLOP]
+    Verify FLOPs per sequence [FLOP]
     """
-    rows = draft_tokens + 1
-    return batch * (
-        rows * linear_flops_per_token + attention_flops_per_layer_token * attended_layer_tokens
-    )
+    return (draft_tokens + 1) * linear_flops_per_token + attention_flops
 
 
 def verify_bytes(weights_read: Array, batch: Array, cache_bytes: Array) -> Array:
