@@ -25,6 +25,7 @@ from sweeps.config.custom import custom_dtype, custom_hardware, custom_model
 from sweeps.config.limits import MAX_POINTS
 from sweeps.config.messages import Problems, describe, error_loc, toml_error
 from sweeps.config.sweep import NATIVE, Sweep
+from sweeps.config.techniques import technique_fields
 from sweeps.errors import CatalogError, ConfigError
 from sweeps.files import read_text
 
@@ -333,6 +334,14 @@ def _resolve(
         text=text,
         figures=outputs.figures,
         **_serving(config, batch, problems),
+        **technique_fields(
+            a,
+            config.kv_tiers,
+            model_records,
+            hardware,
+            (models, catalog.models, catalog.lookup_model),  # type: ignore[arg-type]
+            problems,
+        ),
     )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
+from sweeps.config.techniques import Draft, KvTier
 from sweeps.config import schema
 
 NATIVE = "native"
@@ -65,6 +66,17 @@ class Sweep:
     """``serving.arrival_rate``: request arrival rates [request/s]."""
     serving: Serving | None = None
     """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
+    spec_tokens: tuple[int, ...] = ()
+    """``axes.spec_tokens``: draft tokens per verification step [token]; empty: no
+    speculation (nor any other speculative axis)."""
+    spec_acceptance: tuple[float, ...] = ()
+    """``axes.spec_acceptance``: per-token acceptance probabilities [1]."""
+    spec_draft: tuple[Draft, ...] = ()
+    """``axes.spec_draft``: the drafts (``sweeps.config.techniques.Draft``)."""
+    prefix_hit_rate: tuple[float, ...] = ()
+    """``axes.prefix_hit_rate``: cached shares of the prompt [1]; empty: no prefix caching."""
+    kv_tier: tuple[KvTier, ...] = ()
+    """``axes.kv_tier``: where cached prefixes live (``sweeps.config.techniques.KvTier``)."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
 
