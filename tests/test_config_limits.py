@@ -103,7 +103,7 @@ def test_grid_points_cap_names_every_axis_length() -> None:
     with pytest.raises(
         ConfigError,
         match=r"axes: the decode grid has 4,000,000,000,000 points \(model 1 x hardware 4 x tp 1 "
-        r"x batch 200,000 x kv_heads 5 .* x context 1,000,000\); a sweep holds at most "
+        r"x batch 200,000 x context 1,000,000 x kv_heads 5 .*\); a sweep holds at most "
         r"1,000,000,000,000 \(limits\.MAX_POINTS\)",
     ):
         parse_config(text)

@@ -284,7 +284,8 @@ class Outputs(Strict):
 
 
 class Serving(Strict):
-    """The objectives and links of ``[serving]``; also ``Sweep.serving`` (one declaration)."""
+    """The objectives and links of ``[serving]``; also ``Sweep.serving`` (one declaration:
+    ``sweeps.study.SERVING`` makes it from the table)."""
 
     ttft_slo_s: PositiveFloat = Field(default=2.0, description="Time-to-first-token objective [s]")
     tpot_slo_s: PositiveFloat = Field(
@@ -310,6 +311,10 @@ class ServingTable(Serving):
     arrival_rate: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
         default=[1.0, 10.0], description="Arrival rates [request/s] (> 0)"
     )
+
+    def objectives(self) -> Serving:
+        """The resolved settings of the study (``Sweep.serving``): the table without its axes."""
+        return Serving(**{name: getattr(self, name) for name in Serving.model_fields})
 
 
 class ConfigFile(Strict):

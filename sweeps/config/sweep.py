@@ -7,8 +7,9 @@ key is declared once, in the schema, with its type, bounds and description.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
@@ -32,8 +33,9 @@ Figures = schema.Figures
 class Sweep:
     """One validated sweep: axes as tuples of values or records, options, outputs, provenance.
 
-    The serving fields (``prompt_tokens``, ``output_tokens``, ``arrival_rate``, ``serving``)
-    are empty, or None, when the config has no ``[serving]`` table.
+    A study's axes (``sweeps.study.STUDIES``: ``prompt_tokens``, ``output_tokens``,
+    ``arrival_rate`` of ``[serving]``) are fields like the others, empty when the config does
+    not turn the study on; its settings are in ``studies`` by the study's name.
     """
 
     name: str
@@ -64,8 +66,8 @@ class Sweep:
     """``serving.output_tokens``: tokens generated per request [token]."""
     arrival_rate: tuple[float, ...] = ()
     """``serving.arrival_rate``: request arrival rates [request/s]."""
-    serving: Serving | None = None
-    """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
+    studies: Mapping[str, Any] = field(default_factory=dict)
+    """The settings of each study the config turns on, by name (``sweeps.study.STUDIES``)."""
     spec_tokens: tuple[int, ...] = ()
     """``axes.spec_tokens``: draft tokens per verification step [token]; empty: no
     speculation (nor any other speculative axis)."""
@@ -79,6 +81,12 @@ class Sweep:
     """``axes.kv_tier``: where cached prefixes live (``sweeps.config.techniques.KvTier``)."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
+
+    @property
+    def serving(self) -> Serving | None:
+        """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
+        settings: Serving | None = self.studies.get("serving")
+        return settings
 
     @property
     def sha256(self) -> str:

@@ -10,12 +10,11 @@ nothing to reload), ``host`` (over the device's host link, the catalog's
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sweeps.catalog import Model
-from sweeps.config.messages import Problems
 from sweeps.errors import CatalogError
 
 NGRAM, MTP = "ngram", "mtp"
@@ -28,19 +27,6 @@ NVME_BANDWIDTH = 14e9 / 8
 """The ``nvme`` tier per device [byte/s]: one PCIe Gen5 x4 NVMe drive (about 14 GB/s of
 sequential read, the class of Samsung PM1743 / Micron 9550 datasheets) shared by the 8 devices
 of a node, 1.75 GB/s a device. Give a ``[kv_tiers.*]`` table for another layout."""
-
-SPEC_DEFAULTS: dict[str, tuple[Any, ...]] = {
-    "spec_tokens": (0, 2, 4),
-    "spec_acceptance": (0.6, 0.8),
-    "spec_draft": (NGRAM,),
-}
-"""The speculative axes a config leaves out when it gives another of them."""
-
-PREFIX_DEFAULTS: dict[str, tuple[Any, ...]] = {
-    "prefix_hit_rate": (0.0, 0.5, 0.9),
-    "kv_tier": (HBM,),
-}
-"""The prefix axes a config leaves out when it gives another of them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,49 +74,55 @@ BUILTIN_TIER_RECORDS = {
 }
 
 
+Problem = tuple[str, str]
+"""A key relative to ``[axes]`` and its message."""
+
+
 def resolve_drafts(
     names: Sequence[str],
     targets: Sequence[Model],
     custom: Mapping[str, Model],
-    catalog: Mapping[str, Model],
-    lookup: Callable[[str], Model],
-    problems: Problems,
-) -> tuple[Draft, ...]:
-    """The draft records of ``axes.spec_draft``; a draft model must be smaller than every
-    target (its parameters below the target's)."""
+    catalog: Any,
+) -> tuple[tuple[Draft, ...], list[Problem]]:
+    """The draft records of ``spec_draft`` (``[models.*]`` tables first, then catalog ids and
+    aliases); a draft model must be smaller than every target (fewer parameters)."""
     out: list[Draft] = []
+    problems: list[Problem] = []
     for index, name in enumerate(names):
-        key = f"axes.spec_draft[{index}]"
+        key = f"spec_draft[{index}]"
         if name in BUILTIN_DRAFTS:
             out.append(Draft(name, name))
             continue
-        model = custom.get(name) or catalog.get(name)
+        model = custom.get(name) or catalog.models.get(name)
         if model is None:
             try:
-                model = lookup(name)
+                model = catalog.lookup_model(name)
             except CatalogError as error:
-                problems.add(key, f"{error}; or one of {list(BUILTIN_DRAFTS)}")
+                problems.append((key, f"{error}; or one of {list(BUILTIN_DRAFTS)}"))
                 continue
         for target in targets:
             if model.params >= target.params:
-                problems.add(
-                    key,
-                    f"draft model {name!r} ({model.params:.4g} parameters) is not smaller "
-                    f"than the target {target.id!r} ({target.params:.4g}); allowed: a model "
-                    f"smaller than every target, or {list(BUILTIN_DRAFTS)}",
+                problems.append(
+                    (
+                        key,
+                        f"draft model {name!r} ({model.params:.4g} parameters) is not smaller "
+                        f"than the target {target.id!r} ({target.params:.4g}); allowed: a "
+                        f"model smaller than every target, or {list(BUILTIN_DRAFTS)}",
+                    )
                 )
         out.append(Draft(model.id, "model", model))
-    return tuple(out)
+    return tuple(out), problems
 
 
 def resolve_tiers(
-    names: Sequence[str], custom: Mapping[str, Any], hardware: Sequence[Any], problems: Problems
-) -> tuple[KvTier, ...]:
-    """The tier records of ``axes.kv_tier``: ``[kv_tiers.*]`` tables first, then the
-    built-ins; ``host`` needs every device's host link bandwidth."""
+    names: Sequence[str], custom: Mapping[str, Any], hardware: Sequence[Any]
+) -> tuple[tuple[KvTier, ...], list[Problem]]:
+    """The tier records of ``kv_tier``: ``[kv_tiers.*]`` tables first, then the built-ins;
+    ``host`` needs every device's host link bandwidth."""
     out: list[KvTier] = []
+    problems: list[Problem] = []
     for index, name in enumerate(names):
-        key = f"axes.kv_tier[{index}]"
+        key = f"kv_tier[{index}]"
         table = custom.get(name)
         if table is not None:
             out.append(KvTier(name, table.bandwidth, table.capacity, table.source))
@@ -138,42 +130,36 @@ def resolve_tiers(
         tier = BUILTIN_TIER_RECORDS.get(name)
         if tier is None:
             allowed = [*BUILTIN_TIERS, *custom]
-            problems.add(key, f"unknown tier {name!r}; allowed: {allowed} or a [kv_tiers.*] table")
+            problems.append(
+                (key, f"unknown tier {name!r}; allowed: {allowed} or a [kv_tiers.*] table")
+            )
             continue
         for device in hardware if tier.bandwidth is None else ():
             if getattr(device, "host_link_bandwidth", None) is None:
-                problems.add(
-                    key,
-                    f"'host' needs the host link bandwidth of hardware {device.id!r}, which "
-                    "has none; give a [kv_tiers.*] table with its bandwidth",
+                problems.append(
+                    (
+                        key,
+                        f"'host' needs the host link bandwidth of hardware {device.id!r}, "
+                        "which has none; give a [kv_tiers.*] table with its bandwidth",
+                    )
                 )
         out.append(tier)
-    return tuple(out)
+    return tuple(out), problems
 
 
-def technique_fields(
-    axes: Any,
-    custom_tiers: Mapping[str, Any],
-    targets: Sequence[Model],
-    hardware: Sequence[Any],
-    models: tuple[Mapping[str, Model], Mapping[str, Model], Callable[[str], Model]],
-    problems: Problems,
-) -> dict[str, tuple[Any, ...]]:
-    """The ``Sweep`` fields of the speculative and prefix axes (empty when not asked for):
-    values given or their defaults, duplicates reported, drafts and tiers resolved."""
-    fields: dict[str, tuple[Any, ...]] = {}
-    for defaults in (SPEC_DEFAULTS, PREFIX_DEFAULTS):
-        given = {key: getattr(axes, key) for key in defaults}
-        if all(value is None for value in given.values()):
-            continue
-        for key, default in defaults.items():
-            value = given[key]
-            values = tuple(default if value is None else value)
-            if len(set(values)) < len(values):
-                problems.add(f"axes.{key}", f"duplicate values in {list(values)}; give each once")
-            fields[key] = values
-    if "spec_draft" in fields:
-        fields["spec_draft"] = resolve_drafts(fields["spec_draft"], targets, *models, problems)
-    if "kv_tier" in fields:
-        fields["kv_tier"] = resolve_tiers(fields["kv_tier"], custom_tiers, hardware, problems)
-    return fields
+def draft_records(
+    values: Mapping[str, tuple[Any, ...]], axes: Mapping[str, Any], sources: Mapping[str, Any]
+) -> tuple[dict[str, tuple[Any, ...]], list[Problem]]:
+    """``Study.records`` of the speculative study: the drafts resolved."""
+    drafts, problems = resolve_drafts(
+        values["spec_draft"], axes["models"], sources["models"], sources["catalog"]
+    )
+    return {"spec_draft": drafts}, problems
+
+
+def tier_records(
+    values: Mapping[str, tuple[Any, ...]], axes: Mapping[str, Any], sources: Mapping[str, Any]
+) -> tuple[dict[str, tuple[Any, ...]], list[Problem]]:
+    """``Study.records`` of the prefix study: the tiers resolved."""
+    tiers, problems = resolve_tiers(values["kv_tier"], sources["config"].kv_tiers, axes["hardware"])
+    return {"kv_tier": tiers}, problems

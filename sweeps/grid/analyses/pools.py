@@ -69,7 +69,7 @@ def _best(x: Inputs, usable: Any, *values: Any) -> tuple[Any, ...]:
 
 
 def _disaggregated(x: Inputs, rate: Any) -> dict[str, Any]:
-    serving, output = x.serving, x["output_tokens"]
+    serving, output = x.settings, x["output_tokens"]
     # a prefill replica that cannot hold the weights and one prompt's cache serves nothing
     fits = _side(x["_prefill_fits"], "prefill")
     service = where(fits, _side(x["_prefill_alone"], "prefill"), np.nan)
@@ -102,7 +102,7 @@ def _disaggregated(x: Inputs, rate: Any) -> dict[str, Any]:
 
 
 def _colocated(x: Inputs, rate: Any) -> dict[str, Any]:
-    serving = x.serving
+    serving = x.settings
     alone = x["_prefill_alone"]
     tpot_ok = (x["output_tokens"] == 1) | (x["_colocated_tpot"] <= serving.tpot_slo_s)
     # a batch whose step in flight leaves no time for the prompt cannot meet TTFT at any
@@ -260,7 +260,7 @@ POOLS = Analysis(
         "prefill_price_as_of",
         "decode_price_as_of",
     ),
-    applies=lambda sweep: getattr(sweep, "serving", None) is not None,
+    study="serving",
     rows="pools_row",
     whole=True,
 )

@@ -31,9 +31,7 @@ def _hit_work(x: Inputs) -> tuple[Any, Any, Any]:
     batch, prompt, hit = x["batch"], x["prompt"], x["prefix_hit_rate"]
     vocab, width, tied = x["vocab_size"], x["hidden_size"], x["tied_embeddings"]
     new = physics.tokens_recomputed(prompt, hit)
-    pairs = physics.hit_attention_pairs(
-        prompt, hit, x["layers"], x["local_layers"], x["_window"]
-    )
+    pairs = physics.hit_attention_pairs(prompt, hit, x["layers"], x["local_layers"], x["_window"])
     flops = (
         physics.prefill_flops(
             batch,
@@ -181,5 +179,5 @@ PREFIX = Analysis(
         "break_even_bandwidth",
         "prefixes_held",
     ),
-    applies=lambda sweep: bool(getattr(sweep, "prefix_hit_rate", ())),
+    study="prefix",
 )

@@ -160,7 +160,7 @@ def _front(x: Inputs, per_device: Any, per_user: Any, meets: Any) -> Any:
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
-    serving, opt, mode = x.serving, x.options, x["mode"]
+    serving, opt, mode = x.settings, x.options, x["mode"]
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
     flops, nbytes = step_coefficients(x, batch)
     budget = float(serving.chunk_tokens) if serving.chunk_tokens > 0 else math.inf
@@ -316,6 +316,6 @@ SERVING = Analysis(
         "price_as_of",
         "on_pareto_front",
     ),
-    applies=lambda sweep: getattr(sweep, "serving", None) is not None,
+    study="serving",
     whole=True,
 )

@@ -40,9 +40,7 @@ def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
     )
     f_seq = physics.verify_flops_per_sequence(k, linear, attention) / tp
     cached = physics.verify_cached_layer_tokens(context, k, *shape)
-    cache = (
-        physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], cached) / x["_shards"]
-    )
+    cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], cached) / x["_shards"]
     return f_seq, cache, weights_read(x, x["batch"] * (k + 1))
 
 
@@ -98,8 +96,7 @@ def _draft(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
     kind = x["_draft_kind"]
     mtp, model = _mtp(x, k), _draft_model(x, k)
     return tuple(  # type: ignore[return-value]
-        where(kind == 2, m, where(kind == 1, t, 0.0))
-        for t, m in zip(mtp, model, strict=True)
+        where(kind == 2, m, where(kind == 1, t, 0.0)) for t, m in zip(mtp, model, strict=True)
     )
 
 
@@ -302,5 +299,5 @@ SPECULATIVE = Analysis(
         "spec_energy_per_output_token_j",
         "spec_output_tokens_per_joule",
     ),
-    applies=lambda sweep: bool(getattr(sweep, "spec_tokens", ())),
+    study="speculative",
 )
