@@ -13,8 +13,8 @@ from typing import Any
 
 from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
-from sweeps.config.techniques import Draft, KvTier
 from sweeps.config import schema
+from sweeps.config.techniques import Draft, KvTier
 
 NATIVE = "native"
 """The ``kv_heads`` setting that keeps each model's own KV heads."""

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.physics._array import where
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.prefill import DIMS as PREFILL_DIMS
 from sweeps.grid.analyses.steps import cache_bytes, weights_read
+from sweeps.physics._array import where
 
 DIMS = (*PREFILL_DIMS, "prefix_hit_rate", "kv_tier")
 HIT_DIMS = DIMS[:-1]

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.physics._array import where
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.decode import DIMS as DECODE_DIMS
 from sweeps.grid.analyses.steps import weights_read
+from sweeps.physics._array import where
 
 DIMS = (*DECODE_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
 
@@ -95,7 +95,7 @@ def _draft(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
     """The draft's time, weights and cache per sequence, by kind (``ngram``: nothing)."""
     kind = x["_draft_kind"]
     mtp, model = _mtp(x, k), _draft_model(x, k)
-    return tuple(  # type: ignore[return-value]
+    return tuple(
         where(kind == 2, m, where(kind == 1, t, 0.0)) for t, m in zip(mtp, model, strict=True)
     )
 
