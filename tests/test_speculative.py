@@ -190,7 +190,10 @@ def test_break_even_bandwidth_makes_reload_and_recompute_equal() -> None:
     tables = f"[kv_tiers.even]\nbandwidth = {bandwidth!r}\n"
     again = grid('["llama-3.1-70b"]', PREFIX.replace('"fast"', '"even"'), tables)
     at = again.sel(hardware="h100-sxm", batch=4, prompt=5000, prefix_hit_rate=0.5, kv_tier="even")
-    reload, recompute = float(at["reload_time_s"].squeeze()), float(at["recompute_time_s"].squeeze())
+    reload, recompute = (
+        float(at["reload_time_s"].squeeze()),
+        float(at["recompute_time_s"].squeeze()),
+    )
     assert abs(reload - recompute) <= 1e-9 * recompute
 
 
@@ -265,3 +268,54 @@ def test_bad_inputs_exit_2_and_write_nothing(extra: str, tmp_path: Path) -> None
     assert result.exit_code == 2, result.output
     assert "bad.toml" in result.output
     assert not out.exists() or not any(out.iterdir())
+
+
+# --- streams and partitions -------------------------------------------------------------------
+
+STREAMED = """
+[sweep]
+name = "spec-stream"
+[axes]
+model = ["llama-3.1-8b", "mixtral-8x7b"]
+hardware = ["h100-sxm", "h200", "b200"]
+batch = [1, 8, 64, 512]
+context = [2048]
+prompt = [1024]
+spec_tokens = [0, 3]
+spec_acceptance = [0.7]
+prefix_hit_rate = [0.0, 0.8]
+kv_tier = ["hbm", "nvme"]
+[outputs]
+charts = []
+grid = "none"
+layout = "{layout}"
+"""
+
+
+@pytest.mark.parametrize("layout", ["single", "partitioned"])
+def test_streamed_tables_equal_the_whole_ones(layout: str, tmp_path: Path) -> None:
+    import polars as pl
+
+    from sweeps.grid.chunks import plan_chunks
+    from sweeps.grid.memory import BASE_BYTES, estimate_bytes
+    from sweeps.pipeline import run_to_folder
+
+    sweep = parse_config(STREAMED.replace("{layout}", layout), "stream.toml")
+    budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 2  # 2 chunks in flight
+    chunks = plan_chunks(sweep, BASE_BYTES + (budget - BASE_BYTES) // 2)
+    assert len(chunks) > len(sweep.models)
+    assert all(c.sweep.batch == sweep.batch for c in chunks)  # never cut along the batch
+    whole = run_to_folder(sweep, tmp_path / "whole")
+    parts = run_to_folder(sweep, tmp_path / "parts", memory_budget=budget)
+    assert parts.chunks > 1
+    for name in ("speculative", "prefix"):
+        single = sorted((whole.folder).glob(f"{name}*"))
+        assert single, name
+        for path in single:
+            streamed = parts.folder / path.relative_to(whole.folder)
+            if path.is_dir():
+                for part in sorted(path.glob("*.parquet")):
+                    other = streamed / part.name
+                    assert pl.read_parquet(other).equals(pl.read_parquet(part)), part
+            else:
+                assert pl.read_parquet(streamed).equals(pl.read_parquet(path)), path

@@ -343,8 +343,13 @@ def _resolve(
         figures=outputs.figures,
         **_studies(
             config,
-            {"batch": batch, "context": context, "tp": tp, "models": model_records,
-             "hardware": hardware},
+            {
+                "batch": batch,
+                "context": context,
+                "tp": tp,
+                "models": model_records,
+                "hardware": hardware,
+            },
             {"models": models, "catalog": catalog, "config": config},
             problems,
         ),  # fmt: skip

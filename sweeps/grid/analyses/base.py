@@ -139,6 +139,8 @@ class Analysis:
     whole : Its compute reduces over devices, tp or batch (the best batch, the Pareto front,
         pairs of devices), so a grid streamed in chunks computes it in one piece, never per
         chunk; it must not depend on the context or prompt axes, which that piece drops
+    keeps : Dims its compute reduces over along the way (the break-even batch of speculation
+        is the first batch of the axis where it stops paying): a chunk never cuts them
     """
 
     name: str
@@ -151,6 +153,7 @@ class Analysis:
     applies: Callable[[Any], bool] = field(default=lambda sweep: True)
     rows: str = ""
     whole: bool = False
+    keeps: tuple[str, ...] = ()
 
     def wanted(self, sweep: Any) -> bool:
         """Whether ``sweep`` asks for this analysis: it has the study, and ``applies``."""

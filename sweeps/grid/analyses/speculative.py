@@ -300,4 +300,5 @@ SPECULATIVE = Analysis(
         "spec_output_tokens_per_joule",
     ),
     study="speculative",
+    keeps=("batch",),
 )
