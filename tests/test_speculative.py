@@ -319,3 +319,37 @@ def test_streamed_tables_equal_the_whole_ones(layout: str, tmp_path: Path) -> No
                     assert pl.read_parquet(other).equals(pl.read_parquet(part)), part
             else:
                 assert pl.read_parquet(streamed).equals(pl.read_parquet(path)), path
+
+
+# --- energy ---------------------------------------------------------------------------------
+
+
+def test_energy_per_token_at_board_power() -> None:
+    import dataclasses
+
+    from sweeps.catalog import Hardware
+
+    @dataclasses.dataclass(frozen=True)
+    class Powered(Hardware):
+        board_power_w: float | None = 700.0
+
+    sweep = parse_config(BASE.format(models='["llama-3.1-8b"]', extra=SPEC))
+    device = sweep.hardware[0]
+    powered = Powered(**{f.name: getattr(device, f.name) for f in dataclasses.fields(device)})
+    ds = build_grid(dataclasses.replace(sweep, hardware=(powered, sweep.hardware[1])))
+    h100 = ds.sel(hardware=device.id)
+    expected = 700.0 * h100["tp"] * h100["step_time_s"] / h100["batch"]
+    np.testing.assert_allclose(
+        h100["energy_per_output_token_j"].values,
+        expected.transpose(*h100["energy_per_output_token_j"].dims).values,
+        rtol=1e-12,
+    )
+    same(h100["output_tokens_per_joule"], 1 / h100["energy_per_output_token_j"])
+    spec = h100["spec_energy_per_output_token_j"]
+    per_token = 700.0 * h100["spec_time_per_output_token_s"] / h100["batch"]
+    np.testing.assert_allclose(spec.values, per_token.transpose(*spec.dims).values, rtol=1e-12)
+    # speculation that pays saves energy per token in the same proportion
+    ratio = (h100["energy_per_output_token_j"] / spec).transpose(*h100["speedup"].dims)
+    np.testing.assert_allclose(ratio.values, h100["speedup"].values, rtol=1e-12)
+    # a device without a known power: null, never 0
+    assert ds["energy_per_output_token_j"].sel(hardware="h200").isnull().all()

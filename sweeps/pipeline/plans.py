@@ -36,6 +36,7 @@ PLAN = (
     "decode_batch",
     "devices",
     "cost_per_million_output_tokens_usd",
+    "energy_per_output_token_j",
     "prefill_price_as_of",
     "decode_price_as_of",
     "ttft_s",

@@ -89,7 +89,11 @@ def _disaggregated(x: Inputs, rate: Any) -> dict[str, Any]:
         prefill, tp_p, _side(x["price_per_hour"], "prefill")
     ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["price_per_hour"], "decode"))
     devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
+    power = physics.fleet_price_per_hour(
+        prefill, tp_p, _side(x["_board_power"], "prefill")
+    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["_board_power"], "decode"))
     return {
+        "power": power,
         "prefill": prefill,
         "decode": decode,
         "devices": devices,
@@ -126,6 +130,7 @@ def _colocated(x: Inputs, rate: Any) -> dict[str, Any]:
         "ttft": physics.colocated_queued_ttft(alone, steady, rate, replicas),
         "tpot": tpot,
         "fleet": physics.fleet_price_per_hour(replicas, tp, x["price_per_hour"]),
+        "power": replicas * tp * x["_board_power"],
         # what a replica's work is, decode over decode plus prefill: 1 - r t_p(1, I)
         "decode_share": 1 - physics.prefill_time_share(capacity, alone),
     }
@@ -155,6 +160,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
             pick("fleet"), rate * output
         ),
         "decode_time_share": pick("decode_share"),
+        # the fleet at board power over the output rate: an estimate
+        "pools_energy_per_output_token_j": physics.energy_per_token(
+            pick("power"), 1, 1.0, rate * output
+        ),
         "pools_feasible": feasible,
         "prefill_price_as_of": _side(x["hardware_price_as_of"], "prefill"),
         "decode_price_as_of": _side(x["hardware_price_as_of"], "decode"),
@@ -234,6 +243,15 @@ POOLS = Analysis(
             column="feasible",
             rank="full",
         ),
+        _V(
+            "pools_energy_per_output_token_j",
+            "J/token",
+            "Estimate: the whole fleet at board power per output token at the arrival rate "
+            "(null: a power unknown)",
+            "nullable",
+            column="energy_per_output_token_j",
+            rank="full",
+        ),
         _V("prefill_price_as_of", "-", "Date of the prefill device's price", "str"),
         _V("decode_price_as_of", "-", "Date of the decode device's price", "str"),
         _V(
@@ -255,6 +273,7 @@ POOLS = Analysis(
         "pools_tpot_s",
         "goodput_tokens_per_s_per_device",
         "pools_cost_per_million_output_tokens_usd",
+        "pools_energy_per_output_token_j",
         "decode_time_share",
         "pools_feasible",
         "prefill_price_as_of",

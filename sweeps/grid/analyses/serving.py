@@ -197,6 +197,13 @@ def _compute(x: Inputs) -> dict[str, Any]:
         x["price_per_hour"], out["output_tokens_per_s_per_device"]
     )
     out["price_as_of"] = x["hardware_price_as_of"]
+    # each device at board power for the time it makes one output token: an estimate
+    out["serving_energy_per_output_token_j"] = physics.energy_per_token(
+        x["_board_power"], 1, 1.0, out["output_tokens_per_s_per_device"]
+    )
+    out["serving_output_tokens_per_joule"] = physics.tokens_per_joule(
+        out["serving_energy_per_output_token_j"]
+    )
     out["on_pareto_front"] = _front(
         x, out["output_tokens_per_s_per_device"], out["tokens_per_s_per_user"], out["meets_slo"]
     )
@@ -290,6 +297,22 @@ SERVING = Analysis(
         ),
         _V("price_as_of", "-", "Date of the device-hour price the cost uses", "str"),
         _V(
+            "serving_energy_per_output_token_j",
+            "J/token",
+            "Estimate: a device at board power per output token it makes (null: power unknown)",
+            "nullable",
+            column="energy_per_output_token_j",
+            rank="full",
+        ),
+        _V(
+            "serving_output_tokens_per_joule",
+            "token/J",
+            "Estimate: output tokens per joule at board power (null: power unknown)",
+            "nullable",
+            column="output_tokens_per_joule",
+            rank="full",
+        ),
+        _V(
             "on_pareto_front",
             "-",
             "Not dominated in (tokens/s per device, tokens/s per user) "
@@ -313,6 +336,8 @@ SERVING = Analysis(
         "serving_feasible",
         "meets_slo",
         "cost_per_million_output_tokens_usd",
+        "serving_energy_per_output_token_j",
+        "serving_output_tokens_per_joule",
         "price_as_of",
         "on_pareto_front",
     ),

@@ -153,18 +153,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "spec_feasible": roof["feasible"],
         "break_even_batch": _break_even(speedup, batch),
     }
-    out.update(_energy(x, per_token, batch))
-    return out
-
-
-def _energy(x: Inputs, per_token: Any, batch: Any) -> dict[str, Any]:
-    """Energy per output token at board power: ``tp`` devices for one token's time of the
-    batch [J/token], and its inverse [token/J]; null where the power is unknown."""
     energy = physics.energy_per_token(x["_board_power"], x["tp"], per_token, batch)
-    return {
-        "spec_energy_per_output_token_j": energy,
-        "spec_output_tokens_per_joule": physics.tokens_per_joule(energy),
-    }
+    out["spec_energy_per_output_token_j"] = energy
+    out["spec_output_tokens_per_joule"] = physics.tokens_per_joule(energy)
+    return out
 
 
 _V = Variable
