@@ -320,6 +320,8 @@ def _resolve(
     tp = _axis_values(a.tp, "axes.tp", problems)
     weight_dtype = names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype)
     _check_figures(outputs.figures, tp, tuple(d.name for d in weight_dtype), problems)
+    resolved = {"batch": batch, "context": context, "tp": tp, "models": model_records}
+    resolved["hardware"] = hardware
     return Sweep(
         name=config.sweep.name,
         title=config.sweep.title or config.sweep.name,
