@@ -298,6 +298,7 @@ def _resolve(
     catalog: Catalog,
     problems: Problems,
 ) -> Sweep:
+    # long: one Sweep field after another, each resolved where its inputs are at hand
     base = Path(path).parent
     models = {n: custom_model(n, t, problems, base) for n, t in config.models.items()}
     devices = {n: custom_hardware(n, t) for n, t in config.hardware.items()}
@@ -321,7 +322,7 @@ def _resolve(
     weight_dtype = names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype)
     _check_figures(outputs.figures, tp, tuple(d.name for d in weight_dtype), problems)
     resolved = {"batch": batch, "context": context, "tp": tp, "models": model_records}
-    resolved["hardware"] = hardware
+    resolved["hardware"] = hardware  # what the studies check their axes against
     return Sweep(
         name=config.sweep.name,
         title=config.sweep.title or config.sweep.name,

@@ -159,6 +159,9 @@ def _front(x: Inputs, per_device: Any, per_user: Any, meets: Any) -> Any:
     return xr.Variable(DIMS, on.reshape(tuple(sizes[d] for d in DIMS)))
 
 
+PER_DEVICE = "output_tokens_per_s_per_device"
+
+
 def _compute(x: Inputs) -> dict[str, Any]:
     serving, opt, mode = x.settings, x.options, x["mode"]
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
@@ -194,16 +197,13 @@ def _compute(x: Inputs) -> dict[str, Any]:
     ttft_ok = out["serving_ttft_s"] <= serving.ttft_slo_s
     out["meets_slo"] = out["serving_feasible"] & ttft_ok & tpot_ok
     out["cost_per_million_output_tokens_usd"] = physics.cost_per_million_tokens(
-        x["price_per_hour"], out["output_tokens_per_s_per_device"]
+        x["price_per_hour"], out[PER_DEVICE]
     )
     out["price_as_of"] = x["hardware_price_as_of"]
     # each device at board power for the time it makes one output token: an estimate
-    out["serving_energy_per_output_token_j"] = physics.energy_per_token(
-        x["_board_power"], 1, 1.0, out["output_tokens_per_s_per_device"]
-    )
-    out["serving_output_tokens_per_joule"] = physics.tokens_per_joule(
-        out["serving_energy_per_output_token_j"]
-    )
+    energy = physics.energy_per_token(x["_board_power"], 1, 1.0, out[PER_DEVICE])
+    out["serving_energy_per_output_token_j"] = energy
+    out["serving_output_tokens_per_joule"] = physics.tokens_per_joule(energy)
     out["on_pareto_front"] = _front(
         x, out["output_tokens_per_s_per_device"], out["tokens_per_s_per_user"], out["meets_slo"]
     )
