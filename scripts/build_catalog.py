@@ -6,7 +6,9 @@ the package catalog holds SI units (bytes, FLOP/s, bytes/s), short ids with the 
 as an alias, the exact memory capacity with the basis it was read on, and the per-layer facts
 (sliding-window layers, MLA ranks) that the reference keeps in prose, and each device's dated,
 cited price per device-hour where prices.csv has one (empty elsewhere). Run it from the repository
-root: ``python scripts/build_catalog.py ../shared/reference``.
+root: ``python scripts/build_catalog.py [reference folder]``; the folder defaults to the
+repository's copy, tests/fixtures/reference/, which adds the third round's tables
+(hardware-3.csv: devices; links-3.csv: board power and link bandwidths, each with its source).
 
 Parameter counts are not copied from the reference's rounded billions: each model's
 ``config.json`` is rebuilt from the reference shapes, each under the field name its family
@@ -46,8 +48,18 @@ HARDWARE = {
     ),
     "nvidia-h200-sxm-141gb": (
         "h200",
-        141 * 10**9,
-        "141 GB decimal (basis unconfirmed; lower reading)",
+        143771 * MIB,
+        "143771 MiB as nvidia-smi reports it (memory.total; the datasheet's 141 GB)",
+    ),
+    "nvidia-h200-nvl-141gb": (
+        "h200-nvl",
+        143771 * MIB,
+        "143771 MiB as nvidia-smi reports it (memory.total; the datasheet's 141 GB)",
+    ),
+    "nvidia-gh200-96gb": (
+        "gh200",
+        97871 * MIB,
+        "97871 MiB as nvidia-smi reports it ('NVIDIA GH200 480GB'; the datasheet's 96 GB HBM3)",
     ),
     "nvidia-h20-96gb": ("h20", 96 * 10**9, "96 GB decimal (basis unconfirmed; lower reading)"),
     "nvidia-l4": ("l4", 24 * 10**9, "24 GB decimal (basis unconfirmed; lower reading)"),
@@ -58,17 +70,47 @@ HARDWARE = {
     "nvidia-gb300-per-gpu": ("gb300", 284208 * MIB, "284208 MiB (nvidia-smi via aiconfigurator)"),
     "nvidia-rtx-4090": ("rtx-4090", 24 * 10**9, "24 GB decimal (basis unconfirmed; lower reading)"),
     "nvidia-rtx-5090": ("rtx-5090", 32 * 10**9, "32 GB decimal (basis unconfirmed; lower reading)"),
-    "amd-mi250x": ("mi250x", 128 * 10**9, "128 GB decimal (basis unconfirmed; lower reading)"),
-    "amd-mi300x": ("mi300x", 192 * 10**9, "192 GB decimal (basis unconfirmed; lower reading)"),
-    "amd-mi325x": ("mi325x", 256 * 10**9, "256 GB decimal (basis unconfirmed; lower reading)"),
-    "amd-mi355x": ("mi355x", 288 * 10**9, "288 GB decimal (basis unconfirmed; lower reading)"),
+    "nvidia-rtx-pro-6000-blackwell-server": (
+        "rtx-pro-6000",
+        97887 * MIB,
+        "97887 MiB as nvidia-smi reports it (memory.total; the datasheet's 96 GB GDDR7)",
+    ),
+    "amd-mi250x": (
+        "mi250x",
+        2 * (64 * GIB - 16 * MIB),
+        "2 x 68,702,699,520 B: each GCD's 64 GiB less the 16 MiB the amdgpu driver reserves, "
+        "the figure HIP reports per GCD",
+    ),
+    "amd-mi300x": (
+        "mi300x",
+        192 * GIB - 16 * MIB,
+        "206,141,652,992 B as rocm-smi reports it (VRAM Total Memory, bare metal: 192 GiB less "
+        "16 MiB; a virtual function reads 205,822,885,888 B); AMD's '192 GB' is GiB",
+    ),
+    "amd-mi325x": (
+        "mi325x",
+        256 * GIB - 16 * MIB,
+        "256 GiB less 16 MiB: the driver's reading of MI300X and MI355X applied to 8 x 32 GiB "
+        "HBM3E stacks (no MI325X driver log read; memory=274861129728?)",
+    ),
+    "amd-mi350x": (
+        "mi350x",
+        288 * GIB - 16 * MIB,
+        "309,220,868,096 B as the MI355X's driver reports it (same 8 x 36 GiB HBM3E stacks; "
+        "no MI350X log read)",
+    ),
+    "amd-mi355x": (
+        "mi355x",
+        288 * GIB - 16 * MIB,
+        "309,220,868,096 B as the amdgpu driver reports it (VRAM total: 288 GiB less 16 MiB)",
+    ),
     "google-tpu-v4": ("tpu-v4", 32 * GIB, "32 GiB (Cloud TPU docs)"),
     "google-tpu-v5e": ("tpu-v5e", 16 * 10**9, "16 GB decimal (Cloud TPU docs say GB)"),
     "google-tpu-v5p": ("tpu-v5p", 95 * GIB, "95 GiB (Cloud TPU docs)"),
-    "google-tpu-v6e": ("tpu-v6e", 32 * 10**9, "32 GB decimal (Cloud TPU docs say GB)"),
+    "google-tpu-v6e": ("tpu-v6e", 32 * GIB, "32 GiB (Cloud TPU docs: 32 GiB HBM per chip)"),
     "google-tpu7x-ironwood": ("tpu7x", 192 * GIB, "192 GiB (Cloud TPU docs)"),
-    "intel-gaudi2": ("gaudi2", 96 * 10**9, "96 GB decimal (basis unconfirmed; lower reading)"),
-    "intel-gaudi3": ("gaudi3", 128 * 10**9, "128 GB decimal (basis unconfirmed; lower reading)"),
+    "intel-gaudi2": ("gaudi2", 98304 * MIB, "98304 MiB as hl-smi reports it (HL-225)"),
+    "intel-gaudi3": ("gaudi3", 131072 * MIB, "131072 MiB as hl-smi reports it (HL-325L)"),
     "aws-trainium2": ("trainium2", 96 * GIB, "96 GiB (Neuron docs)"),
     "aws-inferentia2": ("inferentia2", 32 * GIB, "32 GiB (Neuron docs)"),
     "apple-m2-ultra": ("m2-ultra", 192 * 10**9, "192 GB decimal, maximum configuration"),
@@ -258,10 +300,54 @@ def prices(reference: Path) -> dict[str, dict[str, str]]:
     return out
 
 
+LINK_COLUMNS = (  # catalog column -> (links-3.csv column, factor to SI)
+    ("board_power_w", "board_power_w", 1.0),
+    ("board_power_source", "board_power_source", None),
+    ("scale_up_link", "scale_up_link", None),
+    ("scale_up_bandwidth", "scale_up_gb_s", 1e9),
+    ("scale_up_source", "scale_up_source", None),
+    ("host_link", "host_link", None),
+    ("host_link_bandwidth", "host_link_gb_s", 1e9),
+    ("host_link_source", "host_link_source", None),
+)
+
+
+def links(reference: Path) -> dict[str, dict[str, str]]:
+    """Board power and link bandwidths by reference id, in SI (W, byte/s per direction), each
+    with its source; an error for a figure without one, or for a device the catalog lacks."""
+    out = {}
+    for row in csv.DictReader((reference / "links-3.csv").open(encoding="utf-8")):
+        if row["id"] not in HARDWARE:
+            msg = f"links-3.csv: hardware {row['id']!r} is not in the catalog"
+            raise SystemExit(msg)
+        for figure, source in (
+            ("board_power_w", "board_power_source"),
+            ("scale_up_gb_s", "scale_up_source"),
+            ("host_link_gb_s", "host_link_source"),
+        ):
+            if row[figure].strip() and not row[source].strip():
+                msg = f"links-3.csv: {row['id']}: {figure} has no {source}"
+                raise SystemExit(msg)
+        out[row["id"]] = {
+            column: row[key] if factor is None else _scaled(row[key], factor)
+            for column, key, factor in LINK_COLUMNS
+        }
+    return out
+
+
+def _reference_hardware(reference: Path) -> list[dict[str, str]]:
+    """The reference devices, then those added in the third round (hardware-3.csv)."""
+    rows = []
+    for name in ("hardware.csv", "hardware-3.csv"):
+        rows += list(csv.DictReader((reference / name).open(encoding="utf-8")))
+    return rows
+
+
 def build_hardware(reference: Path) -> list[dict[str, str]]:
     rows = []
     price = prices(reference)
-    for row in csv.DictReader((reference / "hardware.csv").open(encoding="utf-8")):
+    link = links(reference)
+    for row in _reference_hardware(reference):
         short, memory, basis = HARDWARE[row["id"]]
         rows.append(
             {
@@ -278,6 +364,7 @@ def build_hardware(reference: Path) -> list[dict[str, str]]:
                 "peak_flops_fp4": _scaled(row["peak_fp4_dense_tflops"], 1e12),
                 "peak_flops_fp32": _scaled(row["peak_fp32_tflops"], 1e12),
                 "cache_bytes": _scaled(row["l2_or_last_level_cache_mb"], 1e6),
+                **link.get(row["id"], {column: "" for column, _, _ in LINK_COLUMNS}),
                 **price.get(short, dict.fromkeys(PRICE_COLUMNS, "")),
                 "source": row["source"],
                 "notes": row["notes"],
@@ -415,7 +502,8 @@ def main(argv: list[str]) -> int:
         at = args.index("--write-configs")
         configs = Path(args[at + 1])
         del args[at : at + 2]
-    reference = Path(args[0]) if args else Path("../shared/reference")
+    root = Path(__file__).resolve().parent.parent
+    reference = Path(args[0]) if args else root / "tests" / "fixtures" / "reference"
     data = Path(__file__).resolve().parent.parent / "sweeps" / "catalog" / "data"
     write(data / "hardware.csv", csv_columns(Hardware), build_hardware(reference))
     write(data / "models.csv", csv_columns(Model), build_models(reference))

@@ -85,7 +85,7 @@ model = ["llama-3-70b"]
 hardware = ["h200"]
 context = [32768]
 """)
-    # weights alone 2 * 70.554e9 = 141.1e9 bytes > 0.9 * 141e9
+    # weights alone 2 * 70.554e9 = 141.1e9 bytes > 0.9 * 150.75e9 (143,771 MiB)
     assert not ds["feasible"].any()
     assert not ds["prefill_feasible"].any()
     assert int(ds["max_batch"].squeeze()) == 0
