@@ -326,19 +326,16 @@ def test_streamed_tables_equal_the_whole_ones(layout: str, tmp_path: Path) -> No
 
 
 def test_energy_per_token_at_board_power() -> None:
-    import dataclasses
-
-    from sweeps.catalog import Hardware
-
-    @dataclasses.dataclass(frozen=True)
-    class Powered(Hardware):
-        board_power_w: float | None = 700.0
-
-    sweep = parse_config(BASE.format(models='["llama-3.1-8b"]', extra=SPEC))
-    device = sweep.hardware[0]
-    powered = Powered(**{f.name: getattr(device, f.name) for f in dataclasses.fields(device)})
-    ds = build_grid(dataclasses.replace(sweep, hardware=(powered, sweep.hardware[1])))
-    h100 = ds.sel(hardware=device.id)
+    custom = """
+[hardware.nopower]
+peak_flops = { bf16 = 1e15 }
+bandwidth = 3e12
+memory = 80e9
+"""
+    text = BASE.format(models='["llama-3.1-8b"]', extra=SPEC) + custom
+    ds = build_grid(parse_config(text.replace('["h100-sxm", "h200"]', '["h100-sxm", "nopower"]')))
+    h100 = ds.sel(hardware="h100-sxm")
+    assert float(h100["board_power_w"]) == 700.0  # the catalog's TDP of the SXM part
     expected = 700.0 * h100["tp"] * h100["step_time_s"] / h100["batch"]
     np.testing.assert_allclose(
         h100["energy_per_output_token_j"].values,
@@ -353,4 +350,19 @@ def test_energy_per_token_at_board_power() -> None:
     ratio = (h100["energy_per_output_token_j"] / spec).transpose(*h100["speedup"].dims)
     np.testing.assert_allclose(ratio.values, h100["speedup"].values, rtol=1e-12)
     # a device without a known power: null, never 0
-    assert ds["energy_per_output_token_j"].sel(hardware="h200").isnull().all()
+    assert ds["energy_per_output_token_j"].sel(hardware="nopower").isnull().all()
+
+
+def test_host_tier_is_the_devices_host_link() -> None:
+    ds = grid('["llama-3.1-8b"]', 'prefix_hit_rate = [0.5]\nkv_tier = ["host", "hbm"]')
+    bandwidth = ds["tier_bandwidth"].sel(kv_tier="host")
+    assert float(bandwidth.sel(hardware="h100-sxm")) == 64e9  # PCIe Gen5 x16, a direction
+    assert ds["tier_bandwidth"].sel(kv_tier="hbm").isnull().all()
+
+
+def test_host_tier_on_a_device_without_a_host_link_is_named() -> None:
+    custom = "[hardware.bare]\npeak_flops = { bf16 = 1e15 }\nbandwidth = 3e12\nmemory = 80e9\n"
+    text = BASE.format(models='["llama-3.1-8b"]', extra='kv_tier = ["host"]') + custom
+    text = text.replace('["h100-sxm", "h200"]', '["bare"]')
+    with pytest.raises(ConfigError, match=r"axes.kv_tier\[0\]: 'host' needs .* 'bare'"):
+        parse_config(text)
