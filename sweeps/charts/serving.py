@@ -22,6 +22,7 @@ import pandas as pd
 import polars as pl
 import xarray as xr
 
+from .techniques import energy_chart
 from .theme import COLORS, DECODE, INK, PREFILL, heading, series_scale, size_of, title, tooltip
 
 SERVING = "serving"
@@ -291,5 +292,6 @@ BUILDERS: dict[str, Any] = {
     "pareto": pareto_chart,
     "request-time": request_time_chart,
     "fleet": fleet_chart,
+    "energy": energy_chart,
 }
 """The serving figures, by the stem they are written under (``serving-<name>-<model>``)."""
