@@ -22,6 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from .report import Figure
+from .serving import SCENARIO_DIMS
 from .theme import heading, number, size_of
 
 SPECULATIVE, PREFIX = "speculative", "prefix"
@@ -95,7 +96,7 @@ def speedup_sentence(ds: xr.Dataset, model: str) -> str:
     )
 
 
-def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> alt.Chart:
+def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
     """Speedup against batch, a line per acceptance, a panel per ``k`` and draft; the rule at
     1 and each line's break-even batch marked."""
     at = _at(ds, model, "context")
@@ -241,7 +242,9 @@ def technique_figures(parts: list[xr.Dataset], charts: Any, width: str) -> list[
     return figures
 
 
-def energy_chart(ds: xr.Dataset, model: str, weight_dtype: Any = None, width: str = "screen") -> Any:
+def energy_chart(
+    ds: xr.Dataset, model: str, weight_dtype: Any = None, width: str = "screen"
+) -> Any:
     """Output tokens per joule against tokens/s per user: continuous batching on each device
     at the first workload (a serving figure, beside the cost one)."""
     at = {
@@ -252,6 +255,7 @@ def energy_chart(ds: xr.Dataset, model: str, weight_dtype: Any = None, width: st
         "prompt_tokens": ds["prompt_tokens"].values[0],
         "output_tokens": ds["output_tokens"].values[0],
         "mode": "colocated" if "colocated" in ds["mode"].values else ds["mode"].values[0],
+        **{d: ds[d].values[0] for d in SCENARIO_DIMS if d in ds.dims},
     }
     names = ["serving_output_tokens_per_joule", "tokens_per_s_per_user", "serving_feasible"]
     frame = ds[names].sel(at).to_dataframe().reset_index()

@@ -122,12 +122,13 @@ def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
     lengths = _config_lengths(config)
     tables = {study.name: study.table for study in STUDIES}
     on = {s.name for s in STUDIES if s.present(getattr(config, s.table, None))}
-    for analysis in ANALYSES:
-        if analysis.study and analysis.study not in on:
-            continue
-        points = math.prod(lengths[dim] for dim in analysis.dims)
+    wanted = [a for a in ANALYSES if not a.study or a.study in on]
+    present = {dim for analysis in wanted for dim in analysis.dims}
+    for analysis in wanted:
+        dims = analysis.dims_over(present)
+        points = math.prod(lengths[dim] for dim in dims)
         if points > MAX_POINTS:
-            sizes = " x ".join(f"{dim} {lengths[dim]:,}" for dim in analysis.dims)
+            sizes = " x ".join(f"{dim} {lengths[dim]:,}" for dim in dims)
             problems.add(
                 tables.get(analysis.study, "axes"),
                 f"the {analysis.name} grid has {points:,} points ({sizes}); a sweep holds at "
@@ -355,7 +356,7 @@ def _resolve(
             },
             {"models": models, "catalog": catalog, "config": config},
             problems,
-        ),  # fmt: skip
+        ),
     )
 
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from sweeps.axes import AXIS, SPLIT_DIMS
 from sweeps.config import Sweep
-from sweeps.grid.analyses import applicable, tables
+from sweeps.grid.analyses import applicable, dims_of, tables
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 
 
 def table_points(sweep: Sweep) -> int:
     """Rows of every analysis table of ``sweep`` together [row]."""
-    return sum(sweep.points(table.dims) for table in tables(sweep))
+    return sum(sweep.points(dims_of(table, sweep)) for table in tables(sweep))
 
 
 @dataclass(frozen=True)

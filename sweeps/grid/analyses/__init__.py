@@ -50,6 +50,12 @@ def active_dims(sweep: Any) -> tuple[str, ...]:
     return canonical({dim for analysis in applicable(sweep) for dim in analysis.dims})
 
 
+def dims_of(analysis: Analysis, sweep: Any) -> tuple[str, ...]:
+    """The dims of ``analysis`` in ``sweep``'s grid: its own, and the extra dims it takes on
+    that the sweep has (``Analysis.extra_dims``)."""
+    return analysis.dims_over({dim for other in applicable(sweep) for dim in other.dims})
+
+
 def owner(name: str) -> Analysis:
     """The analysis that declares the variable ``name`` (``KeyError`` if none does)."""
     for analysis in ANALYSES:
@@ -73,6 +79,7 @@ __all__ = [
     "Variable",
     "active_dims",
     "applicable",
+    "dims_of",
     "owner",
     "tables",
 ]

@@ -26,6 +26,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.served import EXTRA_DIMS
 from sweeps.physics._array import where
 
 DIMS = (
@@ -282,4 +283,5 @@ POOLS = Analysis(
     study="serving",
     rows="pools_row",
     whole=True,
+    extra_dims=EXTRA_DIMS,
 )

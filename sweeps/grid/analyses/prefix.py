@@ -17,7 +17,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.prefill import DIMS as PREFILL_DIMS
-from sweeps.grid.analyses.steps import cache_bytes, weights_read
+from sweeps.grid.analyses.steps import cache_bytes, hit_work
 from sweeps.physics._array import where
 
 DIMS = (*PREFILL_DIMS, "prefix_hit_rate", "kv_tier")
@@ -25,35 +25,9 @@ HIT_DIMS = DIMS[:-1]
 """The hit prefill's own work does not depend on the tier."""
 
 
-def _hit_work(x: Inputs) -> tuple[Any, Any, Any]:
-    """FLOPs, weight bytes and one prompt's cache of the hit prefill, per device, in the form
-    of ``steps.prefill_work`` term for term [FLOP, byte, byte]."""
-    batch, prompt, hit = x["batch"], x["prompt"], x["prefix_hit_rate"]
-    vocab, width, tied = x["vocab_size"], x["hidden_size"], x["tied_embeddings"]
-    new = physics.tokens_recomputed(prompt, hit)
-    pairs = physics.hit_attention_pairs(prompt, hit, x["layers"], x["local_layers"], x["_window"])
-    flops = (
-        physics.prefill_flops(
-            batch,
-            new,
-            x["active_params"],
-            x["heads"],
-            x["_prefill_attention_dim"],
-            pairs,
-            x["_attention_on"],
-            physics.embedding_params(vocab, width, tied),
-            physics.logit_params(vocab, width),
-        )
-        / x["tp"]
-    )
-    # the logits row reads the weights whatever the hit: at least one token a prompt
-    read = weights_read(x, np.maximum(batch * new, batch))
-    return flops, read, cache_bytes(x, prompt)
-
-
 def _compute(x: Inputs) -> dict[str, Any]:
     opt, batch, point = x.options, x["batch"], x.engine.pointwise
-    flops, read, kv_dev = _hit_work(x)
+    flops, read, kv_dev = hit_work(x, x["batch"], x["prompt"], x["prefix_hit_rate"])
     nbytes = point(physics.prefill_bytes, HIT_DIMS, read, batch, kv_dev)
     ai = point(physics.arithmetic_intensity, HIT_DIMS, flops, nbytes)
     max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)

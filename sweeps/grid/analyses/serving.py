@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
+from sweeps.grid.analyses import served
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.steps import cache_bytes, prefill_work, step_coefficients, weights_read
 from sweeps.physics._array import where
@@ -42,18 +43,15 @@ DIMS = (
 
 
 def _prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
-    """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens [s]."""
-    flops, read, kv_dev = prefill_work(x, batch, prompt)
-    nbytes = physics.prefill_bytes(read, batch, kv_dev)
-    return physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
+    """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens [s] (with a
+    prefix hit rate, the better of the hit prefill and recomputing: ``served``)."""
+    return served.prefill_time(x, batch, prompt)
 
 
 def _static(x: Inputs, flops: Any, nbytes: Any) -> dict[str, Any]:
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
     ttft = _prefill_time(x, batch, prompt)
-    decode = physics.static_decode_time(
-        prompt, output, flops, nbytes, x["_window"], x["_peak"], x["_bandwidth"]
-    )
+    decode = served.static_decode(x, prompt, output, flops, nbytes)
     latency = physics.request_latency(ttft, decode)
     tpot = physics.time_per_output_token(decode, output)
     return {
@@ -68,13 +66,14 @@ def _static(x: Inputs, flops: Any, nbytes: Any) -> dict[str, Any]:
 
 def _colocated(x: Inputs, flops: Any, nbytes: Any) -> dict[str, Any]:
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
-    steady = physics.affine_step_time(
+    # per token of a slot: the step, or (t_verify + t_draft) / E with speculation
+    steady = served.token_time(
+        x,
+        batch,
         physics.mean_context(prompt, output),
         physics.mean_local_context(prompt, output, x["_window"]),
         flops,
         nbytes,
-        x["_peak"],
-        x["_bandwidth"],
     )
     alone = _prefill_time(x, 1, prompt)
     rate = physics.colocated_request_rate(batch, output, steady, alone)
@@ -133,33 +132,38 @@ def _by_mode(mode: Any, **values: Any) -> Any:
 
 
 def _full(value: Any, sizes: dict[str, int]) -> np.ndarray:
-    """``value`` broadcast over every dim of ``DIMS``, in that order."""
+    """``value`` broadcast over every dim of ``sizes``, in that order."""
     import xarray as xr  # the declarations stay importable without it (sweeps validate)
 
     variable = value if isinstance(value, xr.Variable) else xr.Variable((), value)
-    return variable.set_dims({d: sizes[d] for d in DIMS}).transpose(*DIMS).values
+    return variable.set_dims(sizes).transpose(*sizes).values
+
+
+SCENARIO = ("model", "prompt_tokens", "output_tokens", "spec_acceptance", "prefix_hit_rate")
+"""What a front is drawn within: a model, a workload, and the acceptance and hit rate it meets
+(the draft, ``k`` and the tier are choices on the front, like the devices)."""
 
 
 def _front(x: Inputs, per_device: Any, per_user: Any, meets: Any) -> Any:
     """On the Pareto front of its model and workload, among the points meeting the SLOs."""
     import xarray as xr
 
-    sizes = {d: int(np.asarray(x[d]).size) for d in DIMS}
-    group = (
-        np.arange(sizes["model"])[:, None, None] * sizes["prompt_tokens"]
-        + np.arange(sizes["prompt_tokens"])[None, :, None]
-    ) * sizes["output_tokens"] + np.arange(sizes["output_tokens"])[None, None, :]
-    group_var = xr.Variable(("model", "prompt_tokens", "output_tokens"), group)
+    dims = SERVING.dims_over(set(x.values))
+    sizes = {d: int(np.asarray(x[d]).size) for d in dims}
+    scenario = [d for d in SCENARIO if d in sizes]
+    group = np.arange(math.prod(sizes[d] for d in scenario)).reshape([sizes[d] for d in scenario])
     ok = _full(meets, sizes)
     on = physics.pareto_front(
         np.where(ok, _full(per_device, sizes), np.nan).reshape(-1),
         np.where(ok, _full(per_user, sizes), np.nan).reshape(-1),
-        _full(group_var, sizes).reshape(-1),
+        _full(xr.Variable(scenario, group), sizes).reshape(-1),
     )
-    return xr.Variable(DIMS, on.reshape(tuple(sizes[d] for d in DIMS)))
+    return xr.Variable(dims, on.reshape(tuple(sizes.values())))
 
 
 PER_DEVICE = "output_tokens_per_s_per_device"
+TIMED = ("ttft", "tpot", "latency", "steady", "per_device", "share")
+"""A mode's terms that are times, or follow from them."""
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
@@ -172,6 +176,12 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "colocated": _colocated(x, flops, nbytes),
         "chunked": _chunked(x, flops, nbytes, budget),
     }
+    if served.speculates(x):  # a chunked step with speculation is not modelled: null
+        plain = x["spec_tokens"] == 0
+        modes["chunked"] = {
+            key: where(plain, value, np.nan) if key in TIMED else value
+            for key, value in modes["chunked"].items()
+        }
 
     def pick(key: str) -> Any:
         return _by_mode(mode, **{name: terms[key] for name, terms in modes.items()})
@@ -189,8 +199,12 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out["chunk_tokens"] = where(mode == "chunked", chunk["chunk"], np.nan)
     out["budget_limited"] = (mode == "chunked") & chunk["limited"]
     # every slot can reach its full length I + O
+    extra_weights, extra_cache = served.held(x, prompt + output)  # a draft's, if any
     wall = physics.max_batch(
-        x["memory"], opt.memory_reserve, x["weight_bytes"], cache_bytes(x, prompt + output)
+        x["memory"],
+        opt.memory_reserve,
+        x["weight_bytes"] + extra_weights,
+        cache_bytes(x, prompt + output) + extra_cache,
     )
     out["serving_feasible"] = batch <= wall
     tpot_ok = (output == 1) | (out["tpot_s"] <= serving.tpot_slo_s)
@@ -343,4 +357,5 @@ SERVING = Analysis(
     ),
     study="serving",
     whole=True,
+    extra_dims=served.EXTRA_DIMS,
 )

@@ -17,8 +17,8 @@ import numpy as np
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.decode import DIMS as DECODE_DIMS
+from sweeps.grid.analyses.drafts import draft
 from sweeps.grid.analyses.steps import weights_read
-from sweeps.physics._array import where
 
 DIMS = (*DECODE_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
 
@@ -44,62 +44,6 @@ def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
     return f_seq, cache, weights_read(x, x["batch"] * (k + 1))
 
 
-def _mtp(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
-    """``k`` passes of one MTP head at context ``S``: time [s], weights held [byte], one
-    sequence's head cache [byte], per device."""
-    tp, batch, wb = x["tp"], x["batch"], x["weight_bytes_per_param"]
-    vocab, width, layers = x["vocab_size"], x["hidden_size"], x["layers"]
-    embedding = physics.embedding_params(vocab, width, x["tied_embeddings"])
-    total = physics.mtp_layer_params(x["params"], embedding, layers)
-    active = physics.mtp_layer_params(x["active_params"], embedding, layers)
-    read = physics.params_read(total, active, x["experts"], x["experts_per_token"], batch) * wb
-    attention = x["_attention_on"] * physics.attention_flops_per_token(
-        x["heads"], x["attention_dim"], x["context"]
-    )
-    logits = physics.logit_params(vocab, width)
-    layer_cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], 1) / x["_shards"]
-    flops = physics.mtp_pass_flops(batch, active, logits, attention) / tp
-    nbytes = physics.mtp_pass_bytes(read / tp, logits * wb / tp, batch, layer_cache * x["context"])
-    time = k * physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
-    return time, total * wb / tp, layer_cache * (x["context"] + k)
-
-
-def _draft_model(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
-    """``k`` decode steps of the draft model at contexts ``S .. S + k - 1``, same tp and
-    formats as the target: time [s], weights held [byte], one sequence's cache [byte]."""
-    tp, batch, wb, kb = x["tp"], x["batch"], x["weight_bytes_per_param"], x["kv_bytes"]
-    vocab, width, tied = x["_draft_vocab_size"], x["_draft_hidden_size"], x["_draft_tied"]
-    layers, local, window = x["_draft_layers"], x["_draft_local_layers"], x["_draft_window"]
-    params, active = x["_draft_params"], x["_draft_active_params"]
-    read = physics.params_read(
-        params, active, x["_draft_experts"], x["_draft_experts_per_token"], batch
-    )
-    read = physics.weights_read_with_gather(read * wb, vocab, width, tied, wb, batch) / tp
-    lookup = physics.lookup_params(vocab, width, tied)
-    linear = physics.decode_flops_per_sequence(active, 0.0, 0.0, lookup) / tp
-    per_pair = x["_attention_on"] * physics.attention_flops_per_token(
-        x["_draft_heads"], x["_draft_attention_dim"], 1
-    )
-    shards = physics.kv_shards(tp, x["_draft_cache_heads"])
-    per_token = physics.kv_bytes_per_sequence(x["_draft_kv_elements"], kb, 1) / shards
-    flops = physics.context_coefficients(batch, 0.0, linear, per_pair / tp, layers, local)
-    nbytes = physics.context_coefficients(batch, read, 0.0, per_token, layers, local)
-    time = physics.static_decode_time(
-        x["context"] - 1, k + 1, flops, nbytes, window, x["_peak"], x["_bandwidth"]
-    )
-    held = physics.kv_cached_layer_tokens(x["context"] + k, layers, local, window)
-    return time, params * wb / tp, per_token * held
-
-
-def _draft(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
-    """The draft's time, weights and cache per sequence, by kind (``ngram``: nothing)."""
-    kind = x["_draft_kind"]
-    mtp, model = _mtp(x, k), _draft_model(x, k)
-    return tuple(
-        where(kind == 2, m, where(kind == 1, t, 0.0)) for t, m in zip(mtp, model, strict=True)
-    )
-
-
 def _break_even(speedup: Any, batch: Any) -> Any:
     """The first batch of the axis with speedup <= 1, the batch dim reduced [sequence]."""
     values = np.asarray(batch.values if hasattr(batch, "values") else batch, dtype=float)
@@ -121,7 +65,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     flops = physics.decode_flops(batch, f_seq)
     nbytes = point(physics.verify_bytes, DIMS, weights, batch, cache)
     ai = point(physics.arithmetic_intensity, DIMS, flops, nbytes)
-    draft_time, draft_weights, draft_cache = _draft(x, k)
+    draft_time, draft_weights, draft_cache = draft(x, k, x["context"], exact=True)
     max_batch = physics.max_batch(
         x["memory"], opt.memory_reserve, x["weight_bytes"] + draft_weights, cache + draft_cache
     )
