@@ -36,7 +36,6 @@ PLAN = (
     "decode_batch",
     "devices",
     "cost_per_million_output_tokens_usd",
-    "energy_per_output_token_j",
     "prefill_price_as_of",
     "decode_price_as_of",
     "ttft_s",
@@ -60,9 +59,18 @@ def _keys(frame: pl.DataFrame) -> list[str]:
     return [*KEYS, *(c for c in SCENARIOS if c in frame.columns)]
 
 
+ENERGY = "energy_per_output_token_j"
+"""The plan's energy per output token (an estimate at board power), beside its cost when the
+pools frame has it."""
+
+
 def _plan(frame: pl.DataFrame) -> list[str]:
-    """The plan's columns in ``frame``: ``PLAN`` after the choices it has."""
-    return [*(c for c in CHOICES if c in frame.columns), *PLAN]
+    """The plan's columns in ``frame``: ``PLAN`` after the choices it has, the energy beside
+    the cost."""
+    plan = list(PLAN)
+    if ENERGY in frame.columns:
+        plan.insert(plan.index(COST) + 1, ENERGY)
+    return [*(c for c in CHOICES if c in frame.columns), *plan]
 
 
 TIE = 1e-9
