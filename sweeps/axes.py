@@ -193,7 +193,8 @@ AXES: tuple[Axis, ...] = (
         "studies",
         "name",
         "-",
-        "How requests are batched: static, colocated (continuous batching) or chunked prefill",
+        "bound (no scheduler does better), static, or a named scheduler (serial-prefill, "
+        "batched-prefill, chunked-paced, chunked-greedy)",
         "mode",
         derive=serving_modes,
         most=len(SERVING_MODES),

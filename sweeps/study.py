@@ -88,8 +88,20 @@ class Study:
 
 
 def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[str, str]]:
-    """A chunked step carries one decode token per sequence: its budget exceeds every batch."""
+    """A chunked step carries one decode token per sequence: its budget exceeds every batch;
+    a chunked scheduler asked for by name needs a budget."""
     chunk, batch = table.chunk_tokens, axes.get("batch", ())
+    named = "schedulers" in table.model_fields_set
+    chunked = [name for name in table.schedulers if name in CHUNKED]
+    if named and chunked and not chunk:
+        return [
+            (
+                "schedulers",
+                f"{chunked} need a token budget, and chunk_tokens is 0 (off); allowed "
+                f"without one: {[s for s in SCHEDULERS if s not in CHUNKED]}, or set "
+                "chunk_tokens",
+            )
+        ]
     if not (chunk and batch and chunk <= max(batch)):
         return []
     default = "" if "chunk_tokens" in table.model_fields_set else " (the default)"
@@ -154,17 +166,32 @@ STUDIES: tuple[Study, ...] = (SERVING, SPECULATIVE, PREFIX)
 BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}
 """Every study by its name."""
 
-SERVING_MODES = ("static", "colocated", "chunked")
-"""The batching modes of the serving table; ``chunked`` only with a token budget."""
+SCHEDULERS = ("serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy")
+"""The named schedulers (docs/serving.md section 3), the values of ``[serving] schedulers``."""
+CHUNKED = ("chunked-paced", "chunked-greedy")
+"""The schedulers that need a token budget (``chunk_tokens > 0``)."""
+MODE_ALIASES = {"colocated": "serial-prefill", "chunked": "chunked-paced"}
+"""The first round's mode names, still read where users wrote them."""
+SERVING_MODES = ("bound", "static", *SCHEDULERS)
+"""The modes of the serving table: the bound over every scheduler, a static batch, the named
+schedulers; the chunked ones only with a token budget."""
 POOL_MODES = ("colocated", "disaggregated")
 """The plans of the pools table."""
 
 
 def serving_modes(sweep: Any) -> tuple[str, ...]:
-    """The batching modes ``sweep`` asks for: chunked prefill only with ``chunk_tokens > 0``."""
+    """The modes ``sweep`` asks for: bound, static, and its schedulers (chunked ones only with
+    ``chunk_tokens > 0``)."""
     serving = sweep.studies.get("serving")
-    chunked = serving is not None and serving.chunk_tokens > 0
-    return SERVING_MODES if chunked else SERVING_MODES[:2]
+    if serving is None:
+        return ()
+    budget = serving.chunk_tokens > 0
+    wanted = set(serving.schedulers)
+    return tuple(
+        mode
+        for mode in SERVING_MODES
+        if mode in ("bound", "static") or (mode in wanted and (budget or mode not in CHUNKED))
+    )
 
 
 def pool_modes(sweep: Any) -> tuple[str, ...]:

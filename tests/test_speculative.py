@@ -434,9 +434,11 @@ def test_speculation_changes_tpot_and_a_hit_changes_ttft(
     served: tuple[xr.Dataset, xr.Dataset],
 ) -> None:
     _, both = served
-    colocated = both.sel(mode="colocated", prefix_hit_rate=0.0, kv_tier="hbm", spec_draft="ngram")
+    colocated = both.sel(
+        mode="serial-prefill", prefix_hit_rate=0.0, kv_tier="hbm", spec_draft="ngram"
+    )
     assert (colocated["tpot_s"].sel(spec_tokens=3) < colocated["tpot_s"].sel(spec_tokens=0)).all()
-    hit = both.sel(mode="colocated", spec_tokens=0, spec_draft="ngram")
+    hit = both.sel(mode="serial-prefill", spec_tokens=0, spec_draft="ngram")
     fast = hit["serving_ttft_s"].sel(prefix_hit_rate=0.9, kv_tier="hbm")
     assert (fast < hit["serving_ttft_s"].sel(prefix_hit_rate=0.0, kv_tier="hbm")).all()
     # a draft model's weights and cache lower the memory wall the serving table checks
@@ -503,21 +505,21 @@ def test_serving_with_speculation_agrees_with_a_step_loop(
     e = (1 - alpha ** (k + 1)) / (1 - alpha)
     for batch in (8, 32):
         at = both.sel(
-            mode="colocated", spec_tokens=k, spec_draft=draft, prefix_hit_rate=0.0,
+            mode="serial-prefill", spec_tokens=k, spec_draft=draft, prefix_hit_rate=0.0,
             kv_tier="hbm", tp=2, batch=batch,
         ).squeeze()  # fmt: skip
         token = float(at["step_time_steady_s"])
-        prefill = float(at["serving_ttft_s"]) - token  # t_p(1, I) + the step in flight
+        prefill = float(at["serving_ttft_s"])  # serial-prefill: t_p(1, I)
         rate, tpot = _simulate_colocated(batch, output, token * e, prefill, k, alpha, seed=batch)
         closed_rate = float(at["output_tokens_per_s_per_device"]) * 2 / output
         assert rate == pytest.approx(closed_rate, rel=0.01)  # the serving tests' tolerance
-        # the closed TPOT counts B prefill stalls a request where staggered slots see about
-        # B - 1: the same loop without speculation misses it by the same share
+        # the same loop without speculation against the plain closed form: speculation adds
+        # no error of its own beyond 1 %
         plain_rate, plain_tpot = _simulate_colocated(batch, output, token, prefill, 0, 0.0, 0)
         closed_tpot = float(at["tpot_s"])
-        plain_closed = float(physics.colocated_tpot(batch, output, token, prefill))
+        plain_closed = float(physics.serial_prefill_tpot(batch, output, token, prefill))
         assert plain_rate == pytest.approx(
             float(physics.colocated_request_rate(batch, output, token, prefill)), rel=0.01
         )
         assert tpot / closed_tpot == pytest.approx(plain_tpot / plain_closed, rel=0.01)
-        assert tpot == pytest.approx(closed_tpot, rel=0.06)
+        assert tpot == pytest.approx(closed_tpot, rel=0.03)

@@ -254,7 +254,7 @@ def energy_chart(
         "weight_dtype": weight_dtype or ds["weight_dtype"].values[0],
         "prompt_tokens": ds["prompt_tokens"].values[0],
         "output_tokens": ds["output_tokens"].values[0],
-        "mode": "colocated" if "colocated" in ds["mode"].values else ds["mode"].values[0],
+        "mode": "serial-prefill" if "serial-prefill" in ds["mode"].values else ds["mode"].values[0],
         **{d: ds[d].values[0] for d in SCENARIO_DIMS if d in ds.dims},
     }
     names = ["serving_output_tokens_per_joule", "tokens_per_s_per_user", "serving_feasible"]
@@ -262,7 +262,7 @@ def energy_chart(
     frame = frame[frame.serving_feasible & np.isfinite(frame.serving_output_tokens_per_joule)]
     best = frame.serving_output_tokens_per_joule.max() if len(frame) else float("nan")
     sentence = (
-        f"At most {number(float(best))} output tokens per joule (continuous batching, "
+        f"At most {number(float(best))} output tokens per joule (serial-prefill continuous batching, "
         "devices at board power: an estimate)."
         if np.isfinite(best)
         else "No device of the grid has a known board power: no energy figure."

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from sweeps.config import limits
 from sweeps.config.limits import (
@@ -49,8 +49,15 @@ from sweeps.config.types import (
     Width,
     WidthOrNone,
 )
+from sweeps.study import MODE_ALIASES, SCHEDULERS
 
 __all__ = ["AUTO", "CHART_KINDS", "NAME_PATTERN", "AxisRange", "ChartKind", "ComputeDType"]
+
+
+SchedulerName = Literal[
+    "serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy", "colocated", "chunked"
+]
+"""A named scheduler of ``[serving] schedulers`` (the last two: the first round's names)."""
 
 
 class SweepTable(Strict):
@@ -299,6 +306,20 @@ class Serving(Strict):
     kv_link_bandwidth: PositiveFloat = Field(
         default=50e9, description="KV hand-off bandwidth per device between pools [byte/s]"
     )
+    schedulers: list[SchedulerName] = Field(
+        default=["serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy"],
+        description="Named schedulers of the serving and pools tables, besides bound and "
+        "static (always there): serial-prefill, batched-prefill, chunked-paced, "
+        "chunked-greedy (the chunked ones need chunk_tokens > 0); the first round's "
+        "colocated and chunked mean serial-prefill and chunked-paced",
+    )
+
+    @field_validator("schedulers", mode="after")
+    @classmethod
+    def _canonical(cls, names: list[str]) -> list[str]:
+        """The first round's names as this round's, each once, in the table's order."""
+        wanted = {MODE_ALIASES.get(name, name) for name in names}
+        return [name for name in SCHEDULERS if name in wanted]
 
 
 class ServingTable(Serving):

@@ -18,6 +18,7 @@ from sweeps import physics
 from sweeps.grid.analyses.base import Inputs
 from sweeps.grid.analyses.drafts import draft, verify_coefficients
 from sweeps.grid.analyses.steps import cache_bytes, hit_work, prefill_work
+from sweeps.physics._array import where
 
 EXTRA_DIMS = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
 """The dims the serving and pools analyses take on when the sweep has them."""
@@ -80,6 +81,30 @@ def static_decode(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) 
     drafted, _, _ = draft(x, k, physics.mean_context(prompt, output))
     e = physics.expected_tokens(k, x["spec_acceptance"])
     return (verify + (output - 1) * drafted) / e
+
+
+UNMODELLED = {
+    "spec_tokens": ("bound", "chunked-paced", "chunked-greedy"),
+    "prefix_hit_rate": ("bound", "chunked-paced", "chunked-greedy"),
+}
+"""The modes not modelled with speculation (``k > 0``) or a prefix hit (``h > 0``): the bound
+and the chunked schedulers price their steps from a plain decode and a whole prompt."""
+
+
+def modelled(x: Inputs, mode: str, terms: dict[str, Any]) -> dict[str, Any]:
+    """``terms`` of ``mode``, its numbers null where the grid speculates (``k > 0``) or hits
+    (``h > 0``) and the mode does not model it (``UNMODELLED``)."""
+    off = [dim for dim, modes in UNMODELLED.items() if mode in modes and dim in x.values]
+    if not off:
+        return terms
+    plain = x[off[0]] == 0
+    for dim in off[1:]:
+        plain = plain & (x[dim] == 0)
+    mask = where(plain, 0.0, np.nan)  # broadcast by arithmetic, over the value's own dims
+    return {
+        key: value + mask if np.asarray(value).dtype.kind == "f" else value
+        for key, value in terms.items()
+    }
 
 
 def held(x: Inputs, context: Any) -> tuple[Any, Any]:
