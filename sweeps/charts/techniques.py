@@ -262,8 +262,8 @@ def energy_chart(
     frame = frame[frame.serving_feasible & np.isfinite(frame.serving_output_tokens_per_joule)]
     best = frame.serving_output_tokens_per_joule.max() if len(frame) else float("nan")
     sentence = (
-        f"At most {number(float(best))} output tokens per joule (serial-prefill continuous batching, "
-        "devices at board power: an estimate)."
+        f"At most {number(float(best))} output tokens per joule (serial-prefill, devices at "
+        "board power: an estimate)."
         if np.isfinite(best)
         else "No device of the grid has a known board power: no energy figure."
     )

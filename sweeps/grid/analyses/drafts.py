@@ -79,7 +79,7 @@ def draft(x: Inputs, k: Any, context: Any, exact: bool = False) -> tuple[Any, An
     mtp, model = _mtp(x, k, context), _draft_model(x, k, context, exact)
     return tuple(
         where(kind == 2, m, where(kind == 1, t, 0.0)) for t, m in zip(mtp, model, strict=True)
-    )  # type: ignore[return-value]
+    )
 
 
 def verify_coefficients(x: Inputs, batch: Any, k: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
