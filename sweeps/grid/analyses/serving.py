@@ -83,6 +83,7 @@ def _front(x: Inputs, per_device: Any, per_user: Any, meets: Any) -> Any:
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
+    # long: every column of the table from the modes' terms, the memory walls and the SLOs
     serving, opt, mode = x.settings, x.options, x["mode"]
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
     budget = float(serving.chunk_tokens) if serving.chunk_tokens > 0 else math.inf
