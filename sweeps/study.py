@@ -24,8 +24,17 @@ Imports nothing heavy, so ``sweeps validate`` and ``sweeps --help`` stay fast.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+Records = Callable[
+    [Mapping[str, tuple[Any, ...]], Mapping[str, Any], Mapping[str, Any]],
+    tuple[dict[str, tuple[Any, ...]], list[tuple[str, str]]],
+]
+"""Labels of a study's axes turned into records: from its axes' values by dim, the sweep's
+resolved axes by field (``models``, ``hardware``, ...) and the sources (``models``: the custom
+model records, ``catalog``, ``config``: the validated file), the records by dim and the
+problems found, each a key (relative to the table) and a message."""
 
 Check = Callable[[Any, Mapping[str, Sequence[Any]]], list[tuple[str, str]]]
 """Cross-checks of a study's validated table against the sweep's resolved axes (by field):
@@ -44,6 +53,10 @@ class Study:
     settings : The resolved settings from the validated table (None: the table itself)
     check : Cross-checks of the table against the sweep's other axes (see ``Check``)
     description : One line, what it adds
+    defaults : Values of its axes that the table leaves out (a study on ``[axes]`` is on when
+        any of its axes is given; the others take these)
+    records : Turns the labels of axes that name things (drafts, tiers) into records (see
+        ``Records``); None: the values are the labels
     """
 
     name: str
@@ -53,6 +66,13 @@ class Study:
     settings: Callable[[Any], Any] | None = None
     check: Check | None = None
     description: str = ""
+    defaults: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    records: Records | None = None
+
+    def given(self, table: Any, dim: str) -> Any:
+        """The value of axis ``dim`` in the validated ``table``, or its default."""
+        value = getattr(table, dim, None)
+        return self.defaults.get(dim) if value is None else value
 
     def present(self, table: Any) -> bool:
         """Whether a config whose ``table`` (the validated table, or None) turns the study on."""
@@ -105,7 +125,42 @@ SERVING = Study(
     description="Requests of I prompt and O output tokens: the serving and pools tables",
 )
 
-STUDIES: tuple[Study, ...] = (SERVING,)
+
+def _draft_records(*args: Any) -> tuple[dict[str, tuple[Any, ...]], list[tuple[str, str]]]:
+    from sweeps.config.techniques import draft_records  # the catalog's records: not at import
+
+    return draft_records(*args)
+
+
+def _tier_records(*args: Any) -> tuple[dict[str, tuple[Any, ...]], list[tuple[str, str]]]:
+    from sweeps.config.techniques import tier_records
+
+    return tier_records(*args)
+
+
+SPECULATIVE = Study(
+    name="speculative",
+    table="axes",
+    axes=("spec_tokens", "spec_acceptance", "spec_draft"),
+    description="Speculative decoding, k x alpha x draft over the decode grid: speculative.parquet",
+    defaults={
+        "spec_tokens": (0, 2, 4),
+        "spec_acceptance": (0.6, 0.8),
+        "spec_draft": ("ngram",),
+    },
+    records=_draft_records,
+)
+
+PREFIX = Study(
+    name="prefix",
+    table="axes",
+    axes=("prefix_hit_rate", "kv_tier"),
+    description="Prefix caching, hit rate x KV tier over the prefill grid: prefix.parquet",
+    defaults={"prefix_hit_rate": (0.0, 0.5, 0.9), "kv_tier": ("hbm",)},
+    records=_tier_records,
+)
+
+STUDIES: tuple[Study, ...] = (SERVING, SPECULATIVE, PREFIX)
 """Every study, in the order their tables are resolved."""
 
 BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}

@@ -131,10 +131,10 @@ def test_the_memory_estimate_follows_the_declarations(sweep) -> None:
     points = sweep.points(decode.dims)
     assert analysis_bytes(sweep, wider) - before == pytest.approx(points * ITEMSIZE["float64"])
     # the table counts every declared column: axes (4 Enum codes, 4 Int64), the native flag,
-    # then 21 float64/int64 values, ridge_batch with its validity bit, the Enum bottleneck,
-    # the compute dtype's label and two booleans
+    # then 21 float64/int64 values, ridge_batch and the two energy estimates with their
+    # validity bits, the Enum bottleneck, the compute dtype's label and two booleans
     axes = 4 * 4 + 4 * 8 + 1
-    assert row_bytes(decode) == pytest.approx(axes + 21 * 8 + (8 + 1 / 8) + 4 + 4 + 2 * 1)
+    assert row_bytes(decode) == pytest.approx(axes + 21 * 8 + 3 * (8 + 1 / 8) + 4 + 4 + 2 * 1)
 
 
 def test_the_notes_abstract_model_still_builds() -> None:

@@ -158,6 +158,7 @@ def test_streamed_slices_draw_what_the_whole_grid_draws(ds: xr.Dataset) -> None:
         "serving-pareto-llama-3-8b",
         "serving-request-time-llama-3-8b",
         "serving-fleet-llama-3-8b",
+        "serving-energy-llama-3-8b",
     ]
     assert [f.spec for f in streamed] == [f.spec for f in whole]
 

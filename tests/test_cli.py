@@ -105,7 +105,7 @@ def test_run_summary_of_a_large_sweep_is_cut_short(
 def test_streamed_run_prints_the_summary_too(
     runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
 ) -> None:
-    budget = str(BASE_BYTES + 4000)  # the grid needs 6,150 bytes, one batch size of it 2,050
+    budget = str(BASE_BYTES + 5000)  # the grid needs 8,240 bytes, one batch size of it 2,746
     args = ["run", str(write_config(GOOD)), "--out", str(tmp_path), "--memory-budget", budget]
     result = runner.invoke(cli, args)
     assert result.exit_code == 0, result.output

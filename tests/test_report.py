@@ -256,8 +256,14 @@ def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path, tmp_
         for fmt in sweep.formats if "serving" in sweep.charts else ():  # one set per model
             for name in ("pareto", "request-time", "fleet"):
                 assert (folder / "charts" / f"serving-{name}-{model.id}.{fmt}").is_file()
+        for fmt in sweep.formats:  # the speculative and prefix figures: one set per model
+            for kind, names in (("speculative", ("speedup", "verify-roofline")),
+                                ("prefix", ("prefix-ttft",))):  # fmt: skip
+                for name in names if kind in sweep.charts else ():
+                    assert (folder / "charts" / f"{kind}-{name}-{model.id}.{fmt}").is_file()
         for device in sweep.hardware:
-            for chart in (c for c in sweep.charts if c != "serving"):
+            per_device = ("serving", "speculative", "prefix")
+            for chart in (c for c in sweep.charts if c not in per_device):
                 for fmt in sweep.formats:
                     drawn = (folder / "charts" / f"{chart}-{model.id}-{device.id}.{fmt}").is_file()
                     assert drawn or f"Not drawn: {model.id} does not fit on" in report

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Final, Literal
 
-ChartKind = Literal["ceiling", "bottleneck", "ai-vs-batch", "roofline", "serving"]
+ChartKind = Literal[
+    "ceiling", "bottleneck", "ai-vs-batch", "roofline", "serving", "speculative", "prefix"
+]
 CHART_KINDS: Final[tuple[ChartKind, ...]] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
 """The default of ``[outputs] charts``: the kinds drawn per model and device."""
 SERVING: Final = "serving"
@@ -19,7 +21,13 @@ per model from the whole grid, only where it has the serving analysis (a ``[serv
 table); ``[outputs] charts`` may ask for them besides ``CHART_KINDS``."""
 DEVICES: Final = "roofline-devices"
 """The cross-device roofline, written with ``roofline`` when a sweep has several devices."""
-REPORT_ORDER: Final = (*CHART_KINDS, DEVICES, SERVING, "calibration")
+SPECULATIVE: Final = "speculative"
+"""The speculative figures (speedup against batch, the verify step on the roofline), drawn per
+model from the whole grid where it has the speculative analysis (``axes.spec_tokens``)."""
+PREFIX: Final = "prefix"
+"""The prefix-caching figure (TTFT against hit rate per tier), per model, where the grid has the
+prefix analysis (``axes.prefix_hit_rate``)."""
+REPORT_ORDER: Final = (*CHART_KINDS, DEVICES, SERVING, SPECULATIVE, PREFIX, "calibration")
 """Chart kinds in the order the report shows them: the headline heatmap first. Kinds not
 listed follow, in the order they were drawn."""
 SECTION_TITLES: Final = {
@@ -29,6 +37,8 @@ SECTION_TITLES: Final = {
     "roofline": "Roofline",
     DEVICES: "Across devices",
     SERVING: "Serving: speed per user, time per request, fleet and cost",
+    SPECULATIVE: "Speculative decoding: speedup and break-even batch",
+    PREFIX: "Prefix caching: TTFT against hit rate and KV tier",
     "calibration": "Calibration",
     "simulated": "Simulated plans: TTFT and TPOT of every request",
 }

@@ -32,6 +32,7 @@ from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_
 from .roofline import compare_from, roofline_chart
 from .serving import BUILDERS as SERVING_BUILDERS
 from .serving import has_serving
+from .techniques import TECHNIQUES, technique_figures, technique_part
 from .theme import size_of
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
     choice = choose(
         one, model, device, tp=settings.tp, weight_dtype=settings.weight_dtype, pick=settings.pick
     )
-    for kind in (k for k in charts if k != SERVING):  # serving: from the whole grid
+    for kind in (k for k in charts if k != SERVING and k not in TECHNIQUES):  # whole grid
         stem = f"{kind}-{model}-{device}"
         if not choice.fits:
             yield Figure(stem, kind, model, device, None, choice.reason)
@@ -208,6 +209,7 @@ def write_figures_streamed(
             figures += done
             kept.add(one, charts, settings)
         later = [f for sels in kept.selections.values() for f in across_devices(sels, settings)]
+        later += technique_figures(kept.techniques, charts, settings.width)
         later += serving_figures(kept.served, settings) + list(extra)
         figures += _submitted(renderer, later)
         if renderer is not None:
@@ -247,6 +249,7 @@ class _Kept:
     rows: int = 0
     selections: dict[str, list[Selection]] = field(default_factory=dict)
     served: list[xr.Dataset] = field(default_factory=list)
+    techniques: list[xr.Dataset] = field(default_factory=list)
 
     def add(self, one: xr.Dataset, charts: tuple[str, ...], settings: Settings) -> None:
         model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
@@ -260,6 +263,8 @@ class _Kept:
             self.selections.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
         if SERVING in charts and has_serving(one):
             self.served.append(serving_part(one))
+        if TECHNIQUES.intersection(charts):
+            self.techniques.append(technique_part(one))
 
 
 def _labels_as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -338,6 +343,7 @@ def chart_specs(
         yield from slice_figures(one, charts, settings)
     if SERVING in charts and has_serving(ds):
         yield from serving_figures([ds], settings)
+    yield from technique_figures([ds], charts, settings.width)
     if "roofline" in charts:
         for model in (str(m) for m in ds["model"].values):
             options = settings.options()

@@ -38,6 +38,8 @@ from .theme import (
 SERVING = "serving"
 POOL_MODES = ("colocated", "disaggregated")
 WORKLOAD_KEYS = ("model", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens")
+SCENARIO_DIMS = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
+"""The speculative and prefix dims a serving grid may have: each chart takes their first."""
 PHASE_MODES = ("static", "serial-prefill")
 """The modes whose request time is drawn: one batch at a time, and continuous batching."""
 
@@ -76,6 +78,9 @@ class Workload:
             "weight_dtype": weight_dtype,
             "prompt_tokens": prompt,
             "output_tokens": output,
+            # with speculation or prefix caching: the first acceptance and hit rate, and no
+            # speculation and the first tier (docs/speculative.md draws those)
+            **{d: ds[d].values[0] for d in SCENARIO_DIMS if d in ds.dims},
         }
         return cls(model, weight_dtype, prompt, output, at)
 
@@ -231,7 +236,11 @@ def fleet_plans(ds: xr.Dataset, work: Workload) -> pl.DataFrame:
     parts = [cheapest_plans(pools.filter(pl.col("pool_mode") == mode)) for mode in POOL_MODES]
     every = pl.concat(parts)
     chosen = every.filter(
-        *[pl.col(key).cast(pl.String) == str(work.at[key]) for key in WORKLOAD_KEYS],
+        *[
+            pl.col(key).cast(pl.String) == str(work.at[key])
+            for key in (*WORKLOAD_KEYS, *SCENARIO_DIMS)
+            if key in work.at and key in every.columns
+        ],
         pl.col("kv_heads") == every["kv_heads"].first(),  # the number "native" resolved to
     )
     return chosen.with_columns(pl.col("pool_mode").fill_null("none").cast(pl.String))
@@ -302,9 +311,16 @@ def fleet_chart(
     )
 
 
+def _energy_chart(*args: Any, **kwargs: Any) -> Any:
+    from .techniques import energy_chart  # it reads this module's SCENARIO_DIMS
+
+    return energy_chart(*args, **kwargs)
+
+
 BUILDERS: dict[str, Any] = {
     "pareto": pareto_chart,
     "request-time": request_time_chart,
     "fleet": fleet_chart,
+    "energy": _energy_chart,
 }
 """The serving figures, by the stem they are written under (``serving-<name>-<model>``)."""

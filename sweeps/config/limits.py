@@ -36,6 +36,9 @@ MAX_AXIS_VALUES = 10**6
 MAX_POINTS = 10**12
 """Most points of any one grid of a sweep (decode, prefill, serving, pools) [1]."""
 
+MAX_SPEC_TOKENS = 64
+"""Most draft tokens per verification step [token]; engines draft a handful (2-8)."""
+
 MAX_BATCH = 2**18
 """Largest batch [sequence] (262,144)."""
 

@@ -106,7 +106,7 @@ def _config_lengths(config: schema.ConfigFile) -> dict[str, int]:
     for study in STUDIES:
         table = getattr(config, study.table, None)
         if study.present(table):
-            lengths.update({dim: _length(getattr(table, dim)) for dim in study.axes})
+            lengths.update({dim: _length(study.given(table, dim)) for dim in study.axes})
     by_field = {AXIS[dim].field: n for dim, n in lengths.items() if dim in AXIS}
     for axis in AXES:
         if axis.dim not in lengths:
@@ -122,12 +122,13 @@ def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
     lengths = _config_lengths(config)
     tables = {study.name: study.table for study in STUDIES}
     on = {s.name for s in STUDIES if s.present(getattr(config, s.table, None))}
-    for analysis in ANALYSES:
-        if analysis.study and analysis.study not in on:
-            continue
-        points = math.prod(lengths[dim] for dim in analysis.dims)
+    wanted = [a for a in ANALYSES if not a.study or a.study in on]
+    present = {dim for analysis in wanted for dim in analysis.dims}
+    for analysis in wanted:
+        dims = analysis.dims_over(present)
+        points = math.prod(lengths[dim] for dim in dims)
         if points > MAX_POINTS:
-            sizes = " x ".join(f"{dim} {lengths[dim]:,}" for dim in analysis.dims)
+            sizes = " x ".join(f"{dim} {lengths[dim]:,}" for dim in dims)
             problems.add(
                 tables.get(analysis.study, "axes"),
                 f"the {analysis.name} grid has {points:,} points ({sizes}); a sweep holds at "
@@ -247,11 +248,15 @@ def _check_compute(
 
 
 def _studies(
-    config: schema.ConfigFile, axes: Mapping[str, Sequence[Any]], problems: Problems
+    config: schema.ConfigFile,
+    axes: Mapping[str, Sequence[Any]],
+    sources: Mapping[str, Any],
+    problems: Problems,
 ) -> dict[str, Any]:
     """The ``Sweep`` fields of the studies the config turns on (``sweeps.study.STUDIES``):
-    each one's axes expanded, its cross-checks against ``axes`` (the resolved axes by field),
-    its settings under ``studies``."""
+    each one's axes expanded (defaults for those left out), their labels made records, its
+    cross-checks against ``axes`` (the resolved axes by field), its settings under
+    ``studies``."""
     fields: dict[str, Any] = {}
     studies: dict[str, Any] = {}
     for study in STUDIES:
@@ -260,9 +265,16 @@ def _studies(
             continue
         for key, message in study.check(table, axes) if study.check else ():
             problems.add(f"{study.table}.{key}", message)
-        for dim in study.axes:
-            values = _axis_values(getattr(table, dim), f"{study.table}.{dim}", problems)
-            fields[AXIS[dim].field] = values
+        values = {
+            dim: _axis_values(study.given(table, dim), f"{study.table}.{dim}", problems)
+            for dim in study.axes
+        }
+        if study.records is not None:
+            records, found = study.records(values, axes, sources)
+            values.update(records)
+            for key, message in found:
+                problems.add(f"{study.table}.{key}", message)
+        fields.update({AXIS[dim].field: value for dim, value in values.items()})
         studies[study.name] = study.resolve(table)
     return {**fields, "studies": studies}
 
@@ -289,6 +301,7 @@ def _resolve(
     catalog: Catalog,
     problems: Problems,
 ) -> Sweep:
+    # long: one Sweep field after another, each resolved where its inputs are at hand
     base = Path(path).parent
     models = {n: custom_model(n, t, problems, base) for n, t in config.models.items()}
     devices = {n: custom_hardware(n, t) for n, t in config.hardware.items()}
@@ -312,6 +325,8 @@ def _resolve(
     tp = _axis_values(a.tp, "axes.tp", problems)
     weight_dtype = names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype)
     _check_figures(outputs.figures, tp, tuple(d.name for d in weight_dtype), problems)
+    resolved = {"batch": batch, "context": context, "tp": tp, "models": model_records}
+    resolved["hardware"] = hardware  # what the studies check their axes against
     return Sweep(
         name=config.sweep.name,
         title=config.sweep.title or config.sweep.name,
@@ -333,7 +348,18 @@ def _resolve(
         path=path,
         text=text,
         figures=outputs.figures,
-        **_studies(config, {"batch": batch, "context": context, "tp": tp}, problems),
+        **_studies(
+            config,
+            {
+                "batch": batch,
+                "context": context,
+                "tp": tp,
+                "models": model_records,
+                "hardware": hardware,
+            },
+            {"models": models, "catalog": catalog, "config": config},
+            problems,
+        ),
     )
 
 

@@ -13,7 +13,14 @@ from typing import Annotated, Literal
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from sweeps.config import limits
-from sweeps.config.limits import MAX_BATCH, MAX_COUNT, MAX_EXPERTS, MAX_TOKENS, MAX_VOCAB
+from sweeps.config.limits import (
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_EXPERTS,
+    MAX_SPEC_TOKENS,
+    MAX_TOKENS,
+    MAX_VOCAB,
+)
 from sweeps.config.types import (
     AUTO,
     AXIS_LENGTH,
@@ -26,6 +33,7 @@ from sweeps.config.types import (
     Count,
     CountAxis,
     CountOrNone,
+    DraftTokens,
     Efficiency,
     Fraction,
     KvHeadsAxis,
@@ -33,6 +41,7 @@ from sweeps.config.types import (
     NameAxis,
     Params,
     PositiveFloat,
+    Probability,
     Strict,
     SweepName,
     TokenAxis,
@@ -79,6 +88,28 @@ class Axes(Strict):
         default=None, description="Prefill prompt lengths [token] (default: the context axis)"
     )
     tp: CountAxis = Field(default=[1], description=f"Tensor-parallel degrees (1 to {MAX_COUNT:,})")
+    spec_tokens: Annotated[list[DraftTokens], AXIS_LENGTH] | None = Field(
+        default=None,
+        description=f"Draft tokens per verification step k (0 to {MAX_SPEC_TOKENS}; 0: none); "
+        "turns on speculative.parquet",
+    )
+    spec_acceptance: Annotated[list[Probability], AXIS_LENGTH] | None = Field(
+        default=None, description="Per-token acceptance probability alpha [0, 1]"
+    )
+    spec_draft: NameAxis | None = Field(
+        default=None,
+        description="Drafts: 'ngram' (free), 'mtp' (the model's own heads), or a model id or "
+        "[models.*] name smaller than every target",
+    )
+    prefix_hit_rate: Annotated[list[Probability], AXIS_LENGTH] | None = Field(
+        default=None,
+        description="Share of prompt tokens whose cache is held [0, 1]; turns on prefix.parquet",
+    )
+    kv_tier: NameAxis | None = Field(
+        default=None,
+        description="Where a cached prefix lives: 'hbm', 'host' (the device's host link), "
+        "'nvme', or a [kv_tiers.*] name",
+    )
 
 
 class Options(Strict):
@@ -159,6 +190,18 @@ class ModelTable(Strict):
     )
     local_layers: CountOrNone = Field(default=0, description="Layers with a sliding window [1]")
     max_context: TokensOrNone = Field(default=0, description="Longest context [token]; 0: unknown")
+    source: str = Field(
+        default="custom table in the config file", description="Where the figures are from"
+    )
+
+
+class KvTierTable(Strict):
+    """A KV tier a cached prefix is reloaded from: bandwidth into HBM and capacity, per device."""
+
+    bandwidth: PositiveFloat = Field(description="Tier-to-HBM bandwidth per device [byte/s]")
+    capacity: PositiveFloat | None = Field(
+        default=None, description="Bytes the tier holds per device [byte]; none: unknown"
+    )
     source: str = Field(
         default="custom table in the config file", description="Where the figures are from"
     )
@@ -371,6 +414,7 @@ class ConfigFile(Strict):
     models: dict[Name, ModelTable] = Field(default={}, description="Custom architectures by name")
     hardware: dict[Name, HardwareTable] = Field(default={}, description="Custom devices by name")
     dtypes: dict[Name, DTypeTable] = Field(default={}, description="Custom number formats by name")
+    kv_tiers: dict[Name, KvTierTable] = Field(default={}, description="Custom KV tiers by name")
     outputs: Outputs = Field(default=Outputs(), description="What is written")
     serving: ServingTable | None = Field(
         default=None, description="Request-level serving study (turns on serving and pools tables)"

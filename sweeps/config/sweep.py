@@ -14,6 +14,7 @@ from typing import Any
 from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
 from sweeps.config import schema
+from sweeps.config.techniques import Draft, KvTier
 
 NATIVE = "native"
 """The ``kv_heads`` setting that keeps each model's own KV heads."""
@@ -67,6 +68,17 @@ class Sweep:
     """``serving.arrival_rate``: request arrival rates [request/s]."""
     studies: Mapping[str, Any] = field(default_factory=dict)
     """The settings of each study the config turns on, by name (``sweeps.study.STUDIES``)."""
+    spec_tokens: tuple[int, ...] = ()
+    """``axes.spec_tokens``: draft tokens per verification step [token]; empty: no
+    speculation (nor any other speculative axis)."""
+    spec_acceptance: tuple[float, ...] = ()
+    """``axes.spec_acceptance``: per-token acceptance probabilities [1]."""
+    spec_draft: tuple[Draft, ...] = ()
+    """``axes.spec_draft``: the drafts (``sweeps.config.techniques.Draft``)."""
+    prefix_hit_rate: tuple[float, ...] = ()
+    """``axes.prefix_hit_rate``: cached shares of the prompt [1]; empty: no prefix caching."""
+    kv_tier: tuple[KvTier, ...] = ()
+    """``axes.kv_tier``: where cached prefixes live (``sweeps.config.techniques.KvTier``)."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
 

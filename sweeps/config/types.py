@@ -28,6 +28,7 @@ from sweeps.config.limits import (
     MAX_BATCH,
     MAX_COUNT,
     MAX_PARAMS,
+    MAX_SPEC_TOKENS,
     MAX_TOKENS,
     MAX_WIDTH,
 )
@@ -50,6 +51,8 @@ SweepName = Annotated[
 ]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+DraftTokens = Annotated[int, Field(ge=0, le=MAX_SPEC_TOKENS)]
 Efficiency = Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)]
 Params = Annotated[float, Field(gt=0, le=MAX_PARAMS, allow_inf_nan=False)]
 Batch = Annotated[int, Field(gt=0, le=MAX_BATCH)]

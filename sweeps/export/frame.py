@@ -215,7 +215,7 @@ def table_frame(
     """
     table = BY_NAME[analysis] if isinstance(analysis, str) else analysis
     names = (*table.columns, *((table.rows,) if table.rows else ()))
-    frame = _columns(ds, table.dims, names, categories)
+    frame = _columns(ds, table.dims_over(set(map(str, ds.dims))), names, categories)
     if table.rows:  # grid points that stand for no row (a colocated plan on two devices)
         frame = frame.filter(pl.col(REGISTRY[table.rows].column_name)).drop(table.rows)
     return frame

@@ -49,7 +49,8 @@ def declared_columns(table: str) -> dict[str, Variable]:
         entries = [REGISTRY[dim], *(REGISTRY[spec.name] for spec in specs)]
     else:
         analysis = BY_NAME[table]
-        entries = [*_axis_entries(analysis.dims), *(REGISTRY[n] for n in analysis.columns)]
+        dims = (*analysis.dims, *analysis.extra_dims)
+        entries = [*_axis_entries(dims), *(REGISTRY[n] for n in analysis.columns)]
     return {entry.column_name: entry for entry in entries}
 
 

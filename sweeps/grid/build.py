@@ -14,7 +14,7 @@ import numpy as np
 import xarray as xr
 
 from sweeps.config import Sweep
-from sweeps.grid.analyses import Inputs, Variable, applicable
+from sweeps.grid.analyses import Inputs, Variable, applicable, dims_of
 from sweeps.grid.coords import derived_inputs, grid_coords
 from sweeps.grid.layout import GridEngine, order
 from sweeps.grid.variables import BOTTLENECK_FLAGS, REGISTRY
@@ -81,7 +81,7 @@ def build_grid(
         inputs = Inputs(values, sweep.options, engine, results, settings)
         results.update(analysis.compute(inputs))
     data_vars = {
-        variable.name: _stored(results[variable.name], variable, analysis.dims)
+        variable.name: _stored(results[variable.name], variable, dims_of(analysis, sweep))
         for analysis in analyses
         for variable in analysis.variables
     }

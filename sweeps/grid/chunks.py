@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from sweeps.axes import AXIS, SPLIT_DIMS
 from sweeps.config import Sweep
-from sweeps.grid.analyses import tables
+from sweeps.grid.analyses import applicable, dims_of, tables
 from sweeps.grid.memory import BASE_BYTES, estimate_bytes
 
 
 def table_points(sweep: Sweep) -> int:
     """Rows of every analysis table of ``sweep`` together [row]."""
-    return sum(sweep.points(table.dims) for table in tables(sweep))
+    return sum(sweep.points(dims_of(table, sweep)) for table in tables(sweep))
 
 
 @dataclass(frozen=True)
@@ -73,11 +73,13 @@ def plan_chunks(sweep: Sweep, budget: int) -> list[Chunk]:
     """Cut ``sweep`` into chunks, each estimated to fit ``budget`` [byte], one model each.
 
     The first cut is always by model (the partition key); below that hardware, tp and batch
-    are cut only as far as needed. A chunk may still exceed a budget smaller than one row of
+    are cut only as far as needed, never along a dim an analysis reduces over
+    (``Analysis.keeps``). A chunk may still exceed a budget smaller than one row of
     batch values can fit; it is then as small as the grid allows.
     """
     chunks: list[Chunk] = []
-    first, below = SPLIT_DIMS[0], SPLIT_DIMS[1:]
+    kept = {dim for analysis in applicable(sweep) for dim in analysis.keeps}
+    first, below = SPLIT_DIMS[0], tuple(d for d in SPLIT_DIMS[1:] if d not in kept)
     for i in range(len(getattr(sweep, AXIS[first].field))):
         for part, piece in enumerate(_pieces(_cut(sweep, first, i, i + 1), budget, below)):
             chunks.append(Chunk(len(chunks), part, piece))

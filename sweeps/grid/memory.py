@@ -14,7 +14,7 @@ import os
 from sweeps.axes import AXIS
 from sweeps.config import Sweep
 from sweeps.errors import ConfigError
-from sweeps.grid.analyses import COLUMN_ITEMSIZE, ITEMSIZE, Analysis, applicable
+from sweeps.grid.analyses import COLUMN_ITEMSIZE, ITEMSIZE, Analysis, applicable, dims_of
 from sweeps.grid.variables import REGISTRY
 
 DEFAULT_BUDGET_FRACTION = 0.5
@@ -37,20 +37,23 @@ _AXIS_COLUMN = {"name": 4, "size": 8, "heads": 8, "value": 8}
 _NATIVE_FLAG = 1  # the kv_heads_native column beside kv_heads
 
 
-def row_bytes(analysis: Analysis) -> float:
-    """Bytes of one row of ``analysis``'s table [byte]: axes, the native flag, its columns."""
-    axes = sum(_AXIS_COLUMN[AXIS[dim].kind] for dim in analysis.dims) + _NATIVE_FLAG
+def row_bytes(analysis: Analysis, dims: tuple[str, ...] | None = None) -> float:
+    """Bytes of one row of ``analysis``'s table over ``dims`` (default: its own) [byte]: axes,
+    the native flag, its columns."""
+    dims = analysis.dims if dims is None else dims
+    axes = sum(_AXIS_COLUMN[AXIS[dim].kind] for dim in dims) + _NATIVE_FLAG
     return axes + sum(COLUMN_ITEMSIZE[REGISTRY[name].dtype] for name in analysis.columns)
 
 
 def analysis_bytes(sweep: Sweep, analysis: Analysis) -> float:
     """Peak bytes of ``analysis`` over ``sweep``: its grid arrays and its table [byte]."""
-    points = sweep.points(analysis.dims)
-    devices = len(sweep.hardware) if "hardware" in analysis.dims else 1
+    dims = dims_of(analysis, sweep)
+    points = sweep.points(dims)
+    devices = len(sweep.hardware) if "hardware" in dims else 1
     full = sum(ITEMSIZE[v.dtype] for v in analysis.variables if v.rank == "full")
     point = sum(ITEMSIZE[v.dtype] for v in analysis.variables if v.rank == "point")
     working = ROOF_POINT_COPIES * 8 if full else 0
-    table = points * row_bytes(analysis) if analysis.has_table else 0
+    table = points * row_bytes(analysis, dims) if analysis.has_table else 0
     return points * full + points / devices * (point + working) + table
 
 

@@ -45,6 +45,10 @@ from sweeps.physics.embedding import (
     unread_lookup_params,
     weights_read_with_gather,
 )
+from sweeps.physics.energy import (
+    energy_per_token,
+    tokens_per_joule,
+)
 from sweeps.physics.model import (
     allreduce_bytes,
     attention_flops_per_token,
@@ -79,6 +83,15 @@ from sweeps.physics.prefill import (
     prefill_bytes,
     prefill_flops,
     prefill_memory_bound_prompt,
+)
+from sweeps.physics.prefix import (
+    break_even_bandwidth,
+    hit_attention_pairs,
+    hit_time,
+    prefixes_held,
+    reload_bytes,
+    reload_time,
+    tokens_recomputed,
 )
 from sweeps.physics.queueing import (
     CUT,
@@ -120,6 +133,20 @@ from sweeps.physics.serving import (
     static_decode_time,
     time_per_output_token,
 )
+from sweeps.physics.speculative import (
+    expected_tokens,
+    first_batch_at_most,
+    mtp_layer_params,
+    mtp_pass_bytes,
+    mtp_pass_flops,
+    speculative_speedup,
+    speculative_time_per_token,
+    useful_share,
+    verify_attended_layer_tokens,
+    verify_bytes,
+    verify_cached_layer_tokens,
+    verify_flops_per_sequence,
+)
 from sweeps.physics.textbook import classify_llm_phases, compute_arithmetic_intensity
 
 __all__ = [
@@ -136,6 +163,7 @@ __all__ = [
     "batched_prefill_rate",
     "batched_prefill_tpot",
     "bound_request_time",
+    "break_even_bandwidth",
     "budget_limited",
     "causal_attention_pairs",
     "chunked_request_rate",
@@ -151,7 +179,10 @@ __all__ = [
     "decode_flops_per_sequence",
     "decode_request_rate",
     "embedding_params",
+    "energy_per_token",
     "expected_experts_touched",
+    "expected_tokens",
+    "first_batch_at_most",
     "fixed_weights_read",
     "fleet_price_per_hour",
     "fraction_of_ceiling",
@@ -161,6 +192,8 @@ __all__ = [
     "greedy_prefill_steps",
     "greedy_slot_bound",
     "grouped",
+    "hit_attention_pairs",
+    "hit_time",
     "is_compute_bound",
     "knee_batch",
     "kv_bytes_per_sequence",
@@ -184,6 +217,9 @@ __all__ = [
     "mla_absorbed_attention_dim",
     "mla_attention_dim",
     "mla_expanded_attention_dim",
+    "mtp_layer_params",
+    "mtp_pass_bytes",
+    "mtp_pass_flops",
     "output_tokens_per_s_per_device",
     "paced_chunk",
     "params_read",
@@ -195,6 +231,9 @@ __all__ = [
     "prefill_memory_bound_prompt",
     "prefill_replicas",
     "prefill_time_share",
+    "prefixes_held",
+    "reload_bytes",
+    "reload_time",
     "replicas_for_rate",
     "request_latency",
     "ridge_batch",
@@ -202,6 +241,8 @@ __all__ = [
     "roofline_time",
     "serial_prefill_tpot",
     "slot_groups",
+    "speculative_speedup",
+    "speculative_time_per_token",
     "split_compute_bound",
     "split_compute_time",
     "split_roofline_time",
@@ -209,11 +250,18 @@ __all__ = [
     "steps_per_request",
     "tile_fill",
     "time_per_output_token",
+    "tokens_per_joule",
     "tokens_per_s_per_user",
     "tokens_per_second",
+    "tokens_recomputed",
     "ttft_slack",
     "unread_lookup_params",
+    "useful_share",
     "utilization",
+    "verify_attended_layer_tokens",
+    "verify_bytes",
+    "verify_cached_layer_tokens",
+    "verify_flops_per_sequence",
     "weight_bytes",
     "weights_per_request",
     "weights_read_with_gather",

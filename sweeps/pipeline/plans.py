@@ -46,6 +46,33 @@ PLAN = (
 
 COST = "cost_per_million_output_tokens_usd"
 
+SCENARIOS = ("spec_acceptance", "prefix_hit_rate")
+"""Keys a sweep with speculation or prefix caching adds: the acceptance and the hit rate the
+workload meets (``docs/speculative.md``)."""
+CHOICES = ("spec_tokens", "spec_draft", "kv_tier")
+"""What such a sweep adds to a plan: whether it speculates (``k``, the draft) and the tier its
+cached prefixes live in; chosen with the devices."""
+
+
+def _keys(frame: pl.DataFrame) -> list[str]:
+    """The keys of one summary row in ``frame``: ``KEYS``, and the scenarios it has."""
+    return [*KEYS, *(c for c in SCENARIOS if c in frame.columns)]
+
+
+ENERGY = "energy_per_output_token_j"
+"""The plan's energy per output token (an estimate at board power), beside its cost when the
+pools frame has it."""
+
+
+def _plan(frame: pl.DataFrame) -> list[str]:
+    """The plan's columns in ``frame``: ``PLAN`` after the choices it has, the energy beside
+    the cost."""
+    plan = list(PLAN)
+    if ENERGY in frame.columns:
+        plan.insert(plan.index(COST) + 1, ENERGY)
+    return [*(c for c in CHOICES if c in frame.columns), *plan]
+
+
 TIE = 1e-9
 """Relative difference of two costs below which they are a tie [1]."""
 
@@ -80,7 +107,7 @@ def _best_per_mode(frame: pl.DataFrame, mode: str) -> pl.DataFrame:
     ``cheapest_<mode>_usd``."""
     return (
         frame.filter(pl.col("pool_mode") == mode, pl.col(COST).is_not_null())
-        .group_by(KEYS)
+        .group_by(_keys(frame))
         .agg(pl.col(COST).min().alias(f"cheapest_{mode}_usd"))
     )
 
@@ -98,12 +125,18 @@ def cheapest_plans(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
     ``cheapest_disaggregated_usd`` (the best of each mode meeting the SLOs, null where none
     is priced), and
     ``reason``: null when a priced plan was found, else why the cost is null.
+
+    With speculation or prefix caching the keys add the acceptance and the hit rate, and the
+    plan says which ``k`` and draft (``spec_tokens`` 0: no speculation) and which KV tier it
+    uses (``CHOICES``); its energy per output token (an estimate at board power) is beside
+    its cost.
     """
     frame = _pools(source)
+    keys = _keys(frame)
     feasible = frame.filter(pl.col("feasible"))
     # costs equal to rounding are a tie (a colocated and a disaggregated plan of the same
     # devices): fewer devices first, then one pool, which is simpler to run
-    lowest = pl.col(COST).min().over(KEYS)
+    lowest = pl.col(COST).min().over(keys)
     tied = pl.col(COST) <= lowest * (1 + TIE)
     ranked = feasible.sort(
         [
@@ -116,11 +149,11 @@ def cheapest_plans(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
         nulls_last=True,
         maintain_order=True,
     )
-    best = ranked.group_by(KEYS, maintain_order=True).first().select(*KEYS, *PLAN)
-    every = frame.select(KEYS).unique(maintain_order=True)
-    out = every.join(best, on=list(KEYS), how="left", nulls_equal=True)
+    best = ranked.group_by(keys, maintain_order=True).first().select(*keys, *_plan(frame))
+    every = frame.select(keys).unique(maintain_order=True)
+    out = every.join(best, on=keys, how="left", nulls_equal=True)
     for mode in ("colocated", "disaggregated"):
-        out = out.join(_best_per_mode(feasible, mode), on=list(KEYS), how="left", nulls_equal=True)
+        out = out.join(_best_per_mode(feasible, mode), on=keys, how="left", nulls_equal=True)
     reason = (
         pl.when(pl.col("pool_mode").is_null())
         .then(pl.lit(NO_PLAN))
@@ -128,4 +161,4 @@ def cheapest_plans(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit(NO_PRICE))
         .otherwise(pl.lit(None, dtype=pl.String))
     )
-    return out.with_columns(reason.alias("reason")).sort(list(KEYS))
+    return out.with_columns(reason.alias("reason")).sort(keys)

@@ -22,9 +22,11 @@ from sweeps.grid.analyses.decode import DECODE
 from sweeps.grid.analyses.model import MODEL
 from sweeps.grid.analyses.pools import POOLS
 from sweeps.grid.analyses.prefill import PREFILL
+from sweeps.grid.analyses.prefix import PREFIX
 from sweeps.grid.analyses.serving import SERVING
+from sweeps.grid.analyses.speculative import SPECULATIVE
 
-ANALYSES: tuple[Analysis, ...] = (MODEL, DECODE, PREFILL, SERVING, POOLS)
+ANALYSES: tuple[Analysis, ...] = (MODEL, DECODE, PREFILL, SPECULATIVE, PREFIX, SERVING, POOLS)
 """Every analysis, each after those it needs."""
 
 BY_NAME: dict[str, Analysis] = {analysis.name: analysis for analysis in ANALYSES}
@@ -46,6 +48,12 @@ def tables(sweep: Any) -> tuple[Analysis, ...]:
 def active_dims(sweep: Any) -> tuple[str, ...]:
     """Every dim of the analyses ``sweep`` asks for, in the canonical order of the axes."""
     return canonical({dim for analysis in applicable(sweep) for dim in analysis.dims})
+
+
+def dims_of(analysis: Analysis, sweep: Any) -> tuple[str, ...]:
+    """The dims of ``analysis`` in ``sweep``'s grid: its own, and the extra dims it takes on
+    that the sweep has (``Analysis.extra_dims``)."""
+    return analysis.dims_over({dim for other in applicable(sweep) for dim in other.dims})
 
 
 def owner(name: str) -> Analysis:
@@ -71,6 +79,7 @@ __all__ = [
     "Variable",
     "active_dims",
     "applicable",
+    "dims_of",
     "owner",
     "tables",
 ]

@@ -14,7 +14,7 @@ the compiled roofline pass through ``Inputs.engine``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -143,6 +143,11 @@ class Analysis:
     whole : Its compute reduces over devices, tp or batch (the best batch, the Pareto front,
         pairs of devices), so a grid streamed in chunks computes it in one piece, never per
         chunk; it must not depend on the context or prompt axes, which that piece drops
+    extra_dims : Dims it takes on when the sweep has them (serving and pools take the
+        speculative and prefix axes: a speculative step changes the decode step, a hit the
+        prefill); ``dims_over`` gives its dims in a grid
+    keeps : Dims its compute reduces over along the way (the break-even batch of speculation
+        is the first batch of the axis where it stops paying): a chunk never cuts them
     """
 
     name: str
@@ -155,6 +160,15 @@ class Analysis:
     applies: Callable[[Any], bool] = field(default=lambda sweep: True)
     rows: str = ""
     whole: bool = False
+    keeps: tuple[str, ...] = ()
+    extra_dims: tuple[str, ...] = ()
+
+    def dims_over(self, present: Collection[str]) -> tuple[str, ...]:
+        """Its dims, with those of ``extra_dims`` that are in ``present`` (the dims of the grid,
+        or of the analyses a sweep asks for), in the canonical order of the axes."""
+        from sweeps.axes import canonical
+
+        return canonical((*self.dims, *(d for d in self.extra_dims if d in present)))
 
     def wanted(self, sweep: Any) -> bool:
         """Whether ``sweep`` asks for this analysis: it has the study, and ``applies``."""

@@ -146,6 +146,17 @@ def _roofline(
         "step_time_s": roof["time"],
         "tokens_per_s": roof["tokens_per_s"],
         "feasible": roof["feasible"],
+        **_energy(x, roof["time"], batch),
+    }
+
+
+def _energy(x: Inputs, step_time: Any, batch: Any) -> dict[str, Any]:
+    """The tp devices at board power for the step, per token of the batch [J/token], and
+    its inverse [token/J]: estimates, null where the catalog has no power."""
+    energy = physics.energy_per_token(x["_board_power"], x["tp"], step_time, batch)
+    return {
+        "energy_per_output_token_j": energy,
+        "output_tokens_per_joule": physics.tokens_per_joule(energy),
     }
 
 
@@ -289,6 +300,20 @@ DECODE = Analysis(
             "bool",
             rank="full",
         ),
+        _V(
+            "energy_per_output_token_j",
+            "J/token",
+            "Estimate: the tp devices at board power for the step, per token (null: power unknown)",
+            "nullable",
+            rank="full",
+        ),
+        _V(
+            "output_tokens_per_joule",
+            "token/J",
+            "Estimate: decode tokens per joule at board power (null: power unknown)",
+            "nullable",
+            rank="full",
+        ),
     ),
     compute=_compute,
     needs=("model",),
@@ -311,6 +336,8 @@ DECODE = Analysis(
         "feasible",
         "step_time_s",
         "tokens_per_s",
+        "energy_per_output_token_j",
+        "output_tokens_per_joule",
         "weight_bytes",
         "weights_read_bytes",
         "kv_bytes_per_token",

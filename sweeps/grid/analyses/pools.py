@@ -30,6 +30,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs
 from sweeps.grid.analyses.pools_columns import VARIABLES
+from sweeps.grid.analyses.served import EXTRA_DIMS
 from sweeps.physics._array import where
 from sweeps.study import SCHEDULERS
 
@@ -186,6 +187,7 @@ def _colocated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, Any]:
         **{f"tpot_{name}": tpot for name in QUANTILES},
         "tpot": tpot,
         "fleet": physics.fleet_price_per_hour(replicas, x["tp"], x["price_per_hour"]),
+        "power": replicas * x["tp"] * x["_board_power"],
         "decode_share": each("share"),
         "slot_bound": each("slot_bound") == 1,
         "handoff": 0.0,
@@ -213,6 +215,9 @@ def _disaggregated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, An
         prefill, tp_p, _side(x["price_per_hour"], "prefill")
     ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["price_per_hour"], "decode"))
     devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
+    power = physics.fleet_price_per_hour(
+        prefill, tp_p, _side(x["_board_power"], "prefill")
+    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["_board_power"], "decode"))
     ttft = {
         f"ttft_{name}": service
         + handoff
@@ -229,6 +234,7 @@ def _disaggregated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, An
         **{f"tpot_{name}": steady for name in QUANTILES},
         "tpot": steady,
         "fleet": fleet,
+        "power": power,
         "decode_share": decode * tp_d / devices,
         "slot_bound": False,
         "handoff": handoff,
@@ -261,17 +267,17 @@ def _compute(x: Inputs) -> dict[str, Any]:
     same = (x["prefill_hardware"] == x["decode_hardware"]) & (x["prefill_tp"] == x["decode_tp"])
     feasible = np.isfinite(devices) & np.isfinite(pick("ttft"))
     named = together["scheduler"]
-    scheduler = xr.Variable(named.dims, named.values).set_dims(
-        {d: int(np.asarray(x[d].values).size) for d in DIMS}
-    )
-    scheduler = scheduler.transpose(*DIMS)
-    split = np.asarray(mode.values) == "disaggregated"
-    ok = np.asarray(feasible.transpose(*DIMS).values)
+    # the table's dims with the speculative and prefix axes the sweep has (extra_dims)
+    dims = POOLS.dims_over({*named.dims, *feasible.dims})
+    sizes = {d: int(np.asarray(x[d].values).size) for d in dims}
+    scheduler = xr.Variable(named.dims, named.values).set_dims(sizes).transpose(*dims)
+    split = np.asarray((mode == "disaggregated").set_dims(sizes).transpose(*dims).values)
+    ok = np.asarray(feasible.transpose(*dims).values)
     names = np.array(scheduler.values, dtype=object)
-    names[..., split] = "serial-prefill"
+    names[split] = "serial-prefill"
     named_ok = np.vectorize(lambda v: isinstance(v, str), otypes=[bool])(names) & ok
     names[~named_ok] = None
-    scheduler = xr.Variable(DIMS, names)
+    scheduler = xr.Variable(dims, names)
     out = {
         "prefill_replicas": pick("prefill"),
         "decode_replicas": pick("decode"),
@@ -285,6 +291,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "goodput_tokens_per_s_per_device": physics.goodput_per_device(rate, output, devices),
         "pools_cost_per_million_output_tokens_usd": physics.cost_per_million_tokens(
             pick("fleet"), rate * output
+        ),
+        # the fleet at board power over the output rate: an estimate
+        "pools_energy_per_output_token_j": physics.energy_per_token(
+            pick("power"), 1, 1.0, rate * output
         ),
         "decode_time_share": pick("decode_share"),
         "slot_bound": pick("slot_bound", False) == 1,
@@ -307,4 +317,5 @@ POOLS = Analysis(
     study="serving",
     rows="pools_row",
     whole=True,
+    extra_dims=EXTRA_DIMS,
 )

@@ -85,6 +85,15 @@ VARIABLES: tuple[Variable, ...] = (
         rank="full",
     ),
     _V(
+        "pools_energy_per_output_token_j",
+        "J/token",
+        "Estimate: the whole fleet at board power per output token at the arrival rate "
+        "(null: a power unknown)",
+        "nullable",
+        column="energy_per_output_token_j",
+        rank="full",
+    ),
+    _V(
         "decode_time_share",
         "1",
         "Share of device time in decode: disaggregated, the decode pool's share of the "

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
+from sweeps.grid.analyses import served
 from sweeps.grid.analyses.base import Inputs
 from sweeps.grid.analyses.split import timed_coefficients, timed_flops
 from sweeps.grid.analyses.steps import (
@@ -30,11 +31,9 @@ from sweeps.physics._array import where
 
 
 def prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
-    """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens (0: none) [s]."""
-    flops, read, kv_dev = prefill_work(x, batch, prompt)
-    nbytes = physics.prefill_bytes(read, batch, kv_dev)
-    flops = _timed_prefill(x, batch, prompt, flops)
-    return where(batch > 0, physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"]), 0.0)
+    """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens (0: none) [s];
+    with a prefix hit rate, the better of the hit prefill and recomputing (``served``)."""
+    return where(batch > 0, served.prefill_time(x, batch, prompt), 0.0)
 
 
 def _timed_prefill(x: Inputs, batch: Any, prompt: Any, flops: Any) -> Any:
@@ -73,8 +72,9 @@ class Terms:
         )
         self.prompt_flops = _timed_prefill(x, 1, self.prompt, prefill_work(x, 1, self.prompt)[0])
         self.prompt_cache = cache_bytes(x, self.prompt)
-        self.steady = physics.affine_step_time(
-            self.context, self.local, self.flops, self.nbytes, x["_peak"], x["_bandwidth"]
+        # per token of a slot: the step, or (t_verify + t_draft) / E with speculation
+        self.steady = served.token_time(
+            x, self.batch, self.context, self.local, self.flops, self.nbytes
         )
         self.alone = prefill_time(x, 1, self.prompt)
 
@@ -137,9 +137,7 @@ def static(t: Terms) -> dict[str, Any]:
     """``B`` requests start together: TTFT ``t_p(B, I)``, then the decode steps summed."""
     x = t.x
     ttft = prefill_time(x, t.batch, t.prompt)
-    decode = physics.static_decode_time(
-        t.prompt, t.output, t.flops, t.nbytes, x["_window"], x["_peak"], x["_bandwidth"]
-    )
+    decode = served.static_decode(x, t.prompt, t.output, t.flops, t.nbytes)
     latency = physics.request_latency(ttft, decode)
     tpot = physics.time_per_output_token(decode, t.output)
     out = t.result(ttft, tpot, t.batch / latency, tpot, ttft / latency)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
+from sweeps.grid.analyses import served
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.schedulers import PRICED, Terms, serial_prefill
 from sweeps.grid.analyses.steps import cache_bytes
@@ -52,39 +53,43 @@ def _by_mode(mode: Any, values: dict[str, Any]) -> Any:
 
 
 def _full(value: Any, sizes: dict[str, int]) -> np.ndarray:
-    """``value`` broadcast over every dim of ``DIMS``, in that order."""
+    """``value`` broadcast over every dim of ``sizes``, in that order."""
     import xarray as xr  # the declarations stay importable without it (sweeps validate)
 
     variable = value if isinstance(value, xr.Variable) else xr.Variable((), value)
-    return variable.set_dims({d: sizes[d] for d in DIMS}).transpose(*DIMS).values
+    return variable.set_dims(sizes).transpose(*sizes).values
+
+
+SCENARIO = ("model", "prompt_tokens", "output_tokens", "spec_acceptance", "prefix_hit_rate")
+"""What a front is drawn within: a model, a workload, and the acceptance and hit rate it meets
+(the draft, ``k`` and the tier are choices on the front, like the devices)."""
 
 
 def _front(x: Inputs, per_device: Any, per_user: Any, meets: Any) -> Any:
     """On the Pareto front of its model and workload, among the points meeting the SLOs."""
     import xarray as xr
 
-    sizes = {d: int(np.asarray(x[d]).size) for d in DIMS}
-    group = (
-        np.arange(sizes["model"])[:, None, None] * sizes["prompt_tokens"]
-        + np.arange(sizes["prompt_tokens"])[None, :, None]
-    ) * sizes["output_tokens"] + np.arange(sizes["output_tokens"])[None, None, :]
-    group_var = xr.Variable(("model", "prompt_tokens", "output_tokens"), group)
+    dims = SERVING.dims_over(set(x.values))
+    sizes = {d: int(np.asarray(x[d]).size) for d in dims}
+    scenario = [d for d in SCENARIO if d in sizes]
+    group = np.arange(math.prod(sizes[d] for d in scenario)).reshape([sizes[d] for d in scenario])
     ok = _full(meets, sizes)
     on = physics.pareto_front(
         np.where(ok, _full(per_device, sizes), np.nan).reshape(-1),
         np.where(ok, _full(per_user, sizes), np.nan).reshape(-1),
-        _full(group_var, sizes).reshape(-1),
+        _full(xr.Variable(scenario, group), sizes).reshape(-1),
     )
-    return xr.Variable(DIMS, on.reshape(tuple(sizes[d] for d in DIMS)))
+    return xr.Variable(dims, on.reshape(tuple(sizes.values())))
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
+    # long: every column of the table from the modes' terms, the memory walls and the SLOs
     serving, opt, mode = x.settings, x.options, x["mode"]
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
     budget = float(serving.chunk_tokens) if serving.chunk_tokens > 0 else math.inf
     terms = Terms(x, budget)
     labels = [str(m) for m in np.asarray(mode).reshape(-1)]
-    modes = {name: PRICED[name](terms) for name in labels}
+    modes = {name: served.modelled(x, name, PRICED[name](terms)) for name in labels}
 
     def pick(key: str, default: Any = np.nan) -> Any:
         return _by_mode(mode, {name: got.get(key, default) for name, got in modes.items()})
@@ -102,11 +107,14 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out["tokens_per_s_per_user"] = physics.tokens_per_s_per_user(out["tpot_s"])
     # paged caches hold the current lengths: a continuous batch fits at its mean occupancy;
     # a static batch, and fits_at_peak, need every slot at its full length I + O
+    # a draft's weights and cache beside the target's, with speculation
+    draft_weights, draft_cache = served.held(x, prompt + output)
+    weights = x["weight_bytes"] + draft_weights
     wall = physics.max_batch(
-        x["memory"], opt.memory_reserve, x["weight_bytes"], cache_bytes(x, prompt + output)
+        x["memory"], opt.memory_reserve, weights, cache_bytes(x, prompt + output) + draft_cache
     )
     mean_wall = physics.max_batch(
-        x["memory"], opt.memory_reserve, x["weight_bytes"], cache_bytes(x, prompt + output / 2)
+        x["memory"], opt.memory_reserve, weights, cache_bytes(x, prompt + output / 2) + draft_cache
     )
     out["fits_at_peak"] = batch <= wall
     out["serving_feasible"] = where(mode == "static", batch <= wall, batch <= mean_wall)
@@ -117,6 +125,12 @@ def _compute(x: Inputs) -> dict[str, Any]:
         x["price_per_hour"], out["output_tokens_per_s_per_device"]
     )
     out["price_as_of"] = x["hardware_price_as_of"]
+    # each device at board power for the time it makes one output token: an estimate
+    energy = physics.energy_per_token(
+        x["_board_power"], 1, 1.0, out["output_tokens_per_s_per_device"]
+    )
+    out["serving_energy_per_output_token_j"] = energy
+    out["serving_output_tokens_per_joule"] = physics.tokens_per_joule(energy)
     out["on_pareto_front"] = _front(
         x, out["output_tokens_per_s_per_device"], out["tokens_per_s_per_user"], out["meets_slo"]
     )
@@ -225,6 +239,22 @@ SERVING = Analysis(
         ),
         _V("price_as_of", "-", "Date of the device-hour price the cost uses", "str"),
         _V(
+            "serving_energy_per_output_token_j",
+            "J/token",
+            "Estimate: a device at board power per output token it makes (null: power unknown)",
+            "nullable",
+            column="energy_per_output_token_j",
+            rank="full",
+        ),
+        _V(
+            "serving_output_tokens_per_joule",
+            "token/J",
+            "Estimate: output tokens per joule at board power (null: power unknown)",
+            "nullable",
+            column="output_tokens_per_joule",
+            rank="full",
+        ),
+        _V(
             "on_pareto_front",
             "-",
             "Not dominated in (tokens/s per device, tokens/s per user) "
@@ -249,9 +279,12 @@ SERVING = Analysis(
         "fits_at_peak",
         "meets_slo",
         "cost_per_million_output_tokens_usd",
+        "serving_energy_per_output_token_j",
+        "serving_output_tokens_per_joule",
         "price_as_of",
         "on_pareto_front",
     ),
     study="serving",
     whole=True,
+    extra_dims=served.EXTRA_DIMS,
 )

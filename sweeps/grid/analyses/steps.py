@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from sweeps import physics
 from sweeps.grid.analyses.base import Inputs
 
@@ -87,6 +89,31 @@ def prefill_split(x: Inputs, batch: Any, prompt: Any, flops: Any) -> tuple[Any, 
         / x["tp"]
     )
     return gemm, flops - gemm
+
+
+def hit_work(x: Inputs, batch: Any, prompt: Any, hit: Any) -> tuple[Any, Any, Any]:
+    """``prefill_work`` of prompts whose first ``hit`` share is cached: FLOPs of the
+    ``(1 - h) I`` new tokens and the logits row, the weight bytes they read (at least one token
+    a prompt) and one prompt's cache, per device [FLOP, byte, byte]; term for term
+    ``prefill_work`` at ``h = 0``."""
+    vocab, width, tied = x["vocab_size"], x["hidden_size"], x["tied_embeddings"]
+    new = physics.tokens_recomputed(prompt, hit)
+    pairs = physics.hit_attention_pairs(prompt, hit, x["layers"], x["local_layers"], x["_window"])
+    flops = (
+        physics.prefill_flops(
+            batch,
+            new,
+            x["active_params"],
+            x["heads"],
+            x["_prefill_attention_dim"],
+            pairs,
+            x["_attention_on"],
+            physics.embedding_params(vocab, width, tied),
+            physics.logit_params(vocab, width),
+        )
+        / x["tp"]
+    )
+    return flops, weights_read(x, np.maximum(batch * new, batch)), cache_bytes(x, prompt)
 
 
 def step_coefficients(x: Inputs, batch: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

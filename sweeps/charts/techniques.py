@@ -1,0 +1,284 @@
+"""The charts of speculative decoding, prefix caching and energy, drawn from the grid alone.
+
+``speedup_chart``: the speedup of speculation over plain decode against batch, one line per
+acceptance, one panel per ``k`` and draft, the break-even batch marked. ``verify_roofline_chart``:
+the verify steps of each ``k`` on the device's roofline beside plain decode.
+``prefix_ttft_chart``: TTFT against hit rate, one line per KV tier, the recompute line and the
+break-even tier bandwidth in the caption. ``energy_chart``: output tokens per joule against
+tokens/s per user, the serving points of each device (beside the cost figure).
+
+Each shows one model at the first device, tp, KV setting, weight dtype and context (or
+prompt) of the grid, named in its caption, with a sentence computed from the data. Nothing
+here recomputes a time; every figure is read from the tables' variables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from .report import Figure
+from .serving import SCENARIO_DIMS
+from .theme import heading, number, size_of
+
+SPECULATIVE, PREFIX = "speculative", "prefix"
+TECHNIQUES = frozenset({SPECULATIVE, PREFIX})
+"""The chart kinds of this module."""
+
+TECHNIQUE_DIMS = frozenset({"spec_tokens", "prefix_hit_rate"})
+"""Dimensions only the speculative and prefix analyses' variables have."""
+
+ALSO = ("step_time_s", "arithmetic_intensity", "ridge_point", "peak_flops", "bandwidth", "ttft_s")
+"""Variables of the decode and prefill analyses the charts read beside them."""
+
+
+def has_speculative(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` holds the speculative analysis."""
+    return "speedup" in ds
+
+
+def has_prefix(ds: xr.Dataset) -> bool:
+    """Whether ``ds`` holds the prefix analysis."""
+    return "prefix_ttft_s" in ds
+
+
+def technique_part(one: xr.Dataset) -> xr.Dataset:
+    """A copy of what the technique charts read of one slice, so the rest is not held."""
+    names = [str(n) for n, v in one.data_vars.items() if TECHNIQUE_DIMS.intersection(v.dims)]
+    names += [n for n in ALSO if n in one]
+    return one[names].copy(deep=True)
+
+
+def _at(ds: xr.Dataset, model: str, length: str) -> dict[str, Any]:
+    """The first device, tp, KV setting, weight dtype and ``length`` (context or prompt)."""
+    return {
+        "model": model,
+        "hardware": ds["hardware"].values[0],
+        "tp": ds["tp"].values[0],
+        "kv_heads": ds["kv_heads"].values[0],
+        "kv_dtype": ds["kv_dtype"].values[0],
+        "weight_dtype": ds["weight_dtype"].values[0],
+        length: ds[length].values[0],
+    }
+
+
+def _caption(at: dict[str, Any], length: str) -> str:
+    return (
+        f"{at['model']} on {at['hardware']}, tp {at['tp']}, {at['weight_dtype']} weights, "
+        f"{at['kv_dtype']} cache, {length} {at[length]}."
+    )
+
+
+def speedup_sentence(ds: xr.Dataset, model: str) -> str:
+    """Where speculation pays most at batch 1 and up to which batch, from the data [-]."""
+    at = _at(ds, model, "context")
+    sel = ds.sel(at)
+    best = sel["speedup"].isel(batch=0).where(sel["spec_tokens"] > 0)
+    if not np.isfinite(best.values).any():
+        return "No speculative setting with k > 0 on this grid."
+    where = best.argmax(...)
+    pick = {dim: int(index) for dim, index in where.items()}
+    point = best.isel(pick)
+    even = sel["break_even_batch"].isel(pick).item()
+    tail = (
+        f"it stops paying at batch {int(even)}"
+        if np.isfinite(even)
+        else f"it still pays at batch {int(ds['batch'].values[-1])}, the largest on the axis"
+    )
+    return (
+        f"Best at batch {int(ds['batch'].values[0])}: {point['spec_draft'].item()} with "
+        f"k = {int(point['spec_tokens'])} at alpha = {float(point['spec_acceptance']):g}, "
+        f"{number(float(point))}x faster than plain decode; {tail}."
+    )
+
+
+def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
+    """Speedup against batch, a line per acceptance, a panel per ``k`` and draft; the rule at
+    1 and each line's break-even batch marked."""
+    at = _at(ds, model, "context")
+    drafted = [int(k) for k in ds["spec_tokens"].values if k > 0]
+    sel = ds[["speedup", "break_even_batch"]].sel(at).sel(spec_tokens=drafted)
+    frame = sel.to_dataframe().reset_index()
+    frame["panel"] = [
+        f"k = {k}, {d}" for k, d in zip(frame.spec_tokens, frame.spec_draft, strict=True)
+    ]
+    size = size_of(width)
+    x = alt.X("batch:Q", scale=alt.Scale(type="log"), title="batch [sequence]")
+    color = alt.Color("spec_acceptance:O", title="alpha")
+    base = alt.Chart()
+    lines = base.mark_line(point=True).encode(
+        x=x, y=alt.Y("speedup:Q", title="speedup over plain decode [1]"), color=color,
+        tooltip=["batch", "spec_acceptance", "speedup", "break_even_batch"],
+    )  # fmt: skip
+    one = base.mark_rule(strokeDash=[4, 4], color="#555").encode(y=alt.datum(1.0))
+    marks = base.mark_rule(opacity=0.6).encode(x="break_even_batch:Q", color=color)
+    caption = [_caption(at, "context"), speedup_sentence(ds, model)]
+    return (
+        alt.layer(lines, one, marks, data=frame)  # one frame: the facet splits every layer
+        .facet(facet=alt.Facet("panel:N", title=None), columns=3)
+        .properties(title=heading("Speedup of speculative decoding against batch", caption, size))
+    )
+
+
+def verify_sentence(ds: xr.Dataset, model: str) -> str:
+    """How far the verify step moves decode up the roofline, from the data [-]."""
+    at = _at(ds, model, "context")
+    sel = ds.sel(at)
+    k = int(sel["spec_tokens"].max())
+    batch = int(ds["batch"].values[0])
+    plain = float(sel["arithmetic_intensity"].isel(batch=0))
+    verify = sel["verify_arithmetic_intensity"].sel(spec_tokens=k).isel(batch=0)
+    ridge = float(sel["ridge_point"])
+    return (
+        f"At batch {batch}, verifying k = {k} drafts raises the intensity from {number(plain)} "
+        f"to {number(float(verify.max()))} FLOP/byte (the ridge is {number(ridge)})."
+    )
+
+
+def verify_roofline_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
+    """The verify steps of each ``k`` (every batch) on the device's roofline."""
+    at = _at(ds, model, "context")
+    sel = ds.sel(at).isel(spec_acceptance=0, spec_draft=0)
+    frame = sel[["verify_arithmetic_intensity", "verify_flops", "verify_time_s"]].to_dataframe()
+    frame = frame.reset_index()
+    frame["attained"] = frame.verify_flops / frame.verify_time_s
+    peak, ridge = float(sel["peak_flops"]), float(sel["ridge_point"])
+    lo = float(frame.verify_arithmetic_intensity.min()) / 2
+    hi = max(float(frame.verify_arithmetic_intensity.max()) * 2, ridge * 4)
+    roof = pd.DataFrame({"ai": [lo, ridge, hi], "roof": [peak * lo / ridge, peak, peak]})
+    x = alt.X("ai:Q", scale=alt.Scale(type="log"), title="arithmetic intensity [FLOP/byte]")
+    y = alt.Y("roof:Q", scale=alt.Scale(type="log"), title="attainable [FLOP/s]")
+    roofs = alt.Chart(roof).mark_line(color="#555").encode(x=x, y=y)
+    points = alt.Chart(frame).mark_point(filled=True).encode(
+        x=alt.X("verify_arithmetic_intensity:Q"), y=alt.Y("attained:Q"),
+        color=alt.Color("spec_tokens:O", title="k"), size=alt.Size("batch:Q", title="batch"),
+        tooltip=["spec_tokens", "batch", "verify_arithmetic_intensity", "attained"],
+    )  # fmt: skip
+    caption = [_caption(at, "context"), verify_sentence(ds, model)]
+    return alt.layer(roofs, points).properties(
+        title=heading("The verify step on the roofline", caption, size_of(width))
+    )
+
+
+def prefix_sentence(ds: xr.Dataset, model: str) -> str:
+    """Which tiers beat recomputing the prompt, from the data [-]."""
+    at = _at(ds, model, "prompt")
+    sel = ds.sel(at).isel(batch=0)
+    hit = sel["prefix_hit_rate"].where(sel["prefix_hit_rate"] > 0, drop=True)
+    if hit.size == 0:
+        return "No hit rate above 0 on this grid."
+    h = float(hit.values[-1])
+    even = float(sel["break_even_bandwidth"].sel(prefix_hit_rate=h))
+    pays = sel["reload_pays"].sel(prefix_hit_rate=h)
+    winners = [str(t) for t, p in zip(pays["kv_tier"].values, pays.values, strict=True) if p]
+    named = ", ".join(winners) if winners else "none of the tiers"
+    return (
+        f"At a {h:.0%} hit rate a tier faster than {number(even / 1e9)} GB/s per device beats "
+        f"recomputing the prompt: {named}."
+    )
+
+
+def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
+    """TTFT against hit rate, a line per tier, the recompute time dashed."""
+    at = _at(ds, model, "prompt")
+    sel = ds.sel(at).isel(batch=0)
+    frame = sel[["prefix_ttft_s"]].to_dataframe().reset_index()
+    recompute = pd.DataFrame({"ttft_s": [float(sel["ttft_s"])]})
+    x = alt.X("prefix_hit_rate:Q", title="prefix hit rate [1]", axis=alt.Axis(format="%"))
+    lines = alt.Chart(frame).mark_line(point=True).encode(
+        x=x, y=alt.Y("prefix_ttft_s:Q", title="TTFT bound [s]"),
+        color=alt.Color("kv_tier:N", title="tier"),
+        tooltip=["kv_tier", "prefix_hit_rate", "prefix_ttft_s"],
+    )  # fmt: skip
+    rule = alt.Chart(recompute).mark_rule(strokeDash=[4, 4]).encode(y="ttft_s:Q")
+    caption = [
+        _caption(at, "prompt") + " Dashed: recomputing the whole prompt.",
+        prefix_sentence(ds, model),
+    ]
+    return alt.layer(lines, rule).properties(
+        title=heading("Time to first token against prefix hit rate", caption, size_of(width))
+    )
+
+
+BUILDERS: dict[str, tuple[str, Any, Any]] = {
+    "speedup": (SPECULATIVE, has_speculative, speedup_chart),
+    "verify-roofline": (SPECULATIVE, has_speculative, verify_roofline_chart),
+    "prefix-ttft": (PREFIX, has_prefix, prefix_ttft_chart),
+}
+"""The technique figures by stem (``<kind>-<name>-<model>``): their kind, whether a grid has
+what they need, and their builder ``(ds, model, width=...)``."""
+
+
+def _joined(parts: list[xr.Dataset], model: str) -> xr.Dataset:
+    """One model's parts (one per device) joined along the device dim."""
+    mine = [part.sel(model=[model]) for part in parts if model in part["model"].values]
+    if len(mine) == 1:
+        return mine[0]
+    local = [str(n) for n, v in mine[0].data_vars.items() if "hardware" in v.dims]
+    joined = xr.concat([m[local] for m in mine], dim="hardware")
+    rest = mine[0].drop_dims("hardware")
+    return xr.merge([joined, rest], join="exact", compat="override", combine_attrs="override")
+
+
+def technique_figures(parts: list[xr.Dataset], charts: Any, width: str) -> list[Figure]:
+    """The technique figures ``charts`` asks for, per model of ``parts`` (slices of
+    ``technique_part``, or whole grids), each with its spec."""
+    from .output import spec_of
+
+    wanted = [(n, b) for n, b in BUILDERS.items() if b[0] in set(charts)]
+    models = list(dict.fromkeys(str(m) for part in parts for m in part["model"].values))
+    figures = []
+    for model in models if wanted else ():
+        grid = _joined(parts, model)
+        for name, (kind, has, builder) in wanted:
+            if has(grid):
+                chart = builder(grid, model, width=width)
+                figures.append(Figure(f"{kind}-{name}-{model}", kind, model, None,
+                                      spec_of(chart, width)))  # fmt: skip
+    return figures
+
+
+def energy_chart(
+    ds: xr.Dataset, model: str, weight_dtype: Any = None, width: str = "screen"
+) -> Any:
+    """Output tokens per joule against tokens/s per user: continuous batching on each device
+    at the first workload (a serving figure, beside the cost one)."""
+    at = {
+        "model": model,
+        "kv_heads": ds["kv_heads"].values[0],
+        "kv_dtype": ds["kv_dtype"].values[0],
+        "weight_dtype": weight_dtype or ds["weight_dtype"].values[0],
+        "prompt_tokens": ds["prompt_tokens"].values[0],
+        "output_tokens": ds["output_tokens"].values[0],
+        "mode": "serial-prefill" if "serial-prefill" in ds["mode"].values else ds["mode"].values[0],
+        **{d: ds[d].values[0] for d in SCENARIO_DIMS if d in ds.dims},
+    }
+    names = ["serving_output_tokens_per_joule", "tokens_per_s_per_user", "serving_feasible"]
+    frame = ds[names].sel(at).to_dataframe().reset_index()
+    frame = frame[frame.serving_feasible & np.isfinite(frame.serving_output_tokens_per_joule)]
+    best = frame.serving_output_tokens_per_joule.max() if len(frame) else float("nan")
+    sentence = (
+        f"At most {number(float(best))} output tokens per joule (serial-prefill, devices at "
+        "board power: an estimate)."
+        if np.isfinite(best)
+        else "No device of the grid has a known board power: no energy figure."
+    )
+    points = alt.Chart(frame).mark_line(point=True).encode(
+        x=alt.X("tokens_per_s_per_user:Q", scale=alt.Scale(type="log"),
+                title="tokens/s per user [token/s]"),
+        y=alt.Y("serving_output_tokens_per_joule:Q", title="output tokens per joule [token/J]"),
+        color=alt.Color("hardware:N", title="device"),
+        tooltip=["hardware", "tp", "batch", "serving_output_tokens_per_joule"],
+    )  # fmt: skip
+    caption = [
+        f"{model}, {at['weight_dtype']} weights, {at['prompt_tokens']} prompt and "
+        f"{at['output_tokens']} output tokens per request.",
+        sentence,
+    ]
+    return points.properties(
+        title=heading("Tokens per joule against speed per user", caption, size_of(width))
+    )

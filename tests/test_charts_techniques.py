@@ -1,0 +1,70 @@
+"""The speculative, prefix and energy charts: valid Vega-Lite, and their sentences say what the
+grid says (the best speedup, the break-even batch, the tiers that beat recomputing)."""
+
+from __future__ import annotations
+
+import pytest
+import xarray as xr
+
+from sweeps.charts import techniques
+from sweeps.config import parse_config
+from sweeps.grid.build import build_grid
+
+CONFIG = """
+[sweep]
+name = "charts"
+[axes]
+model = ["llama-3.1-70b"]
+hardware = ["h200"]
+batch = [1, 16, 64, 256, 1024]
+context = [1024]
+prompt = [4096]
+weight_dtype = ["fp8"]
+kv_dtype = ["fp8"]
+spec_tokens = [0, 4]
+spec_acceptance = [0.7]
+spec_draft = ["ngram", "llama-3.1-8b"]
+prefix_hit_rate = [0.0, 0.9]
+kv_tier = ["host", "nvme"]
+[serving]
+prompt_tokens = [1024]
+output_tokens = [128]
+arrival_rate = [2.0]
+"""
+
+
+@pytest.fixture(scope="module")
+def ds() -> xr.Dataset:
+    return build_grid(parse_config(CONFIG))
+
+
+@pytest.mark.parametrize("name", list(techniques.BUILDERS))
+def test_builders_give_valid_specs(ds: xr.Dataset, name: str) -> None:
+    _, has, builder = techniques.BUILDERS[name]
+    assert has(ds)
+    spec = builder(ds, "llama-3.1-70b").to_dict()  # validated against the schema
+    assert spec["title"]["subtitle"]
+
+
+def test_energy_chart_is_valid(ds: xr.Dataset) -> None:
+    spec = techniques.energy_chart(ds, "llama-3.1-70b").to_dict()
+    assert "tokens per joule" in spec["title"]["subtitle"][1]
+
+
+def test_speedup_sentence_names_the_break_even_batch(ds: xr.Dataset) -> None:
+    sentence = techniques.speedup_sentence(ds, "llama-3.1-70b")
+    at = ds.sel(hardware="h200", spec_tokens=4, spec_draft="ngram", context=1024).squeeze()
+    even = float(at["break_even_batch"])
+    best = float(at["speedup"].isel(batch=0))
+    assert "ngram with k = 4 at alpha = 0.7" in sentence
+    assert f"{best:.2f}x" in sentence
+    assert f"stops paying at batch {int(even)}" in sentence
+
+
+def test_prefix_sentence_names_the_tiers_that_beat_recomputing(ds: xr.Dataset) -> None:
+    sentence = techniques.prefix_sentence(ds, "llama-3.1-70b")
+    at = ds.sel(hardware="h200", prefix_hit_rate=0.9, prompt=4096).isel(batch=0).squeeze()
+    pays = [str(t) for t in at["kv_tier"].values if bool(at["reload_pays"].sel(kv_tier=t))]
+    assert pays == ["host"]  # 64 GB/s clears it, 1.75 GB/s of a shared drive does not
+    assert sentence.endswith("recomputing the prompt: host.")
+    assert f"{float(at['break_even_bandwidth']) / 1e9:.3g}" in sentence
