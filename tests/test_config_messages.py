@@ -40,7 +40,9 @@ def test_schema_and_cross_check_problems_reported_together() -> None:
     )
     lines = _lines(text)
     assert lines[0] == (
-        "axes.model[1]: 'Bad/Name' is not a valid name; use only a-z, 0-9, '.', '_', '-'"
+        "axes.model[1]: 'Bad/Name' is not a valid name: a name starts with a-z or 0-9, holds "
+        "only a-z, 0-9, '.', '_', '-', is at most 100 characters long and never contains "
+        "'.tmp-' or '.old-'"
     )
     joined = "\n".join(lines)
     assert "options.memory_reserve: Input should be less than 1 (got 1.5)" in joined
@@ -225,6 +227,8 @@ def test_kv_heads_checked_once_per_head_count() -> None:
 def test_a_key_that_is_not_bare_is_quoted_as_toml_writes_it() -> None:
     text = BASE + '[models."Bad Name"]\nparams = 1e9\n[models."llama-3.1-x"]\nparams = true\n'
     assert _lines(text) == [
-        "models.\"Bad Name\": 'Bad Name' is not a valid name; use only a-z, 0-9, '.', '_', '-'",
+        "models.\"Bad Name\": 'Bad Name' is not a valid name: a name starts with a-z or 0-9, "
+        "holds only a-z, 0-9, '.', '_', '-', is at most 100 characters long and never "
+        "contains '.tmp-' or '.old-'",
         'models."llama-3.1-x".params: must be a number, not bool (got True)',
     ]

@@ -12,23 +12,33 @@ import re
 
 from sweeps.errors import ConfigError
 
-SWEEP_NAME_MAX = 100
-"""Longest sweep name [character]; the output folder is named after it."""
+NAME_MAX = 100
+"""Longest name that becomes a file or folder [character]: a sweep (its result folder), a
+model (its partition file), a device, a dtype. Well under a file system's 255 bytes, with the
+package's own prefixes and suffixes (``model=``, ``.tmp-<pid>-<random>``) around it."""
 
-SWEEP_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
-"""A sweep name: a letter or digit first, then letters, digits, ``.``, ``_`` or ``-``."""
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
+"""Every such name, as the JSON Schema writes it: a letter or digit first, then letters,
+digits, ``.``, ``_`` or ``-`` (so never ``.``, ``..``, hidden, or a path)."""
+
+SWEEP_NAME_MAX = NAME_MAX
+SWEEP_NAME_PATTERN = NAME_PATTERN
+"""The sweep name's rule is the rule of every name (kept under its first spelling)."""
 
 RESERVED_MARKERS = (".tmp-", ".old-")
-"""Substrings of the package's own staging and backup folder names, never in a sweep name."""
+"""Substrings of the package's own staging and backup folder names, never in a name."""
 
-_SWEEP_NAME = re.compile(SWEEP_NAME_PATTERN)
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+"""``NAME_PATTERN`` for Python, matched whole (``fullmatch``: a trailing newline, which
+``$`` lets through, is refused); the length is checked on its own, with its own message."""
 
 _MARKERS = " or ".join(map(repr, RESERVED_MARKERS))
-SWEEP_NAME_RULE = (
+NAME_RULE = (
     f"a name starts with a-z or 0-9, holds only a-z, 0-9, '.', '_', '-', is at most "
-    f"{SWEEP_NAME_MAX} characters long and never contains {_MARKERS}"
+    f"{NAME_MAX} characters long and never contains {_MARKERS}"
 )
 """The rule of ``check_name`` in words, for messages and the JSON Schema."""
+SWEEP_NAME_RULE = NAME_RULE
 
 MAX_AXIS_VALUES = 10**6
 """Most values one axis may hold, ranges included; checked before a range is expanded [1]."""
@@ -62,26 +72,36 @@ MAX_PROBLEMS = 50
 
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid sweep name, or None when it is one."""
-    if len(name) > SWEEP_NAME_MAX:
-        return f"{len(name)} characters is too long; {SWEEP_NAME_RULE}"
-    if not _SWEEP_NAME.match(name):
-        return SWEEP_NAME_RULE
+    """Why ``name`` cannot name a file or folder of a result, or None when it can.
+
+    The one rule of every name that becomes a file (sweep, model, device, dtype): checked
+    when a config is validated, so no run fails on a name after computing.
+    """
+    if len(name) > NAME_MAX:
+        return f"{len(name)} characters is too long; {NAME_RULE}"
+    if not _NAME.fullmatch(name):
+        return NAME_RULE
     for marker in RESERVED_MARKERS:
         if marker in name:
-            return f"{marker!r} marks the package's staging and backup folders; {SWEEP_NAME_RULE}"
+            return f"{marker!r} marks the package's staging and backup folders; {NAME_RULE}"
     return None
+
+
+def shown(name: str, limit: int = 60) -> str:
+    """``name`` as a message quotes it: ``repr`` (control characters escaped), cut to
+    ``limit`` characters."""
+    return repr(name if len(name) <= limit else name[: limit - 3] + "...")
 
 
 def check_name(name: str, key: str = "sweep.name") -> None:
     """Raise ``ConfigError`` (naming ``key``, the name and the rule) unless ``name`` is valid.
 
-    A valid name is a folder name that stays inside the output folder and cannot be taken for
-    one of the package's staging or backup folders: ``SWEEP_NAME_PATTERN`` (so never ``.`` or
-    ``..`` and never hidden), at most ``SWEEP_NAME_MAX`` characters, no ``RESERVED_MARKERS``.
+    A valid name is a folder or file name that stays inside the output folder and cannot be
+    taken for one of the package's staging or backup folders: ``NAME_PATTERN`` (so never
+    ``.`` or ``..`` and never hidden), at most ``NAME_MAX`` characters, no
+    ``RESERVED_MARKERS``.
     """
     problem = name_problem(name)
     if problem is not None:
-        shown = name if len(name) <= 60 else name[:57] + "..."
-        msg = f"{key}: {shown!r} is not a valid name: {problem}"
+        msg = f"{key}: {shown(name)} is not a valid name: {problem}"
         raise ConfigError(msg)

@@ -30,8 +30,9 @@ from sweeps.files import read_text
 
 T = TypeVar("T")
 
-_BROKEN = "-"
-"""Stands in for a name the schema rejected, so that later checks keep their indices."""
+_BROKEN = "0.invalid-name.sweeps"
+"""Stands in for a name the schema rejected, so that later checks keep their indices (itself
+a valid name, so the schema's second look at the file passes it)."""
 
 _NAME_AXES = ("model", "hardware", "kv_dtype", "weight_dtype")
 _CUSTOM = ("models", "hardware", "dtypes")

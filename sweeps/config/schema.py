@@ -115,8 +115,8 @@ class ModelTable(Strict):
     those five are required (checked in ``resolve``, which names the missing key).
     """
 
-    config: str | None = Field(
-        default=None, description="Path of a config.json to read the shapes from"
+    config: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None, description="Path of a config.json to read the shapes from (not empty)"
     )
     params: Params | None = Field(default=None, description="All parameters, every expert [1]")
     layers: Count | None = Field(default=None, description="Transformer layers [1]")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -46,19 +45,23 @@ STAGING = ".sweeps-staging"
 ``<out>/*/...`` reaches it, and any run in the same output folder clears what dead runs left
 there."""
 
-NAME_RULE = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
-"""What a result folder's name may be: a letter or digit, then at most 99 more of
-``[a-z0-9._-]`` (so never ``.``, ``..`` or a hidden folder)."""
-
 
 def result_folder(out: str | Path, name: str) -> Path:
-    """``<out>/<name>``, checked: ``name`` is a plain folder name that stays inside ``out``."""
+    """``<out>/<name>``, checked: ``name`` follows the one rule of names that become files
+    (``sweeps.config.limits.name_problem``), and ``<out>/<name>`` is a real folder or nothing:
+    a symbolic link there is refused, never followed (``--force`` would otherwise replace,
+    and remove, whatever it points to). ``out`` itself may be a link: its real path is used.
+    """
+    from sweeps.config.limits import check_name
+
     base = Path(out).resolve()
-    target = (base / name).resolve()
-    if not NAME_RULE.fullmatch(name) or target.parent != base:
+    check_name(name)
+    target = base / name
+    if target.is_symlink():
         msg = (
-            f"sweep name {name!r} cannot name a result folder inside {base}; allowed: "
-            "a letter or digit, then at most 99 letters, digits, '.', '_' or '-'"
+            f"{target}: a symbolic link (to {os.readlink(target)}); a result is written "
+            "through real paths only, never into a link's target; allowed: a folder, or "
+            "nothing, there (remove the link, or write elsewhere)"
         )
         raise ConfigError(msg)
     return target
@@ -107,6 +110,9 @@ def atomic_folder(target: Path, force: bool = False) -> Iterator[Path]:
     """
     check_target(target, force)
     hidden = target.parent / STAGING
+    if hidden.is_symlink():  # a planted link would take the staging, and its removal, away
+        msg = f"{hidden}: a symbolic link; the staging folder must be a real folder"
+        raise ConfigError(msg)
     hidden.mkdir(parents=True, exist_ok=True)
     remove_stale(target.parent)
     pid = os.getpid()
