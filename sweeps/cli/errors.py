@@ -4,14 +4,18 @@ Exit codes: 0 success; 1 a run that failed (the disk is full, a folder cannot be
 dask scheduler does not answer) or a measurement that beats its bound (``sweeps calibrate``);
 2 bad input, reported before any work (a config, a catalog id, a ``config.json``, a
 measurements file, an argument, an output folder that exists without ``--force``); 130
-interrupted (Ctrl-C). None of these prints a traceback: the line names the thing and what to do.
+interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP): each signal ends a run
+the same way, its staging folder removed and a line saying so. None of these prints a
+traceback: the line names the thing and what to do.
 """
 
 from __future__ import annotations
 
 import errno
 import functools
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -23,6 +27,10 @@ from sweeps.errors import SweepsError
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+"""128 + SIGINT; a signal ``n`` handled below ends the command with ``128 + n``."""
+
+HANDLED_SIGNALS = {"SIGTERM": "Terminated", "SIGHUP": "Hung up"}
+"""Signals that end a command like Ctrl-C (what each one's line says); SIGINT is Python's own."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -102,15 +110,48 @@ def fail(text: str, code: int) -> None:
     sys.exit(code)
 
 
+class Stopped(KeyboardInterrupt):
+    """A handled signal (SIGTERM, SIGHUP), raised where the main thread is, as Ctrl-C is:
+    every ``finally`` and ``except BaseException`` on the way out runs (staging removed)."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _stop(number: int, frame: Any) -> None:
+    raise Stopped(number)
+
+
+@contextmanager
+def _signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``Stopped`` inside; the previous handlers after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    numbers = [getattr(signal, name) for name in HANDLED_SIGNALS if hasattr(signal, name)]
+    before = {number: signal.signal(number, _stop) for number in numbers}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
 @contextmanager
 def errors() -> Iterator[None]:
     """Map every expected failure inside to its ``Error:`` line and exit code."""
     try:
-        yield
+        with _signals():
+            yield
     except SweepsError as error:
         fail(_message(error), _exit_code(error))
     except OSError as error:  # the disk, the folder, the network: the run failed, not the input
         fail(os_message(error), EXIT_FAILED)
+    except Stopped as stopped:
+        name = signal.Signals(stopped.number).name
+        click.echo(f"\n{HANDLED_SIGNALS.get(name, name)} ({name}): stopped.", err=True)
+        sys.exit(128 + stopped.number)
     except KeyboardInterrupt:
         click.echo("\nInterrupted.", err=True)
         sys.exit(EXIT_INTERRUPTED)

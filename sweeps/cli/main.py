@@ -83,6 +83,10 @@ def run(
     size = budget(memory_budget)
     check_out(out)
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
+    from sweeps.pipeline.extras import check_extras
+
+    for sweep in sweeps:  # an output whose package is missing: said before any work
+        check_extras(sweep)
     from sweeps.charts.drawing import start
 
     start(f for sweep in sweeps if sweep.charts for f in sweep.formats)  # beside the imports
@@ -110,12 +114,15 @@ def validate(configs: tuple[Path, ...], memory_budget: str | None, output: Outpu
     from sweeps.config import load_config
     from sweeps.errors import ConfigError
     from sweeps.pipeline import plan
+    from sweeps.pipeline.extras import check_extras
 
     size = budget(memory_budget)
     documents: list[dict[str, Any]] = []
     for path in configs:  # each file on its own: one bad config hides no other verdict
         try:
-            how = plan(load_config(path), size)
+            sweep = load_config(path)
+            check_extras(sweep)
+            how = plan(sweep, size)
         except ConfigError as error:
             error_line(str(error))
             documents.append({"config": str(path), "ok": False, "error": str(error)})

@@ -15,7 +15,6 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    StringConstraints,
     Tag,
     field_validator,
     model_validator,

@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -101,12 +101,17 @@ def check_target(target: Path, force: bool) -> None:
 
 
 @contextmanager
-def atomic_folder(target: Path, force: bool = False) -> Iterator[Path]:
+def atomic_folder(
+    target: Path, force: bool = False, finish: Callable[[Path], None] | None = None
+) -> Iterator[Path]:
     """Yield a fresh temporary folder beside ``target``; on success it becomes ``target``.
 
     The old result, if any and if ``force``, is moved aside first and removed only after the
-    new one is in place. On any exception the temporary folder is removed and ``target`` is as
-    it was.
+    new one is in place and ``finish`` (if given) has completed it there: ``finish(target)``
+    writes what can only be written where the result finally lies (``sweep.duckdb``, whose
+    views name the files' final paths). If ``finish`` fails, the new result is taken out
+    again and the old one put back, byte for byte. On any exception the temporary folder is
+    removed and ``target`` is as it was.
     """
     check_target(target, force)
     hidden = target.parent / STAGING
@@ -120,15 +125,22 @@ def atomic_folder(target: Path, force: bool = False) -> Iterator[Path]:
     try:
         yield staging
         os.chmod(staging, 0o755)
+        # a kill between the two renames leaves the old result in ``aside``, which the
+        # next run in this folder moves back (``remove_stale``): never lost
+        aside = Path(tempfile.mkdtemp(prefix=f"{target.name}.old-{pid}-", dir=hidden))
         if target.exists():
-            # a kill between the two renames leaves the old result in ``aside``, which the
-            # next run in this folder moves back (``remove_stale``): never lost
-            aside = Path(tempfile.mkdtemp(prefix=f"{target.name}.old-{pid}-", dir=hidden))
             os.replace(target, aside / "old")
-            os.replace(staging, target)
-            shutil.rmtree(aside, ignore_errors=True)
-        else:
-            os.replace(staging, target)
+        os.replace(staging, target)
+        try:
+            if finish is not None:
+                finish(target)
+        except BaseException:
+            os.replace(target, staging)  # removed below, with the staging of a failed run
+            if (aside / "old").exists():
+                os.replace(aside / "old", target)
+            shutil.rmtree(aside, ignore_errors=True)  # empty once the old result is back
+            raise
+        shutil.rmtree(aside, ignore_errors=True)  # the old result, no longer needed
     except BaseException:
         _remove(staging)
         raise

@@ -30,15 +30,30 @@ def write_database(folder: Path, tables: Mapping[str, Sequence[str]]) -> str:
     written once they are there). Built under a temporary name and renamed: a reader never
     sees half a database. Returns the database's file name.
     """
+    from sweeps.export.failures import writing
+
+    building = folder / f".{DATABASE}.tmp-{os.getpid()}"
+    try:
+        with writing(folder / DATABASE):
+            _build(building, folder, tables)
+            _check(building, tables)
+    except BaseException:
+        building.unlink(missing_ok=True)
+        raise
+    os.replace(building, folder / DATABASE)
+    return DATABASE
+
+
+def _build(building: Path, folder: Path, tables: Mapping[str, Sequence[str]]) -> None:
+    """The database at ``building``, complete and on disk (checkpointed: a full disk is an
+    error here, not a database that quietly lacks its views)."""
     import duckdb
 
     from sweeps.export.parquet import read_units
 
     where = folder.resolve()
-    building = folder / f".{DATABASE}.tmp-{os.getpid()}"
     building.unlink(missing_ok=True)
-    connection = duckdb.connect(str(building))
-    try:
+    with duckdb.connect(str(building)) as connection:
         connection.execute(
             "CREATE TABLE units (table_name VARCHAR, column_name VARCHAR, unit VARCHAR, "
             "description VARCHAR)"
@@ -54,10 +69,21 @@ def write_database(folder: Path, tables: Mapping[str, Sequence[str]]) -> str:
                 "INSERT INTO units VALUES (?, ?, ?, ?)",
                 [[table, c, e["unit"], e["description"]] for c, e in units.items()],
             )
-    except BaseException:
-        connection.close()
-        building.unlink(missing_ok=True)
-        raise
-    connection.close()
-    os.replace(building, folder / DATABASE)
-    return DATABASE
+        connection.execute("CHECKPOINT")
+
+
+def _check(building: Path, tables: Mapping[str, Sequence[str]]) -> None:
+    """Read the database back: every view there (a write that failed unseen is found here)."""
+    import duckdb
+
+    with duckdb.connect(str(building), read_only=True) as connection:
+        views = {
+            row[0]
+            for row in connection.sql(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
+        }
+    missing = sorted(set(tables) - views)
+    if missing:
+        msg = f"the database lacks the views {missing} once written"
+        raise OSError(msg)

@@ -28,6 +28,7 @@ from sweeps.export import (
 )
 from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
+from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.stream import Progress, configurations
@@ -119,7 +120,10 @@ def check_targets(sweeps: Iterable[Sweep], out: str | Path, force: bool = False)
 
 
 def _write_manifest(folder: Path, document: dict[str, object]) -> None:
-    (folder / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
+    from sweeps.export.failures import writing
+
+    with writing(folder / "manifest.json"):
+        (folder / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
 
 
 def run_to_folder(
@@ -163,6 +167,7 @@ def run_to_folder(
     how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
     target = result_folder(out, sweep.name)
     check_target(target, force)
+    check_extras(sweep, settings.grid_format, settings.duckdb)  # before any work
     timings: dict[str, float] = {}
     ds = None
     if not how.streamed:
@@ -170,7 +175,14 @@ def run_to_folder(
         start = time.perf_counter()
         ds = build_grid(sweep)
         timings["grid"] = time.perf_counter() - start
-    with atomic_folder(target, force) as staging:
+    tables: dict[str, list[str]] = {}
+
+    def finish(folder: Path) -> None:  # the database's views name the files' final paths
+        if settings.duckdb:
+            settings.phase(f"writing {DATABASE}")
+            write_database(folder, tables)
+
+    with atomic_folder(target, force, finish) as staging:
         start = time.perf_counter()
         written, extra, skipped = _write_outputs(
             how, ds, staging, settings, hooks, timings, progress, client
@@ -184,8 +196,7 @@ def run_to_folder(
         files.append("manifest.json")
         document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped))
         _write_manifest(staging, document)
-    if settings.duckdb:
-        write_database(target, {name: table.files for name, table in written.items()})
+        tables.update({name: table.files for name, table in written.items()})
     per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,

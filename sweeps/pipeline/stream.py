@@ -116,12 +116,15 @@ def sink(frames: Iterator[pl.DataFrame], path: Path, table: str) -> tuple[int, d
             rows.append(frame.height)
             yield frame
 
+    from sweeps.export.failures import writing
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    register_io_source(source, schema=first.schema).sink_parquet(
-        path,
-        metadata=parquet_metadata(first, info),
-        **WRITE_OPTIONS,
-    )
+    with writing(path):
+        register_io_source(source, schema=first.schema).sink_parquet(
+            path,
+            metadata=parquet_metadata(first, info),
+            **WRITE_OPTIONS,
+        )
     return sum(rows), info
 
 
