@@ -90,7 +90,7 @@ def test_toml_error_at_the_end_of_the_document() -> None:
 
 
 def test_deeply_nested_toml_is_an_error() -> None:
-    with pytest.raises(ConfigError, match=r"^s\.toml: not valid TOML: .*nested too deeply"):
+    with pytest.raises(ConfigError, match=r"^s\.toml: line 1: arrays and tables nested too deeply"):
         parse_config("a = " + "[" * 100_000, "s.toml")
 
 

@@ -105,3 +105,66 @@ def check_name(name: str, key: str = "sweep.name") -> None:
     if problem is not None:
         msg = f"{key}: {shown(name)} is not a valid name: {problem}"
         raise ConfigError(msg)
+
+
+MAX_KEY_PARTS = 16
+"""Most parts of one dotted key or table header (``a.b.c`` has 3) [1]: the schema's deepest
+key has 3; Python's TOML reader takes time and memory quadratic in a key's parts (a
+20,000-part key: 23 s and 2.3 GB), so longer ones are refused before it reads the file."""
+
+MAX_NESTING = 32
+"""Deepest nesting of arrays and inline tables in a config [1] (the schema's deepest is 2)."""
+
+_LEXEMES = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""'  # multi-line basic string
+    r"|'''(?:[^']|'(?!''))*'''"  # multi-line literal string
+    r'|"(?:[^"\\\n]|\\.)*"'  # basic string (a quoted key too)
+    r"|'[^'\n]*'"  # literal string
+    r"|#[^\n]*"  # comment
+    r"|[A-Za-z0-9_+:-]+(?:[ \t]*\.[ \t]*(?:[A-Za-z0-9_+:-]+|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'))*"
+    r"|[\[\]{}]",
+    re.DOTALL,
+)
+"""One pass over a TOML text: strings and comments (skipped whole), dotted runs of bare or
+quoted words (a key, or a number: ``1.5`` is a run of two), brackets."""
+
+
+def structure_problem(text: str) -> str | None:
+    """Why ``text``'s structure is past ``MAX_KEY_PARTS`` or ``MAX_NESTING``, or None.
+
+    Linear in the text, read before the TOML reader sees it. A run of words joined by dots
+    outside strings is a key (a float such as ``1.5`` is a run of two parts, far below the
+    limit); brackets outside strings are counted as they open and close.
+    """
+    depth = 0
+    for match in _LEXEMES.finditer(text):
+        lexeme = match.group()
+        first = lexeme[0]
+        if first in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = text.count("\n", 0, match.start()) + 1
+                return (
+                    f"line {line}: arrays and tables nested too deeply (past {MAX_NESTING} levels); "
+                    f"allowed: at most {MAX_NESTING} (limits.MAX_NESTING)"
+                )
+        elif first in "]}":
+            depth = max(0, depth - 1)
+        elif first not in "\"'#":
+            parts = lexeme.count(".") + 1 if "." in lexeme else 1
+            if parts > MAX_KEY_PARTS and _dotted_parts(lexeme) > MAX_KEY_PARTS:
+                line = text.count("\n", 0, match.start()) + 1
+                return (
+                    f"line {line}: a dotted key of {_dotted_parts(lexeme):,} parts "
+                    f"({lexeme[:40]}...); allowed: at most {MAX_KEY_PARTS} parts "
+                    "(limits.MAX_KEY_PARTS)"
+                )
+    return None
+
+
+_PART = re.compile(r"[A-Za-z0-9_+:-]+|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'")
+
+
+def _dotted_parts(run: str) -> int:
+    """Parts of a dotted run (dots inside its quoted parts not counted)."""
+    return len(_PART.findall(run))
