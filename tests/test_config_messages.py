@@ -204,7 +204,8 @@ def test_imported_shapes_meet_the_table_bounds(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(
         ConfigError,
-        match=r"models\.m\.config: 'c\.json' gives layers: Input should be less than or equal to 1024 \(got 5000\)",
+        match=r"models\.m\.config: 'c\.json': .*c\.json: field 'num_hidden_layers' = 5000 is not "
+        r"an integer from 1 to 1,024 \(sweeps' limit\)",
     ):
         load_config(_model_config(tmp_path, "c.json"))
 
