@@ -47,7 +47,7 @@ def test_schema_and_cross_check_problems_reported_together() -> None:
     joined = "\n".join(lines)
     assert "options.memory_reserve: Input should be less than 1 (got 1.5)" in joined
     assert "outputs.formats[0]: must be one of 'html', 'png', 'svg' or 'pdf' (got 'jpg')" in joined
-    assert "dtypes.q.bits: Input should be greater than 0 (got 0)" in joined
+    assert "dtypes.q.bits: Input should be greater than or equal to 1 (got 0)" in joined
     # found only once the schema's view of the rest of the file is cross-checked
     assert "axes.model[0]: unknown model 'llama3-8b'; did you mean 'llama-3-8b'" in joined
     assert "axes.kv_heads[1]: 3 does not divide the 32 query heads" in joined

@@ -44,6 +44,11 @@ _UNITS = {
 
 _LARGEST = float(2**62)
 
+MAX_WORKERS = 4 * (os.cpu_count() or 1)
+"""Most ``--workers`` of a local cluster [process]: four per core (each worker is a process
+of its own, about 100 MB before any work; a billion of them grew until the kernel killed the
+run)."""
+
 
 def parse_size(text: str) -> int:
     """``"2GiB"``, ``"512MB"``, ``"1.5e9"`` as a number of bytes [byte], for ``--memory-budget``.
@@ -189,9 +194,10 @@ def cluster_options(function: F) -> F:
         ),
         click.option(
             "--workers",
-            type=click.IntRange(min=1),
+            type=click.IntRange(min=1, max=MAX_WORKERS),
             default=None,
-            help="Evaluate on a local dask cluster of N workers (needs the dask extra).",
+            help=f"Evaluate on a local dask cluster of N workers, 1 to {MAX_WORKERS} "
+            "(needs the dask extra).",
         ),
     )
     for option in reversed(options):

@@ -67,6 +67,14 @@ MAX_VOCAB = 2**24
 MAX_PARAMS = 1e15
 """Largest parameter count [1]."""
 
+MAX_BYTES = 2**53
+"""Largest memory capacity [byte] (8 PiB): byte counts stay exact in float64, and the memory
+wall's batch (capacity over the smallest cache a sequence can hold) stays within int64."""
+
+MIN_BITS = 1.0
+"""Fewest bits per element of a number format [bit]; a smaller one lets the memory wall's
+batch leave int64 (it overflowed to -9.2e18)."""
+
 MAX_PROBLEMS = 50
 """Most problem lines one ``ConfigError`` lists; the rest are counted."""
 

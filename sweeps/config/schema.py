@@ -166,7 +166,9 @@ class HardwareTable(Strict):
 
     peak_flops: PeakFlops = Field(description="Dense peaks per compute dtype [FLOP/s]")
     bandwidth: PositiveFloat = Field(description="Peak memory bandwidth [byte/s]")
-    memory: PositiveFloat = Field(description="Device memory [byte]")
+    memory: Annotated[float, Field(gt=0, le=limits.MAX_BYTES, allow_inf_nan=False)] = Field(
+        description=f"Device memory [byte], at most 2**53 ({limits.MAX_BYTES:,})"
+    )
     name: str = Field(default="", description="Display name (default: the table name)")
     vendor: str = Field(default="", description="Vendor")
     price_per_hour: PositiveFloat | None = Field(
@@ -180,8 +182,8 @@ class HardwareTable(Strict):
 class DTypeTable(Strict):
     """A custom number format: ``bits`` per element plus a scale per ``group_size`` elements."""
 
-    bits: Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)] = Field(
-        description="Bits per element [bit]"
+    bits: Annotated[float, Field(ge=limits.MIN_BITS, le=64, allow_inf_nan=False)] = Field(
+        description="Bits per element [bit], 1 to 64"
     )
     group_size: WidthOrNone = Field(
         default=0, description="Elements sharing one scale [1]; 0: none"
