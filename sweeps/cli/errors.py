@@ -99,9 +99,86 @@ def os_message(error: OSError) -> str:
     return f"{where}: {hint}" if where else hint
 
 
+class StdoutFailed(OSError):
+    """A write to stdout failed (closed, a broken pipe, a full device): not a file's."""
+
+
+class _Watched:
+    """stdout, every write and flush of which turns an ``OSError`` into ``StdoutFailed``:
+    the error path then knows the stream, not a result file, failed."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as error:
+            raise StdoutFailed(error.errno, error.strerror) from error
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise StdoutFailed(error.errno, error.strerror) from error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _stdout_failed(error: OSError) -> bool:
+    """Whether ``error`` is stdout's (closed, a broken pipe, a full device), not a file's."""
+    from sweeps.cli.console import StreamClosed
+
+    return isinstance(error, StreamClosed | StdoutFailed)
+
+
+@contextmanager
+def _watched_stdout() -> Iterator[None]:
+    """``sys.stdout`` watched (``_Watched``) inside, as it was after."""
+    before = sys.stdout
+    if before is not None and not isinstance(before, _Watched):
+        sys.stdout = _Watched(before)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _Watched):
+            sys.stdout = before
+
+
+def _stream_problem(error: OSError) -> str:
+    """What went wrong with stdout, in words (never "the disk is full; choose --out")."""
+    known = {
+        errno.EPIPE: "the reader went away (a broken pipe)",
+        errno.ENOSPC: "the device it writes to is full",
+        errno.EBADF: "it is closed",
+    }
+    return known.get(error.errno or 0) or str(error.strerror or error)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device: the interpreter's last flush at exit then has
+    nothing to fail on (else an "Exception ignored" traceback after the message)."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        stream = sys.stdout
+        if stream is not None:
+            try:
+                os.dup2(null, stream.fileno())
+            except (OSError, ValueError):
+                pass
+        sys.stdout = open(null, "w", encoding="utf-8")  # noqa: SIM115 - lives to the exit
+    except OSError:
+        pass
+
+
 def error_line(text: str) -> None:
     """Print ``Error: text`` on stderr (the one spelling of a failure)."""
-    click.echo(f"Error: {text}", err=True)
+    from sweeps.cli.console import printable
+
+    click.echo(f"Error: {printable(text)}", err=True)
 
 
 def fail(text: str, code: int) -> None:
@@ -142,11 +219,14 @@ def _signals() -> Iterator[None]:
 def errors() -> Iterator[None]:
     """Map every expected failure inside to its ``Error:`` line and exit code."""
     try:
-        with _signals():
+        with _signals(), _watched_stdout():
             yield
     except SweepsError as error:
         fail(_message(error), _exit_code(error))
     except OSError as error:  # the disk, the folder, the network: the run failed, not the input
+        if _stdout_failed(error):
+            _quiet_stdout()
+            fail(f"stdout: {_stream_problem(error)}; the results were not all written", EXIT_FAILED)
         fail(os_message(error), EXIT_FAILED)
     except Stopped as stopped:
         name = signal.Signals(stopped.number).name

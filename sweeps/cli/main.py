@@ -15,15 +15,18 @@ from typing import Any
 
 import click
 
+from sweeps.config.limits import MAX_PARAMS
+
 from sweeps.cli.console import Output
-from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, error_line, fail, handled
+from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, RunFailed, error_line, fail, handled
 from sweeps.cli.options import (
-    POSITIVE,
+    Bounded,
     CatalogId,
     budget,
     check_out,
     cluster_options,
     configs_argument,
+    limited_int,
     memory_budget_option,
     out_option,
     out_options,
@@ -49,8 +52,9 @@ def cli() -> None:
 @configs_argument
 @out_option
 @memory_budget_option(
-    "Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
-    "chunks and streamed to decode/model=<id>/part-N.parquet. Default: half the RAM."
+    "Memory a run may use, e.g. 2GiB (512MiB runs every shipped config); bigger grids are "
+    "computed in chunks and streamed to decode/<model>.parquet. Default: half of what the "
+    "process may use (the address-space limit, the container's memory.max, the RAM)."
 )
 @cluster_options
 @output_options
@@ -81,6 +85,10 @@ def run(
 
     sweeps = [load_config(path) for path in configs]
     size = budget(memory_budget)
+    from sweeps.grid.memory import address_space_problem
+
+    if (space := address_space_problem()) is not None:  # else an abort, with no message
+        raise RunFailed(space)
     check_out(out)
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
     from sweeps.pipeline.extras import check_extras
@@ -100,7 +108,9 @@ def run(
 
 @cli.command()
 @configs_argument
-@memory_budget_option("Budget to plan chunks against, e.g. 2GiB. Default: half the RAM.")
+@memory_budget_option(
+    "Budget to plan chunks against, e.g. 2GiB. Default: half of what the process may use."
+)
 @output_options
 @handled
 def validate(configs: tuple[Path, ...], memory_budget: str | None, output: Output) -> None:
@@ -158,22 +168,24 @@ def list_catalog(what: str, wide: bool, output: Output) -> None:
 
 
 @cli.command()
-@click.option("--params", type=POSITIVE, required=True, help="Parameters, e.g. 7e9.")
+@click.option(
+    "--params", type=Bounded(1, MAX_PARAMS), required=True, help="Parameters, e.g. 7e9."
+)
 @click.option(
     "--sequence-length",
-    type=click.IntRange(min=1),
+    type=limited_int("MAX_TOKENS"),
     default=512,
     show_default=True,
     help="Prompt tokens of the prefill.",
 )
 @click.option(
     "--batch-size",
-    type=click.IntRange(min=1),
+    type=limited_int("MAX_BATCH"),
     default=1,
     show_default=True,
     help="Sequences in the decode step.",
 )
-@click.option("--bytes-per-param", type=POSITIVE, default=2.0, show_default=True)
+@click.option("--bytes-per-param", type=Bounded(0.125, 64), default=2.0, show_default=True)
 @click.option(
     "--hardware",
     "hardware_id",
@@ -181,8 +193,12 @@ def list_catalog(what: str, wide: bool, output: Output) -> None:
     default=None,
     help="Catalog device for the peaks (else give --peak-flops and --bandwidth).",
 )
-@click.option("--peak-flops", type=POSITIVE, default=None, help="Peak dense FLOP/s.")
-@click.option("--bandwidth", type=POSITIVE, default=None, help="Peak bandwidth [byte/s].")
+@click.option(
+    "--peak-flops", type=Bounded(1e3, 1e24), default=None, help="Peak dense FLOP/s."
+)
+@click.option(
+    "--bandwidth", type=Bounded(1e3, 1e21), default=None, help="Peak bandwidth [byte/s]."
+)
 @output_options
 @handled
 def classify(
@@ -376,6 +392,7 @@ def init(
 
 
 @cli.command()
+@handled
 def schema() -> None:
     """Print the config files' JSON Schema (for taplo, VS Code, jsonschema).
 

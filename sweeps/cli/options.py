@@ -111,6 +111,29 @@ class PositiveFinite(click.ParamType):
 POSITIVE = PositiveFinite()
 
 
+class Bounded(PositiveFinite):
+    """A finite number in ``[low, high]``: what keeps a single point's arithmetic finite (no
+    ``inf`` FLOPs, no ``nan`` ratio)."""
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        number = super().convert(value, param, ctx)
+        if not self.low <= number <= self.high:
+            self.fail(f"{value!r} is out of range; allowed: {self.low:g} to {self.high:g}", param, ctx)
+        return number
+
+
+def limited_int(limit: str) -> click.IntRange:
+    """Integers from 1 to the config's limit ``limit`` (``sweeps.config.limits``, by name)."""
+    from sweeps.config import limits
+
+    return click.IntRange(min=1, max=int(getattr(limits, limit)))
+
+
 class CatalogId(click.ParamType):
     """An id of the shipped catalog (``hardware`` or ``model``); completes on the shell.
 

@@ -148,7 +148,7 @@ def run_to_folder(
     take the sweep's own settings.
 
     When the grid's estimated memory (``sweeps.grid.memory.estimate_bytes``) exceeds
-    ``memory_budget`` [byte] (default: half the physical memory; at least
+    ``memory_budget`` [byte] (default: half of what the process may use; at least
     ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
     ``dask.distributed.Client``) is given, the grid is evaluated in chunks and its rows
     streamed into the same files; the grid file is written block by block where its format
