@@ -158,7 +158,14 @@ def _measurement(row: _Row, catalog: Catalog) -> Measurement:
 
 def parse_measurements(text: str, path: str = "<measurements>") -> list[Measurement]:
     """Every row of a measurements CSV ``text``, validated against the catalog."""
-    reader = csv.DictReader(io.StringIO(text))
+    try:
+        return _parse(csv.DictReader(io.StringIO(text, newline="")), path)
+    except csv.Error as error:  # a stray quote or carriage return: the reader's own words
+        msg = f"{path}: not a readable CSV file: {error}"
+        raise MeasurementsError(msg) from None
+
+
+def _parse(reader: csv.DictReader[str], path: str) -> list[Measurement]:
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         msg = (
