@@ -264,7 +264,7 @@ def test_an_escape_in_a_path_is_escaped_in_the_error(tmp_path) -> None:
 def test_stdout_on_a_full_device_is_not_a_disk_full_hint(tmp_path) -> None:
     config = tmp_path / "s.toml"
     config.write_text(SMALL, "utf-8")
-    with open("/dev/full", "w") as full:  # noqa: PTH123
+    with open("/dev/full", "w") as full:
         done = cli(
             "run",
             str(config),

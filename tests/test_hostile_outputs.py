@@ -116,14 +116,16 @@ def test_polars_transport_error_on_a_full_disk_is_one_line(earlier, monkeypatch)
     config, out, before = earlier
 
     def thrift(*args: Any, **kwargs: Any) -> None:
-        raise pl.exceptions.ComputeError("parquet: Invalid thrift: transport error")
+        msg = "parquet: Invalid thrift: transport error"
+        raise pl.exceptions.ComputeError(msg)
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", thrift)
     monkeypatch.setattr(failures, "_free", lambda path: 0)
     result = invoke("run", str(config), "--out", str(out), "--force")
     assert result.exit_code == 1
     line = one_error(result)
-    assert line.startswith("Error: ") and ".parquet: the disk is full" in line
+    assert line.startswith("Error: ")
+    assert ".parquet: the disk is full" in line
     assert snapshot(out) == before
 
 
@@ -132,7 +134,8 @@ def test_a_writers_own_failure_names_the_file(tmp_path, monkeypatch) -> None:
     config.write_text(SMALL.replace('grid = "none"', 'grid = "zarr"'), "utf-8")
 
     def broken(*args: Any, **kwargs: Any) -> None:
-        raise ValueError("codec pipeline failed")
+        msg = "codec pipeline failed"
+        raise ValueError(msg)
 
     monkeypatch.setitem(__import__("sweeps.export.grid").export.grid.WRITERS, "zarr", broken)
     result = invoke("run", str(config), "--out", str(tmp_path / "out"))

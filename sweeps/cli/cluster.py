@@ -24,8 +24,7 @@ def scheduler_address(text: str) -> str:
 
     shown = repr(text)
     allowed = (
-        "allowed: [tcp|tls|ws|wss|ucx://]host:port, e.g. tcp://10.0.0.5:8786 or "
-        "tcp://[::1]:8786"
+        "allowed: [tcp|tls|ws|wss|ucx://]host:port, e.g. tcp://10.0.0.5:8786 or tcp://[::1]:8786"
     )
     spelled = text if "://" in text else f"tcp://{text}"
     try:
@@ -41,9 +40,15 @@ def scheduler_address(text: str) -> str:
             f"listens on tcp://{host}:8786 by default; {allowed}"
         )
         raise BadArguments(msg)
-    if parts.scheme not in SCHEMES or not parts.hostname or port is None or parts.path not in (
-        "",
-        "/",
+    if (
+        parts.scheme not in SCHEMES
+        or not parts.hostname
+        or port is None
+        or parts.path
+        not in (
+            "",
+            "/",
+        )
     ):
         msg = f"--scheduler {shown}: not a scheduler address; {allowed}"
         raise BadArguments(msg)

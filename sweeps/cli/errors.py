@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 import click
@@ -138,7 +138,7 @@ def _watched_stdout() -> Iterator[None]:
     """``sys.stdout`` watched (``_Watched``) inside, as it was after."""
     before = sys.stdout
     if before is not None and not isinstance(before, _Watched):
-        sys.stdout = _Watched(before)  # type: ignore[assignment]
+        sys.stdout = _Watched(before)
     try:
         yield
     finally:
@@ -165,10 +165,8 @@ def _quiet_stdout() -> None:
         null = os.open(os.devnull, os.O_WRONLY)
         stream = sys.stdout
         if stream is not None:
-            try:
+            with suppress(OSError, ValueError):
                 os.dup2(null, stream.fileno())
-            except (OSError, ValueError):
-                pass
         sys.stdout = open(null, "w", encoding="utf-8")  # noqa: SIM115 - lives to the exit
     except OSError:
         pass

@@ -15,10 +15,8 @@ from typing import Any
 
 import click
 
-from sweeps.config.limits import MAX_PARAMS
-
 from sweeps.cli.console import Output
-from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, RunFailed, error_line, fail, handled
+from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, error_line, fail, handled
 from sweeps.cli.options import (
     Bounded,
     CatalogId,
@@ -33,6 +31,7 @@ from sweeps.cli.options import (
     output_options,
     parse_size,
 )
+from sweeps.config.limits import MAX_PARAMS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -79,22 +78,15 @@ def run(
       sweeps run configs/*.toml --json > runs.json
     """
     from sweeps.cli.cluster import cluster
-    from sweeps.cli.execute import run_one
+    from sweeps.cli.execute import preflight, run_one
     from sweeps.config import load_config
     from sweeps.pipeline import check_targets
 
     sweeps = [load_config(path) for path in configs]
     size = budget(memory_budget)
-    from sweeps.grid.memory import address_space_problem
-
-    if (space := address_space_problem()) is not None:  # else an abort, with no message
-        raise RunFailed(space)
     check_out(out)
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
-    from sweeps.pipeline.extras import check_extras
-
-    for sweep in sweeps:  # an output whose package is missing: said before any work
-        check_extras(sweep)
+    preflight(sweeps)  # the address space, the extras: before any work
     from sweeps.charts.drawing import start
 
     start(f for sweep in sweeps if sweep.charts for f in sweep.formats)  # beside the imports
@@ -168,9 +160,7 @@ def list_catalog(what: str, wide: bool, output: Output) -> None:
 
 
 @cli.command()
-@click.option(
-    "--params", type=Bounded(1, MAX_PARAMS), required=True, help="Parameters, e.g. 7e9."
-)
+@click.option("--params", type=Bounded(1, MAX_PARAMS), required=True, help="Parameters, e.g. 7e9.")
 @click.option(
     "--sequence-length",
     type=limited_int("MAX_TOKENS"),
@@ -193,12 +183,8 @@ def list_catalog(what: str, wide: bool, output: Output) -> None:
     default=None,
     help="Catalog device for the peaks (else give --peak-flops and --bandwidth).",
 )
-@click.option(
-    "--peak-flops", type=Bounded(1e3, 1e24), default=None, help="Peak dense FLOP/s."
-)
-@click.option(
-    "--bandwidth", type=Bounded(1e3, 1e21), default=None, help="Peak bandwidth [byte/s]."
-)
+@click.option("--peak-flops", type=Bounded(1e3, 1e24), default=None, help="Peak dense FLOP/s.")
+@click.option("--bandwidth", type=Bounded(1e3, 1e21), default=None, help="Peak bandwidth [byte/s].")
 @output_options
 @handled
 def classify(

@@ -123,7 +123,9 @@ class Bounded(PositiveFinite):
     ) -> float:
         number = super().convert(value, param, ctx)
         if not self.low <= number <= self.high:
-            self.fail(f"{value!r} is out of range; allowed: {self.low:g} to {self.high:g}", param, ctx)
+            self.fail(
+                f"{value!r} is out of range; allowed: {self.low:g} to {self.high:g}", param, ctx
+            )
         return number
 
 

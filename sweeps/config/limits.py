@@ -153,8 +153,9 @@ def structure_problem(text: str) -> str | None:
             if depth > MAX_NESTING:
                 line = text.count("\n", 0, match.start()) + 1
                 return (
-                    f"line {line}: arrays and tables nested too deeply (past {MAX_NESTING} levels); "
-                    f"allowed: at most {MAX_NESTING} (limits.MAX_NESTING)"
+                    f"line {line}: arrays and tables nested too deeply "
+                    f"(past {MAX_NESTING} levels); allowed: at most {MAX_NESTING} "
+                    "(limits.MAX_NESTING)"
                 )
         elif first in "]}":
             depth = max(0, depth - 1)

@@ -126,7 +126,7 @@ def _write_manifest(folder: Path, document: dict[str, object]) -> None:
         (folder / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
 
 
-def run_to_folder(
+def run_to_folder(  # long: the one entry of a run, its steps in order, each a line or two
     sweep: Sweep,
     out: str | Path = "outputs",
     force: bool = False,

@@ -43,7 +43,7 @@ NEEDS = (
 """Every optional dependency a config can ask for (``DASK``: the CLI's cluster options)."""
 
 DASK = ("dask", "distributed")
-"""The modules of the ``dask`` extra (``--scheduler``, ``--workers``, lazy grids)."""
+"""The modules of the ``dask`` extra (a cluster to evaluate on, lazy grids)."""
 
 
 def installed(module: str) -> bool:
