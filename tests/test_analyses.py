@@ -141,3 +141,40 @@ def test_the_notes_abstract_model_still_builds() -> None:
     sweep = parse_config(NOTE_CONFIG)
     ds = build_grid(sweep)
     assert set(ds.data_vars) == {v.name for a in applicable(sweep) for v in a.variables}
+
+
+def test_the_summary_in_user_terms_is_the_decode_table_at_batch_1_and_at_the_wall() -> None:
+    """The closed forms at batch 1 and at max_batch against the grid's own points there: a
+    sweep whose batch axis holds every batch up to past the wall."""
+    from sweeps.config import parse_config
+    from sweeps.grid import build_grid
+    from sweeps.pipeline.summary import summarize
+
+    sweep = parse_config(
+        '[sweep]\nname = "terms"\n[axes]\nmodel = ["llama-3-8b", "mixtral-8x7b"]\n'
+        'hardware = ["h100-sxm"]\ntp = [1, 2]\nbatch = { start = 1, stop = 1200 }\n'
+        "context = [8192, 32768]\nprompt = [1024, 4096]\n"
+    )
+    ds = build_grid(sweep)
+    summary = summarize(ds)
+    for row in summary.iter_rows(named=True):
+        at = {k: row[k] for k in ("model", "hardware", "tp", "context", "kv_dtype", "weight_dtype")}
+        point = ds.sel(at).isel(kv_heads=0)
+        one = point.sel(batch=1)
+        per_device = float(one["tokens_per_s"]) / row["tp"]
+        assert row["token_time_b1_s"] == pytest.approx(float(one["step_time_s"]), rel=1e-12)
+        assert row["device_tokens_per_s_b1"] == pytest.approx(per_device, rel=1e-12)
+        wall = int(row["max_batch"])
+        if wall < 1:
+            assert row["token_time_wall_s"] is None
+            assert row["device_tokens_per_s_wall"] is None
+            continue
+        there = point.sel(batch=wall)
+        assert bool(there["feasible"])
+        assert not bool(point.sel(batch=wall + 1)["feasible"])
+        assert row["token_time_wall_s"] == pytest.approx(float(there["step_time_s"]), rel=1e-12)
+        tokens = float(there["tokens_per_s"]) / row["tp"]
+        assert row["device_tokens_per_s_wall"] == pytest.approx(tokens, rel=1e-12)
+        without = {k: v for k, v in at.items() if k != "context"}
+        prefill = ds["ttft_s"].sel(without).isel(kv_heads=0).sel(batch=1, prompt=1024)
+        assert row["ttft_s"] == pytest.approx(float(prefill), rel=1e-12)

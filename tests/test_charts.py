@@ -663,14 +663,20 @@ def test_cli_start_up_and_validate_never_import_altair(tmp_path: Any) -> None:
     assert out.stdout.strip() == "['sweeps.charts', 'sweeps.charts.kinds']"
 
 
-def test_charts_compose_with_the_registered_theme(ds: xr.Dataset) -> None:
-    assert alt.theme.active == "sweeps"
+def test_charts_carry_their_theme_and_the_session_keeps_its_own(ds: xr.Dataset) -> None:
+    assert alt.theme.active == "default"  # importing the builders turned nothing on
+    plain = alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q").to_dict()
+    assert "font" not in plain.get("config", {})  # a user's own chart keeps Altair's look
+    assert ceiling_chart(ds).to_dict()["config"]["font"].startswith("DejaVu Sans")
+    printed = ceiling_chart(ds, width="single-column").to_dict()["config"]
+    assert printed["axis"]["labelFontSize"] == SIZES["single-column"].font
     side = ceiling_chart(ds) | bottleneck_chart(ds)
     stacked = ai_vs_batch_chart(ds) & roofline_chart(ds)
     for chart in (side, stacked, roofline_chart(ds) + roofline_chart(ds)):
         spec = chart.to_dict()
         assert spec["config"]["font"].startswith("DejaVu Sans")  # the theme, at the top only
         assert not [node for node in walk(spec) if node is not spec and "config" in node]
+    assert alt.theme.active == "default"  # and drawing them left it as it was
     svg = render(side.to_dict(), "svg").decode()
     assert "fraction of the decode ceiling" in svg
     assert "what bounds decode" in svg

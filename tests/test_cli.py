@@ -336,7 +336,33 @@ def test_a_serving_run_prints_its_cheapest_plans(
     document = json.loads(runner.invoke(cli, [*args, "--force", "--json"]).stdout)
     from .test_cli_json import check
 
-    check(document, "sweeps run --json")  # every plan's key documented in the README
+    check(document, "sweeps run --json")  # every plan's key documented in docs/cli.md
     plans = document["runs"][0]["plans"]
     assert [p["arrival_rate"] for p in plans] == [2.0, 50.0]
     assert all(p["cost_per_million_output_tokens_usd"] > 0 for p in plans)  # H100 has a price
+
+
+def test_run_into_head_exits_0_quietly(write_config: Callable[[str], Path], tmp_path: Path) -> None:
+    path = write_config(GOOD)
+    sweeps = Path(sys.executable).parent / "sweeps"
+    command = f"set -o pipefail; '{sweeps}' run '{path}' --out '{tmp_path / 'out'}' | head -1"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 1
+    assert "Error" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "BrokenPipe" not in done.stderr
+
+
+def test_the_wrote_line_says_the_wall_time(
+    runner: CliRunner, write_config: Callable[[str], Path], tmp_path: Path
+) -> None:
+    path = write_config(GOOD.replace("charts = []", 'charts = ["ceiling"]\nformats = ["html"]'))
+    result = runner.invoke(cli, ["run", str(path), "--out", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)["runs"][0]
+    line = next(x for x in result.stderr.splitlines() if x.startswith("wrote "))
+    said = float(line.rsplit(" in ", 1)[1].removesuffix(" s").replace(",", ""))
+    manifest = json.loads((tmp_path / "cli-run" / "manifest.json").read_text("utf-8"))
+    assert said < sum(run["seconds"].values())  # the phases overlap; their sum is more
+    assert said >= manifest["timings_s"]["outputs"] - 0.01  # and no phase outlasts the run

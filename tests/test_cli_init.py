@@ -17,7 +17,7 @@ from sweeps.config.schema import ConfigFile
 
 from .conftest import CONFIGS, ROOT
 
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")  # its "Editor support"
 SHIPPED = sorted(CONFIGS.glob("*.toml"))
 
 
@@ -137,3 +137,26 @@ def test_completion_of_commands_options_ids_and_configs(
     assert "mine.toml" in configs
     assert "studies/" in configs
     assert "notes.txt" not in configs
+
+
+def test_init_names_and_the_commented_serving_table(runner: CliRunner, tmp_path: Path) -> None:
+    assert runner.invoke(cli, ["init", "my.toml"]).exit_code == 0
+    assert (tmp_path / "my.toml").is_file()
+    assert not (tmp_path / "my.toml.toml").exists()
+    text = (tmp_path / "my.toml").read_text(encoding="utf-8")
+    assert load_config(tmp_path / "my.toml").serving is None  # commented out: no plan yet
+    assert "\n# [serving]" in text
+    served = "\n".join(  # uncommented, the table is a plan that validates
+        line.removeprefix("# ")
+        if (line.startswith("# ") and "=" in line.split("#", 2)[1])
+        or line.startswith("# [serving]")
+        else line
+        for line in text.splitlines()
+    )
+    (tmp_path / "served.toml").write_text(served, encoding="utf-8")
+    sweep = load_config(tmp_path / "served.toml")
+    assert sweep.serving is not None
+    assert runner.invoke(cli, ["init", "renamed", "--study", "seed-llama3-8b-h100"]).exit_code == 0
+    copied = load_config(tmp_path / "renamed.toml")
+    assert copied.name == "renamed"  # its own output folder, outputs/renamed/
+    assert copied.title == load_config(CONFIGS / "seed-llama3-8b-h100.toml").title

@@ -1,4 +1,4 @@
-"""``--json``: one document on stdout, every key documented in the README's "JSON output"."""
+"""``--json``: one document on stdout, every key documented in docs/cli.md's "JSON output"."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ from sweeps.grid.memory import BASE_BYTES
 from .conftest import ROOT, SEED_CONFIG
 from .test_cli import GOOD
 
-SECTION = (ROOT / "README.md").read_text(encoding="utf-8").split("## JSON output\n", 1)[1]
+SECTION = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8").split("## JSON output\n", 1)[1]
 SECTION = SECTION.split("\n## ", 1)[0]
 
 
 def documented(command: str) -> dict[str, str]:
-    """The keys (and units) the README documents for ``command``, e.g. ``sweeps run --json``."""
+    """The keys (and units) docs/cli.md documents for ``command``, e.g. ``sweeps run --json``."""
     block = SECTION.split(f"#### `{command}`\n", 1)[1].split("\n#### ", 1)[0]
     return dict(re.findall(r"^\| `([^`]+)` \| ([^|]+?) \|", block, flags=re.MULTILINE))
 
@@ -49,14 +49,16 @@ def check(document: Any, command: str, optional: tuple[str, ...] = ()) -> None:
     leaves = paths(document)
     patterns = {key: pattern(key) for key in keys}
     undocumented = [p for p in leaves if not any(r.fullmatch(p) for r in patterns.values())]
-    assert not undocumented, f"{command}: document these keys in the README: {undocumented}"
+    assert not undocumented, f"{command}: document these keys in docs/cli.md: {undocumented}"
     missing = [
         k
         for k, r in patterns.items()
         if k not in optional and not any(r.fullmatch(p) for p in leaves)
     ]
-    assert not missing, f"{command}: the README documents keys the document lacks: {missing}"
-    if isinstance(document, dict) and "units" in document:  # the README's units are the document's
+    assert not missing, f"{command}: docs/cli.md documents keys the document lacks: {missing}"
+    if (
+        isinstance(document, dict) and "units" in document
+    ):  # the documented units are the document's
         for field, unit in document["units"].items():
             field_key = re.compile(rf"(^|\.){re.escape(field)}(\.<[a-z]+>)?$")
             key = next(k for k in keys if field_key.search(k) and not k.startswith("units"))
@@ -76,7 +78,7 @@ def test_run_json_is_the_table_and_the_lines_with_documented_keys(
     assert result.exit_code == 0
     check(document, "sweeps run --json", optional=("runs[].plans[].<column>",))
     run = document["runs"][0]
-    for field, unit in run["units"].items():  # the README's units are the document's
+    for field, unit in run["units"].items():  # the documented units are the document's
         assert documented("sweeps run --json")[f"runs[].summary[].{field}"] == unit
     assert run["rows"] == {"decode": 12, "prefill": 12, "hardware": 1, "models": 2}
     rows = {(r["model"], r["context"]): r for r in run["summary"]}

@@ -73,8 +73,18 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=root
     )
     dependencies = sysconfig.get_paths()["purelib"]
-    (Path(purelib.strip()) / "dependencies.pth").write_text(dependencies + "\n", encoding="utf-8")
+    # the bare core: this environment's packages less those of the extras, seen through links
+    core = root / "core"
+    core.mkdir()
+    for entry in Path(dependencies).iterdir():
+        if entry.name.split(".")[0].split("-")[0].lower() not in EXTRAS:
+            (core / entry.name).symlink_to(entry)
+    (Path(purelib.strip()) / "dependencies.pth").write_text(f"{core}\n", encoding="utf-8")
     return root / "venv"
+
+
+EXTRAS = ("h5netcdf", "h5py", "duckdb", "dask", "distributed", "mkdocs", "material", "mkdocstrings")
+"""The top-level modules of the optional extras (netcdf, duckdb, dask, docs)."""
 
 
 def test_init_and_run_from_an_empty_folder(venv: Path, tmp_path: Path) -> None:
@@ -123,6 +133,24 @@ def test_init_and_run_from_an_empty_folder(venv: Path, tmp_path: Path) -> None:
     assert (empty / "outputs" / "mine" / "decode.parquet").is_file()
     schema = json.loads(sh(sweeps, "schema", cwd=empty, env=env))
     assert "axes" in schema["properties"]
+
+
+def test_the_bare_core_runs_the_seed_study(venv: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NO_COLOR")}
+    env["HOME"] = str(tmp_path)
+    python = venv / "bin" / "python"
+    hidden = subprocess.run(
+        [python, "-c", "import duckdb"], capture_output=True, text=True, check=False, env=env
+    )
+    assert "No module named 'duckdb'" in hidden.stderr  # the extras are out of reach
+    sweeps = venv / "bin" / "sweeps"
+    sh(sweeps, "init", "--study", "seed-llama3-8b-h100", cwd=tmp_path, env=env)
+    ran = sh(sweeps, "run", "seed-llama3-8b-h100.toml", cwd=tmp_path, env=env)
+    assert "decode summary" in ran
+    folder = tmp_path / "outputs" / "seed-llama3-8b-h100"
+    manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
+    assert {"decode.parquet", "report.html"} <= set(manifest["files"])
+    assert (folder / "grid.zarr").is_dir()
 
 
 USER_SCRIPT = """

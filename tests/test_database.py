@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import shutil
+
 import duckdb
+import polars as pl
 import pytest
 
 from sweeps.config import parse_config
-from sweeps.export import DATABASE, read_units
+from sweeps.export import DATABASE, connect, read_units
 from sweeps.pipeline import run_to_folder
 
 CONFIG = """
@@ -24,7 +27,7 @@ charts = []
 grid = "none"
 """
 
-# the README's dashboard query: best decode throughput per model and device that fits
+# docs/outputs.md's dashboard query: best decode throughput per model and device that fits
 DASHBOARD = """
 SELECT d.model, m.params, d.hardware, h.vendor, d.kv_dtype,
        max(d.tokens_per_s) AS best_tokens_per_s,
@@ -40,7 +43,7 @@ def test_views_units_and_comments(tmp_path, layout):
     sweep = parse_config(CONFIG, "bi.toml")
     result = run_to_folder(sweep, tmp_path, layout=layout, duckdb=True)
     assert DATABASE in result.files
-    with duckdb.connect(str(result.folder / DATABASE), read_only=True) as db:
+    with connect(result.folder) as db:
         views = {
             row[0]
             for row in db.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
@@ -66,3 +69,23 @@ def test_no_database_unless_asked(tmp_path):
     result = run_to_folder(parse_config(CONFIG, "bi.toml"), tmp_path)
     assert not (result.folder / DATABASE).exists()
     assert DATABASE not in result.files
+
+
+def test_a_copied_folder_reads_its_own_files(tmp_path, monkeypatch):
+    result = run_to_folder(parse_config(CONFIG, "bi.toml"), tmp_path / "first", duckdb=True)
+    copy = tmp_path / "copy"
+    shutil.copytree(result.folder, copy)
+    one = pl.read_parquet(copy / "hardware.parquet").head(1)  # the copy's own, different file
+    one.write_parquet(copy / "hardware.parquet")
+    with connect(copy) as db:
+        assert db.sql("SELECT count(*) FROM hardware").fetchall() == [(1,)]
+        assert db.sql("SELECT count(*) FROM decode").fetchall() == [(result.rows["decode"],)]
+    monkeypatch.chdir(copy)  # the DuckDB shell started in the folder reads the same
+    with duckdb.connect(DATABASE, read_only=True) as db:
+        assert db.sql("SELECT count(*) FROM hardware").fetchall() == [(1,)]
+    monkeypatch.chdir(tmp_path)  # and from elsewhere, it never reads the original's files
+    with (
+        duckdb.connect(str(copy / DATABASE), read_only=True) as db,
+        pytest.raises(duckdb.IOException, match=r"hardware\.parquet"),
+    ):
+        db.sql("SELECT count(*) FROM hardware").fetchall()

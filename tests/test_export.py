@@ -283,3 +283,24 @@ def test_existing_result_needs_force_and_failures_keep_it(tmp_path: Path) -> Non
     run_to_folder(sweep, tmp_path, force=True)
     assert (tmp_path / "small" / "manifest.json").read_bytes() != manifest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small"]
+
+
+def test_two_studies_tables_concatenate_as_they_are(grid: xr.Dataset, tmp_path: Path) -> None:
+    other = SMALL.replace('"llama-3-8b", "qwen2.5-7b"', '"llama-3-70b"').replace(
+        '"h100-sxm", "h200"', '"b200"'
+    )
+    to_parquet(grid, tmp_path / "one")
+    to_parquet(build_grid(parse_config(other.replace('"small"', '"other"'))), tmp_path / "two")
+    for table in ("decode", "prefill", "hardware", "models"):
+        parts = [pl.read_parquet(tmp_path / name / f"{table}.parquet") for name in ("one", "two")]
+        both = pl.concat(parts)  # one Enum per name axis: no cast, no string cache
+        assert both.height == parts[0].height + parts[1].height
+        assert isinstance(both.schema["hardware" if table == "hardware" else "model"], pl.Enum)
+    decode = pl.concat(
+        [pl.read_parquet(tmp_path / name / "decode.parquet") for name in ("one", "two")]
+    )
+    assert set(decode["model"].unique()) == {"llama-3-8b", "qwen2.5-7b", "llama-3-70b"}
+    models = pl.concat(
+        [pl.read_parquet(tmp_path / name / "models.parquet") for name in ("one", "two")]
+    )
+    assert decode.join(models, on="model").height == decode.height  # the key types agree

@@ -34,6 +34,12 @@ def _column_digest(series: pl.Series) -> str:
     return hashlib.sha256(payload).hexdigest()
 
 
+def _kinds(schema: dict[str, str]) -> list[tuple[str, str]]:
+    """A schema with each Enum's categories left out: they are the catalog's every id of the
+    kind (``sweeps.export.frame.shared_enum``) and move with the catalog, not with the bounds."""
+    return [(name, "Enum" if kind.startswith("Enum(") else kind) for name, kind in schema.items()]
+
+
 def fingerprint(config: Path, folder: Path) -> dict[str, object]:
     """Schema, column units and per-column SHA-256 of every table ``config`` writes."""
     import sweeps
@@ -60,7 +66,7 @@ def test_shipped_config_tables_are_unchanged(config: Path, tmp_path: Path) -> No
     assert sorted(actual) == sorted(expected)
     for table, pinned in expected.items():
         got = actual[table]
-        assert list(got["schema"].items()) == list(pinned["schema"].items()), table
+        assert _kinds(got["schema"]) == _kinds(pinned["schema"]), table
         assert got["units"] == pinned["units"], table
         assert got["rows"] == pinned["rows"], table
         moved = [c for c, h in pinned["columns"].items() if got["columns"].get(c) != h]

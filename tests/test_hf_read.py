@@ -94,8 +94,11 @@ def test_files_that_are_not_small_regular_files(tmp_path: Path) -> None:
         load_model(fifo)  # returns at once: a FIFO is never opened for a blocking read
     with pytest.raises(ImportModelError, match=r"^/dev/zero: not a regular file"):
         load_model("/dev/zero")
+    with pytest.raises(ImportModelError, match=r"config\.json: no such config\.json"):
+        load_model(tmp_path)  # a model folder is read for its config.json
+    (tmp_path / "nested" / "config.json").mkdir(parents=True)
     with pytest.raises(ImportModelError, match=r"a folder; the config\.json must be a regular"):
-        load_model(tmp_path)
+        load_model(tmp_path / "nested")
     big = _write(tmp_path, " " * (4 * 2**20 + 1))
     with pytest.raises(ImportModelError, match="larger than 4 MiB"):
         load_model(big)

@@ -9,6 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sweeps.catalog import TABLE_FIELDS
@@ -90,9 +91,41 @@ def test_defaults_are_left_out_and_shapes_kept() -> None:
         "attention",
         "max_context",
         "source",
+        "vocab_size",
     ]  # active_params = params, no experts, no MLA, no window: all at their defaults
     assert "params = 8030261248" in lines
     moe = model_to_toml(load_model(HF / "gpt-oss-20b" / "config.json", "g"))
     assert "active_params = 4187440704" in moe
     assert "experts = 32" in moe
     assert "local_layers = 12" in moe
+
+
+@pytest.mark.parametrize("path", CONFIGS, ids=lambda p: p.parent.name)
+def test_the_pasted_table_decodes_as_the_config_path_does(path: Path, tmp_path: Path) -> None:
+    from sweeps.grid import build_grid
+
+    imported = load_model(path)
+    axes = '[axes]\nhardware = ["h200"]\nbatch = [1, 64]\ncontext = [4096]\nprompt = [1024]\n'
+    key = toml_key(imported.id)
+    pasted = parse_config(
+        f'[sweep]\nname = "a"\n{axes}model = [{toml_string(imported.id)}]\n'
+        + model_to_toml(imported, path)
+    )
+    by_path = parse_config(
+        f'[sweep]\nname = "b"\n{axes}model = [{toml_string(imported.id)}]\n'
+        f"[models.{key}]\nconfig = {toml_string(path.as_posix())}\n"
+    )
+    one, two = build_grid(pasted), build_grid(by_path)
+    for name in ("step_time_s", "tokens_per_s", "ttft_s", "weight_bytes", "ceiling", "max_batch"):
+        np.testing.assert_array_equal(one[name].values, two[name].values, err_msg=name)
+
+
+def test_a_model_folder_and_a_hugging_face_cache_snapshot(tmp_path: Path) -> None:
+    source = HF / "qwen2.5-7b" / "config.json"
+    snapshot = tmp_path / "hub" / "models--Qwen--Qwen2.5-7B" / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    text = source.read_text("utf-8").replace('"_name_or_path"', '"_unused"')
+    (snapshot / "config.json").write_text(text, "utf-8")
+    assert load_model(snapshot).id == "qwen2.5-7b"  # the folder, the repository's name
+    assert load_model(snapshot / "config.json").id == "qwen2.5-7b"  # not the hash
+    assert load_model(HF / "qwen2.5-7b").params == load_model(source).params

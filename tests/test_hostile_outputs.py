@@ -94,9 +94,7 @@ def test_the_database_failing_puts_the_earlier_result_back(earlier, monkeypatch)
     result = invoke("run", str(config), "--out", str(out), "--force")
     assert result.exit_code == 1
     line = one_error(result)
-    assert line == f"Error: {out.resolve() / 'small' / 'sweep.duckdb'}: the disk is full; " + (
-        "free some space or write elsewhere"
-    )
+    assert line.endswith("sweep.duckdb: the disk is full; free some space or write elsewhere")
     assert snapshot(out) == before  # the earlier result, the staging folder gone
 
 

@@ -90,3 +90,20 @@ def test_a_bare_import_reaches_the_layers_and_stays_light():
     assert not set(light) & set(HEAVY), sorted(set(light) & set(HEAVY))
     assert module.startswith("sweeps.export")
     assert listed
+
+
+def test_a_run_of_a_bad_config_fails_before_any_heavy_import(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CONFIG.read_text("utf-8").replace("[axes]", "[axes]\nbacth = [1]"), "utf-8")
+    code = PROBE.replace("cli(sys.argv[1:], standalone_mode=False)", "cli(sys.argv[1:])")
+    done = subprocess.run(
+        [sys.executable, "-c", code, "run", str(bad), "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "axes.bacth" in done.stderr
+    line = next(x for x in done.stdout.splitlines() if x.startswith("MODULES "))
+    modules = set(json.loads(line.removeprefix("MODULES ")))
+    assert not modules & {*HEAVY, "numba", "zarr", "pyarrow"}, sorted(modules & set(HEAVY))

@@ -79,3 +79,38 @@ def test_a_second_process_loads_the_loop_from_the_cache(tmp_path):
         for _ in range(2)
     ]
     assert runs == [["0", "1"], ["1", "0"]]
+
+
+def test_without_numba_the_grid_is_the_same_and_numba_is_never_imported() -> None:
+    """numba is optional: a Python that cannot import it computes the same grid, even where
+    the compiled pass is asked for, and a small run never imports it (0.4 s of a cold run)."""
+    code = (
+        "import sys, json\n"
+        "from sweeps.config import parse_config\n"
+        "from sweeps.grid import build_grid\n"
+        f"sweep = parse_config({CONFIG!r})\n"
+        "small = build_grid(sweep)\n"
+        "print('numba' in sys.modules)\n"
+        "sys.modules['numba'] = None  # import numba raises ImportError from here on\n"
+        "from sweeps.grid import roof\n"
+        "roof._kernel.cache_clear()\n"
+        "forced = build_grid(sweep, use_kernel=True)\n"
+        "print(forced.identical(small))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"], done.stderr
+
+
+def test_a_loop_that_fails_to_compile_falls_back_to_numpy(monkeypatch) -> None:
+    sweep = parse_config(CONFIG)
+    expected = build_grid(sweep, use_kernel=False)
+
+    def broken(*args):
+        msg = "no such loop here"
+        raise numba.core.errors.TypingError(msg)
+
+    monkeypatch.setattr(roof, "_kernel", lambda: broken)
+    monkeypatch.setattr(roof, "_FAILED", [])
+    with pytest.warns(RuntimeWarning, match=r"compiled roofline loop failed \(TypingError"):
+        got = build_grid(sweep, use_kernel=True)
+    assert got.identical(expected)

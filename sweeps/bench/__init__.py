@@ -24,7 +24,8 @@ d. the export as ``run`` does it (``write_tables``: build each table's frame fro
 e. an end-to-end ``run_to_folder`` of a larger grid, streamed under a memory budget, in a
    subprocess, with its peak RSS (``e2e``);
 f. the run path as users run it: a cold run in a fresh interpreter, its split (start-up,
-   grid, each table, grid file, report) and its ratio to Polars' own write of the same tables,
+   grid, each table, grid file, report) and its ratio to the libraries' own writes of the same
+   outputs (Polars' write_parquet of the tables, xarray's to_zarr of the grid file),
    for issue 14's grid in memory and for (e)'s grid streamed (``run_path``);
 g. validating a config whose context range has 1e5 values, in process and as a cold
    ``sweeps validate`` (``validate``);

@@ -1,6 +1,6 @@
 """Reading a measurements file: published or one's own results, each row checked at the door.
 
-Columns (``docs`` and the README list them with units): ``model, hardware, tp, weight_dtype,
+Columns (docs/calibration.md lists them with units): ``model, hardware, tp, weight_dtype,
 kv_dtype, compute_dtype, batch, prompt_tokens, output_tokens, metric, value, per, source``;
 any other column is kept. Every problem names the file, the line and the column.
 """

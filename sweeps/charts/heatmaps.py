@@ -40,6 +40,7 @@ from .theme import (
     heading,
     number,
     percent,
+    themed,
     title,
     tooltip,
     unit,
@@ -335,6 +336,7 @@ def _ceiling_caption(sel: Selection) -> list[str]:
     return [line for line in (wall_text(sel), crossing_text(sel), key, ridge_text(sel)) if line]
 
 
+@themed
 def ceiling_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
 ) -> Any:
@@ -359,6 +361,7 @@ def ceiling_chart(
     )
 
 
+@themed
 def bottleneck_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
 ) -> Any:

@@ -14,7 +14,7 @@ import xarray as xr
 
 from .data import KV_FACETS, Selection, kv_facets, select
 from .heatmaps import decode_cells
-from .theme import INK, heading, number, series_scale, title, tooltip, unit
+from .theme import INK, heading, number, series_scale, themed, title, tooltip, unit
 
 LINE_KEYS = ("context", *KV_FACETS)
 LABEL_GAP = 1.25
@@ -177,6 +177,7 @@ def _layers(
     ]
 
 
+@themed
 def ai_vs_batch_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
 ) -> Any:

@@ -31,6 +31,7 @@ from .theme import (
     number,
     series_scale,
     size_of,
+    themed,
     title,
     tooltip,
     unit,
@@ -200,6 +201,7 @@ def _roof_labels(
     )
 
 
+@themed
 def roofline_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
 ) -> alt.LayerChart:
@@ -268,6 +270,7 @@ def roofline_chart(
     )
 
 
+@themed
 def compare_chart(ds: xr.Dataset, model: str | None = None, **options: Any) -> alt.LayerChart:
     """Rooflines of every device of the sweep for ``model`` (``compare_from`` of each device's
     selection). ``options`` as ``heatmaps.ceiling_chart``."""

@@ -22,7 +22,18 @@ import pandas as pd
 import polars as pl
 import xarray as xr
 
-from .theme import COLORS, DECODE, INK, PREFILL, heading, series_scale, size_of, title, tooltip
+from .theme import (
+    COLORS,
+    DECODE,
+    INK,
+    PREFILL,
+    heading,
+    series_scale,
+    size_of,
+    themed,
+    title,
+    tooltip,
+)
 
 SERVING = "serving"
 POOL_MODES = ("colocated", "disaggregated")
@@ -85,6 +96,7 @@ def objectives(ds: xr.Dataset) -> tuple[float, float]:
     return float(ds.attrs["ttft_slo_s"]), float(ds.attrs["tpot_slo_s"])
 
 
+@themed
 def pareto_chart(
     ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None, width: str = "screen"
 ) -> alt.LayerChart:
@@ -167,6 +179,7 @@ def _split(ds: xr.Dataset, work: Workload) -> pd.DataFrame:
     return data.melt(id_vars=keys, value_vars=[PREFILL, DECODE], var_name="phase", value_name="s")
 
 
+@themed
 def request_time_chart(
     ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None, width: str = "screen"
 ) -> alt.FacetChart:
@@ -233,6 +246,7 @@ def _dates(plans: pl.DataFrame) -> list[str]:
     return sorted({str(d) for d in found.to_series().to_list() if d})
 
 
+@themed
 def fleet_chart(
     ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None, width: str = "screen"
 ) -> alt.HConcatChart:

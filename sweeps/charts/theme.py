@@ -4,13 +4,16 @@ Each colour means one thing in every chart (memory-bound is always the same oran
 fit" always the same grey), and every axis title is the registry's ``label``, so units are
 declared once, in ``sweeps.grid.variables``.
 
-The look is a registered Altair theme (``sweeps``, enabled when this module is imported; and
-``sweeps-single-column`` / ``sweeps-double-column`` for print), not a ``.configure()`` on each
-chart, so charts compose: ``ceiling_chart(ds) | bottleneck_chart(ds)``.
+The look is a registered Altair theme (``sweeps``; ``sweeps-single-column`` /
+``sweeps-double-column`` for print) that each chart of this package carries itself
+(``themed``): nothing is turned on for the session, so a user's own charts keep their look.
+It is not a ``.configure()`` on each chart, so charts compose:
+``ceiling_chart(ds) | bottleneck_chart(ds)`` carries the left chart's theme.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -152,7 +155,58 @@ def _theme(size: Size) -> Callable[[], Any]:
 
 for _size in SIZES.values():
     alt.theme.register(_size.theme, enable=False)(_theme(_size))
-alt.theme.enable(SCREEN.theme)
+
+
+class _Themed:
+    """Mixed into a chart's own class (``themed``): its ``to_dict`` (and so its display,
+    ``save`` and ``to_json``) runs under the theme it carries, and what it composes into
+    (``|``, ``&``, ``+``) carries that theme too."""
+
+    sweeps_theme: str = SCREEN.theme
+
+    def to_dict(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("context") is not None:  # a part of a bigger chart: the top one themes
+            return super().to_dict(*args, **kwargs)  # type: ignore[misc]
+        with alt.theme.enable(self.sweeps_theme):
+            return super().to_dict(*args, **kwargs)  # type: ignore[misc]
+
+    def __or__(self, other: Any) -> Any:
+        return _carry(super().__or__(other), self.sweeps_theme)  # type: ignore[misc]
+
+    def __and__(self, other: Any) -> Any:
+        return _carry(super().__and__(other), self.sweeps_theme)  # type: ignore[misc]
+
+    def __add__(self, other: Any) -> Any:
+        return _carry(super().__add__(other), self.sweeps_theme)  # type: ignore[misc]
+
+
+_CLASSES: dict[tuple[type, str], type] = {}
+
+
+def _themed_class(base: type, theme: str) -> type:
+    key = (base, theme)
+    if key not in _CLASSES:
+        _CLASSES[key] = type(base.__name__, (_Themed, base), {"sweeps_theme": theme})
+    return _CLASSES[key]
+
+
+def _carry(chart: Any, theme: str) -> Any:
+    base = type(chart)
+    if issubclass(base, _Themed):
+        base = base.__mro__[2]
+    # Altair's charts keep every attribute set on them as a Vega-Lite property: past that
+    object.__setattr__(chart, "__class__", _themed_class(base, theme))
+    return chart
+
+
+def themed(builder: Callable[..., Any]) -> Callable[..., Any]:
+    """A chart builder whose charts carry the theme of their ``width`` option (``SIZES``)."""
+
+    @functools.wraps(builder)
+    def build(*args: Any, **kwargs: Any) -> Any:
+        return _carry(builder(*args, **kwargs), size_of(kwargs.get("width")).theme)
+
+    return build
 
 
 def title(name: str) -> str:

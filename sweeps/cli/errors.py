@@ -217,10 +217,17 @@ def _signals() -> Iterator[None]:
 def errors() -> Iterator[None]:
     """Map every expected failure inside to its ``Error:`` line and exit code."""
     try:
+<<<<<<< HEAD
         with _signals(), _watched_stdout():
             yield
+=======
+        yield
+        sys.stdout.flush()  # a reader gone (`| head`) shows here, inside, not at exit
+>>>>>>> main
     except SweepsError as error:
         fail(_message(error), _exit_code(error))
+    except BrokenPipeError:  # `sweeps run CONFIG | head -1`: the reader has what it wanted
+        quiet_broken_pipe()
     except OSError as error:  # the disk, the folder, the network: the run failed, not the input
         if _stdout_failed(error):
             _quiet_stdout()
@@ -233,6 +240,19 @@ def errors() -> Iterator[None]:
     except KeyboardInterrupt:
         click.echo("\nInterrupted.", err=True)
         sys.exit(EXIT_INTERRUPTED)
+
+
+def quiet_broken_pipe() -> None:
+    """Exit 0 without a word once stdout's reader has gone (``| head``): what is left to
+    print has no reader, and Python's own flush at exit must not complain either."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is no file descriptor (a test's capture)
+        pass
+    sys.exit(0)
 
 
 def handled(function: F) -> F:

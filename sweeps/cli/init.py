@@ -27,7 +27,7 @@ STARTER = """\
 {schema}
 # A sweep: every combination of the [axes] values is one point of the grid.
 # Check it with `sweeps validate {file}`, run it with `sweeps run {file}`.
-# Every key: `sweeps schema`, and the README's "Config reference".
+# Every key: `sweeps schema`, and the docs' config reference (docs/config.md).
 
 [sweep]
 name = "{name}"  # the output folder: outputs/{name}/
@@ -46,6 +46,16 @@ weight_dtype = ["bf16"]  # weight number formats
 [options]
 memory_reserve = 0.10  # fraction of device memory kept for activations and runtime
 ceiling_fraction = 0.90  # "how close to the ceiling" the summary asks about
+
+# [serving]  # uncomment for a serving plan: requests at a rate, at a price, per device
+# prompt_tokens = [512, 2048]  # prompt tokens per request
+# output_tokens = [256]  # output tokens per request
+# arrival_rate = [1.0, 10.0]  # requests per second (Poisson)
+# ttft_slo_s = 2.0  # time to first token a plan must meet [s]
+# tpot_slo_s = 0.05  # time per output token a plan must meet [s]
+# chunk_tokens = 4096  # chunked prefill's chunk (0: no chunked mode)
+# kv_link_bandwidth = 50e9  # prefill-to-decode link of a disaggregated plan [byte/s]
+# (then add "serving" to [outputs] charts; `sweeps run` prints the cheapest plans)
 
 [outputs]
 charts = ["ceiling", "bottleneck", "ai-vs-batch", "roofline"]
@@ -92,6 +102,27 @@ def starter_text(name: str, models: tuple[str, ...], hardware: tuple[str, ...]) 
         models=json.dumps(list(models)),
         hardware=json.dumps(list(hardware)),
     )
+
+
+def config_name(name: str) -> str:
+    """``my-sweep`` of ``my-sweep`` or ``my-sweep.toml``: the name without the file suffix."""
+    return name.removesuffix(".toml")
+
+
+def renamed(text: str, name: str) -> str:
+    """A study's ``text`` with its ``[sweep] name`` (its output folder) set to ``name``."""
+    import re
+
+    sweep = re.search(r"^\[sweep\]\s*$", text, flags=re.MULTILINE)
+    start = sweep.end() if sweep else 0
+    head, tail = text[:start], text[start:]
+    tail, done = re.subn(
+        r'^name\s*=\s*"[^"\n]*"', f"name = {json.dumps(name)}", tail, count=1, flags=re.MULTILINE
+    )
+    if not done:
+        msg = f"--study: the study has no [sweep] name to replace with {name!r}"
+        raise BadArguments(msg)
+    return head + tail
 
 
 def schema_text() -> str:

@@ -51,9 +51,14 @@ def cli() -> None:
 @configs_argument
 @out_option
 @memory_budget_option(
+<<<<<<< HEAD
     "Memory a run may use, e.g. 2GiB (512MiB runs every shipped config); bigger grids are "
     "computed in chunks and streamed to decode/<model>.parquet. Default: half of what the "
     "process may use (the address-space limit, the container's memory.max, the RAM)."
+=======
+    "Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
+    "chunks, each written into the same files as a grid in one piece. Default: half the RAM."
+>>>>>>> main
 )
 @cluster_options
 @output_options
@@ -77,14 +82,20 @@ def run(
       sweeps run configs/seed-llama3-8b-h100.toml --out outputs --force
       sweeps run configs/*.toml --json > runs.json
     """
+<<<<<<< HEAD
     from sweeps.cli.cluster import cluster
     from sweeps.cli.execute import preflight, run_one
+=======
+>>>>>>> main
     from sweeps.config import load_config
-    from sweeps.pipeline import check_targets
 
-    sweeps = [load_config(path) for path in configs]
+    sweeps = [load_config(path) for path in configs]  # every config checked before anything heavy
     size = budget(memory_budget)
     check_out(out)
+    from sweeps.cli.cluster import cluster
+    from sweeps.cli.execute import run_one
+    from sweeps.pipeline import check_targets
+
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
     preflight(sweeps)  # the address space, the extras: before any work
     from sweeps.charts.drawing import start
@@ -278,8 +289,9 @@ def calibrate(measurements: Path | None, out: Path, force: bool, output: Output)
 )
 @handled
 def import_model(path: Path, model_id: str | None) -> None:
-    """Read a Hugging Face config.json from disk (nothing is fetched): print the resolved
-    spec (stderr) and a [models.NAME] table to paste into a sweep config (stdout).
+    """Read a Hugging Face config.json (or the model folder holding it) from disk (nothing is
+    fetched): print the resolved spec (stderr) and a [models.NAME] table to paste into a
+    sweep config (stdout).
 
     \b
     Example:
@@ -290,7 +302,8 @@ def import_model(path: Path, model_id: str | None) -> None:
 
     model = load_model(path, model_id)
     click.echo("\n".join([*model_lines(model), ""]), err=True)
-    click.echo(model_to_toml(model, str(path)), nl=False)
+    config = path / "config.json" if path.is_dir() else path
+    click.echo(model_to_toml(model, str(config)), nl=False)
 
 
 @cli.command()
@@ -367,8 +380,12 @@ def init(
         for study_name in studies.study_names():
             click.echo(f"{study_name:<36} {studies.study_title(study_name)}")
         return
+    name = None if name is None else studies.config_name(name)
     if study is not None:
-        text, name = studies.study_text(study), name or study
+        text = studies.study_text(study)
+        if name is not None and name != study:  # its own name: its own output folder
+            text = studies.renamed(text, name)
+        name = name or study
     else:
         name = name or "my-sweep"
         text = studies.starter_text(name, models or ("llama-3-8b",), hardware or ("h100-sxm",))
@@ -393,4 +410,9 @@ def schema() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    cli()
+    from sweeps.cli.errors import quiet_broken_pipe
+
+    try:
+        cli()
+    except BrokenPipeError:  # one raised outside a command (help text, click's own echo)
+        quiet_broken_pipe()

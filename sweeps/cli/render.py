@@ -26,7 +26,31 @@ BATCHES = ("knee_batch", "ceiling_batch", "max_batch", "ridge_batch")
 SUMMARY_ROWS = 40
 """Configurations a terminal summary shows at most; a sweep has thousands."""
 
-DROP_ORDER = ("knee_batch", "ridge_batch", "max_batch")
+USER_TERMS = (
+    "token_time_b1_s",
+    "device_tokens_per_s_b1",
+    "token_time_wall_s",
+    "device_tokens_per_s_wall",
+    "ttft_s",
+)
+"""The summary in what hardware is chosen by, beside the intensities (null where none)."""
+
+USER_HEADERS = {
+    "token_time_b1_s": "ms/token\nbatch 1",
+    "device_tokens_per_s_b1": "tokens/s\nper device\nbatch 1",
+    "token_time_wall_s": "ms/token\nat wall",
+    "device_tokens_per_s_wall": "tokens/s\nper device\nat wall",
+    "ttft_s": "TTFT\n[ms]",
+}
+"""Their column titles: times in milliseconds, as people read them."""
+
+DROP_ORDER = (
+    "knee_batch",
+    "ridge_batch",
+    "max_batch",
+    "token_time_wall_s",
+    "device_tokens_per_s_b1",
+)
 """Columns a summary leaves out, in this order, when the terminal is too narrow for it."""
 
 
@@ -38,6 +62,8 @@ def units(names: Sequence[str]) -> dict[str, str]:
 def header(name: str) -> str:
     """``ceiling`` over ``[FLOP/byte]``: a column title over the registry's unit. Batches are
     ``knee`` over ``batch``: their unit, the same for all, is said once in the caption."""
+    if name in USER_HEADERS:
+        return USER_HEADERS[name]
     unit = REGISTRY[name].unit
     title = name.replace("_", "\n")
     if name in BATCHES or unit in ("-", "1"):
@@ -59,6 +85,9 @@ def summary_rows(frame: Any) -> list[dict[str, Any]]:
             value = row[name]
             record[name] = None if value is None else _batch_value(name, value)
         record["ceiling_reachable"] = bool(row["ceiling_reachable"])
+        for name in USER_TERMS:
+            value = row.get(name)
+            record[name] = None if value is None else float(value)
         record["fits"] = bool(row["fits"])
         rows.append(record)
     return rows
@@ -81,6 +110,11 @@ def _cell(name: str, row: Mapping[str, Any]) -> str:
     value = row[name]
     if name == "ceiling":
         return grouped(value)
+    if name in USER_TERMS:
+        if value is None:
+            return "-"
+        shown = value * 1e3 if name.endswith("_s") else value
+        return f"{shown:,.0f}" if abs(shown) >= 100 else f"{shown:.3g}"
     if name == "ridge_batch" and value is None:
         return "never"
     if isinstance(value, int) and not isinstance(value, bool):
@@ -114,7 +148,7 @@ def summary_table(
             "(ceiling, knee_batch, max_batch, ridge_batch columns)"
         )
         rows = rows[:SUMMARY_ROWS]
-    values = ["ceiling", "knee_batch", "max_batch", "ridge_batch"]
+    values = ["ceiling", "knee_batch", "max_batch", "ridge_batch", *USER_TERMS]
     verdict = f"reaches {fraction:.0%}\nof ceiling?"
     dropped: list[str] = []
     while True:
@@ -146,6 +180,11 @@ def _summary_grid(
         caption.append(f"left out to fit the terminal: {', '.join(dropped)} (see --json)")
     if any(name in BATCHES for name in values):
         caption.append(f"batches in whole {REGISTRY['knee_batch'].unit}s")
+    if any(name in USER_TERMS for name in values):
+        caption.append(
+            "ms/token and tokens/s per device: bounds at batch 1 and at the memory wall (max "
+            "batch); TTFT: one request at the first prompt length"
+        )
     table = new_table(f"{title}: decode summary", ", ".join(caption))
     for dim in varying:
         right = AXIS[dim].kind == "size"
@@ -189,7 +228,7 @@ def run_lines(result: Any, distributed: bool) -> list[str]:
     """What a ``RunResult`` says after the summary: where it went, how, and what was not written."""
     partitioned = result.layout == "partitioned"
     how = f" in {result.chunks:,} chunks, partitioned by model" if partitioned else ""
-    seconds = sum(result.timings.values())
+    seconds = result.seconds  # wall time: the phases in ``timings`` overlap
     lines = [f"wrote {shown(result.folder)}/{how} ({row_counts(result.rows)}) in {seconds:,.2f} s"]
     if result.skipped:
         hint = (
@@ -223,7 +262,7 @@ def run_document(sweep: Any, result: Any, rows: list[dict[str, Any]] | None) -> 
         "seconds": dict(result.timings),
         "ceiling_fraction": sweep.options.ceiling_fraction,
         "summary": rows,
-        "units": units([*CONFIGURATION, *SUMMARY_FIELDS, "fits"]),
+        "units": units([*CONFIGURATION, *SUMMARY_FIELDS, "ttft_s", "fits"]),
     }
 
 

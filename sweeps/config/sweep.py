@@ -18,7 +18,7 @@ NATIVE = "native"
 """The ``kv_heads`` setting that keeps each model's own KV heads."""
 
 Options = schema.Options
-"""Resolved ``[options]``: the schema's own model (see the README's config reference)."""
+"""Resolved ``[options]``: the schema's own model (see docs/config.md, generated from it)."""
 
 Serving = schema.Serving
 """Resolved ``[serving]`` objectives; its axes are ``Sweep`` fields."""

@@ -2,7 +2,7 @@
 NetCDF), the DuckDB views, atomic folders."""
 
 from sweeps.export.atomic import atomic_folder, check_target, result_folder
-from sweeps.export.database import DATABASE, write_database
+from sweeps.export.database import DATABASE, connect, write_database
 from sweeps.export.frame import decode_frame, hardware_frame, models_frame, prefill_frame
 from sweeps.export.grid import GRID_FILES, open_grid, to_netcdf, to_zarr, write_grid
 from sweeps.export.parquet import (
@@ -23,6 +23,7 @@ __all__ = [
     "atomic_folder",
     "check_target",
     "column_info",
+    "connect",
     "decode_frame",
     "frames",
     "hardware_frame",

@@ -1,8 +1,8 @@
-"""The output files' column reference (the README's tables), generated through the real export.
+"""The output files' column reference (the docs' tables), generated through the real export.
 
 The tables are built from an actual (tiny) result, so they list exactly the columns and units
-that the Parquet files carry; ``scripts/update_readme.py`` writes them into the README and a
-test keeps the README in step with them.
+that the Parquet files carry; the documentation site renders them at build time
+(``scripts/mkdocs_hooks.py``), so they never fall behind the declarations.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ The frames equal fully copied ones; call ``.rechunk()`` for one contiguous array
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,38 @@ from sweeps.grid.analyses import BY_NAME
 
 Categories = Mapping[str, Sequence[str]]
 """Enum categories per name axis, to give a chunk's frame the whole sweep's schema."""
+
+
+@functools.cache
+def _domain(spec: str) -> tuple[str, ...]:
+    """Every catalog id a name axis whose labels come from ``spec`` (``Axis.field``) can hold."""
+    from sweeps.axes import POOL_MODES, SERVING_MODES
+    from sweeps.catalog.loader import load_catalog, unique
+
+    catalog = load_catalog()
+    if spec == "models":
+        return tuple(sorted(m.id for m in unique(catalog.models)))
+    if spec == "hardware":
+        return tuple(sorted(h.id for h in unique(catalog.hardware)))
+    if spec == "serving":
+        return tuple(dict.fromkeys((*SERVING_MODES, *POOL_MODES)))
+    return tuple(catalog.dtypes)  # kv_dtype, weight_dtype
+
+
+@functools.cache
+def _shared(spec: str, extra: tuple[str, ...]) -> pl.Enum:
+    domain = _domain(spec)
+    return pl.Enum([*domain, *(label for label in extra if label not in domain)])
+
+
+def shared_enum(dim: str, labels: Sequence[str]) -> pl.Enum:
+    """The Enum of the name axis ``dim``: every catalog id of its kind (sorted), then the
+    sweep's own ``labels`` that are none (``[models.NAME]`` tables), in their order.
+
+    Every study's tables share it, so two studies' tables concatenate in Polars as they are
+    (where both name only catalog ids; a custom table's name makes its study's Enum longer).
+    """
+    return _shared(AXIS[dim].field, tuple(str(label) for label in labels))
 
 
 @dataclass(frozen=True)
@@ -117,7 +150,7 @@ def _axis_column(
     column = axis.column_name
     if axis.kind == "name":
         labels = [str(v) for v in ds[dim].values]
-        enum = pl.Enum(list(categories[dim]) if categories and dim in categories else labels)
+        enum = shared_enum(dim, categories[dim] if categories and dim in categories else labels)
         codes = pl.Series(column, labels, dtype=enum).to_physical().to_numpy()
         return _spread(
             codes, (dim,), layout, partial(_enum_series, column, enum=enum, checked=True)
@@ -205,7 +238,7 @@ def _spec_frame(ds: xr.Dataset, dim: str, specs: Sequence[Spec]) -> pl.DataFrame
     # the key column has the Enum type of the analysis tables' column, so a join needs no cast
     labels = [str(v) for v in ds[dim].values]
     column = AXIS[dim].column_name
-    columns: dict[str, object] = {column: pl.Series(column, labels, dtype=pl.Enum(labels))}
+    columns: dict[str, object] = {column: pl.Series(column, labels, dtype=shared_enum(dim, labels))}
     for spec in specs:
         if spec.name in ds.coords and ds[spec.name].dims == (dim,):
             values = ds[spec.name].values

@@ -5,7 +5,7 @@ all of it: both formats here are chunked one block per model and device for the 
 variables (the roofline outputs), so ``xr.open_zarr(path)`` or ``xr.open_dataset(path,
 chunks={})`` reads one model on one device as one chunk per variable. Zarr is compressed
 (zstd level 1) by several threads that release the GIL; NetCDF-4 with zlib (level 1,
-shuffle), which HDF5 does in one thread holding it. The README gives the measured figures.
+shuffle), which HDF5 does in one thread holding it. docs/performance.md gives the measured figures.
 """
 
 from __future__ import annotations

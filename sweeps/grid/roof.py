@@ -43,10 +43,11 @@ def _full_rank(da: xr.Variable, dims: tuple[str, ...]) -> np.ndarray:
 
 @cache
 def _kernel() -> Callable[..., None] | None:
-    """The compiled roofline loop, or None where numba is not installed."""
+    """The compiled roofline loop, or None where numba is not installed (the ``fast`` extra)
+    or cannot load here (an llvmlite that does not match: any error of its import)."""
     try:
         import numba
-    except ImportError:
+    except Exception:  # ImportError, or an OSError of llvmlite's shared library
         return None
     # IEEE division (inf/nan, no ZeroDivisionError branch) lets LLVM vectorize the loop.
     jit = numba.njit(error_model="numpy", inline="always")
@@ -203,7 +204,8 @@ def roofline_outputs(
     )  # fmt: skip
     points = math.prod(sizes[d] for d in dims)
     if use_kernel is None:
-        use_kernel = _kernel() is not None and points >= KERNEL_MIN_POINTS
+        # numba is imported (0.4 s) only for a grid big enough to gain from it
+        use_kernel = points >= KERNEL_MIN_POINTS and _kernel() is not None
     names = (*(ROOF_OUTPUTS if with_tokens else ROOF_OUTPUTS[:-1]), "feasible")
     full_shape = tuple(sizes[d] for d in dims)
     out: Mapping[str, Any] = (
@@ -284,9 +286,24 @@ def _evaluate(inputs: _Inputs, with_tokens: bool, use_kernel: bool) -> dict[str,
         for name in (*ROOF_OUTPUTS[:-1], "feasible")
     }
     out["tokens_per_s"] = np.empty(shape if with_tokens else (1, 1, 1, 1, 1))
-    kernel = _kernel()
+    kernel = _kernel() if use_kernel else None
     args = [inputs.ai, inputs.nbytes, inputs.flops, inputs.batch, inputs.max_batch]
-    if use_kernel and kernel is not None:
+    if kernel is not None and _compiled(kernel, args, inputs, with_tokens, out):
+        return out
+    _numpy_roof(args, list(inputs.device), with_tokens, out)
+    return out
+
+
+def _compiled(
+    kernel: Callable[..., None],
+    args: list[np.ndarray],
+    inputs: _Inputs,
+    with_tokens: bool,
+    out: dict[str, np.ndarray],
+) -> bool:
+    """Run the compiled pass into ``out``; False (numpy then does it) where numba fails to
+    compile it here, said once with a warning: the numbers never depend on numba."""
+    try:
         kernel(
             *args,
             *inputs.device,
@@ -295,9 +312,21 @@ def _evaluate(inputs: _Inputs, with_tokens: bool, use_kernel: bool) -> dict[str,
             out["tokens_per_s"],
             out["feasible"],
         )
-    else:
-        _numpy_roof(args, list(inputs.device), with_tokens, out)
-    return out
+    except Exception as error:  # numba's own errors (typing, lowering, LLVM) have no common base
+        if not _FAILED:
+            warnings.warn(
+                f"the compiled roofline loop failed ({type(error).__name__}: {error}); "
+                "numpy computes it instead",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        _FAILED.append(error)
+        return False
+    return True
+
+
+_FAILED: list[BaseException] = []
+"""Compile failures of the loop in this process (the warning is said for the first)."""
 
 
 def _lazy(

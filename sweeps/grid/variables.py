@@ -3,7 +3,7 @@
 Nothing is declared here: the axes come from ``sweeps.axes.AXES``, the axis coordinates from
 ``sweeps.grid.coords.AXIS_COORDS``, the model and device specs from the records'
 ``MODEL_SPECS``/``HARDWARE_SPECS``, the outputs from the analyses. Units and descriptions flow
-from it into xarray attrs, Parquet metadata, chart axis titles and the README's column tables;
+from it into xarray attrs, Parquet metadata, chart axis titles and the docs' column tables;
 a test fails if a variable of the grid is missing.
 """
 

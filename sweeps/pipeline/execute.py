@@ -175,28 +175,23 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         start = time.perf_counter()
         ds = build_grid(sweep)
         timings["grid"] = time.perf_counter() - start
-    tables: dict[str, list[str]] = {}
-
-    def finish(folder: Path) -> None:  # the database's views name the files' final paths
-        if settings.duckdb:
-            settings.phase(f"writing {DATABASE}")
-            write_database(folder, tables)
-
-    with atomic_folder(target, force, finish) as staging:
+    with atomic_folder(target, force) as staging:
         start = time.perf_counter()
         written, extra, skipped = _write_outputs(
             how, ds, staging, settings, hooks, timings, progress, client
         )
         timings["outputs"] = time.perf_counter() - start
         files = [f for table in written.values() for f in table.files] + extra
-        if settings.duckdb:  # written once the Parquet files are in place (see below)
+        if settings.duckdb:  # written last in the staging folder, before the rename
             files.append(DATABASE)
         rows = {name: table.rows for name, table in written.items()}
         columns = {name: table.columns for name, table in written.items()}
         files.append("manifest.json")
         document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped))
         _write_manifest(staging, document)
-        tables.update({name: table.files for name, table in written.items()})
+        if settings.duckdb:  # in the staging folder: its views read paths relative to it
+            settings.phase(f"writing {DATABASE}")
+            write_database(staging, {name: table.files for name, table in written.items()})
     per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,

@@ -15,6 +15,8 @@ import xarray as xr
 
 from sweeps.axes import AXIS
 from sweeps.config import NATIVE
+from sweeps.export.frame import shared_enum
+from sweeps.grid import REGISTRY
 from sweeps.grid.analyses.decode import CONFIGURATION as SUMMARY_DIMS
 from sweeps.grid.analyses.decode import SUMMARY as SUMMARY_VARIABLES
 
@@ -28,10 +30,17 @@ def summary_rows(ds: xr.Dataset) -> int:
 def summarize(ds: xr.Dataset) -> pl.DataFrame:
     """Per-configuration summary of the decode grid; ``ridge_batch`` null where never reached.
 
+    Beside the intensities, what hardware is chosen by: the time per token and tokens/s per
+    device at batch 1 and at the memory wall, and ``ttft_s``, the TTFT of one request at the
+    first prompt length (``ds.prompt[0]``) where the grid has the prefill.
+
     The KV-head setting is the count in effect (``kv_heads``) with ``kv_heads_native`` beside
     it, as in ``decode.parquet``, so the summary joins the decode table on its axis columns.
     """
     variables = {name: ds[name].variable for name in SUMMARY_VARIABLES}
+    if "ttft_s" in ds.data_vars:  # one request's TTFT: the first prompt, the smallest batch
+        first = {"prompt": 0, "batch": int(np.argmin(ds["batch"].values))}
+        variables["ttft_s"] = ds["ttft_s"].isel(first).variable
     held = {d for v in variables.values() for d in v.dims}
     dims = tuple(d for d in SUMMARY_DIMS if d in held)
     shape = tuple(ds.sizes[d] for d in dims)
@@ -54,13 +63,14 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
             continue
         if labels.dtype == object:  # name axes: the decode table's Enum
             names = [str(v) for v in labels]
-            columns[dim] = pl.Series(dim, names, dtype=pl.Enum(names))[codes]
+            columns[dim] = pl.Series(dim, names, dtype=shared_enum(dim, names))[codes]
         else:
             columns[dim] = labels[codes]
     for name, variable in variables.items():
         columns[name] = spread(variable)
     frame = pl.DataFrame(columns)
+    nullable = [n for n in variables if REGISTRY[n].dtype == "nullable"]
     return frame.with_columns(
-        pl.col("ridge_batch").fill_nan(None),
+        *(pl.col(name).fill_nan(None) for name in nullable),
         fits=pl.col("max_batch") >= 1,
     )

@@ -189,7 +189,7 @@ MODEL_TYPE_ALIASES: Mapping[str, str] = MappingProxyType(
 def supported_families() -> list[str]:
     """The supported ``model_type``s with their family names, e.g. ``"llama (Llama)"``, in
     declaration order; aliases follow the type they name (``falcon (Falcon; also RefinedWeb,
-    RefinedWebModel)``). README and docstrings list these."""
+    RefinedWebModel)``). docs/architectures.md and docstrings list these."""
     out = []
     for model_type, family in FAMILIES.items():
         also = [alias for alias, target in MODEL_TYPE_ALIASES.items() if target == model_type]

@@ -10,6 +10,10 @@ from sweeps.catalog.records import TABLE_FIELDS, Model
 
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 _ALWAYS = ("layers", "heads", "kv_heads", "head_dim")
+PASTED_FIELDS = tuple(dict.fromkeys((*TABLE_FIELDS, "vocab_size", "tie_word_embeddings")))
+"""What the printed table holds: every field a ``[models.*]`` table takes (``vocab_size`` and
+``tie_word_embeddings`` too: the embedding's bytes and FLOPs depend on them), so the pasted
+table decodes as ``config = "<path>"`` of the same file does."""
 """Shape keys a table without ``config`` must hold, printed whatever their value."""
 _DEFAULTS = {"experts": 1, "experts_per_token": 1}
 """Schema defaults other than 0 / false / empty, left out when the model has them."""
@@ -73,7 +77,7 @@ def model_to_toml(
     if config_path is not None:
         short = toml_string(relative_path(config_path, base))
         lines.append(f"# or, instead of the fields below: config = {short}")
-    for key in TABLE_FIELDS:
+    for key in PASTED_FIELDS:
         value = getattr(model, key)
         if key == "active_params" and value == model.params:
             continue

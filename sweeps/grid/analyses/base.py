@@ -5,7 +5,7 @@ declares the dims of its table, each output ``Variable`` (name, unit, descriptio
 rank) and a ``compute`` that turns the grid's inputs (and the outputs of the analyses it
 needs) into those variables. The grid is a loop over analyses in dependency order; the export
 writes one table per analysis that has one, the memory estimate sums the declared dtypes, the
-registry and the README's column table read the declarations.
+registry and the docs' column tables read the declarations.
 
 Nothing here imports xarray: the compute functions are duck-typed over the ``Inputs`` they get
 (xarray Variables in the grid, floats in the benchmark's scalar loop) and reach the layout and

@@ -13,6 +13,8 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.steps import weights_read
+from sweeps.physics._array import where
 
 DIMS = ("model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype")
 
@@ -25,6 +27,10 @@ SUMMARY = (
     "max_batch",
     "ridge_batch",
     "ceiling_reachable",
+    "token_time_b1_s",
+    "device_tokens_per_s_b1",
+    "token_time_wall_s",
+    "device_tokens_per_s_wall",
 )
 """What the summary says of a configuration (none of them has a batch dimension)."""
 
@@ -73,10 +79,29 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out["allreduce_bytes"] = physics.allreduce_bytes(
         x["layers"], batch, x["hidden_size"], opt.activation_bytes, tp
     )
+    out.update(_user_terms(x, f_seq, kv_dev, peak, bandwidth, max_batch))
     out["tile_fill"] = physics.tile_fill(batch)
     out["compute_dtype"] = x["_compute_dtype"]
     out.update(_roofline(x, out, kv_dev, peak, bandwidth))
     out.update(_bandwidth=bandwidth, _peak=peak, _attention_on=attention_on)
+    return out
+
+
+def _user_terms(
+    x: Inputs, f_seq: Any, kv_dev: Any, peak: Any, bandwidth: Any, max_batch: Any
+) -> dict[str, Any]:
+    """What hardware is chosen by: the time per token and tokens/s per device of one request
+    alone (batch 1) and of the largest batch that fits (the memory wall), whatever batches the
+    grid's axis holds; the wall's values are null where not one sequence fits."""
+    out: dict[str, Any] = {}
+    for name, batch in (("b1", 1.0), ("wall", max_batch)):
+        nbytes = physics.decode_bytes(weights_read(x, batch), batch, kv_dev)
+        time = physics.roofline_time(physics.decode_flops(batch, f_seq), nbytes, peak, bandwidth)
+        out[f"token_time_{name}_s"] = time
+        out[f"device_tokens_per_s_{name}"] = batch / time / x["tp"]
+    fits = max_batch >= 1
+    for name in ("token_time_wall_s", "device_tokens_per_s_wall"):
+        out[name] = where(fits, out[name], np.nan)
     return out
 
 
@@ -174,6 +199,30 @@ DECODE = Analysis(
             "-",
             "ceiling_batch fits in memory (ceiling_batch <= max_batch)",
             "bool",
+        ),
+        _V(
+            "token_time_b1_s",
+            "s",
+            "Roofline bound on the time per output token of one request alone (batch 1)",
+        ),
+        _V(
+            "device_tokens_per_s_b1",
+            "token/s",
+            "Decode throughput bound per device of one request alone (batch 1)",
+        ),
+        _V(
+            "token_time_wall_s",
+            "s",
+            "Roofline bound on the time per output token at the memory wall (batch max_batch; "
+            "null: does not fit)",
+            "nullable",
+        ),
+        _V(
+            "device_tokens_per_s_wall",
+            "token/s",
+            "Decode throughput bound per device at the memory wall (batch max_batch; null: "
+            "does not fit)",
+            "nullable",
         ),
         _V(
             "allreduce_bytes",

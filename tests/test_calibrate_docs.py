@@ -1,4 +1,4 @@
-"""The README's calibration section stays true: its conversion snippet runs, its table is the
+"""docs/calibration.md stays true: its conversion snippet runs, its table is the
 shipped file's summary."""
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from sweeps.calibrate import (
 
 from .conftest import ROOT
 
-SECTION = (ROOT / "README.md").read_text("utf-8").split("## Calibration\n", 1)[1]
-SECTION = SECTION.split("\n## ", 1)[0]
+SECTION = (ROOT / "docs" / "calibration.md").read_text("utf-8")
 
 RESULT = {  # a made-up vLLM benchmark_serving.py --save-result document, in its shape
     "date": "20250101-120000",
@@ -54,7 +53,7 @@ def test_the_vllm_conversion_runs_and_calibrates(
     code = SECTION.split("```python\n", 1)[1].split("```", 1)[0]
     (tmp_path / "vllm-result.json").write_text(json.dumps(RESULT), "utf-8")
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md (Calibration)", "exec"), {})
+    exec(compile(code, "docs/calibration.md", "exec"), {})
     throughput, ttft, itl = load_measurements(tmp_path / "mine.csv")
     assert (throughput.prompt_tokens, throughput.output_tokens) == (
         1000,
@@ -76,7 +75,7 @@ def test_the_snippet_takes_max_without_a_concurrency_limit(
     code = SECTION.split("```python\n", 1)[1].split("```", 1)[0]
     (tmp_path / "vllm-result.json").write_text(json.dumps({**RESULT, "max_concurrency": None}))
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md (Calibration)", "exec"), {})
+    exec(compile(code, "docs/calibration.md", "exec"), {})
     assert load_measurements(tmp_path / "mine.csv")[0].batch is None  # max: the memory wall
 
 
