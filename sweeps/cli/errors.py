@@ -217,19 +217,18 @@ def _signals() -> Iterator[None]:
 def errors() -> Iterator[None]:
     """Map every expected failure inside to its ``Error:`` line and exit code."""
     try:
-<<<<<<< HEAD
         with _signals(), _watched_stdout():
             yield
-=======
-        yield
-        sys.stdout.flush()  # a reader gone (`| head`) shows here, inside, not at exit
->>>>>>> main
+            if sys.stdout is not None:  # a reader gone (`| head`) shows here, not at exit
+                sys.stdout.flush()
     except SweepsError as error:
         fail(_message(error), _exit_code(error))
     except BrokenPipeError:  # `sweeps run CONFIG | head -1`: the reader has what it wanted
         quiet_broken_pipe()
     except OSError as error:  # the disk, the folder, the network: the run failed, not the input
         if _stdout_failed(error):
+            if error.errno == errno.EPIPE:  # the reader has what it wanted (`| head`)
+                quiet_broken_pipe()
             _quiet_stdout()
             fail(f"stdout: {_stream_problem(error)}; the results were not all written", EXIT_FAILED)
         fail(os_message(error), EXIT_FAILED)

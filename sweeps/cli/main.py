@@ -51,14 +51,9 @@ def cli() -> None:
 @configs_argument
 @out_option
 @memory_budget_option(
-<<<<<<< HEAD
     "Memory a run may use, e.g. 2GiB (512MiB runs every shipped config); bigger grids are "
-    "computed in chunks and streamed to decode/<model>.parquet. Default: half of what the "
-    "process may use (the address-space limit, the container's memory.max, the RAM)."
-=======
-    "Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
-    "chunks, each written into the same files as a grid in one piece. Default: half the RAM."
->>>>>>> main
+    "computed in chunks, each written into the same files as a grid in one piece. Default: "
+    "half of what the process may use (address-space limit, container memory.max, RAM)."
 )
 @cluster_options
 @output_options
@@ -82,18 +77,13 @@ def run(
       sweeps run configs/seed-llama3-8b-h100.toml --out outputs --force
       sweeps run configs/*.toml --json > runs.json
     """
-<<<<<<< HEAD
-    from sweeps.cli.cluster import cluster
-    from sweeps.cli.execute import preflight, run_one
-=======
->>>>>>> main
     from sweeps.config import load_config
 
     sweeps = [load_config(path) for path in configs]  # every config checked before anything heavy
     size = budget(memory_budget)
     check_out(out)
     from sweeps.cli.cluster import cluster
-    from sweeps.cli.execute import run_one
+    from sweeps.cli.execute import preflight, run_one
     from sweeps.pipeline import check_targets
 
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
@@ -172,30 +162,17 @@ def list_catalog(what: str, wide: bool, output: Output) -> None:
 
 @cli.command()
 @click.option("--params", type=Bounded(1, MAX_PARAMS), required=True, help="Parameters, e.g. 7e9.")
-@click.option(
-    "--sequence-length",
-    type=limited_int("MAX_TOKENS"),
-    default=512,
-    show_default=True,
-    help="Prompt tokens of the prefill.",
-)
-@click.option(
-    "--batch-size",
-    type=limited_int("MAX_BATCH"),
-    default=1,
-    show_default=True,
-    help="Sequences in the decode step.",
-)
+@click.option("--sequence-length", type=limited_int("MAX_TOKENS"), default=512, show_default=True)
+@click.option("--batch-size", type=limited_int("MAX_BATCH"), default=1, show_default=True)
 @click.option("--bytes-per-param", type=Bounded(0.125, 64), default=2.0, show_default=True)
 @click.option(
     "--hardware",
     "hardware_id",
     type=CatalogId("hardware"),
-    default=None,
     help="Catalog device for the peaks (else give --peak-flops and --bandwidth).",
 )
-@click.option("--peak-flops", type=Bounded(1e3, 1e24), default=None, help="Peak dense FLOP/s.")
-@click.option("--bandwidth", type=Bounded(1e3, 1e21), default=None, help="Peak bandwidth [byte/s].")
+@click.option("--peak-flops", type=Bounded(1e3, 1e24), help="Peak dense FLOP/s.")
+@click.option("--bandwidth", type=Bounded(1e3, 1e21), help="Peak bandwidth [byte/s].")
 @output_options
 @handled
 def classify(

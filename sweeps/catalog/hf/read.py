@@ -48,17 +48,13 @@ def default_name(config: Mapping[str, Any], path: str | Path | None = None) -> s
     if not raw and path is not None:
         p = Path(path)
         raw = p.parent.name if p.name == "config.json" and p.parent.name else p.stem
-<<<<<<< HEAD
+        repo = p.parent.parent.parent.name  # hub/models--Org--Name/snapshots/<hash>/config.json
+        if p.parent.parent.name == "snapshots" and repo.startswith("models--"):
+            raw = repo.rsplit("--", 1)[-1]  # the repository's name, not the snapshot's hash
     name = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._")
     name = name[:100].rstrip("-._")  # sweeps.config.limits.NAME_MAX
     for marker in (".tmp-", ".old-"):  # the package's own staging folders' markers
         name = name.replace(marker, "-")
-=======
-        repo = p.parent.parent.parent.name  # hub/models--Org--Name/snapshots/<hash>/config.json
-        if p.parent.parent.name == "snapshots" and repo.startswith("models--"):
-            raw = repo.rsplit("--", 1)[-1]  # the repository's name, not the snapshot's hash
-    name = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-.")
->>>>>>> main
     return name or "imported"
 
 
