@@ -6,7 +6,9 @@ the package catalog holds SI units (bytes, FLOP/s, bytes/s), short ids with the 
 as an alias, the exact memory capacity with the basis it was read on, and the per-layer facts
 (sliding-window layers, MLA ranks) that the reference keeps in prose, and each device's dated,
 cited price per device-hour where prices.csv has one (empty elsewhere). Run it from the repository
-root: ``python scripts/build_catalog.py ../shared/reference``.
+root: ``python scripts/build_catalog.py [reference folder]``; the folder defaults to the
+repository's copy, tests/fixtures/reference/, which adds the third round's tables
+(hardware-3.csv: devices; links-3.csv: board power and link bandwidths, each with its source).
 
 Parameter counts are not copied from the reference's rounded billions: each model's
 ``config.json`` is rebuilt from the reference shapes, each under the field name its family
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,8 +49,18 @@ HARDWARE = {
     ),
     "nvidia-h200-sxm-141gb": (
         "h200",
-        141 * 10**9,
-        "141 GB decimal (basis unconfirmed; lower reading)",
+        143771 * MIB,
+        "143771 MiB as nvidia-smi reports it (memory.total; the datasheet's 141 GB)",
+    ),
+    "nvidia-h200-nvl-141gb": (
+        "h200-nvl",
+        143771 * MIB,
+        "143771 MiB as nvidia-smi reports it (memory.total; the datasheet's 141 GB)",
+    ),
+    "nvidia-gh200-96gb": (
+        "gh200",
+        97871 * MIB,
+        "97871 MiB as nvidia-smi reports it ('NVIDIA GH200 480GB'; the datasheet's 96 GB HBM3)",
     ),
     "nvidia-h20-96gb": ("h20", 96 * 10**9, "96 GB decimal (basis unconfirmed; lower reading)"),
     "nvidia-l4": ("l4", 24 * 10**9, "24 GB decimal (basis unconfirmed; lower reading)"),
@@ -58,17 +71,47 @@ HARDWARE = {
     "nvidia-gb300-per-gpu": ("gb300", 284208 * MIB, "284208 MiB (nvidia-smi via aiconfigurator)"),
     "nvidia-rtx-4090": ("rtx-4090", 24 * 10**9, "24 GB decimal (basis unconfirmed; lower reading)"),
     "nvidia-rtx-5090": ("rtx-5090", 32 * 10**9, "32 GB decimal (basis unconfirmed; lower reading)"),
-    "amd-mi250x": ("mi250x", 128 * 10**9, "128 GB decimal (basis unconfirmed; lower reading)"),
-    "amd-mi300x": ("mi300x", 192 * 10**9, "192 GB decimal (basis unconfirmed; lower reading)"),
-    "amd-mi325x": ("mi325x", 256 * 10**9, "256 GB decimal (basis unconfirmed; lower reading)"),
-    "amd-mi355x": ("mi355x", 288 * 10**9, "288 GB decimal (basis unconfirmed; lower reading)"),
+    "nvidia-rtx-pro-6000-blackwell-server": (
+        "rtx-pro-6000",
+        97887 * MIB,
+        "97887 MiB as nvidia-smi reports it (memory.total; the datasheet's 96 GB GDDR7)",
+    ),
+    "amd-mi250x": (
+        "mi250x",
+        2 * (64 * GIB - 16 * MIB),
+        "2 x 68,702,699,520 B: each GCD's 64 GiB less the 16 MiB the amdgpu driver reserves, "
+        "the figure HIP reports per GCD",
+    ),
+    "amd-mi300x": (
+        "mi300x",
+        192 * GIB - 16 * MIB,
+        "206,141,652,992 B as rocm-smi reports it (VRAM Total Memory, bare metal: 192 GiB less "
+        "16 MiB; a virtual function reads 205,822,885,888 B); AMD's '192 GB' is GiB",
+    ),
+    "amd-mi325x": (
+        "mi325x",
+        256 * GIB - 16 * MIB,
+        "256 GiB less 16 MiB: the driver's reading of MI300X and MI355X applied to 8 x 32 GiB "
+        "HBM3E stacks (no MI325X driver log read; memory=274861129728?)",
+    ),
+    "amd-mi350x": (
+        "mi350x",
+        288 * GIB - 16 * MIB,
+        "309,220,868,096 B as the MI355X's driver reports it (same 8 x 36 GiB HBM3E stacks; "
+        "no MI350X log read)",
+    ),
+    "amd-mi355x": (
+        "mi355x",
+        288 * GIB - 16 * MIB,
+        "309,220,868,096 B as the amdgpu driver reports it (VRAM total: 288 GiB less 16 MiB)",
+    ),
     "google-tpu-v4": ("tpu-v4", 32 * GIB, "32 GiB (Cloud TPU docs)"),
     "google-tpu-v5e": ("tpu-v5e", 16 * 10**9, "16 GB decimal (Cloud TPU docs say GB)"),
     "google-tpu-v5p": ("tpu-v5p", 95 * GIB, "95 GiB (Cloud TPU docs)"),
-    "google-tpu-v6e": ("tpu-v6e", 32 * 10**9, "32 GB decimal (Cloud TPU docs say GB)"),
+    "google-tpu-v6e": ("tpu-v6e", 32 * GIB, "32 GiB (Cloud TPU docs: 32 GiB HBM per chip)"),
     "google-tpu7x-ironwood": ("tpu7x", 192 * GIB, "192 GiB (Cloud TPU docs)"),
-    "intel-gaudi2": ("gaudi2", 96 * 10**9, "96 GB decimal (basis unconfirmed; lower reading)"),
-    "intel-gaudi3": ("gaudi3", 128 * 10**9, "128 GB decimal (basis unconfirmed; lower reading)"),
+    "intel-gaudi2": ("gaudi2", 98304 * MIB, "98304 MiB as hl-smi reports it (HL-225)"),
+    "intel-gaudi3": ("gaudi3", 131072 * MIB, "131072 MiB as hl-smi reports it (HL-325L)"),
     "aws-trainium2": ("trainium2", 96 * GIB, "96 GiB (Neuron docs)"),
     "aws-inferentia2": ("inferentia2", 32 * GIB, "32 GiB (Neuron docs)"),
     "apple-m2-ultra": ("m2-ultra", 192 * 10**9, "192 GB decimal, maximum configuration"),
@@ -228,6 +271,21 @@ FAMILY: dict[str, tuple[str, dict[str, Any], Callable[[dict[str, str]], dict[str
 }
 
 
+# notes of the research that found a copy, not sources: a search index's ids, "index search",
+# a wiki mirror; the vendor document or the file a row names stays
+_NOTE = re.compile(r"\s*\((?:[^()]|\([^()]*\))*?index (?:id|ids|search)(?:[^()]|\([^()]*\))*\)")
+_MIRROR = re.compile(r";\s*https?://grokipedia\.com/\S+(?:\s*\([^()]*\))?")
+
+
+def clean_source(text: str, hf_repo: str = "") -> str:
+    """A row's source as a citation: research notes (index ids, "index search") and wiki
+    mirrors left out; for a model, its Hugging Face repository's config.json named first."""
+    cleaned = _MIRROR.sub("", _NOTE.sub("", text)).strip()
+    if hf_repo:
+        cleaned = f"{hf_repo} config.json (Hugging Face); read from: {cleaned}"
+    return cleaned
+
+
 def _scaled(text: str, factor: float) -> str:
     return "" if text.strip() == "" else f"{float(text) * factor:.15g}"
 
@@ -258,10 +316,54 @@ def prices(reference: Path) -> dict[str, dict[str, str]]:
     return out
 
 
+LINK_COLUMNS = (  # catalog column -> (links-3.csv column, factor to SI)
+    ("board_power_w", "board_power_w", 1.0),
+    ("board_power_source", "board_power_source", None),
+    ("scale_up_link", "scale_up_link", None),
+    ("scale_up_bandwidth", "scale_up_gb_s", 1e9),
+    ("scale_up_source", "scale_up_source", None),
+    ("host_link", "host_link", None),
+    ("host_link_bandwidth", "host_link_gb_s", 1e9),
+    ("host_link_source", "host_link_source", None),
+)
+
+
+def links(reference: Path) -> dict[str, dict[str, str]]:
+    """Board power and link bandwidths by reference id, in SI (W, byte/s per direction), each
+    with its source; an error for a figure without one, or for a device the catalog lacks."""
+    out = {}
+    for row in csv.DictReader((reference / "links-3.csv").open(encoding="utf-8")):
+        if row["id"] not in HARDWARE:
+            msg = f"links-3.csv: hardware {row['id']!r} is not in the catalog"
+            raise SystemExit(msg)
+        for figure, source in (
+            ("board_power_w", "board_power_source"),
+            ("scale_up_gb_s", "scale_up_source"),
+            ("host_link_gb_s", "host_link_source"),
+        ):
+            if row[figure].strip() and not row[source].strip():
+                msg = f"links-3.csv: {row['id']}: {figure} has no {source}"
+                raise SystemExit(msg)
+        out[row["id"]] = {
+            column: row[key] if factor is None else _scaled(row[key], factor)
+            for column, key, factor in LINK_COLUMNS
+        }
+    return out
+
+
+def _reference_hardware(reference: Path) -> list[dict[str, str]]:
+    """The reference devices, then those added in the third round (hardware-3.csv)."""
+    rows = []
+    for name in ("hardware.csv", "hardware-3.csv"):
+        rows += list(csv.DictReader((reference / name).open(encoding="utf-8")))
+    return rows
+
+
 def build_hardware(reference: Path) -> list[dict[str, str]]:
     rows = []
     price = prices(reference)
-    for row in csv.DictReader((reference / "hardware.csv").open(encoding="utf-8")):
+    link = links(reference)
+    for row in _reference_hardware(reference):
         short, memory, basis = HARDWARE[row["id"]]
         rows.append(
             {
@@ -278,8 +380,9 @@ def build_hardware(reference: Path) -> list[dict[str, str]]:
                 "peak_flops_fp4": _scaled(row["peak_fp4_dense_tflops"], 1e12),
                 "peak_flops_fp32": _scaled(row["peak_fp32_tflops"], 1e12),
                 "cache_bytes": _scaled(row["l2_or_last_level_cache_mb"], 1e6),
+                **link.get(row["id"], {column: "" for column, _, _ in LINK_COLUMNS}),
                 **price.get(short, dict.fromkeys(PRICE_COLUMNS, "")),
-                "source": row["source"],
+                "source": clean_source(row["source"]),
                 "notes": row["notes"],
             }
         )
@@ -386,7 +489,7 @@ def build_models(reference: Path) -> list[dict[str, str]]:
                 "max_context": row["max_context"],
                 "tie_word_embeddings": row["tie_word_embeddings"],
                 "source": "params computed from config.json shapes (scripts/build_catalog.py); "
-                "shapes: " + row["source"],
+                "shapes: " + clean_source(row["source"], row["hf_repo"]),
                 "notes": row["notes"],
             }
         )
@@ -408,6 +511,68 @@ def write(path: Path, columns: list[str], rows: list[dict[str, str]]) -> None:
         writer.writerows(rows)
 
 
+NOTES = Path(__file__).resolve().parent.parent / "docs" / "catalog-notes.md"
+
+
+def _figure(value: float | None, scale: float, digits: str = ".4g") -> str:
+    return "-" if value is None else format(value / scale, digits)
+
+
+def _device_line(device: Hardware) -> str:
+    price = (
+        "-"
+        if device.price_per_hour is None
+        else f"{device.price_per_hour:.3f} ({device.price_kind}, {device.price_as_of})"
+    )
+    cells = [
+        device.id,
+        device.name,
+        f"{device.memory:,.0f}",
+        device.memory_basis,
+        _figure(device.bandwidth, 1e12),
+        _figure(device.peak_flops.get("bf16"), 1e12, ".1f"),
+        _figure(device.peak_flops.get("fp8"), 1e12, ".1f"),
+        _figure(device.peak_flops.get("fp4"), 1e12, ".1f"),
+        _figure(device.board_power_w, 1.0, ".0f"),
+        f"{device.scale_up_link} {_figure(device.scale_up_bandwidth, 1e9, '.1f')}".strip(),
+        f"{device.host_link} {_figure(device.host_link_bandwidth, 1e9, '.0f')}".strip(),
+        price,
+    ]
+    return "| " + " | ".join(cell.replace("|", "/") for cell in cells) + " |"
+
+
+def catalog_notes(devices: list[Hardware]) -> str:
+    """docs/catalog.md: every device's figures in vendor-readable units, with the basis of its
+    memory, its links and its price; then each device's sources. Written by ``main``."""
+    head = [
+        "# The device catalog",
+        "",
+        "Written by `scripts/build_catalog.py` from `sweeps/catalog/data/hardware.csv` (do not",
+        "edit by hand; a test holds it to the catalog). Memory in bytes as the driver reports it",
+        "(the basis says which log or document); bandwidth in TB/s; peaks dense, in TFLOP/s;",
+        "board power in W; link bandwidths in GB/s per direction (the datasheets' figures for",
+        "both directions, halved); price in USD per device-hour with its kind and date. `-`: not",
+        "published (null in every table).",
+        "",
+        "| id | name | memory [B] | memory basis | TB/s | bf16 | fp8 | fp4 | W | scale-up GB/s "
+        "| host link GB/s | USD/h |",
+        "|" + "---|" * 12,
+    ]
+    sources = ["", "## Sources", ""]
+    for device in devices:
+        sources.append(f"- `{device.id}`: {device.source}")
+        for what, text in (
+            ("power", device.board_power_source),
+            ("scale-up", device.scale_up_source),
+            ("host link", device.host_link_source),
+            ("price", device.price_source),
+        ):
+            if text:
+                sources.append(f"  - {what}: {text}")
+    lines = head + [_device_line(device) for device in devices] + sources
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     args = list(argv[1:])
     configs = None
@@ -415,12 +580,18 @@ def main(argv: list[str]) -> int:
         at = args.index("--write-configs")
         configs = Path(args[at + 1])
         del args[at : at + 2]
-    reference = Path(args[0]) if args else Path("../shared/reference")
+    root = Path(__file__).resolve().parent.parent
+    reference = Path(args[0]) if args else root / "tests" / "fixtures" / "reference"
     data = Path(__file__).resolve().parent.parent / "sweeps" / "catalog" / "data"
     write(data / "hardware.csv", csv_columns(Hardware), build_hardware(reference))
     write(data / "models.csv", csv_columns(Model), build_models(reference))
     if configs is not None:
         write_configs(reference, configs)
+    from sweeps.catalog import unique
+    from sweeps.catalog.loader import load_catalog
+
+    load_catalog.cache_clear()
+    NOTES.write_text(catalog_notes(unique(load_catalog().hardware)), encoding="utf-8")
     return 0
 
 

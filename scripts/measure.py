@@ -116,7 +116,7 @@ def rows(options: Options, timings: Iterable[tuple[str, int, int, float]]) -> li
         "kv_dtype": options.dtype,
         "compute_dtype": "auto",
         "output_tokens": 1,
-        "per": "replica",
+        "basis": "replica",
         "source": options.source,
     }
     out: list[dict[str, Any]] = []

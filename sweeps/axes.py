@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sweeps.study import POOL_MODES, SERVING_MODES, pool_modes, serving_modes
+
 AxisKind = Literal["name", "size", "heads", "value"]
 
 
@@ -35,6 +37,7 @@ class Axis:
     split : Position among the axes a grid is cut along for chunks (0 outermost); None: never
     derive : The labels as a function of the sweep, for an axis that is no field of it
         (``field`` then names what they come from)
+    most : The most labels ``derive`` gives (what the points cap counts before resolving)
     """
 
     dim: str
@@ -46,6 +49,7 @@ class Axis:
     column: str = ""
     split: int | None = None
     derive: Callable[[Any], Sequence[Any]] | None = None
+    most: int = 0
 
     @property
     def column_name(self) -> str:
@@ -66,19 +70,6 @@ def _label(value: Any) -> Any:
     if isinstance(value, str | int | float):
         return value
     return getattr(value, "id", None) or value.name
-
-
-SERVING_MODES = ("static", "colocated", "chunked")
-"""The batching modes of the serving table; ``chunked`` only with a token budget."""
-POOL_MODES = ("colocated", "disaggregated")
-"""The plans of the pools table."""
-
-
-def serving_modes(sweep: Any) -> tuple[str, ...]:
-    """The batching modes ``sweep`` asks for: chunked prefill only with ``chunk_tokens > 0``."""
-    serving = getattr(sweep, "serving", None)
-    chunked = serving is not None and serving.chunk_tokens > 0
-    return SERVING_MODES if chunked else SERVING_MODES[:2]
 
 
 AXES: tuple[Axis, ...] = (
@@ -158,12 +149,14 @@ AXES: tuple[Axis, ...] = (
     ),
     Axis(
         "mode",
-        "serving",
+        "studies",
         "name",
         "-",
-        "How requests are batched: static, colocated (continuous batching) or chunked prefill",
+        "bound (no scheduler does better), static, or a named scheduler (serial-prefill, "
+        "batched-prefill, chunked-paced, chunked-greedy)",
         "mode",
         derive=serving_modes,
+        most=len(SERVING_MODES),
     ),
     Axis(
         "prefill_hardware",
@@ -187,12 +180,13 @@ AXES: tuple[Axis, ...] = (
     Axis("decode_tp", "tp", "size", "device", "Tensor-parallel degree of a decode replica", "tp_d"),
     Axis(
         "pool_mode",
-        "serving",
+        "studies",
         "name",
         "-",
         "colocated (one pool does both phases) or disaggregated (a prefill and a decode pool)",
         "plan",
-        derive=lambda _: POOL_MODES,
+        derive=pool_modes,
+        most=len(POOL_MODES),
     ),
 )
 

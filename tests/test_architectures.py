@@ -182,14 +182,14 @@ def test_mistral_window_caps_every_layer() -> None:
 
 def test_llama3_70b_needs_two_h200() -> None:
     ds = _grid(["llama-3-70b"], context=[8192], tp=[1, 2], batch=[1])
-    # W = 70,553,706,496 * 2 = 141.1 GB > 141e9 * 0.9 = 126.9 GB: does not fit on one
+    # W = 70,553,706,496 * 2 = 141.1 GB > 143,771 MiB * 0.9 = 135.7 GB: does not fit on one
     assert _at(ds, "max_batch", model="llama-3-70b", hardware="h200", tp=1, context=8192) == 0
     assert not _at(
         ds, "feasible", model="llama-3-70b", hardware="h200", tp=1, batch=1, context=8192
     )
     # tp = 2: 70.55 GB of weights and KV 327,680 * 8192 / 2 = 1,342,177,280 B a sequence
-    # per device: floor((126.9e9 - 70,553,706,496) / 1,342,177,280) = floor(41.98) = 41
-    assert _at(ds, "max_batch", model="llama-3-70b", hardware="h200", tp=2, context=8192) == 41
+    # per device: floor((135,679,338,086 - 70,553,706,496) / 1,342,177,280) = floor(48.52) = 48
+    assert _at(ds, "max_batch", model="llama-3-70b", hardware="h200", tp=2, context=8192) == 48
     assert _at(ds, "feasible", model="llama-3-70b", hardware="h200", tp=2, batch=1, context=8192)
 
 

@@ -25,6 +25,7 @@ from sweeps.cli.main import cli
 from sweeps.config import parse_config
 from sweeps.grid import ANALYSES, REGISTRY, TABLES, build_grid
 from sweeps.grid.analyses import active_dims, applicable, tables
+from sweeps.simulate import SCHEDULERS
 
 # MoE, sliding windows, a tp that does not divide the heads, a GQA override, int4 weights and a
 # prompt axis of its own; then MLA (native heads only): every branch of the wiring.
@@ -105,8 +106,14 @@ def test_bench_quick_json_reports_every_key():
     assert all(0 < seconds < 60 for seconds in seed["figures_warm_s"])
     assert seed["rows"]["decode"] == 2 * 9  # batch 1, 2, 4 ... 256 at two contexts
     assert any(name.endswith(".png") for name in seed["bytes"])  # the config's own formats
+    simulated = report["simulated"]
+    assert simulated["requests"] == 10_000
+    assert set(simulated["seconds"]) == set(SCHEDULERS)
+    assert simulated["budget_s"] == pytest.approx(0.1, rel=1e-12)
+    assert simulated["numba_speedup"] > 0
     text = format_report(report)
     for line in (
+        "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
         "(g) validate of a 10,000-value range",
         "(h) Pareto front: 100,000 points",
         "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",
@@ -122,11 +129,13 @@ def test_scalar_loop_equals_the_grid_at_every_point(varied):  # type: ignore[no-
 
 
 def test_check_compares_every_declared_variable(varied):  # type: ignore[no-untyped-def]
-    """CHECKED is every analysis's declaration, so every table column computed by an analysis
-    (and every low-rank variable) is compared."""
-    declared = tuple(v.name for a in ANALYSES for v in a.variables if v.dtype != "str")
+    """CHECKED is every pointwise analysis's declaration, so every table column computed by
+    one (and every low-rank variable) is compared; the whole analyses need the whole grid."""
+    declared = tuple(
+        v.name for a in ANALYSES if not a.whole for v in a.variables if v.dtype != "str"
+    )
     assert declared == CHECKED
-    numbers = {c for t in TABLES for c in t.columns if REGISTRY[c].dtype != "str"}
+    numbers = {c for t in TABLES if not t.whole for c in t.columns if REGISTRY[c].dtype != "str"}
     assert numbers <= set(CHECKED)
     sweep, ds, points, values = varied
     assert [t.name for t in tables(sweep)] == ["decode", "prefill"]  # no [serving] table
@@ -136,6 +145,21 @@ def test_check_compares_every_declared_variable(varied):  # type: ignore[no-unty
         if np.isnan(float(broken[5][name])):
             broken[5][name] = 1.0
         assert check(ds, points, broken) > 1e-3, name
+
+
+def test_scalar_loop_runs_on_a_serving_sweep():
+    """A [serving] sweep's scalar loop runs its pointwise analyses (it crashed on the serving
+    analysis, which reduces over the batch axis) and still equals the grid."""
+    text = (
+        VARIED.replace('["mixtral-8x7b", "gemma-2-9b", "gpt-oss-20b"]', '["llama-3-8b"]')
+        + "[serving]\nprompt_tokens = [512]\noutput_tokens = [64]\narrival_rate = [2.0]\n"
+    )
+    sweep = parse_config(text, "<served>")
+    assert "serving" in [t.name for t in tables(sweep)]
+    points = sample(sweep, 40)
+    values = scalar_loop(sweep, points)
+    assert check(build_grid(sweep), points, values) < 1e-12
+    assert "serving_ttft_s" not in values[0]
 
 
 def test_scalar_results_are_scalars(varied):  # type: ignore[no-untyped-def]

@@ -135,8 +135,9 @@ kv_dtype = ["fp8"]
 weight_dtype = ["fp8"]
 [options]
 compute_dtype = "{compute}"
+attention_dtype = "gemm"
 """
-    best = {}
+    best = {}  # one peak runs GEMMs and attention: the GEMM format's peak is what moves
     for compute in ("auto", "bf16"):
         ds = build_grid(parse_config(text.replace("{compute}", compute)))
         assert str(ds["compute_dtype"].values.reshape(-1)[0]) == (
@@ -188,5 +189,14 @@ weight_dtype = ["fp8"]
 """
     # the issue's 0.732 s (absorbed MLA, bf16 roof) is 0.325 s in the non-absorbed form on the
     # fp8 roof, and 0.317 s with the lookup and last-token logits (D2) as well
+    one_peak = build_grid(parse_config(text + '[options]\nattention_dtype = "gemm"\n'))
+    assert _one(one_peak, "ttft_s") == pytest.approx(0.31725, rel=1e-4)
+    # the split: the bf16 cache's attention at the bf16 peak, the fp8 GEMMs at fp8's; the
+    # GEMMs are the prefill without attention (compute-bound, so TTFT is the compute roof)
     ds = build_grid(parse_config(text))
-    assert _one(ds, "ttft_s") == pytest.approx(0.31725, rel=1e-4)
+    no_attention = build_grid(parse_config(text + "[options]\nattention_flops = false\n"))
+    gemm = _one(no_attention, "prefill_flops")
+    attention = _one(ds, "prefill_flops") - gemm
+    expected = gemm / 1978.9e12 + attention / 989.4e12
+    assert _one(ds, "ttft_s") == pytest.approx(expected, rel=1e-9)
+    assert _one(ds, "ttft_s") > _one(one_peak, "ttft_s")  # tighter

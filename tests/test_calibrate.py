@@ -31,11 +31,26 @@ def shipped() -> pl.DataFrame:
 
 
 def test_no_shipped_measurement_beats_its_bound(shipped: pl.DataFrame) -> None:
-    assert shipped.height == 120
+    assert shipped.height == 116 + 94  # the earlier rows (A100 v0.6.1 once) and measurements-3
     assert not shipped["beats_bound"].any()
-    assert shipped["ratio"].null_count() == 0
-    assert shipped["ratio"].min() > 0
-    assert shipped["ratio"].max() <= 1
+    bounded = shipped.filter(pl.col("bound").is_not_null())
+    assert bounded["ratio"].min() > 0
+    assert bounded["ratio"].max() <= 1
+    # every row has a bound or says why not: here the 44 ep+dp rows
+    unbounded = shipped.filter(pl.col("bound").is_null())
+    assert (unbounded["reason"].str.len_chars() > 0).all()
+    assert unbounded.height == 44
+    assert set(unbounded["parallel"]) == {"ep+dp"}
+    assert (bounded["reason"] == "").all()
+
+
+def test_the_shipped_rows_are_each_there_once(shipped: pl.DataFrame) -> None:
+    reading = ["model", "hardware", "tp", "weight_dtype", "batch_given", "prompt_tokens"]
+    reading += ["output_tokens", "metric", "value", "source"]
+    assert shipped.select(reading).is_duplicated().sum() == 0
+    ids = shipped["id"].filter(shipped["id"] != "")
+    assert ids.len() == 94
+    assert ids.n_unique() == 94
 
 
 def _write(tmp_path: Path, *rows: str, header: str = HEADER) -> Path:
@@ -139,7 +154,7 @@ def test_request_latency_is_the_static_batch_summed_step_by_step(tmp_path: Path)
         ),
         (
             "llama-3-8b,h100-sxm,1,bf16,bf16,bf16,1,128,1,ttft_s,0.1,gpu,x",
-            r"mine\.csv: line 2: column 'per': unknown 'gpu'; allowed: device, replica",
+            r"mine\.csv: line 2: column 'basis': unknown 'gpu'; allowed: device, replica, system",
         ),
     ],
 )
@@ -149,9 +164,11 @@ def test_a_malformed_row_names_file_line_and_column(tmp_path: Path, row: str, ma
 
 
 def test_a_missing_column_is_named(tmp_path: Path) -> None:
-    header = HEADER.replace(",per", "")
+    header = HEADER.replace(",basis", "")
     path = _write(tmp_path, "x", header=header)
-    with pytest.raises(MeasurementsError, match=r"mine\.csv: line 1: missing column\(s\) 'per'"):
+    with pytest.raises(
+        MeasurementsError, match=r"mine\.csv: line 1: missing column\(s\) 'basis' \(or 'per'\)"
+    ):
         load_measurements(path)
 
 
@@ -184,5 +201,29 @@ def test_the_chart_is_rendered(shipped: pl.DataFrame, tmp_path: Path) -> None:
 def test_efficiency_summary_per_device_and_bottleneck(shipped: pl.DataFrame) -> None:
     summary = summarize_efficiency(shipped)
     assert set(summary["bottleneck"]) == {"memory-bound", "compute-bound"}
-    assert summary["rows"].sum() == shipped.height
+    assert summary["rows"].sum() == shipped["in_medians"].sum()
     assert ((summary["min"] <= summary["median"]) & (summary["median"] <= summary["max"])).all()
+
+
+FP4 = ("fp4", "nvfp4")
+
+
+def test_the_fp4_split_is_tighter_and_still_above_every_shipped_fp4_row(
+    shipped: pl.DataFrame, tmp_path: Path
+) -> None:
+    whole = calibrate(shipped_measurements(), attention_dtype="gemm")  # attention at FP4 peak
+    fp4 = pl.col("weight_dtype").is_in(FP4) & pl.col("bound").is_not_null()
+    split_rows, whole_rows = shipped.filter(fp4), whole.filter(fp4)
+    assert split_rows.height == 43
+    assert (split_rows["bound"] <= whole_rows["bound"] * (1 + 1e-12)).all()  # never looser
+    assert (split_rows["value"] <= split_rows["bound"]).all()  # still a bound on every one
+    # a compute-bound FP4 prefill and decode: attention at the fp8 KV's peak, not FP4's
+    rows = [
+        "llama-3.1-70b,b200,1,nvfp4,fp8,auto,8,32768,1,ttft_s,100.0,device,x",
+        "llama-3-8b,b200,1,nvfp4,fp8,auto,4096,64,64,output_tokens_per_s,1.0,device,x",
+    ]
+    path = _write(tmp_path, *(row for row in rows))
+    split, before = calibrate(path), calibrate(path, attention_dtype="gemm")
+    assert split["bound"][0] > before["bound"][0]  # a longer TTFT floor: tighter
+    assert split["bound"][1] < before["bound"][1]  # fewer tokens/s: tighter
+    assert set(split["bottleneck"]) == {"compute-bound"}

@@ -88,7 +88,11 @@ def test_a_row_that_beats_its_bound_is_flagged_and_exits_1(tmp_path: Path) -> No
     [
         ((OK.replace("llama-3-8b", "llama-9b"),), HEADER, "line 2: column 'model': unknown model"),
         ((OK.replace(",1000.0,", ",fast,"),), HEADER, "line 2: column 'value': 'fast' is not a"),
-        ((OK.rsplit(",", 2)[0],), HEADER.replace(",per", ""), "line 1: missing column(s) 'per'"),
+        (
+            (OK.rsplit(",", 2)[0],),
+            HEADER.replace(",basis", ""),
+            "line 1: missing column(s) 'basis' (or 'per')",
+        ),
     ],
 )
 def test_a_malformed_file_is_bad_input_naming_file_line_and_column(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import datetime
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -15,6 +16,18 @@ from sweeps.catalog.loader import _record, csv_columns
 from sweeps.errors import CatalogError
 
 REFERENCE = Path(__file__).resolve().parent / "fixtures" / "reference"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+from build_catalog import NOTES, catalog_notes, clean_source  # noqa: E402
+
+
+def _reference_devices() -> list[dict[str, str]]:
+    """The reference devices and those the third round adds (hardware-3.csv)."""
+    rows = []
+    for name in ("hardware.csv", "hardware-3.csv"):
+        rows += list(csv.DictReader((REFERENCE / name).open(encoding="utf-8")))
+    return rows
+
 
 REQUIRED_HARDWARE = ["h100-sxm", "h200", "a100-80gb", "b200", "mi300x", "l40s", "tpu-v5e"]
 REQUIRED_MODELS = [
@@ -42,7 +55,7 @@ def test_required_ids_present_with_sources() -> None:
         assert catalog.lookup_hardware(hw_id).source
     for model_id in REQUIRED_MODELS:
         assert catalog.lookup_model(model_id).source
-    assert len(unique(catalog.hardware)) == 31
+    assert len(unique(catalog.hardware)) == 35  # 31 reference devices + 4 (hardware-3.csv)
     assert len(unique(catalog.models)) == 29
 
 
@@ -85,7 +98,7 @@ def test_dtype_bytes_include_scales() -> None:
 
 def test_catalog_matches_the_reference_tables() -> None:
     catalog = load_catalog()
-    for row in csv.DictReader((REFERENCE / "hardware.csv").open(encoding="utf-8")):
+    for row in _reference_devices():
         device = catalog.lookup_hardware(row["id"])
         assert device.bandwidth == pytest.approx(float(row["memory_bandwidth_tb_s"]) * 1e12)
         assert device.peak_flops["bf16"] == pytest.approx(
@@ -123,10 +136,10 @@ def test_prices_match_the_reference_with_kind_date_and_source() -> None:
 
 def test_hardware_notes_are_the_reference_notes() -> None:
     catalog = load_catalog()
-    for row in csv.DictReader((REFERENCE / "hardware.csv").open(encoding="utf-8")):
+    for row in _reference_devices():
         device = catalog.lookup_hardware(row["id"])
         assert (device.name, device.vendor) == (row["name"], row["vendor"])
-        assert (device.source, device.notes) == (row["source"], row["notes"])
+        assert (device.source, device.notes) == (clean_source(row["source"]), row["notes"])
         assert "session" not in device.notes + device.source  # about the device, not the work
 
 
@@ -206,3 +219,98 @@ def test_loader_reads_each_field_by_its_annotated_type() -> None:
 def test_each_record_field_is_a_column_of_its_file(filename: str, record: type) -> None:
     text = resources.files("sweeps.catalog").joinpath("data", filename).read_text("utf-8")
     assert text.splitlines()[0].split(",") == csv_columns(record)
+
+
+MIB, GIB = 2**20, 2**30
+
+
+def test_capacities_are_the_driver_figures() -> None:
+    catalog = load_catalog()
+    h200 = catalog.lookup_hardware("h200")
+    assert h200.memory == 143_771 * MIB == 150_754_820_096  # nvidia-smi memory.total
+    assert "nvidia-smi" in h200.memory_basis
+    mi300x = catalog.lookup_hardware("mi300x")
+    assert mi300x.memory == 206_141_652_992  # rocm-smi VRAM Total Memory, bare metal
+    assert 205.8e9 <= mi300x.memory <= 206.2e9
+    assert "rocm-smi" in mi300x.memory_basis
+    assert catalog.lookup_hardware("tpu-v6e").memory == 32 * GIB
+    assert catalog.lookup_hardware("mi355x").memory == 309_220_868_096
+    assert catalog.lookup_hardware("mi325x").memory == 256 * GIB - 16 * MIB
+    assert catalog.lookup_hardware("gaudi3").memory == 131_072 * MIB  # hl-smi
+    for device in unique(catalog.hardware):
+        assert device.memory_basis, device.id
+
+
+def test_the_devices_published_results_use_are_there() -> None:
+    catalog = load_catalog()
+    for name, memory in (
+        ("mi350x", 288 * GIB - 16 * MIB),
+        ("rtx-pro-6000", 97_887 * MIB),
+        ("gh200", 97_871 * MIB),
+        ("h200-nvl", 143_771 * MIB),
+    ):
+        device = catalog.lookup_hardware(name)
+        assert device.memory == memory
+        assert device.source
+        assert device.notes
+    # the datasheet's sparse figures, halved
+    assert catalog.lookup_hardware("h200-nvl").peak_flops["bf16"] == 835.5e12
+    assert catalog.lookup_hardware("gh200").peak_flops["fp8"] == 1978.9e12
+    assert (
+        catalog.lookup_hardware("mi350x").peak_flops["fp4"] == 9227.5e12
+    )  # 256 CU x 16384 x 2.2 GHz
+
+
+def test_every_power_and_link_figure_has_its_source() -> None:
+    devices = unique(load_catalog().hardware)
+    for device in devices:
+        for figure, source in (
+            (device.board_power_w, device.board_power_source),
+            (device.scale_up_bandwidth, device.scale_up_source),
+            (device.host_link_bandwidth, device.host_link_source),
+        ):
+            assert figure is None or (figure > 0 and source), device.id  # null, never 0
+        if device.scale_up_bandwidth is not None:
+            assert device.scale_up_link, device.id
+        if device.host_link_bandwidth is not None:
+            assert device.host_link, device.id
+    h100 = load_catalog().lookup_hardware("h100-sxm")
+    # NVLink 4: 900 GB/s both directions together; PCIe Gen5 x16: 128 GB/s
+    assert (h100.board_power_w, h100.scale_up_bandwidth) == (700, 450e9)
+    assert (h100.host_link, h100.host_link_bandwidth) == ("PCIe Gen5 x16", 64e9)
+    gb200 = load_catalog().lookup_hardware("gb200")
+    assert (gb200.scale_up_bandwidth, gb200.host_link) == (900e9, "NVLink-C2C")
+    assert load_catalog().lookup_hardware("l40s").scale_up_bandwidth is None  # PCIe only
+    assert sum(d.board_power_w is not None for d in devices) == 24
+
+
+def test_power_and_links_match_the_reference_table() -> None:
+    catalog = load_catalog()
+    for row in csv.DictReader((REFERENCE / "links-3.csv").open(encoding="utf-8")):
+        device = catalog.lookup_hardware(row["id"])
+        for value, column, factor in (
+            (device.board_power_w, "board_power_w", 1.0),
+            (device.scale_up_bandwidth, "scale_up_gb_s", 1e9),
+            (device.host_link_bandwidth, "host_link_gb_s", 1e9),
+        ):
+            expected = float(row[column]) * factor if row[column] else None
+            assert value == pytest.approx(expected), (row["id"], column)
+
+
+def test_sources_cite_documents_not_research_notes() -> None:
+    catalog = load_catalog()
+    records = [*unique(catalog.hardware), *unique(catalog.models)]
+    for record in records:
+        for note in ("index id", "index search", "grokipedia"):
+            assert note not in record.source, (record.id, note)
+    llama = catalog.lookup_model("llama-3-8b").source
+    assert "meta-llama/Meta-Llama-3-8B config.json (Hugging Face)" in llama
+
+
+def test_the_catalog_notes_are_rebuilt_from_the_catalog() -> None:
+    text = NOTES.read_text("utf-8")
+    assert text == catalog_notes(unique(load_catalog().hardware)), (
+        "run: python scripts/build_catalog.py"
+    )
+    assert "| h200 | H200 SXM 141GB | 150,754,820,096 |" in text
+    assert "NVLink 4 450.0" in text

@@ -104,7 +104,7 @@ def test_prefill_and_decode_add_up_to_the_request_latency(ds: xr.Dataset) -> Non
     spec = request_time_chart(ds).to_dict()
     data = pl.DataFrame(rows(spec))
     assert set(data["phase"]) == {"prefill", "decode"}
-    assert set(data["mode"]) == {"static", "colocated"}
+    assert set(data["mode"]) == {"static", "serial-prefill"}
     total = data.group_by("hardware", "tp", "mode", "batch").agg(
         pl.col("s").sum(), pl.col("request_latency_s").first()
     )

@@ -103,7 +103,7 @@ def test_grid_points_cap_names_every_axis_length() -> None:
     with pytest.raises(
         ConfigError,
         match=r"axes: the decode grid has 4,000,000,000,000 points \(model 1 x hardware 4 x tp 1 "
-        r"x batch 200,000 x kv_heads 5 .* x context 1,000,000\); a sweep holds at most "
+        r"x batch 200,000 x context 1,000,000 x kv_heads 5 .*\); a sweep holds at most "
         r"1,000,000,000,000 \(limits\.MAX_POINTS\)",
     ):
         parse_config(text)
@@ -172,9 +172,9 @@ def test_serving_and_pools_grids_are_capped_too() -> None:
         parse_config(text, "s.toml")
     lines = str(info.value).splitlines()
     assert lines[0].startswith(
-        "s.toml: serving: the serving grid has 30,000,000,000,000 points (model 1 x hardware 1 x tp 1 "
+        "s.toml: serving: the serving grid has 60,000,000,000,000 points (model 1 x hardware 1 x tp 1 "
         "x batch 10 x kv_heads 1 x kv_dtype 1 x weight_dtype 1 x prompt_tokens 1,000,000 x "
-        "output_tokens 1,000,000 x mode 3)"
+        "output_tokens 1,000,000 x mode 6)"
     )
     assert lines[1].startswith("s.toml: serving: the pools grid has 4,000,000,000,000 points")
     assert len(lines) == 2

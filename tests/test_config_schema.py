@@ -205,6 +205,32 @@ def test_serving_table() -> None:
     assert defaults.prompt_tokens == (512, 2048)
 
 
+def test_serving_schedulers_key() -> None:
+    """Every mode by default; a chosen few (the first round's names read as this round's),
+    bound and static always there; a chunked one needs a budget."""
+    from sweeps.axes import AXIS
+    from sweeps.study import SCHEDULERS
+
+    every = parse_config(BASE + "[serving]\n")
+    assert every.serving is not None
+    assert every.serving.schedulers == list(SCHEDULERS)
+    assert AXIS["mode"].labels(every) == ["bound", "static", *SCHEDULERS]
+    old = parse_config(BASE + '[serving]\nschedulers = ["colocated", "chunked", "colocated"]\n')
+    assert old.serving is not None
+    assert old.serving.schedulers == ["serial-prefill", "chunked-paced"]
+    assert AXIS["mode"].labels(old) == ["bound", "static", "serial-prefill", "chunked-paced"]
+    off = parse_config(BASE + "[serving]\nchunk_tokens = 0\n")
+    assert AXIS["mode"].labels(off) == ["bound", "static", "serial-prefill", "batched-prefill"]
+    with pytest.raises(
+        ConfigError,
+        match=r"serving\.schedulers: \['chunked-greedy'\] need a token budget, and chunk_tokens "
+        r"is 0 \(off\); allowed without one: \['serial-prefill', 'batched-prefill'\]",
+    ):
+        parse_config(BASE + '[serving]\nchunk_tokens = 0\nschedulers = ["chunked-greedy"]\n')
+    with pytest.raises(ConfigError, match=r"serving\.schedulers\[0\]: .*'serial-prefill'"):
+        parse_config(BASE + '[serving]\nschedulers = ["fifo"]\n')
+
+
 @pytest.mark.parametrize(
     ("edit", "pattern"),
     [

@@ -85,7 +85,7 @@ model = ["llama-3-70b"]
 hardware = ["h200"]
 context = [32768]
 """)
-    # weights alone 2 * 70.554e9 = 141.1e9 bytes > 0.9 * 141e9
+    # weights alone 2 * 70.554e9 = 141.1e9 bytes > 0.9 * 150.75e9 (143,771 MiB)
     assert not ds["feasible"].any()
     assert not ds["prefill_feasible"].any()
     assert int(ds["max_batch"].squeeze()) == 0
@@ -165,8 +165,14 @@ def _peak(hw, weight) -> float:  # type: ignore[no-untyped-def]
     )
 
 
-def _scalar_point(m, hw, tp, b, s, label, kvb, weight, reserve, attention):  # type: ignore[no-untyped-def]
-    wb = weight.bytes_per_element
+def _attention_peak(hw, kv) -> float:  # type: ignore[no-untyped-def]
+    """Attention runs on the cache: at the KV format's peak, bf16 where the device has none
+    (cost-model.md section 5.1, ``attention_dtype = "auto"``)."""
+    return hw.peak_flops[kv.compute] if kv.compute in hw.peak_flops else hw.peak_flops["bf16"]
+
+
+def _scalar_point(m, hw, tp, b, s, label, kv, weight, reserve, attention):  # type: ignore[no-untyped-def]
+    wb, kvb = weight.bytes_per_element, kv.bytes_per_element
     """The cost model for one point, in plain Python floats, written from cost-model.md."""
     h = m.kv_heads if label == "native" else int(label)
     window = m.sliding_window if m.sliding_window else math.inf
@@ -178,6 +184,8 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, weight, reserve, attention):  # t
     width = m.hidden_size or m.heads * m.head_dim
     table = 0 if m.tie_word_embeddings else m.vocab_size * width
     rows = 0 if m.tie_word_embeddings else min(b, m.vocab_size)
+    gemm_seq = 2 * (m.active_params - table) / tp
+    attention_seq = attention * 4 * m.heads * m.head_dim * lt / tp
     f_seq = (2 * (m.active_params - table) + attention * 4 * m.heads * m.head_dim * lt) / tp
     e, k = m.experts, m.experts_per_token
     if e > k:
@@ -194,16 +202,18 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, weight, reserve, attention):  # t
     ai = flops / nbytes
     peak, bw = _peak(hw, weight), hw.bandwidth
     ridge = peak / bw
-    attainable = min(ai * bw, peak)
+    # the GEMMs at the weights' peak, attention at the cache's: one after the other
+    compute = b * gemm_seq / peak + b * attention_seq / _attention_peak(hw, kv)
+    attainable = min(ai * bw, flops / compute)
     ceiling = f_seq / own
     max_b = max(math.floor((hw.memory * (1 - reserve) - weights) / kv_seq), 0)
     margin = f_seq - ridge * own
-    step = max(flops / peak, nbytes / bw)
+    step = max(compute, nbytes / bw)
     return {
         "flops": flops,
         "bytes": nbytes,
         "arithmetic_intensity": ai,
-        "bottleneck": 1 if ai >= ridge else 0,
+        "bottleneck": 1 if compute >= nbytes / bw else 0,
         "attainable_flops": attainable,
         "utilization": attainable / peak,
         "ceiling": ceiling,
@@ -217,8 +227,8 @@ def _scalar_point(m, hw, tp, b, s, label, kvb, weight, reserve, attention):  # t
     }
 
 
-def _scalar_prefill(m, hw, tp, b, n, label, kvb, weight, reserve, attention):  # type: ignore[no-untyped-def]
-    wb = weight.bytes_per_element
+def _scalar_prefill(m, hw, tp, b, n, label, kv, weight, reserve, attention):  # type: ignore[no-untyped-def]
+    wb, kvb = weight.bytes_per_element, kv.bytes_per_element
     h = m.kv_heads if label == "native" else int(label)
     window = m.sliding_window if m.sliding_window else math.inf
     cap = min(n, window)
@@ -230,6 +240,7 @@ def _scalar_prefill(m, hw, tp, b, n, label, kvb, weight, reserve, attention):  #
     embeddings = (1 if m.tie_word_embeddings else 2) * m.vocab_size * width
     linear = 2 * n * (m.active_params - embeddings) + 2 * m.vocab_size * width
     flops = b * (linear + attention * 2 * m.heads * 2 * m.head_dim * pairs) / tp
+    attention_flops = b * attention * 2 * m.heads * 2 * m.head_dim * pairs / tp
     e, k = m.experts, m.experts_per_token
     tokens = b * n
     table = 0 if m.tie_word_embeddings else m.vocab_size * width
@@ -244,14 +255,15 @@ def _scalar_prefill(m, hw, tp, b, n, label, kvb, weight, reserve, attention):  #
     ai = flops / nbytes
     peak, bw = _peak(hw, weight), hw.bandwidth
     max_b = max(math.floor((hw.memory * (1 - reserve) - m.params * wb / tp) / kv_seq), 0)
+    compute = (flops - attention_flops) / peak + attention_flops / _attention_peak(hw, kv)
     return {
         "prefill_flops": flops,
         "prefill_bytes": nbytes,
         "prefill_arithmetic_intensity": ai,
-        "prefill_bottleneck": 1 if ai >= peak / bw else 0,
-        "prefill_attainable_flops": min(ai * bw, peak),
+        "prefill_bottleneck": 1 if compute >= nbytes / bw else 0,
+        "prefill_attainable_flops": min(ai * bw, flops / compute),
         "prefill_feasible": b <= max_b,
-        "ttft_s": max(flops / peak, nbytes / bw),
+        "ttft_s": max(compute, nbytes / bw),
     }
 
 
@@ -270,7 +282,7 @@ def _compare(ds: xr.Dataset, dims: tuple[str, ...], point, names: list[str]) -> 
             sweep.batch[bi],
             ds[dims[4]].values[si],
             sweep.kv_heads[ki],
-            sweep.kv_dtype[kvi].bytes_per_element,
+            sweep.kv_dtype[kvi],
             sweep.weight_dtype[wi],
             reserve,
             attention,

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 import xarray as xr
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweeps import physics
@@ -429,3 +429,34 @@ def test_second_round_functions_on_scalars_numpy_and_xarray(
     function: Any, args: tuple[Any, ...]
 ) -> None:
     check_duck_typed(function, args)
+
+
+@given(
+    gemm=st.floats(0, 1e15),
+    attention=st.floats(0, 1e15),
+    nbytes=st.floats(1, 1e12),
+    peak=st.floats(1e12, 1e16),
+    attention_peak=st.floats(1e12, 1e16),
+    bandwidth=st.floats(1e11, 1e13),
+)
+@settings(max_examples=40, deadline=None)
+def test_split_roofline_time_against_a_step_by_step_run(
+    gemm: float, attention: float, nbytes: float, peak: float, attention_peak: float,
+    bandwidth: float,
+) -> None:  # fmt: skip
+    ratio = peak / attention_peak
+    split = physics.split_roofline_time(gemm, attention, nbytes, peak, ratio, bandwidth)
+    # a plain run: the GEMMs then attention in 100 slices each, every slice at its own peak,
+    # the memory traffic streamed beside them; the step ends when both are done
+    compute = 0.0
+    for work, rate in ((gemm, peak), (attention, attention_peak)):
+        for _ in range(100):
+            compute += work / 100 / rate
+    memory = nbytes / bandwidth
+    assert split == pytest.approx(max(compute, memory), rel=1e-9)
+    one_peak = physics.roofline_time(gemm + attention, nbytes, peak, bandwidth)
+    if attention_peak <= peak:  # attention at a slower format: never below the one-peak bound
+        assert split >= one_peak * (1 - 1e-12)
+    flag = bool(physics.split_compute_bound(gemm, attention, nbytes, peak, ratio, bandwidth))
+    if abs(compute - memory) > 1e-9 * max(compute, memory):  # away from a tie
+        assert flag == (compute > memory)

@@ -19,7 +19,9 @@ import xarray as xr
 from click.testing import CliRunner
 
 import sweeps
+from sweeps import physics
 from sweeps.cli.main import cli
+from sweeps.study import SCHEDULERS
 
 TTFT_SLO, TPOT_SLO, LINK = 0.5, 0.05, 50e9
 PROMPT, OUTPUT = 2048, 256
@@ -78,13 +80,19 @@ def prefill_service(ds: xr.Dataset, hardware: str, tp: int) -> float:
 
 
 def handoff(ds: xr.Dataset, tp: int) -> float:
+    """Each decode device's shard of the prompt's cache over its own link."""
     cache = value(ds, "kv_bytes_per_sequence_device", tp=tp, context=PROMPT)
     return cache / LINK
 
 
+def p90_wait(rate: float, service: float, replicas: float) -> float:
+    """The 0.9 quantile of the M/D/1 wait at ``rho = rate service / replicas`` [s]."""
+    return float(physics.md1_wait_quantile(0.9, rate * service / replicas, service))
+
+
 def decode_plan(ds: xr.Dataset, hardware: str, tp: int) -> tuple[float, float]:
     """The largest batch that fits and meets the TPOT objective, and its steady step."""
-    serving = ds.sel(hardware=hardware, tp=tp, mode="colocated").squeeze()
+    serving = ds.sel(hardware=hardware, tp=tp, mode="bound").squeeze()
     steady = serving["step_time_steady_s"].values
     ok = serving["serving_feasible"].values & (steady <= TPOT_SLO)
     batches = serving["batch"].values
@@ -94,127 +102,117 @@ def decode_plan(ds: xr.Dataset, hardware: str, tp: int) -> tuple[float, float]:
     return float(batches[best]), float(steady[best])
 
 
-def price(ds: xr.Dataset, hardware: str) -> float:
-    p = ds["price_per_hour"].sel(hardware=hardware).values
-    return math.nan if p is None or (isinstance(p, float) and math.isnan(p)) else float(p)
-
-
 def test_disaggregated_counts_are_the_fewest_that_meet_the_objectives(
     grid: xr.Dataset, pools: pl.DataFrame
 ) -> None:
     rows = pools.filter(pl.col("pool_mode") == "disaggregated")
     assert rows.height == len(RATES) * (len(HARDWARE) * len(TP)) ** 2
     checked = 0
-    for row in rows.iter_rows(named=True):
+    for row in rows.filter(pl.col("feasible")).iter_rows(named=True):
         rate, hw_p, tp_p = row["arrival_rate"], row["prefill_hardware"], row["prefill_tp"]
         hw_d, tp_d = row["decode_hardware"], row["decode_tp"]
-        fits = value(grid, "max_batch", hardware=hw_p, tp=tp_p, context=PROMPT) >= 1
+        service, t_kv = prefill_service(grid, hw_p, tp_p), handoff(grid, tp_d)
+        assert row["kv_handoff_s"] == pytest.approx(t_kv, rel=1e-12)
+        n = row["prefill_replicas"]
+        assert isinstance(n, int)
+        # the objective holds at its quantile (0.9); one replica fewer misses it (the
+        # tabulated inverse is within 0.1 % of the exact quantile)
+        assert service + t_kv + p90_wait(rate, service, n) <= TTFT_SLO * (1 + 1e-3)
+        assert n == 1 or service + t_kv + p90_wait(rate, service, n - 1) > TTFT_SLO * (1 - 1e-3)
+        assert row["ttft_p90_s"] == pytest.approx(
+            service + t_kv + p90_wait(rate, service, n), rel=1e-3
+        )
         batch, steady = decode_plan(grid, hw_d, tp_d)
-        service, t_kv = prefill_service(grid, hw_p, tp_p), handoff(grid, tp_p)
-        n_p, n_d = row["prefill_replicas"], row["decode_replicas"]
-        if not fits or service + t_kv >= TTFT_SLO or math.isnan(batch):
-            assert not row["feasible"]
-            assert row["devices"] is None
-            assert row["cost_per_million_output_tokens_usd"] is None or math.isnan(
-                row["cost_per_million_output_tokens_usd"]
-            )
-            continue
-        assert row["feasible"]
-        ttft = md1_wait(rate, service, n_p) + service + t_kv
-        assert row["ttft_s"] == pytest.approx(ttft, rel=1e-12)
-        assert ttft <= TTFT_SLO * (1 + 1e-12)
-        assert n_p == 1 or md1_wait(rate, service, n_p - 1) + service + t_kv > TTFT_SLO
         assert row["decode_batch"] == batch
         assert row["tpot_s"] == pytest.approx(steady, rel=1e-12)
-        mu = batch / ((OUTPUT - 1) * steady)
-        assert n_d * mu >= rate * (1 - 1e-12)
-        assert (n_d - 1) * mu < rate
-        devices = n_p * tp_p + n_d * tp_d
-        assert row["devices"] == devices
-        assert row["goodput_tokens_per_s_per_device"] == pytest.approx(rate * OUTPUT / devices)
-        fleet = n_p * tp_p * price(grid, hw_p) + n_d * tp_d * price(grid, hw_d)
-        cost = row["cost_per_million_output_tokens_usd"]
-        if math.isnan(fleet):  # no price known: null, never zero
-            assert cost is None or math.isnan(cost)
-        else:
-            assert cost == pytest.approx(1e6 * fleet / (3600 * rate * OUTPUT), rel=1e-12)
-        assert row["decode_time_share"] == pytest.approx(n_d * tp_d / devices)
+        assert row["decode_replicas"] == math.ceil(rate / (batch / (255 * steady)) - 1e-9)
+        assert row["devices"] == n * tp_p + row["decode_replicas"] * tp_d
         checked += 1
-    assert checked > 50
-    # the weights of a 70B model in bf16 do not fit one H100: no prefill pool there
-    h100 = rows.filter(pl.col("prefill_hardware") == "h100-sxm", pl.col("prefill_tp") == 1)
-    assert h100["prefill_replicas"].null_count() == h100.height
-    assert not h100["feasible"].any()
-    # more load, more replicas somewhere
-    assert rows.filter(pl.col("arrival_rate") == 30.0)["prefill_replicas"].max() > 1
+    assert checked >= 10
 
 
-def test_colocated_rows_are_on_the_diagonal_and_minimal(
+def colocated_candidates(
+    grid: xr.Dataset, hw: str, tp: int, rate: float
+) -> list[tuple[int, str, int, float]]:
+    """Every (devices, scheduler, batch, TTFT p90) a colocated plan may take, by brute force:
+    the fewest replicas meeting TTFT at its 0.9 quantile (the M/D/1 wait at the scheduler's
+    prefill of one prompt, plus half a step in flight) with the slots at most 0.9 busy."""
+    out = []
+    for mode in SCHEDULERS:
+        row = grid.sel(hardware=hw, tp=tp, mode=mode).squeeze()
+        for i, batch in enumerate(row["batch"].values):
+            at = row.isel(batch=i)
+            tpot = float(at["tpot_s"])
+            if not bool(at["serving_feasible"]) or not tpot <= TPOT_SLO:
+                continue
+            capacity = float(at["output_tokens_per_s_per_device"]) * tp / OUTPUT
+            step = float(at["step_time_steady_s"])
+            if mode.startswith("chunked"):
+                service = PROMPT * step / float(at["chunk_tokens"])
+            else:
+                service = prefill_service(grid, hw, tp)
+            ahead = float(at["serving_ttft_s"]) + step / 2
+            for n in range(1, 400):
+                ttft = ahead + p90_wait(rate, service, n)
+                if ttft <= TTFT_SLO and rate / n <= 0.9 * capacity:
+                    out.append((n * tp, mode, int(batch), ttft))
+                    break
+    return out
+
+
+def test_colocated_plans_take_the_fewest_devices_over_schedulers_and_batches(
     grid: xr.Dataset, pools: pl.DataFrame
 ) -> None:
     rows = pools.filter(pl.col("pool_mode") == "colocated")
     assert rows.height == len(RATES) * len(HARDWARE) * len(TP)
     assert (rows["prefill_hardware"] == rows["decode_hardware"]).all()
-    assert (rows["prefill_tp"] == rows["decode_tp"]).all()
-    for row in rows.filter(pl.col("feasible")).iter_rows(named=True):
+    for row in rows.iter_rows(named=True):
         rate, hw, tp = row["arrival_rate"], row["decode_hardware"], row["decode_tp"]
-        serving = grid.sel(hardware=hw, tp=tp, mode="colocated").squeeze()
-        tpot = serving["tpot_s"].values
-        t_p = prefill_service(grid, hw, tp)
-        slack = TTFT_SLO - t_p - serving["step_time_steady_s"].values
-        ok = serving["serving_feasible"].values & (tpot <= TPOT_SLO) & (slack > 0)
-        best = int(np.flatnonzero(ok)[-1])
-        assert row["decode_batch"] == serving["batch"].values[best]
-        steady = float(serving["step_time_steady_s"].values[best])
-        r = float(serving["output_tokens_per_s_per_device"].values[best]) * tp / OUTPUT
-        n = row["prefill_replicas"]
-        assert row["decode_replicas"] == n
-        assert row["devices"] == n * tp
-
-        def meets(replicas: float) -> bool:
-            queued = t_p + steady + md1_wait(rate, t_p, replicas)  # noqa: B023
-            return replicas * r >= rate * (1 - 1e-12) and queued <= TTFT_SLO * (1 + 1e-12)  # noqa: B023
-
-        assert meets(n)
-        assert n == 1 or not meets(n - 1)
-        assert row["ttft_s"] == pytest.approx(t_p + steady + md1_wait(rate, t_p, n), rel=1e-12)
-        assert row["tpot_s"] == pytest.approx(tpot[best], rel=1e-12)
-        assert row["decode_time_share"] == pytest.approx(1 - r * t_p, rel=1e-12)
-    assert rows["feasible"].sum() >= 6
+        candidates = colocated_candidates(grid, hw, tp, rate)
+        if not row["feasible"]:
+            assert not candidates
+            assert row["devices"] is None  # null, never NaN
+            continue
+        fewest = min(c[0] for c in candidates)
+        # the tabulated M/D/1 inverse may round one replica either way at the boundary
+        assert abs(row["devices"] - fewest) <= tp
+        assert row["decode_replicas"] == row["prefill_replicas"] == row["devices"] // tp
+        assert row["scheduler"] in SCHEDULERS
+        assert row["ttft_p90_s"] <= TTFT_SLO * (1 + 1e-3)
+        assert row["ttft_p50_s"] <= row["ttft_p90_s"] <= row["ttft_p99_s"]
+        assert row["kv_handoff_s"] is None
 
 
-def test_a_colocated_plan_takes_a_batch_that_leaves_ttft_room() -> None:
-    # t_p(1, 2048) is 30 ms for Llama-3 8B on an H100; with TTFT within 45 ms and a loose TPOT
-    # the largest batches meet TPOT but their step in flight leaves the prompt no time
-    ds = sweeps.run(
-        {
-            "sweep": {"name": "ttft-room"},
-            "axes": {"model": ["llama-3-8b"], "hardware": ["h100-sxm"], "batch": [16, 64, 128]},
-            "serving": {
-                "prompt_tokens": [2048],
-                "output_tokens": [256],
-                "arrival_rate": [5.0],
-                "ttft_slo_s": 0.045,
-                "tpot_slo_s": 1.0,
-                "chunk_tokens": 0,
-            },
-        }
-    )
-    colocated = ds.sel(mode="colocated").squeeze()
-    steady = colocated["step_time_steady_s"].values
-    ttft = colocated["serving_ttft_s"].values  # t_p(1, I) + the step in flight
-    assert ttft[-1] > 0.045 > ttft[1]  # batch 128 fits but leaves no room, batch 64 does
-    assert bool(colocated["serving_feasible"].values[-1])
-    assert (colocated["tpot_s"].values <= 1.0).all()
-    row = (
-        sweeps.export.frames(ds)["pools"]
-        .filter(pl.col("pool_mode") == "colocated")
-        .row(0, named=True)
-    )
-    assert row["feasible"]
-    assert row["decode_batch"] == 64
-    assert row["ttft_s"] <= 0.045
-    assert steady[1] < steady[2]
+def test_a_smaller_batch_wins_and_more_batches_never_make_a_plan_bigger() -> None:
+    """Llama-3 8B on an H200, 2048/256 at 100 requests/s, TTFT 50 ms: the plan over batches
+    16-256 takes a batch below 64, on fewer devices than the plan of batch 64 alone; adding
+    batches to the axis can only keep or shrink a plan."""
+
+    def plan(batches: list[int]) -> dict[str, Any]:
+        ds = sweeps.run(
+            {
+                "sweep": {"name": "smaller"},
+                "axes": {"model": ["llama-3-8b"], "hardware": ["h200"], "batch": batches},
+                "serving": {
+                    "prompt_tokens": [2048],
+                    "output_tokens": [256],
+                    "arrival_rate": [100.0],
+                    "ttft_slo_s": 0.05,
+                    "tpot_slo_s": 0.05,
+                },
+            }
+        )
+        frame = sweeps.export.frames(ds)["pools"]
+        return frame.filter(pl.col("pool_mode") == "colocated").row(0, named=True)
+
+    alone, wide = plan([64]), plan([16, 32, 64, 128, 256])
+    assert wide["feasible"]
+    assert wide["decode_batch"] < 64
+    assert wide["devices"] < alone["devices"]
+    for batches in ([16], [16, 64], [64, 256], [32, 64, 128]):
+        narrow = plan(batches)
+        if narrow["feasible"]:
+            assert wide["devices"] <= narrow["devices"]
 
 
 def test_md1_ttft_against_a_poisson_simulation(grid: xr.Dataset, pools: pl.DataFrame) -> None:
@@ -225,9 +223,9 @@ def test_md1_ttft_against_a_poisson_simulation(grid: xr.Dataset, pools: pl.DataF
     )
     row = rows.sort("ttft_s", descending=True).row(0, named=True)
     service = prefill_service(grid, row["prefill_hardware"], row["prefill_tp"])
-    t_kv = handoff(grid, row["prefill_tp"])
+    t_kv = handoff(grid, row["decode_tp"])
     rho = row["per_replica"] * service
-    assert rho > 0.5  # a queue that waits
+    assert rho > 0.3  # a queue that waits
     rng = np.random.default_rng(12)
     count, replicas = 60_000, int(row["prefill_replicas"])
     arrivals = np.cumsum(rng.exponential(1 / row["arrival_rate"], count))
@@ -240,9 +238,10 @@ def test_md1_ttft_against_a_poisson_simulation(grid: xr.Dataset, pools: pl.DataF
         waits[n] = start - arrivals[n]
         free[k] = start + service
     ttft = waits[2_000:] + service + t_kv
-    means = ttft.reshape(58, -1).mean(axis=1)  # batch means: nearly independent
-    half_width = 3.5 * means.std(ddof=1) / math.sqrt(means.size)
-    assert abs(ttft.mean() - row["ttft_s"]) < half_width
+    for stat, pinned in ((np.mean, "ttft_s"), (lambda t: np.quantile(t, 0.9), "ttft_p90_s")):
+        parts = np.array([stat(part) for part in ttft.reshape(58, -1)])  # batch statistics
+        half_width = 3.5 * parts.std(ddof=1) / math.sqrt(parts.size)
+        assert abs(stat(ttft) - row[pinned]) < half_width, pinned
 
 
 def test_pareto_front_of_the_serving_table(grid: xr.Dataset) -> None:

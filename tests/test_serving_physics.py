@@ -21,8 +21,6 @@ from hypothesis import strategies as st
 from sweeps import physics
 from tests.test_physics import check_duck_typed
 
-from .schedulers import chunked_schedule
-
 H100_FLOPS, H100_BW = 989.4e12, 3.35e12
 
 
@@ -221,15 +219,17 @@ def test_colocated_check_values_llama3_8b_h100() -> None:
     t_p = 29_688_955_142_144 / H100_FLOPS
     assert t_p == pytest.approx(30.00703e-3, rel=1e-6)
     assert prefill_time(LLAMA3_8B, 2048, H100_FLOPS, H100_BW) == pytest.approx(t_p, rel=1e-12)
-    # r = 1 / (255 t / 64 + t_p), tpot = t + 64 t_p / 255, share = r t_p
+    # r = 1 / (255 t / 64 + t_p), tpot = t + 63 t_p / 255 (B <= O - 1: the B - 1 other
+    # slots' prefills, one at a time), share = r t_p
     r = physics.colocated_request_rate(64, 256, t_steady, t_p)
     assert r == pytest.approx(1 / (255 * t_steady / 64 + t_p), rel=1e-12)
     assert r == pytest.approx(14.3740, abs=1e-4)
-    tpot = physics.colocated_tpot(64, 256, t_steady, t_p)
-    assert tpot == pytest.approx(17.4607e-3, rel=1e-5)
+    tpot = physics.serial_prefill_tpot(64, 256, t_steady, t_p)
+    assert tpot == pytest.approx(t_steady + 63 * t_p / 255, rel=1e-12)
+    assert tpot == pytest.approx(17.343e-3, abs=1e-6)
     assert physics.prefill_time_share(r, t_p) == pytest.approx(0.43132, abs=1e-5)
     assert physics.output_tokens_per_s_per_device(r, 256, 1) == pytest.approx(3679.74, abs=0.01)
-    assert physics.tokens_per_s_per_user(tpot) == pytest.approx(57.271, abs=1e-3)
+    assert physics.tokens_per_s_per_user(tpot) == pytest.approx(57.660, abs=1e-3)
     # the static batch at the same point: memory-bound throughout, so 255 t_d(2176) exactly
     flops, nbytes = coefficients(LLAMA3_8B, 64)
     static = physics.static_decode_time(2048, 256, flops, nbytes, np.inf, H100_FLOPS, H100_BW)
@@ -239,7 +239,7 @@ def test_colocated_check_values_llama3_8b_h100() -> None:
 def test_colocated_single_token_requests() -> None:
     # O = 1: every request is a prefill; no TPOT
     assert physics.colocated_request_rate(64, 1, np.nan, 0.03) == pytest.approx(1 / 0.03)
-    assert math.isnan(physics.colocated_tpot(64, 1, 0.01, 0.03))
+    assert math.isnan(physics.serial_prefill_tpot(64, 1, 0.01, 0.03))
 
 
 def simulate_colocated(
@@ -303,117 +303,85 @@ def test_colocated_throughput_matches_a_slot_simulation(
     assert compute_share[0] <= share <= compute_share[1]
 
 
-# --- section 3: chunked prefill -----------------------------------------------------------
+# --- section 3: the named schedulers' algebra (their loops: tests/test_schedulers.py) ----------
 
 
-def test_chunk_tokens_and_the_budget() -> None:
-    # B = 32, I = 2048, O = 257: c = 32 * 2048 / 256 = 256 prompt tokens a step
-    assert physics.balanced_chunk(32, 2048, 257) == 256
-    assert physics.chunk_tokens(32, 2048, 257, 2048) == 256
+def test_slot_groups_and_their_sums() -> None:
+    # 64 slots over 255 steps: 64 groups of 1 (and 191 empty); 300 over 255: 45 of 2, 210 of 1
+    assert physics.slot_groups(64, 255) == (0, 64)
+    assert physics.slot_groups(300, 255) == (1, 45)
+    total, own = physics.grouped(300, 255, 2.0, 1.0)
+    assert total == 45 * 2 + 210 * 1
+    assert own == pytest.approx((45 * 2 * 2 + 210 * 1 * 1) / 300)
+    assert physics.slot_groups(8, 0) == (8, 0)  # O = 1: one group of every slot
+
+
+def test_serial_prefill_stalls_by_hand() -> None:
+    # B <= O - 1: B - 1 stalls; B = 300 over 255 groups: 300 - 1/2 - (45*4 + 210) / 600 = 298.85
+    assert physics.serial_prefill_tpot(64, 256, 0.01, 0.03) == pytest.approx(0.01 + 63 * 0.03 / 255)
+    assert physics.serial_prefill_tpot(1, 256, 0.01, 0.03) == pytest.approx(0.01)  # alone
+    stalls = 300 - 0.5 - (45 * 4 + 210 * 1) / 600
+    assert physics.serial_prefill_tpot(300, 256, 0.01, 0.03) == pytest.approx(
+        0.01 + stalls * 0.03 / 255
+    )
+
+
+def test_batched_prefill_by_hand() -> None:
+    # groups of 2 and 1 (45 and 210) over O - 1 = 255 steps, t_p(2) = 0.05, t_p(1) = 0.03
+    prefills, own = physics.grouped(300, 255, 0.05, 0.03)
+    assert prefills == pytest.approx(45 * 0.05 + 210 * 0.03)
+    rate = physics.batched_prefill_rate(300, 256, 0.01, prefills)
+    assert rate == pytest.approx(300 / (255 * 0.01 + prefills))
+    tpot = physics.batched_prefill_tpot(256, 0.01, prefills, own)
+    assert tpot == pytest.approx(0.01 + (prefills - own) / 255)
+    assert math.isnan(physics.batched_prefill_tpot(1, 0.01, prefills, own))
+
+
+def test_chunked_balance_and_the_budget() -> None:
+    # B = 32, I = 2048, O = 257: c = 32 * 2048 / 256 = 256 prompt tokens a step, all 32 decode
+    assert physics.balanced_decoders(32, 2048, 257, 2048) == 32
+    assert physics.paced_chunk(32, 2048, 257, 2048) == 256
     assert not physics.budget_limited(32, 2048, 257, 2048)
-    # a budget of 160: c = 160 - 32 = 128, flagged
-    assert physics.chunk_tokens(32, 2048, 257, 160) == 128
+    # a budget of 160: balanced at n_d = 160 * 256 / 2304 = 17.78 decoders, c = 160 - n_d
+    decoders = physics.balanced_decoders(32, 2048, 257, 160)
+    assert decoders == pytest.approx(160 * 256 / 2304)
+    assert physics.paced_chunk(decoders, 2048, 257, 160) == pytest.approx(160 - decoders)
     assert physics.budget_limited(32, 2048, 257, 160)
-    # a budget no larger than the batch leaves no room: c = 0, no first token ever
-    assert physics.chunk_tokens(32, 2048, 257, 32) == 0
+    # O = 1: no decodes, the whole budget to the prompts
+    assert physics.balanced_decoders(32, 2048, 1, 2048) == 0
+    assert physics.paced_chunk(0, 2048, 1, 2048) == 2048
+    # the prompts stream through: a prompt spans 1 + (I - 1) / c steps; r = c / (I t_mix)
+    assert physics.chunked_ttft(2048, 300.0, 0.02) == pytest.approx((1 + 2047 / 300) * 0.02)
     assert physics.chunked_ttft(2048, 0.0, 0.02) == np.inf
-    assert physics.chunked_request_rate(2048, 0.0, 0.02) == 0
-    # O = 1: all prefill; the budget decides
-    assert physics.chunk_tokens(32, 2048, 1, 2048) == 2016
-    assert physics.budget_limited(32, 2048, 1, 2048)
-    # ttft = ceil(I / c) t_mix; r = c / (I t_mix) = B / ((O - 1) t_mix) when the budget is loose
-    assert physics.chunked_ttft(2048, 300.0, 0.02) == pytest.approx(7 * 0.02)
     assert physics.chunked_request_rate(2048, 256, 0.02) == pytest.approx(32 / (256 * 0.02))
 
 
-def chunked_closed_form(
-    m: Model, batch: int, prompt: int, output: int, budget: int, peak: float, bw: float
-) -> tuple[float, float, float]:
-    """(tpot, ttft, output tokens/s) of the mixed step at the mean context."""
-    c = physics.chunk_tokens(batch, prompt, output, budget)
-    flops, nbytes = coefficients(m, batch)
-    s_mean = physics.mean_context(prompt, output)
-    decode_flops = flops[0] + flops[1] * s_mean
-    decode_kv = nbytes[1] * s_mean
-    pairs = physics.prefill_attention_pairs(prompt, m.layers, m.local, m.window)
-    e, head = (
-        physics.embedding_params(m.vocab, m.hidden, m.tied),
-        physics.logit_params(m.vocab, m.hidden),
-    )
-    prompt_flops = physics.prefill_flops(
-        1, prompt, m.active, m.heads, 2 * m.head_dim, pairs, 1.0, e, head
-    )
-    prefix = physics.kv_bytes_per_sequence(2 * m.kv_heads * m.head_dim, KB, m.layers * prompt / 2)
-    step_flops = physics.chunked_step_flops(decode_flops, prompt_flops, prompt, c)
-    step_bytes = physics.chunked_step_bytes(weights_read(m, batch + c), decode_kv, prefix)
-    t_mix = physics.roofline_time(step_flops, step_bytes, peak, bw)
-    r = physics.chunked_request_rate(prompt, c, t_mix)
-    return (
-        t_mix,
-        physics.chunked_ttft(prompt, c, t_mix),
-        physics.output_tokens_per_s_per_device(r, output, 1),
-    )
+def test_greedy_regimes_by_hand() -> None:
+    # 64 slots, I = 2048, tau = 2048: a prompt beside 63 decodes takes ceil(2048 / 1985) = 2
+    # steps; 64 * 2 <= 255 + 2: one prompt at a time, paced by the slots
+    assert physics.greedy_prefill_steps(64, 2048, 2048) == 2
+    assert physics.greedy_slot_bound(64, 256, 2)
+    assert not physics.greedy_slot_bound(256, 64, 2)
+    rate, tpot, ttft = physics.greedy_cycle(64, 256, 3.8, 0.04)
+    assert (rate, ttft) == (64 / 3.8, 0.04)
+    assert tpot == pytest.approx(3.76 / 255)
 
 
-def simulate_chunked(
-    m: Model, batch: int, prompt: int, output: int, chunk: int, peak: float, bw: float
-) -> tuple[float, float, float]:
-    """The scheduler of ``tests/schedulers.py``, each mixed step priced by the physics: the
-    active slots at their contexts, ``chunk`` prompt tokens against the cached prefix."""
-    lookup = physics.lookup_params(m.vocab, m.hidden, m.tied)
-    kv_token_layer = 2 * m.kv_heads * m.head_dim * KB
-
-    def step_time(progress: np.ndarray, prefilled: int) -> float:
-        context = prompt + progress
-        f_seq = physics.decode_flops_per_sequence(
-            m.active, 2 * m.heads * 2 * m.head_dim * m.layers * context, 1.0, lookup
-        )
-        last = prefilled + chunk >= prompt
-        pairs = m.layers * (chunk * prefilled + chunk**2 / 2)  # the chunk against its prefix
-        flops = (
-            np.sum(f_seq)
-            + 2 * chunk * (m.active - 2 * lookup)
-            + 2 * m.heads * 2 * m.head_dim * pairs
-        )
-        flops += 2 * physics.logit_params(m.vocab, m.hidden) * last
-        nbytes = (
-            weights_read(m, progress.size + chunk)
-            + np.sum(kv_token_layer * m.layers * context)
-            + kv_token_layer * m.layers * prefilled  # the cached prefix, re-read
-        )
-        return float(physics.roofline_time(flops, nbytes, peak, bw))
-
-    return chunked_schedule(batch, prompt, output, chunk, step_time)
-
-
-@pytest.mark.parametrize(
-    ("model", "batch", "prompt", "output", "peak", "bw"),
-    [
-        (LLAMA3_8B, 32, 2048, 257, H100_FLOPS, H100_BW),  # c = 256, memory-bound
-        (LLAMA3_8B, 64, 1024, 65, H100_FLOPS, H100_BW),  # c = 1024, compute-bound mixed step
-    ],
-)
-def test_chunked_matches_a_scheduler_simulation(
-    model: Model, batch: int, prompt: int, output: int, peak: float, bw: float
-) -> None:
-    c = physics.chunk_tokens(batch, prompt, output, 8192)
-    assert c == int(c)
-    tpot, ttft, throughput = chunked_closed_form(model, batch, prompt, output, 8192, peak, bw)
-    sim_tpot, sim_ttft, sim_throughput = simulate_chunked(
-        model, batch, prompt, output, int(c), peak, bw
-    )
-    assert tpot == pytest.approx(sim_tpot, rel=0.01)
-    assert ttft == pytest.approx(sim_ttft, rel=0.01)
-    assert throughput == pytest.approx(sim_throughput, rel=0.01)
-
-
-def test_chunked_budget_limited_rate_is_what_prefill_admits() -> None:
-    # budget 160 for B = 32: c = 128, half the balanced 256; r = c / (I t_mix), not B / ((O-1) t_mix)
-    t_mix = 0.015
-    c = physics.chunk_tokens(32, 2048, 257, 160)
-    r = physics.chunked_request_rate(2048, c, t_mix)
-    assert r == pytest.approx(0.5 * 32 / (256 * t_mix))
-    assert physics.chunked_ttft(2048, c, t_mix) == pytest.approx(16 * t_mix)
+def test_the_bound_by_hand() -> None:
+    # n_steps = max(255 / 64, 2303 / 2048); dense: both chords are n_steps W
+    steps = physics.steps_per_request(64, 2048, 256, 2048)
+    assert steps == pytest.approx(255 / 64)
+    assert physics.steps_per_request(64, 2048, 256, np.inf) == pytest.approx(255 / 64)
+    assert physics.steps_per_request(512, 2048, 256, 2048) == pytest.approx(2303 / 2048)
+    w = 1.6e10
+    dense = physics.weights_per_request(64, 2048, 256, 2048, w, w, 2048, w, w, 2048)
+    assert dense == pytest.approx(steps * w)
+    # MoE, W(T) concave: W(0) = 4, W(64) = 10, W(64 + 2048) = 30, W(2048) = 29
+    moe = physics.weights_per_request(64, 2048, 256, 2048, 10.0, 30.0, 2048, 4.0, 29.0, 2048)
+    first = 255 / 64 * 10 + 2048 * 20 / 2048
+    second = steps * 4 + 2303 * 25 / 2048
+    assert moe == pytest.approx(max(first, second))
+    assert physics.bound_request_time(2e13, 5e10, 1e10, 1e15, 3e12) == pytest.approx(0.02)
 
 
 # --- sections 4 and 5: pools and cost -------------------------------------------------------
@@ -622,8 +590,15 @@ def affine_step_time_at(context: Any) -> Any:
         (physics.mean_local_context, (100, [1, 300], 128)),
         (physics.mean_cached_layer_tokens, (100, [2, 300], 24, 12, 128)),
         (physics.colocated_request_rate, (64, [1, 256], 0.01, 0.03)),
-        (physics.colocated_tpot, (64, [1, 256], 0.01, 0.03)),
-        (physics.chunk_tokens, (32, 2048, [1, 257], 160)),
+        (physics.serial_prefill_tpot, (64, [1, 256], 0.01, 0.03)),
+        (physics.balanced_decoders, (32, 2048, [1, 257], 160)),
+        (physics.paced_chunk, ([0.0, 17.0], 2048, 257, 160)),
+        (physics.batched_prefill_rate, (64, [1, 256], 0.01, 0.5)),
+        (physics.batched_prefill_tpot, ([1, 256], 0.01, 0.5, 0.03)),
+        (physics.greedy_prefill_steps, ([64, 256], 2048, 2048)),
+        (physics.greedy_slot_bound, ([64, 256], 256, 2)),
+        (physics.steps_per_request, ([64, 512], 2048, 256, 2048)),
+        (physics.bound_request_time, ([2e13, 2e15], 5e10, 1e10, 1e15, 3e12)),
         (physics.budget_limited, (32, 2048, 257, [160, 4096])),
         (physics.chunked_ttft, (2048, [0.0, 300.0], 0.02)),
         (physics.md1_waiting_time, ([0.5, 1.0], 0.03)),
@@ -637,8 +612,6 @@ def affine_step_time_at(context: Any) -> Any:
         (physics.tokens_per_s_per_user, ([0.01, 0.02],)),
         (physics.prefill_time_share, ([1.0, 14.37], 0.03)),
         (physics.balanced_chunk, (32, 2048, [1, 257])),
-        (physics.chunked_step_flops, (1e12, 3e13, 2048, [0.0, 256.0])),
-        (physics.chunked_step_bytes, (1.5e10, [0.0, 9e9], 1e8)),
         (physics.chunked_request_rate, (2048, [0.0, 256.0], 0.02)),
         (physics.kv_handoff_time, ([512, 2048], 131_072, 50e9)),
         (physics.ttft_slack, (0.5, [0.03, 0.6], 0.005)),

@@ -31,10 +31,12 @@ g. validating a config whose context range has 1e5 values, in process and as a c
    ``sweeps validate`` (``validate``);
 h. the Pareto front on 1e6 seeded points against its one-second budget (``pareto``);
 i. the cold default run: the seed study with its default outputs, split into import, grid,
-   export and figures, and its figures drawn again once warm (``seed``).
+   export and figures, and its figures drawn again once warm (``seed``);
+j. the simulator: 1e5 saturated requests (I 2048, O 256, B 256) per named scheduler against
+   its one-second budget, and the same loop without numba (``simulated``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
-(the seed run is small already and runs as it is).
+(the seed run is small already and runs as it is), 1e4 simulated requests.
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ POINT = (
 def run_bench(
     quick: bool = False, e2e_budget: int = 2 * 2**30, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Run the nine measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
+    """Run the ten measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
     import numpy as np
 
     from sweeps.bench.e2e import measure_end_to_end
@@ -67,6 +69,7 @@ def run_bench(
     from sweeps.bench.run_path import measure_run_paths
     from sweeps.bench.scalar import measure_scalar
     from sweeps.bench.seed import measure_seed_run
+    from sweeps.bench.simulated import measure_simulated
     from sweeps.bench.validate import measure_validate
     from sweeps.config import parse_config
 
@@ -98,6 +101,10 @@ def run_bench(
     report["pareto"] = measure_pareto(points=100_000 if quick else 1_000_000)
     say("seed run")
     report["seed_run"] = measure_seed_run()
+    say("simulator")
+    report["simulated"] = measure_simulated(
+        requests=10_000 if quick else 100_000, interpreted=500 if quick else 2_000
+    )
     return report
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from sweeps.bench.run_path import format_run_path
 from sweeps.bench.seed import format_seed_run
+from sweeps.bench.simulated import format_simulated
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -48,5 +49,6 @@ def format_report(report: dict[str, Any]) -> str:
             f"{pareto['on_front']:,} on a front); budget {pareto['budget_s']:.2f} s "
             f"{'met' if pareto['within_budget'] else 'MISSED'}",
             f"(i) {format_seed_run(report['seed_run'])}",
+            f"(j) {format_simulated(report['simulated'])}",
         ]
     )

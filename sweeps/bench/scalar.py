@@ -6,6 +6,10 @@ every analysis of ``ANALYSES`` then runs on them in order, with ``ScalarEngine``
 the grid's layout and compiled roofline pass. So the loop evaluates exactly the terms the grid
 evaluates, with nothing of the wiring written a second time, and ``check`` compares every
 variable the analyses declare against the grid at the sampled points.
+
+The ``whole`` analyses (serving, pools: the best batch, the Pareto front, pairs of devices)
+reduce over devices, tp or batch, so one point alone does not define them: the loop runs the
+pointwise analyses a sweep asks for and leaves those out.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.axes import AXES
 from sweeps.config import Sweep
-from sweeps.grid.analyses import ANALYSES, Inputs, active_dims, applicable, tables
+from sweeps.grid.analyses import ANALYSES, Inputs, active_dims, applicable
 
 Index = tuple[int, ...]
 """One index per axis of ``AXES``, in its order."""
@@ -27,8 +31,16 @@ Index = tuple[int, ...]
 POSITION: dict[str, int] = {axis.dim: i for i, axis in enumerate(AXES)}
 """Where each dim's index sits in an ``Index``."""
 
-CHECKED: tuple[str, ...] = tuple(v.name for a in ANALYSES for v in a.variables if v.dtype != "str")
-"""What ``check`` compares: every number every analysis declares (those a sweep computes)."""
+CHECKED: tuple[str, ...] = tuple(
+    v.name for a in ANALYSES if not a.whole for v in a.variables if v.dtype != "str"
+)
+"""What ``check`` compares: every number every pointwise analysis declares (those a sweep
+computes)."""
+
+
+def pointwise(sweep: Sweep) -> tuple[Any, ...]:
+    """The analyses ``sweep`` asks for that one point defines (none of the ``whole`` ones)."""
+    return tuple(analysis for analysis in applicable(sweep) if not analysis.whole)
 
 
 class ScalarEngine:
@@ -83,8 +95,9 @@ def scalar_point(sweep: Sweep, table: Table, index: Index) -> dict[str, Any]:
     }
     engine = ScalarEngine()
     results: dict[str, Any] = {}
-    for analysis in applicable(sweep):
-        results.update(analysis.compute(Inputs(values, sweep.options, engine, results)))
+    for analysis in pointwise(sweep):
+        settings = sweep.studies.get(analysis.study)
+        results.update(analysis.compute(Inputs(values, sweep.options, engine, results, settings)))
     return results
 
 
@@ -132,7 +145,7 @@ def measure_scalar(sweep: Sweep, ds: Any, size: int, engine_rate: float) -> dict
 
     points = sample(sweep, size)
     seconds, values = timed(lambda: scalar_loop(sweep, points))
-    per_sample = len(tables(sweep))  # one cell of each table (decode, prefill)
+    per_sample = sum(a.has_table for a in pointwise(sweep))  # one cell of each (decode, prefill)
     rate = per_sample * len(points) / seconds
     return {
         "sample_points": per_sample * len(points),

@@ -4,7 +4,8 @@ A bound is the most permissive one the cost model gives: efficiencies 1, attenti
 and ``batch = max`` at the memory wall with no reserve. For each row (interface.md):
 
 - ``output_tokens_per_s``: ``B / t_d(B, S)`` at the mean context ``S = I + O/2`` (rounded
-  down: a shorter cache only loosens the bound), per replica, or over ``tp`` per device;
+  down: a shorter cache only loosens the bound), per replica; over ``tp`` per device
+  (``basis = device``), times the ``gpus / tp`` replicas for a whole system;
 - ``itl_s``: ``t_d(B, S)``;
 - ``ttft_s``: ``t_p(B, I)``;
 - ``request_latency_s``: the serving layer's static-batch latency (``mode = static``,
@@ -13,6 +14,15 @@ and ``batch = max`` at the memory wall with no reserve. For each row (interface.
 
 The ratio is oriented so that 1 is the roof: throughput measured over bound, latency bound over
 measured. A row above 1 beats its bound: a defect of the bound, or a misread row.
+
+A row gets no bound, and says why in ``reason``, where a bound would be wrong: a model that does
+not fit on the row's devices, a parallelism other than tensor parallel (``ep+dp``, ``pp``: the
+grid's tp reading would understate it) and a closed-loop ``concurrency`` (the serving layer's
+``bound`` mode is what holds such a row).
+
+At scale the rows of one configuration share grids: the distinct batches, contexts and prompts
+of its rows are cut into chunks whose grid stays under ``POINTS`` points, and each chunk's
+bounds are read from its grid in one vectorized selection.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import xarray as xr
 
 from sweeps.calibrate.measurements import Measurement
 from sweeps.config import Sweep, parse_config
+from sweeps.errors import MeasurementsError, SweepsError
 from sweeps.grid import BOTTLENECK_FLAGS, build_grid
 
 THROUGHPUT = "output_tokens_per_s"
@@ -33,26 +44,34 @@ REQUEST = "request_latency_s"
 BEATS_TOLERANCE = 1e-9
 """A ratio this far above 1 is arithmetic, not a measurement beating its bound."""
 
+POINTS = 4096
+"""Most (batch, context) or (batch, prompt, output) points one calibration grid holds [1]: the
+memory of a calibration is bounded by it, whatever the number of rows."""
+
+STATUS_OK, STATUS_BEATS, STATUS_NONE = "ok", "beats its bound", "no bound"
+
 
 @dataclass(frozen=True)
 class Bound:
-    """The bound of one measurement and the ratio to it (1 at the roof)."""
+    """The bound of one measurement and the ratio to it (1 at the roof); ``None`` for a row
+    without a bound, whose ``reason`` says why."""
 
     measurement: Measurement
-    batch: int
+    batch: int | None
     context: int
-    bound: float
-    ratio: float
-    bottleneck: str
+    bound: float | None
+    ratio: float | None
+    bottleneck: str | None
     status: str
+    reason: str = ""
 
 
 def _context(m: Measurement) -> int:
     return m.prompt_tokens + m.output_tokens // 2
 
 
-def _group_key(m: Measurement) -> tuple[str, ...]:
-    return (m.model, m.hardware, str(m.tp), m.weight_dtype, m.kv_dtype, m.compute_dtype)
+def _group_key(m: Measurement, attention: str) -> tuple[str, ...]:
+    return (m.model, m.hardware, str(m.tp), m.weight_dtype, m.kv_dtype, m.compute_dtype, attention)
 
 
 def _serving_table(rows: list[Measurement]) -> str:
@@ -76,8 +95,9 @@ def _sweep(
     prompts: Iterable[int],
     serving: str = "",
 ) -> Sweep:
-    model, hardware, tp, weight, kv, compute = key
+    model, hardware, tp, weight, kv, compute, attention = key
     options = f'compute_dtype = "{compute}"\n' if compute != "auto" else ""
+    options += f'attention_dtype = "{attention}"\n'
     text = (
         '[sweep]\nname = "calibrate"\n[axes]\n'
         f'model = ["{model}"]\nhardware = ["{hardware}"]\ntp = [{tp}]\n'
@@ -90,70 +110,179 @@ def _sweep(
     return parse_config(text, "<calibrate>")
 
 
-def _point(ds: xr.Dataset, name: str, **where: int | str) -> float:
+def _grid(
+    rows: list[Measurement],
+    key: tuple[str, ...],
+    axes: tuple[Iterable[int], Iterable[int], Iterable[int]],
+    serving: str = "",
+) -> xr.Dataset:
+    """The grid of ``rows``' configuration at ``axes`` (batches, contexts, prompts); one the
+    cost model refuses is an error naming the measurements file and the rows' lines."""
+    try:
+        return build_grid(_sweep(key, *axes, serving))
+    except SweepsError as error:
+        lines = ", ".join(str(m.line) for m in rows[:8]) + (", ..." if len(rows) > 8 else "")
+        detail = str(error).replace("<calibrate>: ", "")
+        msg = f"{rows[0].path}: line(s) {lines}: cannot bound these rows: {detail}"
+        raise MeasurementsError(msg) from None
+
+
+def _points(ds: xr.Dataset, name: str, rows: int, **where: np.ndarray) -> np.ndarray:
+    """``name`` at each row's labels (one vectorized selection), the other dims at their one
+    label: an array of ``rows`` values."""
     da = ds[name]
-    value = da.sel({dim: label for dim, label in where.items() if dim in da.dims}).squeeze()
-    return float(np.asarray(value.values).reshape(-1)[0])
+    index = {dim: xr.DataArray(labels, dims="row") for dim, labels in where.items()}
+    da = da.sel({dim: labels for dim, labels in index.items() if dim in da.dims})
+    da = da.isel({dim: 0 for dim in da.dims if dim != "row"})
+    return np.broadcast_to(np.asarray(da.values), (rows,))
 
 
-def _best_batches(key: tuple[str, ...], rows: list[Measurement]) -> dict[int, int]:
-    """The memory wall (no reserve) at each ``batch = max`` row's mean context."""
-    contexts = [_context(m) for m in rows if m.batch is None]
-    if not contexts:
-        return {}
-    ds = build_grid(_sweep(key, [1], contexts, [rows[0].prompt_tokens]))
-    return {c: max(1, int(_point(ds, "max_batch", batch=1, context=c))) for c in contexts}
+def _no_bound(m: Measurement, reason: str) -> Bound:
+    return Bound(m, m.batch, _context(m), None, None, None, STATUS_NONE, reason)
 
 
-def _request(m: Measurement, ds: xr.Dataset, batch: int) -> tuple[float, float]:
-    """The static-batch request latency bound [s] and the bottleneck flag of its larger phase."""
-    at = {"batch": batch, "prompt_tokens": m.prompt_tokens, "output_tokens": m.output_tokens}
-    latency = _point(ds, REQUEST, **at, mode="static")
-    first = _point(ds, "serving_ttft_s", **at, mode="static")
-    if first >= latency - first:
-        return latency, _point(ds, "prefill_bottleneck", batch=batch, prompt=m.prompt_tokens)
-    return latency, _point(ds, "bottleneck", batch=batch, context=_context(m))
-
-
-def _bound(m: Measurement, ds: xr.Dataset, batch: int) -> Bound:
-    context, tp = _context(m), m.tp
-    if m.metric == REQUEST:
-        bound, flag = _request(m, ds, batch)
-        ratio = bound / m.value
-    elif m.metric == "ttft_s":
-        bound = _point(ds, "ttft_s", batch=batch, prompt=m.prompt_tokens)
-        flag = _point(ds, "prefill_bottleneck", batch=batch, prompt=m.prompt_tokens)
-        ratio = bound / m.value
-    else:
-        step = _point(ds, "step_time_s", batch=batch, context=context)
-        flag = _point(ds, "bottleneck", batch=batch, context=context)
-        if m.metric == THROUGHPUT:
-            bound = batch / step / (tp if m.per == "device" else 1)
-            ratio = m.value / bound
-        else:
-            bound, ratio = step, step / m.value
-    status = "beats its bound" if ratio > 1 + BEATS_TOLERANCE else "ok"
-    return Bound(m, batch, context, bound, ratio, BOTTLENECK_FLAGS[int(flag)], status)
-
-
-def bounds(measurements: list[Measurement]) -> list[Bound]:
-    """The bound of every measurement, in the order given; one small grid per configuration."""
-    groups: dict[tuple[str, ...], list[Measurement]] = defaultdict(list)
-    for m in measurements:
-        groups[_group_key(m)].append(m)
-    found: dict[int, Bound] = {}
-    for key, rows in groups.items():
-        best = _best_batches(key, rows)
-        batch_of = {id(m): m.batch if m.batch is not None else best[_context(m)] for m in rows}
-        ds = build_grid(
-            _sweep(
-                key,
-                batch_of.values(),
-                [_context(m) for m in rows],
-                [m.prompt_tokens for m in rows],
-                _serving_table(rows),
-            )
+def _unbounded_reason(m: Measurement) -> str:
+    """Why a row cannot be bounded by the tensor-parallel grid ("" where it can)."""
+    if m.parallel != "tp":
+        return (
+            f"needs {m.parallel} parallelism: the grid bounds tensor parallelism only, and "
+            f"reading {m.gpus} GPUs as tp would understate the bound"
         )
-        for m in rows:
-            found[id(m)] = _bound(m, ds, batch_of[id(m)])
+    if m.concurrency is not None:
+        return (
+            f"needs the serving bound mode at {m.concurrency} closed-loop clients "
+            "(not available here yet); a static-batch reading would not be its bound"
+        )
+    return ""
+
+
+def _walls(key: tuple[str, ...], rows: list[Measurement]) -> tuple[dict[int, int], float]:
+    """The memory wall (no reserve) at each row's mean context, and the weights per device."""
+    contexts = sorted({_context(m) for m in rows})
+    ds = _grid(rows, key, ([1], contexts, [rows[0].prompt_tokens]))
+    at = np.asarray(contexts)
+    walls = _points(ds, "max_batch", len(at), context=at)
+    weights = float(_points(ds, "weight_bytes", 1)[0])
+    return dict(zip(contexts, (int(w) for w in walls), strict=True)), weights
+
+
+def _too_big(m: Measurement, weights: float, memory: float) -> str:
+    return (
+        f"the model does not fit: {weights / 1e9:.1f} GB of weights per device at tp "
+        f"{m.tp} and one sequence's cache at context {_context(m)} exceed the "
+        f"{memory / 1e9:.1f} GB of {m.hardware}"
+    )
+
+
+def _chunks(rows: list[Measurement], batch_of: dict[int, int]) -> list[list[Measurement]]:
+    """``rows`` in chunks whose grid (distinct batches x contexts x prompts, and x outputs for
+    request rows) stays within ``POINTS``."""
+    ordered = sorted(rows, key=lambda m: (batch_of[id(m)], _context(m), m.prompt_tokens))
+    chunks: list[list[Measurement]] = []
+    axes: list[set[int]] = []
+    for m in ordered:
+        values = (batch_of[id(m)], _context(m), m.prompt_tokens, m.output_tokens)
+        if chunks:
+            grown = [axis | {value} for axis, value in zip(axes, values, strict=True)]
+            decode, serving = len(grown[0]) * len(grown[1]), len(grown[0]) * len(grown[2])
+            if max(decode, serving * len(grown[3])) <= POINTS:
+                chunks[-1].append(m)
+                axes = grown
+                continue
+        chunks.append([m])
+        axes = [{value} for value in values]
+    return chunks
+
+
+def _chunk_bounds(
+    key: tuple[str, ...], rows: list[Measurement], batch_of: dict[int, int]
+) -> list[Bound]:
+    """Every row of one chunk bounded from one grid, each metric in one vectorized read."""
+    batches = np.asarray([batch_of[id(m)] for m in rows])
+    contexts = np.asarray([_context(m) for m in rows])
+    prompts = np.asarray([m.prompt_tokens for m in rows])
+    outputs = np.asarray([m.output_tokens for m in rows])
+    axes = (batches.tolist(), contexts.tolist(), prompts.tolist())
+    ds = _grid(rows, key, axes, _serving_table(rows))
+    n = len(rows)
+    step = _points(ds, "step_time_s", n, batch=batches, context=contexts)
+    decode_flag = _points(ds, "bottleneck", n, batch=batches, context=contexts)
+    ttft = _points(ds, "ttft_s", n, batch=batches, prompt=prompts)
+    prefill_flag = _points(ds, "prefill_bottleneck", n, batch=batches, prompt=prompts)
+    request = first = np.full(n, np.nan)
+    if REQUEST in ds:
+        at = {"batch": batches, "prompt_tokens": prompts, "output_tokens": outputs}
+        static = ds.sel(mode="static")
+        request = _points(static, REQUEST, n, **at)
+        first = _points(static, "serving_ttft_s", n, **at)
+    found = []
+    for i, m in enumerate(rows):
+        decode, prefill = (step[i], decode_flag[i]), (ttft[i], prefill_flag[i])
+        bound, flag = _measured_bound(m, int(batches[i]), decode, prefill, (request[i], first[i]))
+        latency = m.metric != THROUGHPUT
+        ratio = bound / m.value if latency else m.value / bound
+        status = STATUS_BEATS if ratio > 1 + BEATS_TOLERANCE else STATUS_OK
+        flagged = BOTTLENECK_FLAGS[int(flag)]
+        found.append(Bound(m, int(batches[i]), int(contexts[i]), bound, ratio, flagged, status))
+    return found
+
+
+def _measured_bound(
+    m: Measurement,
+    batch: int,
+    decode: tuple[float, float],
+    prefill: tuple[float, float],
+    request: tuple[float, float],
+) -> tuple[float, float]:
+    """The bound of ``m`` in its metric's unit and the bottleneck flag it is limited by, from
+    the decode step (time, flag), the prefill (TTFT, flag) and the static request (latency, its
+    TTFT)."""
+    if m.metric == REQUEST:
+        latency, first = request
+        return latency, prefill[1] if first >= latency - first else decode[1]
+    if m.metric == "ttft_s":
+        return prefill
+    if m.metric == "itl_s":
+        return decode
+    replicas = {"device": 1 / m.tp, "replica": 1.0, "system": m.gpus / m.tp}[m.basis]
+    return batch / decode[0] * replicas, decode[1]
+
+
+def _group_bounds(key: tuple[str, ...], rows: list[Measurement]) -> list[Bound]:
+    """The bounds of one configuration's rows: its memory walls, then its chunks."""
+    from sweeps.catalog import load_catalog
+
+    walls, weights = _walls(key, rows)
+    memory = load_catalog().lookup_hardware(rows[0].hardware).memory
+    found, fitting, batch_of = [], [], {}
+    for m in rows:
+        wall = walls[_context(m)]
+        if wall < 1:
+            found.append(_no_bound(m, _too_big(m, weights, memory)))
+            continue
+        batch_of[id(m)] = m.batch if m.batch is not None else wall
+        fitting.append(m)
+    for chunk in _chunks(fitting, batch_of):
+        found += _chunk_bounds(key, chunk, batch_of)
+    return found
+
+
+def bounds(measurements: list[Measurement], attention_dtype: str = "auto") -> list[Bound]:
+    """The bound of every measurement, in the order given; grids shared per configuration.
+
+    ``attention_dtype`` is the grid's ``options.attention_dtype``: ``auto`` (attention at the KV
+    format's peak, bf16 where a device lacks it: the FP4 split), ``gemm`` (attention at the
+    GEMMs' peak, the looser reading before the split) or a compute dtype.
+    """
+    groups: dict[tuple[str, ...], list[Measurement]] = defaultdict(list)
+    found: dict[int, Bound] = {}
+    for m in measurements:
+        reason = _unbounded_reason(m)
+        if reason:
+            found[id(m)] = _no_bound(m, reason)
+        else:
+            groups[_group_key(m, attention_dtype)].append(m)
+    for key, rows in groups.items():
+        for bound in _group_bounds(key, rows):
+            found[id(bound.measurement)] = bound
     return [found[id(m)] for m in measurements]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from sweeps.calibrate.bounds import Bound, bounds
+from sweeps.calibrate.bounds import STATUS_BEATS, Bound, bounds
 from sweeps.calibrate.measurements import COLUMNS, METRICS, load_measurements
 
 if TYPE_CHECKING:
@@ -29,12 +29,18 @@ UNITS: dict[str, tuple[str, str]] = {
     "metric": ("-", "What was measured: " + ", ".join(METRICS)),
     "value": ("SI", "The measured value, in the metric's unit (token/s or s)"),
     "unit": ("-", "Unit of value and bound"),
-    "per": ("-", "device: per device; replica: per tp-device replica"),
-    "bound": ("SI", "Roofline bound in the metric's unit (efficiencies 1, no reserve)"),
+    "basis": ("-", "What a throughput is per: device, replica (tp devices) or system (gpus)"),
+    "gpus": ("device", "GPUs the measured run used"),
+    "parallel": ("-", "How the GPUs were used: tp, ep+dp (attention data parallel) or pp"),
+    "load": ("-", "For latencies: idle or under-load (empty: not stated)"),
+    "concurrency": ("request", "Closed-loop clients of a serving run (null: none)"),
+    "bound": ("SI", "Roofline bound in the metric's unit (efficiencies 1, no reserve; null: none)"),
     "ratio": ("1", "measured/bound for throughput, bound/measured for latency: 1 is the roof"),
     "bottleneck": ("-", "What limits the bound at that point: memory-bound or compute-bound"),
     "beats_bound": ("-", "The measurement beats its bound (a defect or a misread row)"),
-    "status": ("-", "ok, or beats its bound"),
+    "status": ("-", "ok, beats its bound, or no bound"),
+    "reason": ("-", "Why a row has no bound (empty where it has one)"),
+    "in_medians": ("-", "The row counts in the efficiency medians (bounded and not under load)"),
     "source": ("-", "Where the measurement is published"),
 }
 """Unit and meaning of every column of ``calibration.parquet`` but the file's own extras."""
@@ -45,6 +51,10 @@ def _row(b: Bound) -> dict[str, Any]:
     return {
         "line": m.line,
         **{c: getattr(m, c) for c in COLUMNS if c not in ("batch", "value", "source")},
+        "gpus": m.gpus,
+        "parallel": m.parallel,
+        "load": m.load,
+        "concurrency": m.concurrency,
         "batch": b.batch,
         "batch_given": "max" if m.batch is None else str(m.batch),
         "context": b.context,
@@ -53,34 +63,52 @@ def _row(b: Bound) -> dict[str, Any]:
         "bound": b.bound,
         "ratio": b.ratio,
         "bottleneck": b.bottleneck,
-        "beats_bound": b.status == "beats its bound",
+        "beats_bound": None if b.bound is None else b.status == STATUS_BEATS,
         "status": b.status,
+        "reason": b.reason,
+        "in_medians": b.bound is not None and m.load != "under-load",
         "source": m.source,
         **m.extra,
     }
 
 
-def calibrate(path: str | Path) -> pl.DataFrame:
-    """Every measurement of the CSV at ``path`` with its bound, ratio and status."""
-    rows = [_row(b) for b in bounds(load_measurements(path))]
-    return pl.DataFrame(rows)
+SCHEMA = {
+    "batch": pl.Int64,
+    "concurrency": pl.Int64,
+    "bound": pl.Float64,
+    "ratio": pl.Float64,
+    "bottleneck": pl.String,
+    "beats_bound": pl.Boolean,
+}
+"""Columns that may be null on every row, typed all the same."""
 
 
-def summarize_efficiency(frame: pl.DataFrame) -> pl.DataFrame:
-    """Per device and bottleneck: how much of its bound the measurements reached.
+def calibrate(path: str | Path, attention_dtype: str = "auto") -> pl.DataFrame:
+    """Every measurement of the CSV at ``path`` with its bound, ratio and status;
+    ``attention_dtype`` as ``sweeps.calibrate.bounds.bounds`` takes it."""
+    rows = [_row(b) for b in bounds(load_measurements(path), attention_dtype)]
+    return pl.DataFrame(rows, schema_overrides=SCHEMA, infer_schema_length=None)
+
+
+def summarize_efficiency(frame: pl.DataFrame, by: tuple[str, ...] = ("hardware",)) -> pl.DataFrame:
+    """Per device (or per ``by``: ``("source", "hardware")``) and bottleneck: how much of its
+    bound the measurements reached.
 
     ``median``, ``min`` and ``max`` of the ratio over the rows limited by bandwidth
     (``memory-bound``: the achieved share of the bandwidth bound) or by compute; ``rows``.
+    Only rows ``in_medians``: a row without a bound, or a latency measured under load, is left
+    out.
     """
     return (
-        frame.group_by("hardware", "bottleneck")
+        frame.filter(pl.col("in_medians"))
+        .group_by(*by, "bottleneck")
         .agg(
             rows=pl.len(),
             median=pl.col("ratio").median(),
             min=pl.col("ratio").min(),
             max=pl.col("ratio").max(),
         )
-        .sort("hardware", "bottleneck")
+        .sort(*by, "bottleneck")
     )
 
 
@@ -88,7 +116,7 @@ def calibration_chart(frame: pl.DataFrame) -> alt.Chart:
     """Measured against bound on log axes, the y = x roof, coloured by metric."""
     import altair as alt
 
-    data = frame.select(
+    data = frame.filter(pl.col("bound").is_not_null()).select(
         "model", "hardware", "tp", "batch_given", "metric", "value", "bound", "ratio", "source"
     )
     values = data.select(pl.concat_list("value", "bound").explode()).to_series().to_numpy()

@@ -9,17 +9,26 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
 
+from sweeps.catalog.specs import COMPUTE_DTYPES, HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.physics import embedding_params, mla_attention_dim
 
-ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "gqa+sliding")
+__all__ = [  # the specs live in sweeps.catalog.specs and are re-exported here
+    "ATTENTION_KINDS",
+    "COMPUTE_DTYPES",
+    "HARDWARE_SPECS",
+    "MODEL_SPECS",
+    "TABLE_FIELDS",
+    "DType",
+    "Hardware",
+    "Model",
+    "Spec",
+]
 
-COMPUTE_DTYPES = ("bf16", "fp8", "int8", "fp4", "fp32")
-"""Compute dtypes a hardware record may carry a peak for (``peak_flops_<dtype>`` columns)."""
+ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "gqa+sliding")
 
 BF16_BYTES = 2.0
 """Bytes of a bf16 element: the basis of ``Model.kv_bytes_per_token``'s default [byte]."""
@@ -64,6 +73,14 @@ class Hardware:
     price_kind : How that price is offered (provider, on-demand or reserved, region)
     price_as_of : The date the price was read; None with no price
     price_source : Where the price was read
+    memory_basis : Which document or driver log ``memory`` is read from
+    board_power_w : Board power, TGP/TDP [W]; None where not published
+    scale_up_link : The device-to-device link (NVLink 4, Infinity Fabric, ICI, ...); "" for none
+    scale_up_bandwidth : That link's bandwidth per device and direction [byte/s]; None where
+        the device has none or none is published
+    host_link : The link to the host CPU (PCIe Gen5 x16, NVLink-C2C, ...)
+    host_link_bandwidth : Host link bandwidth per direction [byte/s]; None where unknown
+    board_power_source, scale_up_source, host_link_source : The vendor document each is read from
     """
 
     id: str
@@ -74,6 +91,14 @@ class Hardware:
     peak_flops: Mapping[str, float]
     memory_basis: str = ""
     cache_bytes: float | None = None
+    board_power_w: float | None = None
+    board_power_source: str = ""
+    scale_up_link: str = ""
+    scale_up_bandwidth: float | None = None
+    scale_up_source: str = ""
+    host_link: str = ""
+    host_link_bandwidth: float | None = None
+    host_link_source: str = ""
     price_per_hour: float | None = None
     price_kind: str = ""
     price_as_of: datetime.date | None = None
@@ -211,188 +236,3 @@ class Model:
 TABLE_FIELDS = tuple(f.name for f in dataclasses.fields(Model) if f.metadata.get("table"))
 """``Model`` fields a config's ``[models.*]`` table can set (the schema's keys, less
 ``config``), in field order: those declared with ``metadata=TABLE_KEY``."""
-
-
-SpecDType = Literal["float64", "int64", "bool", "str"]
-
-
-@dataclass(frozen=True, slots=True)
-class Spec:
-    """One spec of a record as the grid and the spec tables carry it, declared once.
-
-    name : Coordinate name in the grid (unique across models and hardware)
-    unit : Unit, SI (``1`` for a pure number, ``-`` for a label)
-    description : One line, what it means
-    value : The record's value
-    dtype : ``float64``, ``int64``, ``bool`` or ``str``
-    column : Column of ``models.parquet`` / ``hardware.parquet`` (defaults to ``name``)
-    """
-
-    name: str
-    unit: str
-    description: str
-    value: Callable[[Any], object]
-    dtype: SpecDType
-    column: str = ""
-
-    @property
-    def column_name(self) -> str:
-        """The Parquet column name."""
-        return self.column or self.name
-
-
-def _attr(name: str) -> Callable[[Any], object]:
-    return lambda record: getattr(record, name)
-
-
-MODEL_SPECS: tuple[Spec, ...] = (
-    Spec("params", "1", "All parameters, every expert", _attr("params"), "float64"),
-    Spec(
-        "active_params",
-        "1",
-        "Parameters used per token (= params for dense models)",
-        _attr("active_params"),
-        "float64",
-    ),
-    Spec("layers", "1", "Transformer layers", _attr("layers"), "int64"),
-    Spec("heads", "head", "Query heads", _attr("heads"), "int64"),
-    Spec(
-        "native_kv_heads",
-        "head",
-        "The model's own key/value heads",
-        _attr("kv_heads"),
-        "int64",
-        "kv_heads",
-    ),
-    Spec("head_dim", "1", "Query/key dimension of one head", _attr("head_dim"), "int64"),
-    Spec("hidden_size", "1", "Model width", _attr("width"), "int64"),
-    Spec(
-        "attention",
-        "-",
-        "Attention kind: mha, gqa, mqa, mla or gqa+sliding",
-        _attr("attention"),
-        "str",
-    ),
-    Spec(
-        "attention_dim",
-        "1",
-        "Query-key plus value dimension per head, attention FLOPs",
-        _attr("attention_dim"),
-        "int64",
-    ),
-    Spec(
-        "kv_latent",
-        "1",
-        "MLA latent elements cached per token per layer (0: not MLA)",
-        _attr("kv_latent"),
-        "int64",
-    ),
-    Spec("experts", "1", "Routed experts per MoE layer (1 for dense)", _attr("experts"), "int64"),
-    Spec(
-        "experts_per_token",
-        "1",
-        "Experts each token is routed to (1 for dense)",
-        _attr("experts_per_token"),
-        "int64",
-    ),
-    Spec(
-        "sliding_window",
-        "token",
-        "Window of the local layers (0: none)",
-        _attr("sliding_window"),
-        "int64",
-    ),
-    Spec(
-        "local_layers",
-        "1",
-        "Layers that keep only the sliding window",
-        _attr("local_layers"),
-        "int64",
-    ),
-    Spec(
-        "model_kv_bytes_per_token",
-        "byte",
-        "KV bytes per token at the model's native KV heads in bf16, all layers",
-        lambda model: model.kv_bytes_per_token(),
-        "float64",
-        "kv_bytes_per_token",
-    ),
-    Spec(
-        "vocab_size",
-        "token",
-        "Vocabulary (0: not given, the note's abstract form)",
-        _attr("vocab_size"),
-        "int64",
-    ),
-    Spec(
-        "tied_embeddings",
-        "-",
-        "The input embedding and the lm_head share one matrix",
-        _attr("tie_word_embeddings"),
-        "bool",
-    ),
-    Spec(
-        "embedding_params",
-        "1",
-        "Embedding parameters E: 2*V*width untied, V*width tied (0 without a vocabulary)",
-        _attr("embedding_params"),
-        "float64",
-    ),
-    Spec(
-        "model_source", "-", "Where the model's figures come from", _attr("source"), "str", "source"
-    ),
-)
-"""Every model spec the grid carries per model and ``models.parquet`` writes, in column order."""
-
-
-def _peak(dtype: str) -> Callable[[Any], object]:
-    return lambda device: device.peak_flops.get(dtype, float("nan"))
-
-
-_PEAK_NOTES = {
-    "bf16": ("FLOP/s", "Peak dense bf16 throughput"),
-    "fp8": ("FLOP/s", "Peak dense fp8 throughput (null: not supported)"),
-    "int8": ("OP/s", "Peak dense int8 throughput (null: not published)"),
-    "fp4": ("FLOP/s", "Peak dense fp4 throughput (null: not supported)"),
-    "fp32": ("FLOP/s", "Peak non-tensor fp32 throughput"),
-}
-
-HARDWARE_SPECS: tuple[Spec, ...] = (
-    Spec("hardware_name", "-", "Device name", _attr("name"), "str", "name"),
-    Spec("vendor", "-", "Device vendor", _attr("vendor"), "str"),
-    Spec(
-        "bandwidth", "byte/s", "Peak DRAM/HBM bandwidth (datasheet)", _attr("bandwidth"), "float64"
-    ),
-    Spec("memory", "byte", "Device memory", _attr("memory"), "float64"),
-    *(
-        Spec(f"peak_flops_{dtype}", *_PEAK_NOTES[dtype], _peak(dtype), "float64")
-        for dtype in COMPUTE_DTYPES
-    ),
-    Spec(
-        "price_per_hour",
-        "USD/h",
-        "Price of one device-hour (null: none known)",
-        lambda device: float("nan") if device.price_per_hour is None else device.price_per_hour,
-        "float64",
-    ),
-    Spec("price_kind", "-", "What the price is (on-demand, list, ...)", _attr("price_kind"), "str"),
-    Spec(
-        "hardware_price_as_of",
-        "-",
-        "Date the price was read",
-        lambda device: "" if device.price_as_of is None else device.price_as_of.isoformat(),
-        "str",
-        "price_as_of",
-    ),
-    Spec("price_source", "-", "Where the price comes from", _attr("price_source"), "str"),
-    Spec(
-        "hardware_source",
-        "-",
-        "Where the device's figures come from",
-        _attr("source"),
-        "str",
-        "source",
-    ),
-)
-"""Every device spec the grid carries per device and ``hardware.parquet`` writes, in column
-order (the peak the sweep's weights run at is the grid's ``peak_flops``)."""

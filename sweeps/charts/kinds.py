@@ -30,5 +30,6 @@ SECTION_TITLES: Final = {
     DEVICES: "Across devices",
     SERVING: "Serving: speed per user, time per request, fleet and cost",
     "calibration": "Calibration",
+    "simulated": "Simulated plans: TTFT and TPOT of every request",
 }
 """The report's heading of each kind's section (a kind not listed: its name)."""

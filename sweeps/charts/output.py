@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,13 +177,15 @@ def write_figures_streamed(
     formats: Iterable[str],
     settings: Settings | None = None,
     report: bool = True,
+    extra: Sequence[Figure] = (),
 ) -> list[str]:
     """Write ``charts/<kind>-<model>-<hardware>.<fmt>`` for every slice of ``pieces``: each a
     grid of one model and one device, dimensions kept, with the variables, coordinates and
     attributes ``build_grid`` gives (``slices(ds)`` of a grid in memory, or
     ``build_grid(dataclasses.replace(sweep, models=(m,), hardware=(h,)))`` one at a time),
     the cross-device rooflines ``charts/roofline-devices-<model>.<fmt>`` where a model was seen
-    on several devices, and ``report.html``; returns the paths written, relative to ``folder``.
+    on several devices, the ``extra`` figures made elsewhere (the simulated plans' CDFs), and
+    ``report.html``; returns the paths written, relative to ``folder``.
 
     A slice's charts are rendered on worker threads while the next slice is built, and
     written before the one after is asked for (at most one slice's renders wait); what is kept
@@ -206,7 +208,8 @@ def write_figures_streamed(
             figures += done
             kept.add(one, charts, settings)
         later = [f for sels in kept.selections.values() for f in across_devices(sels, settings)]
-        figures += _submitted(renderer, later + serving_figures(kept.served, settings))
+        later += serving_figures(kept.served, settings) + list(extra)
+        figures += _submitted(renderer, later)
         if renderer is not None:
             written += _write(renderer.done(), folder)
     finally:
@@ -283,10 +286,19 @@ def write_figures(
     return write_figures_streamed(slices(ds), folder, charts, formats, settings, report)
 
 
-def sweep_figures(ds: xr.Dataset | Iterable[xr.Dataset], sweep: Sweep, folder: Path) -> list[str]:
-    """The figures and report ``sweep`` asks for, from a grid or its model-and-device slices."""
+def sweep_figures(
+    ds: xr.Dataset | Iterable[xr.Dataset],
+    sweep: Sweep,
+    folder: Path,
+    extra: Sequence[Figure] = (),
+) -> list[str]:
+    """The figures and report ``sweep`` asks for, from a grid or its model-and-device slices
+    (and the ``extra`` figures)."""
     pieces = slices(ds) if isinstance(ds, xr.Dataset) else ds
-    return write_figures_streamed(pieces, folder, sweep.charts, sweep.formats, Settings.of(sweep))
+    settings = Settings.of(sweep)
+    return write_figures_streamed(
+        pieces, folder, sweep.charts, sweep.formats, settings, extra=extra
+    )
 
 
 def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> dict[str, float]:
@@ -304,10 +316,15 @@ def output_hooks(sweep: Sweep) -> tuple[Callable[[xr.Dataset, Sweep, Path], list
     (``drawing.start``) at once, so that their start-up overlaps the grid."""
     start(sweep.formats if sweep.charts else ())
 
-    def figures(ds: xr.Dataset, sweep: Sweep, staging: Path) -> list[str]:
-        return sweep_figures(ds, sweep, staging)
+    from sweeps.simulate.output import SimulatedHook, wants_simulation
 
-    return (figures,)
+    simulated = SimulatedHook(sweep) if wants_simulation(sweep) else None
+
+    def figures(ds: xr.Dataset, sweep: Sweep, staging: Path) -> list[str]:
+        # the simulated plans' CDFs, made by the hook before this one, go into the report
+        return sweep_figures(ds, sweep, staging, simulated.figures if simulated else ())
+
+    return (simulated, figures) if simulated else (figures,)
 
 
 def chart_specs(

@@ -38,7 +38,7 @@ from .theme import (
 SERVING = "serving"
 POOL_MODES = ("colocated", "disaggregated")
 WORKLOAD_KEYS = ("model", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens")
-PHASE_MODES = ("static", "colocated")
+PHASE_MODES = ("static", "serial-prefill")
 """The modes whose request time is drawn: one batch at a time, and continuous batching."""
 
 
@@ -211,7 +211,8 @@ def request_time_chart(
     caption = [
         work.caption(),
         "Each device at its smallest tp that serves a request. Static: a batch is prefilled, "
-        "then decoded; colocated: continuous batching, prefills interleaved with decode steps.",
+        "then decoded; serial-prefill: continuous batching, each prompt prefilled alone "
+        "between decode steps.",
     ]
     return bars.facet(
         row=alt.Row("hardware:N", title=None),

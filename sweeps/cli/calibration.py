@@ -21,8 +21,13 @@ SUMMARY_UNITS = {"rows": "row", "median": "1", "min": "1", "max": "1"}
 CAPTION = (
     "measured and bound: token/s on tok/s rows, ms on latencies (TTFT, ITL, req: request "
     "latency); ratio: 1 at the roof, ! where a row beats its bound; bounds at efficiencies 1, "
-    "no memory reserve; * batch max: the memory wall at I + O/2"
+    "no memory reserve; * batch max: the memory wall at I + O/2; per: what a throughput is "
+    "per, its basis (dev: device, rep: replica of tp, sys: all gpus); ~ under load: not in "
+    "the medians; - no bound (the reason is listed below)"
 )
+
+BASIS_LABELS = {"device": "dev", "replica": "rep", "system": "sys"}
+"""How the table names each basis (the caption says what they are)."""
 
 METRIC_LABELS = {
     "output_tokens_per_s": "tok/s",
@@ -37,7 +42,7 @@ def _units() -> dict[str, str]:
     """The unit of each numeric field of a row, as ``calibration.parquet`` declares it."""
     from sweeps.calibrate.table import UNITS
 
-    numeric = ("tp", "batch", "prompt_tokens", "output_tokens", "context", "ratio")
+    numeric = ("tp", "gpus", "batch", "prompt_tokens", "output_tokens", "context", "ratio")
     return {name: UNITS[name][0] for name in numeric} | SUMMARY_UNITS
 
 
@@ -79,29 +84,68 @@ def _value(value: float, unit: str) -> str:
     return f"{shown:,.0f}" if shown >= 100 else f"{shown:.3g}"
 
 
-COLUMNS = ("line", "model", "hardware", "tp", "batch", "I", "O", "metric", "value", "bound")
+COLUMNS = (
+    "line",
+    "model",
+    "hardware",
+    "tp",
+    "per",
+    "batch",
+    "I",
+    "O",
+    "metric",
+    "value",
+    "bound",
+)
 """The columns of the rows table, then ``ratio`` and ``by``; the text of each row's cells."""
 
 DROP_ORDER = ("by", "line")
 """Columns the rows table leaves out, in this order, when the terminal is too narrow for it."""
 
 
+def _ratio(row: dict[str, Any]) -> str:
+    """The ratio with its flag: ``!`` beats its bound, ``~`` under load, ``-`` no bound."""
+    if row["ratio"] is None:
+        return "-"
+    flag = "!" if row["beats_bound"] else "~" if row["load"] == "under-load" else " "
+    return f"{row['ratio']:.3f}{flag}"
+
+
 def _cells(row: dict[str, Any]) -> dict[str, str]:
     star = "*" if row["batch_given"] == "max" else ""
+    bounded = row["bound"] is not None
     return {
         "line": str(row["line"]),
         "model": row["model"],
         "hardware": row["hardware"],
         "tp": str(row["tp"]),
-        "batch": f"{row['batch']}{star}",  # whole sequences and tokens: no separators, narrow
+        "per": BASIS_LABELS[row["basis"]],
+        "batch": f"{row['batch'] if row['batch'] is not None else 'max'}{star}",
         "I": str(row["prompt_tokens"]),
         "O": str(row["output_tokens"]),
         "metric": METRIC_LABELS[row["metric"]],
         "value": _value(row["value"], row["unit"]),
-        "bound": _value(row["bound"], row["unit"]),
-        "ratio": f"{row['ratio']:.3f}{'!' if row['beats_bound'] else ' '}",
-        "by": row["bottleneck"].removesuffix("-bound")[:4],
+        "bound": _value(row["bound"], row["unit"]) if bounded else "-",
+        "ratio": _ratio(row),
+        "by": row["bottleneck"].removesuffix("-bound")[:4] if bounded else "-",
     }
+
+
+def reasons_table(rows: list[dict[str, Any]]) -> Any:
+    """The rows without a bound, each with why (``None`` where every row has one)."""
+    from rich.text import Text
+
+    from sweeps.cli.console import table
+
+    missing = [row for row in rows if row["bound"] is None]
+    if not missing:
+        return None
+    grid = table(f"{len(missing)} row(s) without a bound", "each says why; see --json")
+    grid.add_column(Text("line"), justify="right", no_wrap=True)
+    grid.add_column(Text("why no bound"), justify="left")
+    for row in missing:
+        grid.add_row(str(row["line"]), row["reason"])
+    return grid
 
 
 def rows_table(
@@ -130,6 +174,7 @@ def _rows_grid(rows: list[dict[str, Any]], where: str, shown: list[str], dropped
     if dropped:
         caption += f"; left out to fit the terminal: {', '.join(dropped)} (see --json)"
     grid = table(f"{where}: measured against the roofline bound", caption)
+    grid.padding = (0, 0)  # the box's one space between columns: a row fits 80 columns
     for title in shown:
         grid.add_column(
             Text(title),
@@ -168,7 +213,9 @@ def summary_table(summary: list[dict[str, Any]]) -> Any:
     return grid
 
 
-def calibrate_to_folder(path: Path, out: Path, force: bool, output: Output) -> list[int]:
+def calibrate_to_folder(
+    path: Path, out: Path, force: bool, output: Output, attention_dtype: str = "auto"
+) -> list[int]:
     """Bound every row of ``path``, write ``out/calibration/`` atomically, print the tables;
     the lines of the rows that beat their bound."""
     from sweeps.calibrate import calibrate, summarize_efficiency, write_calibration
@@ -176,12 +223,15 @@ def calibrate_to_folder(path: Path, out: Path, force: bool, output: Output) -> l
 
     target = out / FOLDER
     check_target(target, force)  # before any work, as a run
-    frame = calibrate(path)
+    frame = calibrate(path, attention_dtype)
     summary = summary_rows(summarize_efficiency(frame))
     with atomic_folder(target, force) as staging:
         files = write_calibration(frame, staging)
     rows = measurement_rows(frame)
     output.result(rows_table(rows, str(path), output.out, output.width))
+    reasons = reasons_table(rows)
+    if reasons is not None:
+        output.result(reasons)
     output.result(summary_table(summary))
     output.status(f"wrote {target}/ ({', '.join(files)})")
     if output.json:

@@ -20,6 +20,7 @@ from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, error_line, fail, han
 from sweeps.cli.options import (
     Bounded,
     CatalogId,
+    attention_option,
     budget,
     check_out,
     cluster_options,
@@ -225,16 +226,16 @@ def classify(
 
 @cli.command()
 @click.argument("measurements", required=False, type=click.Path(path_type=Path))
+@attention_option
 @out_options("calibration/")
 @output_options
 @handled
-def calibrate(measurements: Path | None, out: Path, force: bool, output: Output) -> None:
+def calibrate(measurements: Path | None, attention_dtype: str, **given: Any) -> None:
     """Hold MEASUREMENTS (a CSV; default: the shipped published figures) against their
     roofline bounds: per row the bound, the ratio (1 at the roof) and a flag where a
     measurement beats it; per device the share of the bound reached. Writes
-    calibration.parquet and the chart into DIR/calibration/.
-
-    Exit 1 when a row beats its bound (a defect of the bound, or a misread row).
+    calibration.parquet and the chart into DIR/calibration/. Exit 1 when a row beats its
+    bound (a defect of the bound, or a misread row).
 
     \b
     Example:
@@ -244,9 +245,10 @@ def calibrate(measurements: Path | None, out: Path, force: bool, output: Output)
     from sweeps.calibrate import shipped_measurements
     from sweeps.cli.calibration import calibrate_to_folder
 
+    out, force, output = given["out"], given["force"], given["output"]
     check_out(out)
     path = measurements or shipped_measurements()
-    beating = calibrate_to_folder(path, out, force, output)
+    beating = calibrate_to_folder(path, out, force, output, attention_dtype)
     if beating:
         lines = ", ".join(map(str, beating))
         fail(

@@ -272,3 +272,13 @@ def check_out(out: Path) -> None:
             "choose a writable folder"
         )
         raise RunFailed(msg)
+
+
+attention_option = click.option(
+    "--attention-dtype",
+    default="auto",
+    show_default=True,
+    type=click.Choice(["auto", "gemm", "bf16", "fp8", "int8", "fp4", "fp32"]),
+    help="Peak that runs attention FLOPs: auto (the KV format's), gemm (the GEMMs' own) or one.",
+)
+"""``sweeps calibrate --attention-dtype``: the FP4 split's attention format."""

@@ -8,7 +8,7 @@ import json
 import re
 import tomllib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel
 
@@ -16,6 +16,7 @@ from sweeps.catalog import suggest
 from sweeps.config import schema
 from sweeps.config.limits import MAX_PROBLEMS, name_problem
 from sweeps.errors import ConfigError
+from sweeps.study import STUDIES
 
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     (): schema.ConfigFile,
@@ -24,15 +25,27 @@ _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     ("options",): schema.Options,
     ("outputs",): schema.Outputs,
     ("outputs", "figures"): schema.Figures,
-    ("serving",): schema.ServingTable,
     ("models", "*"): schema.ModelTable,
     ("hardware", "*"): schema.HardwareTable,
     ("hardware", "*", "peak_flops"): schema.PeakFlops,
     ("dtypes", "*"): schema.DTypeTable,
     ("axes", "*"): schema.AxisRange,
-    ("serving", "*"): schema.AxisRange,
 }
 """The table at each key path, for the allowed keys of an ``unknown key`` message."""
+
+
+def _study_table(name: str) -> type[BaseModel]:
+    """The schema model of the config table ``name`` (a study's: ``ServingTable | None``)."""
+    annotation = schema.ConfigFile.model_fields[name].annotation
+    candidates = (annotation, *get_args(annotation))
+    (model,) = (a for a in candidates if isinstance(a, type) and issubclass(a, BaseModel))
+    return model
+
+
+for _study in STUDIES:  # each study's table, and its axes' ranges
+    if _study.table not in ("axes", *(path[0] for path in _TABLES if path)):
+        _TABLES[(_study.table,)] = _study_table(_study.table)
+        _TABLES[(_study.table, "*")] = schema.AxisRange
 
 
 def _table_for(path: tuple[str, ...]) -> type[BaseModel] | None:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from sweeps.axes import AXES, AXIS
 from sweeps.catalog import Catalog, load_catalog
 from sweeps.config import schema
 from sweeps.config.custom import custom_dtype, custom_hardware, custom_model
@@ -27,6 +28,7 @@ from sweeps.config.messages import Problems, describe, error_loc, toml_error
 from sweeps.config.sweep import NATIVE, Sweep
 from sweeps.errors import CatalogError, ConfigError
 from sweeps.files import read_text
+from sweeps.study import STUDIES
 
 T = TypeVar("T")
 
@@ -91,48 +93,46 @@ def _length(value: Any) -> int:
     return value.count if isinstance(value, schema.AxisRange) else len(value)
 
 
+def _config_lengths(config: schema.ConfigFile) -> dict[str, int]:
+    """The length of every axis of ``sweeps.axes.AXES`` from the validated config, before any
+    range is expanded: ``[axes]`` keys, the axes of the studies it turns on, axes sharing a
+    field (``prefill_hardware`` is ``hardware``), derived axes at their most labels."""
+    a = config.axes
+    lengths = {
+        name: _length(value)
+        for name in type(a).model_fields
+        if isinstance(value := getattr(a, name), list | schema.AxisRange)
+    }
+    lengths.setdefault("prompt", lengths.get("context", 0))  # the prompt axis defaults to it
+    for study in STUDIES:
+        table = getattr(config, study.table, None)
+        if study.present(table):
+            lengths.update({dim: _length(getattr(table, dim)) for dim in study.axes})
+    by_field = {AXIS[dim].field: n for dim, n in lengths.items() if dim in AXIS}
+    for axis in AXES:
+        if axis.dim not in lengths:
+            lengths[axis.dim] = axis.most if axis.derive else by_field.get(axis.field, 0)
+    return lengths
+
+
 def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
     """Each grid's points from the axis lengths, against ``MAX_POINTS``, before expanding:
-    decode, prefill, and with ``[serving]`` the serving table (3 batching modes at most) and
-    the pools table (every pair of prefill and decode devices, 2 plans)."""
-    a = config.axes
-    common = {
-        "model": len(a.model),
-        "hardware": len(a.hardware),
-        "tp": _length(a.tp),
-        "batch": _length(a.batch),
-        "kv_heads": len(a.kv_heads),
-        "kv_dtype": len(a.kv_dtype),
-        "weight_dtype": len(a.weight_dtype),
-    }
-    grids = {
-        "decode": {**common, "context": _length(a.context)},
-        "prefill": {**common, "prompt": _length(a.prompt or a.context)},
-    }
-    if config.serving is not None:
-        s = config.serving
-        workload = {
-            "prompt_tokens": _length(s.prompt_tokens),
-            "output_tokens": _length(s.output_tokens),
-        }
-        grids["serving"] = {**common, **workload, "mode": 3}
-        devices = common["hardware"] * common["tp"]
-        grids["pools"] = {
-            **{dim: common[dim] for dim in ("model", "kv_heads", "kv_dtype", "weight_dtype")},
-            **workload,
-            "arrival_rate": len(s.arrival_rate),
-            "prefill (hardware x tp)": devices,
-            "decode (hardware x tp)": devices,
-            "pool_mode": 2,
-        }
-    for grid, lengths in grids.items():
-        points = math.prod(lengths.values())
+    every analysis the config turns on (those of a study only with its table), over its dims."""
+    from sweeps.grid.analyses import ANALYSES  # the declarations; nothing heavy
+
+    lengths = _config_lengths(config)
+    tables = {study.name: study.table for study in STUDIES}
+    on = {s.name for s in STUDIES if s.present(getattr(config, s.table, None))}
+    for analysis in ANALYSES:
+        if analysis.study and analysis.study not in on:
+            continue
+        points = math.prod(lengths[dim] for dim in analysis.dims)
         if points > MAX_POINTS:
-            sizes = " x ".join(f"{dim} {n:,}" for dim, n in lengths.items())
+            sizes = " x ".join(f"{dim} {lengths[dim]:,}" for dim in analysis.dims)
             problems.add(
-                "serving" if grid in ("serving", "pools") else "axes",
-                f"the {grid} grid has {points:,} points ({sizes}); a sweep holds at most "
-                f"{MAX_POINTS:,} (limits.MAX_POINTS): shorten an axis or split the sweep",
+                tables.get(analysis.study, "axes"),
+                f"the {analysis.name} grid has {points:,} points ({sizes}); a sweep holds at "
+                f"most {MAX_POINTS:,} (limits.MAX_POINTS): shorten an axis or split the sweep",
             )
 
 
@@ -232,40 +232,40 @@ def _kv_heads(
     return tuple(labels)
 
 
-def _check_compute(compute: str, hardware: Sequence[Any], problems: Problems) -> None:
+def _check_compute(
+    compute: str, hardware: Sequence[Any], problems: Problems, key: str = "options.compute_dtype"
+) -> None:
     """An explicit compute dtype (the schema knows it) must have a peak on every device."""
-    if compute == schema.AUTO:
+    if compute in (schema.AUTO, "gemm"):
         return
     for device in hardware:
         if compute not in device.peak_flops:
             problems.add(
-                "options.compute_dtype",
+                key,
                 f"{compute!r} has no peak on hardware {device.id!r}; "
                 f"allowed there: {sorted(device.peak_flops)} or 'auto'",
             )
 
 
-def _serving(config: schema.ConfigFile, batch: Sequence[int], problems: Problems) -> dict[str, Any]:
-    """The ``Sweep`` fields of ``[serving]``: its axes expanded, its objectives."""
-    table = config.serving
-    if table is None:
-        return {}
-    chunk = table.chunk_tokens
-    if chunk and batch and chunk <= max(batch):
-        default = "" if "chunk_tokens" in table.model_fields_set else " (the default)"
-        problems.add(
-            "serving.chunk_tokens",
-            f"{chunk}{default} is not larger than the largest batch, {max(batch)}: a chunked "
-            "step carries one decode token per sequence plus prompt tokens; allowed: 0 (off) "
-            f"or more than {max(batch)}",
-        )
-    objectives = {name: getattr(table, name) for name in schema.Serving.model_fields}
-    return {
-        "prompt_tokens": _axis_values(table.prompt_tokens, "serving.prompt_tokens", problems),
-        "output_tokens": _axis_values(table.output_tokens, "serving.output_tokens", problems),
-        "arrival_rate": _axis_values(table.arrival_rate, "serving.arrival_rate", problems),
-        "serving": schema.Serving(**objectives),
-    }
+def _studies(
+    config: schema.ConfigFile, axes: Mapping[str, Sequence[Any]], problems: Problems
+) -> dict[str, Any]:
+    """The ``Sweep`` fields of the studies the config turns on (``sweeps.study.STUDIES``):
+    each one's axes expanded, its cross-checks against ``axes`` (the resolved axes by field),
+    its settings under ``studies``."""
+    fields: dict[str, Any] = {}
+    studies: dict[str, Any] = {}
+    for study in STUDIES:
+        table = getattr(config, study.table, None)
+        if not study.present(table):
+            continue
+        for key, message in study.check(table, axes) if study.check else ():
+            problems.add(f"{study.table}.{key}", message)
+        for dim in study.axes:
+            values = _axis_values(getattr(table, dim), f"{study.table}.{dim}", problems)
+            fields[AXIS[dim].field] = values
+        studies[study.name] = study.resolve(table)
+    return {**fields, "studies": studies}
 
 
 def _check_figures(
@@ -308,6 +308,7 @@ def _resolve(
     context = _axis_values(a.context, "axes.context", problems)
     batch = _axis_values(a.batch, "axes.batch", problems)
     _check_compute(config.options.compute_dtype, hardware, problems)
+    _check_compute(config.options.attention_dtype, hardware, problems, "options.attention_dtype")
     outputs = config.outputs
     tp = _axis_values(a.tp, "axes.tp", problems)
     weight_dtype = names("weight_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype)
@@ -333,7 +334,7 @@ def _resolve(
         path=path,
         text=text,
         figures=outputs.figures,
-        **_serving(config, batch, problems),
+        **_studies(config, {"batch": batch, "context": context, "tp": tp}, problems),
     )
 
 

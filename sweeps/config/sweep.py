@@ -7,8 +7,9 @@ key is declared once, in the schema, with its type, bounds and description.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
@@ -31,8 +32,9 @@ Figures = schema.Figures
 class Sweep:
     """One validated sweep: axes as tuples of values or records, options, outputs, provenance.
 
-    The serving fields (``prompt_tokens``, ``output_tokens``, ``arrival_rate``, ``serving``)
-    are empty, or None, when the config has no ``[serving]`` table.
+    A study's axes (``sweeps.study.STUDIES``: ``prompt_tokens``, ``output_tokens``,
+    ``arrival_rate`` of ``[serving]``) are fields like the others, empty when the config does
+    not turn the study on; its settings are in ``studies`` by the study's name.
     """
 
     name: str
@@ -63,10 +65,16 @@ class Sweep:
     """``serving.output_tokens``: tokens generated per request [token]."""
     arrival_rate: tuple[float, ...] = ()
     """``serving.arrival_rate``: request arrival rates [request/s]."""
-    serving: Serving | None = None
-    """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
+    studies: Mapping[str, Any] = field(default_factory=dict)
+    """The settings of each study the config turns on, by name (``sweeps.study.STUDIES``)."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
+
+    @property
+    def serving(self) -> Serving | None:
+        """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
+        settings: Serving | None = self.studies.get("serving")
+        return settings
 
     @property
     def sha256(self) -> str:
@@ -88,3 +96,19 @@ class Sweep:
         if chosen != schema.AUTO:
             return chosen
         return weight.compute if weight.compute in device.peak_flops else "bf16"
+
+    def attention_dtype_for(self, kv: DType, weight: DType, device: Hardware) -> str:
+        """The compute dtype whose peak runs the attention FLOPs of a ``kv`` cache on ``device``.
+
+        An explicit ``options.attention_dtype`` is used everywhere; ``"gemm"``: the GEMMs' own
+        (``compute_dtype_for``, attention charged at the weights' peak); ``"auto"``: the KV
+        format's compute dtype (``DType.compute``), bf16 where the device has no peak for it.
+        Attention runs on the cached keys and values, so an FP4 checkpoint's attention is not
+        charged at the FP4 peak (docs/cost-model.md).
+        """
+        chosen = self.options.attention_dtype
+        if chosen == "gemm":
+            return self.compute_dtype_for(weight, device)
+        if chosen != schema.AUTO:
+            return chosen
+        return kv.compute if kv.compute in device.peak_flops else "bf16"

@@ -165,6 +165,17 @@ def _axis_column(
 _BOTTLENECK = pl.Enum(list(BOTTLENECK_FLAGS))
 
 
+def _label_series(name: str, values: np.ndarray) -> pl.Series:
+    """Labels (an object array) as a String column, null where a value is no label."""
+    labels = [v if isinstance(v, str) else None for v in np.asarray(values).reshape(-1)]
+    return pl.Series(name, labels, dtype=pl.String)
+
+
+def _count_series(name: str, values: np.ndarray) -> pl.Series:
+    """Whole numbers kept as floats in the grid (NaN: none) as a nullable Int64 column."""
+    return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True).cast(pl.Int64)
+
+
 def _column(ds: xr.Dataset, name: str, layout: _Layout) -> pl.Series:
     entry = REGISTRY[name]
     column = entry.column_name
@@ -173,8 +184,12 @@ def _column(ds: xr.Dataset, name: str, layout: _Layout) -> pl.Series:
     make: Make = partial(pl.Series, column)
     if entry.dtype == "flag":
         make = partial(_enum_series, column, enum=_BOTTLENECK, checked=False)
-    elif entry.dtype == "nullable":
+    elif entry.dtype in ("nullable", "float64"):  # a value that does not exist is null, never NaN
         make = partial(pl.Series, column, dtype=pl.Float64, nan_to_null=True)
+    elif entry.dtype == "count":  # a whole number, null where there is none
+        make = partial(_count_series, column)
+    elif entry.dtype == "str":  # a label; the grid may hold NaN where there is none
+        make = partial(_label_series, column)
     return _spread(da.transpose(*own).values, own, layout, make)
 
 

@@ -18,6 +18,7 @@ from sweeps.grid.analyses import Inputs, Variable, applicable
 from sweeps.grid.coords import derived_inputs, grid_coords
 from sweeps.grid.layout import GridEngine, order
 from sweeps.grid.variables import BOTTLENECK_FLAGS, REGISTRY
+from sweeps.study import STUDIES
 
 NOTE = (
     "Roofline bounds: real kernels reach 60-85% of peak bandwidth and less of peak FLOP/s; "
@@ -76,7 +77,8 @@ def build_grid(
     results: dict[str, Any] = {}
     analyses = applicable(sweep)
     for analysis in analyses:
-        inputs = Inputs(values, sweep.options, engine, results, getattr(sweep, "serving", None))
+        settings = sweep.studies.get(analysis.study)
+        inputs = Inputs(values, sweep.options, engine, results, settings)
         results.update(analysis.compute(inputs))
     data_vars = {
         variable.name: _stored(results[variable.name], variable, analysis.dims)
@@ -88,9 +90,10 @@ def build_grid(
     ds.attrs.update(
         {"title": sweep.title, "sweep": sweep.name, **_option_attrs(sweep), "note": NOTE}
     )
-    serving = getattr(sweep, "serving", None)
-    if serving is not None:  # the objectives, so that charts read them from the grid
-        ds.attrs.update({"ttft_slo_s": serving.ttft_slo_s, "tpot_slo_s": serving.tpot_slo_s})
+    for study in STUDIES:  # the objectives, so that charts read them from the grid
+        if study.name in sweep.studies:
+            settings = sweep.studies[study.name]
+            ds.attrs.update({key: getattr(settings, key) for key in study.attrs})
     return _annotate(ds)
 
 

@@ -115,7 +115,9 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
     ``_cache_heads`` [head]: heads the cache splits into across ranks (``Model.cache_heads``);
     ``_prefill_attention_dim`` [1]: a prefill pair's attention dim
     (``Model.prefill_attention_dim``); ``_compute_dtype`` [-]: the format whose peak runs
-    each weight format on each device (``Sweep.compute_dtype_for``).
+    each weight format on each device (``Sweep.compute_dtype_for``); ``_attention_ratio`` [1]:
+    the GEMM peak over the attention peak (``Sweep.attention_dtype_for``), by which attention
+    FLOPs weigh in compute time against GEMM FLOPs (1: one peak runs both).
     """
     counts = _kv_counts(sweep)
     models = sweep.models
@@ -145,6 +147,22 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
                     for d in sweep.hardware
                 ],
                 dtype=object,
+            ),
+        ),
+        "_attention_ratio": (
+            ("hardware", "kv_dtype", "weight_dtype"),
+            np.array(
+                [
+                    [
+                        [
+                            d.peak_flops[sweep.compute_dtype_for(w, d)]
+                            / d.peak_flops[sweep.attention_dtype_for(k, w, d)]
+                            for w in sweep.weight_dtype
+                        ]
+                        for k in sweep.kv_dtype
+                    ]
+                    for d in sweep.hardware
+                ]
             ),
         ),
         "_cache_heads": (

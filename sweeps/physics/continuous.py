@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from sweeps.physics._array import Array, where
-from sweeps.physics.serving import time_per_output_token
 
 
 def mean_context(prompt: Array, output: Array) -> Array:
@@ -107,28 +106,6 @@ def colocated_request_rate(
     return 1 / (_decode_share(batch, output, step_time_steady) + prefill_time)
 
 
-def colocated_tpot(
-    batch: Array, output: Array, step_time_steady: Array, prefill_time: Array
-) -> Array:
-    """TPOT with the prefill stalls, ``t_steady + B t_p(1, I) / (O - 1)``; NaN at ``O = 1``.
-
-    While one request decodes its ``O - 1`` tokens, about ``B`` others are admitted, each
-    prefill stalling it.
-
-    Parameters
-    ----------
-    batch : Decode slots, ``B`` [sequence]
-    output : Output tokens of a request, ``O >= 1`` [token]
-    step_time_steady : Decode step at the mean context [s]
-    prefill_time : Prefill of one prompt, ``t_p(1, I)`` [s]
-
-    Returns
-    -------
-    TPOT [s]
-    """
-    return step_time_steady + time_per_output_token(batch * prefill_time, output)
-
-
 def output_tokens_per_s_per_device(rate: Array, output: Array, tp: Array) -> Array:
     """Output throughput of a replica per device, ``r O / tp``.
 
@@ -194,26 +171,6 @@ def balanced_chunk(batch: Array, prompt: Array, output: Array) -> Array:
     return where(steps > 0, batch * prompt / where(steps > 0, steps, 1), np.inf)
 
 
-def chunk_tokens(batch: Array, prompt: Array, output: Array, budget: Array) -> Array:
-    """Prompt tokens a mixed step carries, ``c = min(B I / (O - 1), tau - B)``, never below 0.
-
-    Decodes go first; what the token budget ``tau`` leaves is the chunk.
-
-    Parameters
-    ----------
-    batch : Decode slots, ``B`` [sequence]
-    prompt : Prompt tokens of a request, ``I`` [token]
-    output : Output tokens of a request, ``O >= 1`` [token]
-    budget : Tokens a step may carry, ``tau`` [token]
-
-    Returns
-    -------
-    Chunk length, ``c`` [token]
-    """
-    room = np.maximum(budget - batch, 0)
-    return np.minimum(balanced_chunk(batch, prompt, output), room)
-
-
 def budget_limited(batch: Array, prompt: Array, output: Array, budget: Array) -> Array:
     """True where the budget cuts the chunk, ``B + B I / (O - 1) > tau``.
 
@@ -233,50 +190,12 @@ def budget_limited(batch: Array, prompt: Array, output: Array, budget: Array) ->
     return batch + balanced_chunk(batch, prompt, output) > budget
 
 
-def chunked_step_flops(
-    decode_flops: Array, prompt_flops: Array, prompt: Array, chunk: Array
-) -> Array:
-    """FLOPs of a mixed step: the decodes plus ``c / I`` of one prompt's prefill.
-
-    Over its ``I / c`` chunks a prompt pays its whole prefill, ``t_p``'s FLOPs for ``B = 1``:
-    ``2 (P_act - E)`` a token, the lm_head once, and causal attention; a chunk against a prefix
-    of mean ``I/2`` tokens (itself included) is ``c I / 2`` of the prompt's ``I**2 / 2`` pairs.
-
-    Parameters
-    ----------
-    decode_flops : FLOPs of the ``B`` decodes at the mean context [FLOP]
-    prompt_flops : Prefill FLOPs of one whole prompt [FLOP]
-    prompt : Prompt tokens, ``I`` [token]
-    chunk : Prompt tokens in the step, ``c`` [token]
-
-    Returns
-    -------
-    Mixed-step FLOPs [FLOP]
-    """
-    return decode_flops + prompt_flops * chunk / prompt
-
-
-def chunked_step_bytes(
-    weights_read: Array, decode_kv_bytes: Array, prefix_kv_bytes: Array
-) -> Array:
-    """Bytes of a mixed step: weights once for both phases, the decode caches, the prefix.
-
-    Parameters
-    ----------
-    weights_read : Weight bytes the step reads (for ``B + c`` tokens) [byte]
-    decode_kv_bytes : Caches of the ``B`` decodes at the mean context [byte]
-    prefix_kv_bytes : Cached prefix of the chunked prompt, mean ``I/2`` tokens, re-read by every
-        chunk (the cost of small chunks) [byte]
-
-    Returns
-    -------
-    Mixed-step bytes [byte]
-    """
-    return weights_read + decode_kv_bytes + prefix_kv_bytes
-
-
 def chunked_ttft(prompt: Array, chunk: Array, step_time: Array) -> Array:
-    """Time to first token with chunked prefill, ``ceil(I / c) t_mix`` (inf at ``c = 0``).
+    """TTFT of a chunked scheduler, ``(1 + (I - 1) / c) t_mix``: the steps a prompt spans.
+
+    The prompts stream through the steps' ``c`` prompt tokens; a prompt of ``I`` tokens is cut
+    by ``(I - 1) / c`` step ends on average, so it spans one more step than that; its first
+    token comes out at the end of the last. Inf at ``c = 0``.
 
     Parameters
     ----------
@@ -289,7 +208,7 @@ def chunked_ttft(prompt: Array, chunk: Array, step_time: Array) -> Array:
     TTFT [s]
     """
     has_room = chunk > 0
-    return where(has_room, np.ceil(prompt / where(has_room, chunk, 1)) * step_time, np.inf)
+    return where(has_room, (1 + (prompt - 1) / where(has_room, chunk, 1)) * step_time, np.inf)
 
 
 def chunked_request_rate(prompt: Array, chunk: Array, step_time: Array) -> Array:

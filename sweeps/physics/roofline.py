@@ -116,3 +116,64 @@ def asymptotic_ceiling(flops_per_sequence: Array, kv_seq: Array) -> Array:
     Asymptotic ceiling [FLOP/byte]
     """
     return flops_per_sequence / kv_seq
+
+
+def split_compute_time(
+    gemm_flops: Array, attention_flops: Array, peak_flops: Array, attention_ratio: Array
+) -> Array:
+    """Compute time of a step whose GEMMs and attention run at different peaks.
+
+    ``F_gemm / P + F_att / P_att = (F_gemm + r F_att) / P`` with ``r = P / P_att``: an FP4
+    checkpoint's GEMMs run at the FP4 peak, its attention at the KV format's (docs/cost-model.md).
+
+    Parameters
+    ----------
+    gemm_flops : FLOPs of the weight GEMMs [FLOP]
+    attention_flops : FLOPs of attention (scores and weighted sum) [FLOP]
+    peak_flops : Peak throughput of the GEMMs' format [FLOP/s]
+    attention_ratio : GEMM peak over the attention format's peak, ``r`` [1]
+
+    Returns
+    -------
+    Time at the compute roof [s]
+    """
+    return (gemm_flops + attention_ratio * attention_flops) / peak_flops
+
+
+def split_roofline_time(
+    gemm_flops: Array,
+    attention_flops: Array,
+    bytes_moved: Array,
+    peak_flops: Array,
+    attention_ratio: Array,
+    bandwidth: Array,
+) -> Array:
+    """Roofline time with the compute roof split between GEMMs and attention [s]:
+    ``max(split_compute_time, bytes / bandwidth)``; ``roofline_time`` where ``r = 1``.
+
+    Parameters
+    ----------
+    gemm_flops, attention_flops : FLOPs of the GEMMs and of attention [FLOP]
+    bytes_moved : Bytes moved [byte]
+    peak_flops : Peak throughput of the GEMMs' format [FLOP/s]
+    attention_ratio : GEMM peak over the attention peak [1]
+    bandwidth : Memory bandwidth [byte/s]
+    """
+    compute = split_compute_time(gemm_flops, attention_flops, peak_flops, attention_ratio)
+    return np.maximum(compute, bytes_moved / bandwidth)
+
+
+def split_compute_bound(
+    gemm_flops: Array,
+    attention_flops: Array,
+    bytes_moved: Array,
+    peak_flops: Array,
+    attention_ratio: Array,
+    bandwidth: Array,
+) -> Array:
+    """True where the split compute time reaches the memory time (a tie is compute-bound).
+
+    Parameters as ``split_roofline_time``; returns the compute-bound flag [bool].
+    """
+    compute = split_compute_time(gemm_flops, attention_flops, peak_flops, attention_ratio)
+    return compute >= bytes_moved / bandwidth

@@ -233,13 +233,14 @@ def _write_outputs(
     if ds is None and _lazy_grid_file(how, settings, staging, timings):
         extra.append(GRID_FILES["zarr"])
         skipped.remove(GRID_FILES["zarr"])
-    if ds is None and hooks and how.writes_figures:
-        for hook in hooks:  # after the tables: the budget holds one thing at a time
-            start = time.perf_counter()
-            extra += hook(_slices(how), how.sweep, staging)
-            name = getattr(hook, "__name__", "hook")
-            timings[name] = time.perf_counter() - start
-            skipped.remove(name)
+    for hook in hooks if ds is None else ():  # after the tables: one thing at a time
+        if not (how.writes_figures or getattr(hook, "tables_only", False)):
+            continue  # a hook that reads only the tables written (simulated) runs regardless
+        start = time.perf_counter()
+        extra += hook(_slices(how), how.sweep, staging)  # slices built only if it reads them
+        name = getattr(hook, "__name__", "hook")
+        timings[name] = time.perf_counter() - start
+        skipped.remove(name)
     return written, extra, skipped
 
 

@@ -35,12 +35,12 @@ TABLES: tuple[Analysis, ...] = tuple(a for a in ANALYSES if a.has_table)
 
 def applicable(sweep: Any) -> tuple[Analysis, ...]:
     """The analyses ``sweep`` asks for, in dependency order."""
-    return tuple(analysis for analysis in ANALYSES if analysis.applies(sweep))
+    return tuple(analysis for analysis in ANALYSES if analysis.wanted(sweep))
 
 
 def tables(sweep: Any) -> tuple[Analysis, ...]:
     """The analyses whose tables ``sweep`` writes, in order."""
-    return tuple(analysis for analysis in TABLES if analysis.applies(sweep))
+    return tuple(analysis for analysis in TABLES if analysis.wanted(sweep))
 
 
 def active_dims(sweep: Any) -> tuple[str, ...]:

@@ -18,9 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-DType = Literal["float64", "int64", "bool", "flag", "nullable", "str"]
+DType = Literal["float64", "int64", "bool", "flag", "nullable", "count", "str"]
 """How a variable is stored: ``flag`` is the int8 bottleneck code (an Enum column in Parquet),
-``nullable`` a float64 whose NaN means "none" (a null in Parquet), ``str`` a label."""
+``nullable`` a float64 whose NaN means "none" (a null in Parquet; so is a ``float64``'s NaN),
+``count`` a whole number kept as a float64 in the grid (NaN: none) and written as a nullable
+Int64 column, ``str`` a label."""
 
 ITEMSIZE: dict[str, int] = {
     "float64": 8,
@@ -28,6 +30,7 @@ ITEMSIZE: dict[str, int] = {
     "bool": 1,
     "flag": 1,
     "nullable": 8,
+    "count": 8,
     "str": 8,
 }
 """Bytes per value in the grid, by ``DType``."""
@@ -38,6 +41,7 @@ COLUMN_ITEMSIZE: dict[str, float] = {
     "bool": 1,
     "flag": 4,
     "nullable": 8 + 1 / 8,
+    "count": 8 + 1 / 8,
     "str": 4,
 }
 """Bytes per row of a Parquet-bound Polars column, by ``DType`` (an Enum holds 4-byte codes at
@@ -106,8 +110,8 @@ class Inputs:
     options: Any
     engine: Engine
     results: Mapping[str, Any] = field(default_factory=dict)
-    serving: Any = None
-    """The sweep's serving objectives (``Sweep.serving``), for the analyses that need them."""
+    settings: Any = None
+    """The settings of the analysis's study (``Sweep.studies[analysis.study]``), or None."""
 
     def __getitem__(self, name: str) -> Any:
         if name in self.results:
@@ -131,7 +135,9 @@ class Analysis:
     needs : Analyses whose outputs it reads, run before it
     columns : Value columns of its table, by variable name, in order (its own and those of
         analyses it needs); empty for an analysis without a table of its own
-    applies : Whether a sweep asks for it (serving needs a ``[serving]`` table)
+    study : The study it belongs to (``sweeps.study.STUDIES``): it runs only when the sweep
+        has that study, and its compute reads the study's settings; "" for none
+    applies : Whether a sweep asks for it, beyond having its study
     rows : A boolean variable of its own naming the grid points that are rows of its table
         (the others stand for nothing: a colocated plan on two different devices); "" for all
     whole : Its compute reduces over devices, tp or batch (the best batch, the Pareto front,
@@ -145,9 +151,15 @@ class Analysis:
     compute: Compute
     needs: tuple[str, ...] = ()
     columns: tuple[str, ...] = ()
+    study: str = ""
     applies: Callable[[Any], bool] = field(default=lambda sweep: True)
     rows: str = ""
     whole: bool = False
+
+    def wanted(self, sweep: Any) -> bool:
+        """Whether ``sweep`` asks for this analysis: it has the study, and ``applies``."""
+        studies = getattr(sweep, "studies", {})
+        return (not self.study or self.study in studies) and self.applies(sweep)
 
     @property
     def has_table(self) -> bool:

@@ -13,6 +13,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.split import split_roof, timed_flops
 from sweeps.grid.analyses.steps import weights_read
 from sweeps.physics._array import where
 
@@ -79,7 +80,12 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out["allreduce_bytes"] = physics.allreduce_bytes(
         x["layers"], batch, x["hidden_size"], opt.activation_bytes, tp
     )
-    out.update(_user_terms(x, f_seq, kv_dev, peak, bandwidth, max_batch))
+    gemm = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup) / tp
+    attention = attention_on * physics.attention_flops_per_token(
+        x["heads"], x["attention_dim"], layer_tokens
+    )
+    out["_split"] = (gemm, attention / tp)  # per sequence, per device [FLOP]
+    out.update(_user_terms(x, (f_seq, *out["_split"]), kv_dev, peak, bandwidth, max_batch))
     out["tile_fill"] = physics.tile_fill(batch)
     out["compute_dtype"] = x["_compute_dtype"]
     out.update(_roofline(x, out, kv_dev, peak, bandwidth))
@@ -88,15 +94,24 @@ def _compute(x: Inputs) -> dict[str, Any]:
 
 
 def _user_terms(
-    x: Inputs, f_seq: Any, kv_dev: Any, peak: Any, bandwidth: Any, max_batch: Any
+    x: Inputs,
+    flops: tuple[Any, Any, Any],
+    kv_dev: Any,
+    peak: Any,
+    bandwidth: Any,
+    max_batch: Any,
 ) -> dict[str, Any]:
     """What hardware is chosen by: the time per token and tokens/s per device of one request
     alone (batch 1) and of the largest batch that fits (the memory wall), whatever batches the
-    grid's axis holds; the wall's values are null where not one sequence fits."""
+    grid's axis holds; the wall's values are null where not one sequence fits. ``flops`` is
+    one sequence's FLOPs, its GEMMs' and its attention's, per device (the split compute roof)."""
+    f_seq, gemm, attention = flops
     out: dict[str, Any] = {}
     for name, batch in (("b1", 1.0), ("wall", max_batch)):
         nbytes = physics.decode_bytes(weights_read(x, batch), batch, kv_dev)
-        time = physics.roofline_time(physics.decode_flops(batch, f_seq), nbytes, peak, bandwidth)
+        work = physics.decode_flops(batch, f_seq)
+        timed = timed_flops(x, batch * gemm, batch * attention, work)
+        time = physics.roofline_time(timed, nbytes, peak, bandwidth)
         out[f"token_time_{name}_s"] = time
         out[f"device_tokens_per_s_{name}"] = batch / time / x["tp"]
     fits = max_batch >= 1
@@ -118,6 +133,9 @@ def _roofline(
         max_batch=out["max_batch"], peak=peak, bandwidth=bandwidth, ridge=out["ridge_point"],
         peak_flops=x["peak_flops"],
     )  # fmt: skip
+    gemm, attention = out["_split"]
+    work = (point(np.multiply, DIMS, batch, gemm), point(np.multiply, DIMS, batch, attention))
+    roof = split_roof(x, DIMS, (*work, step_bytes, ai), (peak, bandwidth), roof, tokens=batch)
     return {
         "bytes": step_bytes,
         "arithmetic_intensity": ai,

@@ -11,7 +11,8 @@ from typing import Any
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.steps import prefill_work
+from sweeps.grid.analyses.split import split_roof
+from sweeps.grid.analyses.steps import prefill_split, prefill_work
 
 DIMS = ("model", "hardware", "tp", "batch", "prompt", "kv_heads", "kv_dtype", "weight_dtype")
 
@@ -28,6 +29,9 @@ def _compute(x: Inputs) -> dict[str, Any]:
         max_batch=max_batch, peak=x["_peak"], bandwidth=x["_bandwidth"], ridge=ridge,
         peak_flops=x["peak_flops"],
     )  # fmt: skip
+    gemm, attention = prefill_split(x, batch, prompt, flops)
+    device = (x["_peak"], x["_bandwidth"])
+    roof = split_roof(x, DIMS, (gemm, attention, nbytes, ai), device, roof)
     return {
         "prefill_flops": flops,
         "prefill_bytes": nbytes,

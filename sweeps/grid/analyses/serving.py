@@ -1,18 +1,18 @@
-"""Serving: requests of ``I`` prompt and ``O`` output tokens, batched three ways (docs/serving.md).
+"""Serving: requests of ``I`` prompt and ``O`` output tokens, by mode (docs/serving.md s. 0-3).
 
-For every model, device, tp, batch, KV setting and dtype, and every workload (``I``, ``O``):
+For every model, device, tp, batch, KV setting and dtype, and every workload (``I``, ``O``),
+one row per mode of ``sweeps.grid.analyses.schedulers``:
 
-- ``static``: ``B`` requests start together; TTFT ``t_p(B, I)``, then the ``O - 1`` decode steps
-  summed in closed form (``sweeps.physics.static_decode_time``);
-- ``colocated``: continuous batching, ``B`` slots always full, each new prompt prefilled alone
-  and stalling the decodes (section 2);
-- ``chunked``: each step carries the ``B`` decodes and a chunk of a prompt within the token
-  budget ``chunk_tokens`` (section 3), only when the budget is set.
+- ``bound``: no scheduler with ``B`` slots and the token budget does better (section 2): the
+  fluid throughput, TTFT ``t_p(1, I)`` alone, TPOT ``t_d(B, S_mean)``;
+- ``static``: ``B`` requests start together (section 1);
+- ``serial-prefill``, ``batched-prefill``, ``chunked-paced``, ``chunked-greedy``: what one
+  named scheduler reaches, saturated, at roofline step costs (section 3): bounds for that
+  scheduler, not for others. The chunked ones only with a token budget.
 
-Every time is a lower bound and every throughput an upper bound, per device as in the other
-tables. Built from the per-step physics of ``steps``; the modes are stacked along the ``mode``
-dim by ``where``. The Pareto flag needs a sort over each model and workload, so this analysis
-runs on the grid's xarray Variables (and numpy), not on the benchmark's scalars.
+``[serving] schedulers`` picks the modes. Built from the per-step physics of ``steps``; the
+modes are stacked along the ``mode`` dim by ``where``. The Pareto flag needs a sort over each
+model and workload, so this analysis runs on the grid's xarray Variables, not on scalars.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.steps import cache_bytes, prefill_work, step_coefficients, weights_read
+from sweeps.grid.analyses.schedulers import PRICED, Terms, serial_prefill
+from sweeps.grid.analyses.steps import cache_bytes
 from sweeps.physics._array import where
 
 DIMS = (
@@ -41,93 +42,11 @@ DIMS = (
 )
 
 
-def _prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
-    """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens [s]."""
-    flops, read, kv_dev = prefill_work(x, batch, prompt)
-    nbytes = physics.prefill_bytes(read, batch, kv_dev)
-    return physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
-
-
-def _static(x: Inputs, flops: Any, nbytes: Any) -> dict[str, Any]:
-    batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
-    ttft = _prefill_time(x, batch, prompt)
-    decode = physics.static_decode_time(
-        prompt, output, flops, nbytes, x["_window"], x["_peak"], x["_bandwidth"]
-    )
-    latency = physics.request_latency(ttft, decode)
-    tpot = physics.time_per_output_token(decode, output)
-    return {
-        "ttft": ttft,
-        "tpot": tpot,
-        "latency": latency,
-        "steady": tpot,  # a static batch has no steady step: its mean step
-        "per_device": batch * output / latency / x["tp"],
-        "share": ttft / latency,
-    }
-
-
-def _colocated(x: Inputs, flops: Any, nbytes: Any) -> dict[str, Any]:
-    batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
-    steady = physics.affine_step_time(
-        physics.mean_context(prompt, output),
-        physics.mean_local_context(prompt, output, x["_window"]),
-        flops,
-        nbytes,
-        x["_peak"],
-        x["_bandwidth"],
-    )
-    alone = _prefill_time(x, 1, prompt)
-    rate = physics.colocated_request_rate(batch, output, steady, alone)
-    tpot = physics.colocated_tpot(batch, output, steady, alone)
-    decodes = output > 1  # at O = 1 nothing decodes: no step in flight, no TPOT
-    in_flight = where(decodes, steady, 0.0)
-    ttft = alone + in_flight  # a new prompt waits for the step in flight, then runs alone
-    return {
-        "ttft": ttft,
-        "tpot": tpot,
-        "latency": ttft + where(decodes, (output - 1) * tpot, 0.0),
-        "steady": steady,
-        "_in_flight": in_flight,
-        "per_device": physics.output_tokens_per_s_per_device(rate, output, x["tp"]),
-        "share": physics.prefill_time_share(rate, alone),
-        "_alone": alone,
-    }
-
-
-def _chunked(x: Inputs, flops: Any, nbytes: Any, budget: float) -> dict[str, Any]:
-    batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
-    chunk = physics.chunk_tokens(batch, prompt, output, budget)
-    context = physics.mean_context(prompt, output)
-    local = physics.mean_local_context(prompt, output, x["_window"])
-    decodes = output > 1  # at O = 1 no slot decodes: a step is a chunk of a prompt alone
-    decode_flops = where(decodes, flops[0] + flops[1] * context + flops[2] * local, 0.0)
-    prompt_flops, _, _ = prefill_work(x, 1, prompt)
-    mixed_flops = physics.chunked_step_flops(decode_flops, prompt_flops, prompt, chunk)
-    # the B slots' caches at their mean length, exact for local layers too (the decode step's
-    # byte coefficients past its weights)
-    caches = where(decodes, nbytes[1] * context + nbytes[2] * local, 0.0)
-    mixed_bytes = physics.chunked_step_bytes(
-        weights_read(x, batch + chunk), caches, cache_bytes(x, prompt / 2)
-    )
-    step = physics.roofline_time(mixed_flops, mixed_bytes, x["_peak"], x["_bandwidth"])
-    ttft = physics.chunked_ttft(prompt, chunk, step)
-    rate = physics.chunked_request_rate(prompt, chunk, step)
-    return {
-        "ttft": ttft,
-        "tpot": where(decodes, step, np.nan),
-        "latency": ttft + (output - 1) * step,
-        "steady": step,
-        "per_device": physics.output_tokens_per_s_per_device(rate, output, x["tp"]),
-        "share": chunk / (batch + chunk),  # the step's tokens that are prompt tokens
-        "chunk": chunk,
-        "limited": physics.budget_limited(batch, prompt, output, budget),
-    }
-
-
-def _by_mode(mode: Any, **values: Any) -> Any:
-    """Each mode's value on the ``mode`` dim: ``static=..., colocated=..., chunked=...``."""
-    chosen = values["chunked"]
-    for name in ("colocated", "static"):
+def _by_mode(mode: Any, values: dict[str, Any]) -> Any:
+    """Each mode's value on the ``mode`` dim, from ``{mode: value}``."""
+    names = list(values)
+    chosen = values[names[-1]]
+    for name in reversed(names[:-1]):
         chosen = where(mode == name, values[name], chosen)
     return chosen
 
@@ -160,18 +79,15 @@ def _front(x: Inputs, per_device: Any, per_user: Any, meets: Any) -> Any:
 
 
 def _compute(x: Inputs) -> dict[str, Any]:
-    serving, opt, mode = x.serving, x.options, x["mode"]
+    serving, opt, mode = x.settings, x.options, x["mode"]
     batch, prompt, output = x["batch"], x["prompt_tokens"], x["output_tokens"]
-    flops, nbytes = step_coefficients(x, batch)
     budget = float(serving.chunk_tokens) if serving.chunk_tokens > 0 else math.inf
-    modes = {
-        "static": _static(x, flops, nbytes),
-        "colocated": _colocated(x, flops, nbytes),
-        "chunked": _chunked(x, flops, nbytes, budget),
-    }
+    terms = Terms(x, budget)
+    labels = [str(m) for m in np.asarray(mode).reshape(-1)]
+    modes = {name: PRICED[name](terms) for name in labels}
 
-    def pick(key: str) -> Any:
-        return _by_mode(mode, **{name: terms[key] for name, terms in modes.items()})
+    def pick(key: str, default: Any = np.nan) -> Any:
+        return _by_mode(mode, {name: got.get(key, default) for name, got in modes.items()})
 
     out = {
         "serving_ttft_s": pick("ttft"),
@@ -180,16 +96,20 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "step_time_steady_s": pick("steady"),
         "output_tokens_per_s_per_device": pick("per_device"),
         "prefill_time_share": pick("share"),
+        "chunk_tokens": pick("chunk"),
+        "budget_limited": pick("limited", False),
     }
     out["tokens_per_s_per_user"] = physics.tokens_per_s_per_user(out["tpot_s"])
-    chunk = modes["chunked"]
-    out["chunk_tokens"] = where(mode == "chunked", chunk["chunk"], np.nan)
-    out["budget_limited"] = (mode == "chunked") & chunk["limited"]
-    # every slot can reach its full length I + O
+    # paged caches hold the current lengths: a continuous batch fits at its mean occupancy;
+    # a static batch, and fits_at_peak, need every slot at its full length I + O
     wall = physics.max_batch(
         x["memory"], opt.memory_reserve, x["weight_bytes"], cache_bytes(x, prompt + output)
     )
-    out["serving_feasible"] = batch <= wall
+    mean_wall = physics.max_batch(
+        x["memory"], opt.memory_reserve, x["weight_bytes"], cache_bytes(x, prompt + output / 2)
+    )
+    out["fits_at_peak"] = batch <= wall
+    out["serving_feasible"] = where(mode == "static", batch <= wall, batch <= mean_wall)
     tpot_ok = (output == 1) | (out["tpot_s"] <= serving.tpot_slo_s)
     ttft_ok = out["serving_ttft_s"] <= serving.ttft_slo_s
     out["meets_slo"] = out["serving_feasible"] & ttft_ok & tpot_ok
@@ -200,14 +120,14 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out["on_pareto_front"] = _front(
         x, out["output_tokens_per_s_per_device"], out["tokens_per_s_per_user"], out["meets_slo"]
     )
-    out["_prefill_alone"] = modes["colocated"]["_alone"]
-    out["_colocated_steady"] = modes["colocated"]["steady"]
-    out["_colocated_rate"] = physics.colocated_request_rate(
-        batch, output, modes["colocated"]["steady"], modes["colocated"]["_alone"]
-    )
-    out["_colocated_tpot"] = modes["colocated"]["tpot"]
-    out["_in_flight"] = modes["colocated"]["_in_flight"]
+    serial = modes.get("serial-prefill") or serial_prefill(terms)
+    out["_prefill_alone"] = terms.alone
+    out["_colocated_steady"] = terms.steady
+    out["_colocated_rate"] = serial["rate"]
+    out["_colocated_tpot"] = serial["tpot"]
+    out["_in_flight"] = where(terms.decodes, terms.steady, 0.0)
     out["_wall"] = wall
+    out["_mean_wall"] = mean_wall
     # a prefill replica holds the weights and the prompt's cache; that cache crosses the link
     prompt_cache = cache_bytes(x, prompt)
     out["_prompt_cache"] = prompt_cache
@@ -226,53 +146,68 @@ SERVING = Analysis(
         _V(
             "serving_ttft_s",
             "s",
-            "Time to first token bound: static t_p(B, I); colocated t_p(1, I) + "
-            "the step in flight (none at O = 1); chunked ceil(I/c) mixed steps",
+            "Time to first token from admission: bound t_p(1, I); static t_p(B, I); "
+            "serial-prefill t_p(1, I); batched-prefill its group's t_p(m, I); chunked: the "
+            "1 + (I - 1)/c mixed steps a prompt spans (greedy paced by its slots: its own)",
             column="ttft_s",
             rank="full",
         ),
-        _V("tpot_s", "s", "Time per output token bound (null at O = 1)", rank="full"),
-        _V("request_latency_s", "s", "Request latency bound, TTFT + (O - 1) TPOT", rank="full"),
+        _V(
+            "tpot_s",
+            "s",
+            "Mean time per output token, the other requests' prefill stalls included "
+            "(bound: t_d(B, I + O/2)); null at O = 1",
+            rank="full",
+        ),
+        _V("request_latency_s", "s", "Request latency, TTFT + (O - 1) TPOT", rank="full"),
         _V(
             "step_time_steady_s",
             "s",
-            "Decode step bound in steady state (static: the mean "
-            "step; colocated: t_d(B, I + O/2); chunked: the mixed step)",
+            "Step in steady state (static: the mean decode step; bound, serial- and "
+            "batched-prefill: t_d(B, I + O/2); chunked: the mean mixed step)",
             rank="full",
         ),
         _V(
             "output_tokens_per_s_per_device",
             "token/s",
-            "Output throughput bound per device, saturated",
+            "Output throughput per device, saturated (bound: no scheduler does better)",
             rank="full",
         ),
         _V("tokens_per_s_per_user", "token/s", "Speed one user sees, 1 / TPOT", rank="full"),
         _V(
             "prefill_time_share",
             "1",
-            "Share of device time in prefill (chunked: of a step's "
-            "tokens); 1 - it is the decode share",
+            "Share of device time in prefill (chunked: of a step's tokens; null: bound); "
+            "1 - it is the decode share",
             rank="full",
         ),
         _V(
             "chunk_tokens",
             "token",
-            "Prompt tokens a chunked step carries, c (null: other modes)",
+            "Prompt tokens a chunked step carries on average, c (null: other modes)",
             rank="full",
         ),
         _V(
             "budget_limited",
             "-",
-            "The token budget cuts the chunk below B I / (O - 1)",
+            "The token budget binds: a chunked scheduler balances at fewer decoders than B",
             "bool",
             rank="full",
         ),
         _V(
             "serving_feasible",
             "-",
-            "Weights and B caches at full length I + O fit per device",
+            "Weights and B caches fit per device: at the mean occupancy I + O/2 (paged "
+            "caches, continuous modes and bound), at the full length I + O (static)",
             "bool",
             column="feasible",
+            rank="full",
+        ),
+        _V(
+            "fits_at_peak",
+            "-",
+            "Weights and B caches at the full length I + O fit per device",
+            "bool",
             rank="full",
         ),
         _V(
@@ -311,11 +246,12 @@ SERVING = Analysis(
         "chunk_tokens",
         "budget_limited",
         "serving_feasible",
+        "fits_at_peak",
         "meets_slo",
         "cost_per_million_output_tokens_usd",
         "price_as_of",
         "on_pareto_front",
     ),
-    applies=lambda sweep: getattr(sweep, "serving", None) is not None,
+    study="serving",
     whole=True,
 )

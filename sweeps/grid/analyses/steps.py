@@ -68,6 +68,27 @@ def prefill_work(x: Inputs, batch: Any, prompt: Any) -> tuple[Any, Any, Any]:
     return flops, weights_read(x, batch * prompt), kv_dev
 
 
+def prefill_split(x: Inputs, batch: Any, prompt: Any, flops: Any) -> tuple[Any, Any]:
+    """``prefill_work``'s FLOPs (``flops``) split into the weight GEMMs' and attention's, per
+    device [FLOP]: the GEMMs are the prefill without attention, attention the rest."""
+    vocab, width, tied = x["vocab_size"], x["hidden_size"], x["tied_embeddings"]
+    gemm = (
+        physics.prefill_flops(
+            batch,
+            prompt,
+            x["active_params"],
+            x["heads"],
+            x["_prefill_attention_dim"],
+            0.0,
+            0.0,
+            physics.embedding_params(vocab, width, tied),
+            physics.logit_params(vocab, width),
+        )
+        / x["tp"]
+    )
+    return gemm, flops - gemm
+
+
 def step_coefficients(x: Inputs, batch: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """A decode step of ``batch`` sequences as ``(FLOPs, bytes)`` coefficients in the cache
     length, per device (``sweeps.physics.context_coefficients``) [FLOP, byte per token]."""

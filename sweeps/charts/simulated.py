@@ -1,0 +1,86 @@
+"""The simulated plans' TTFT and TPOT as cumulative distributions, one line per plan.
+
+Each simulated plan (``sweeps.simulate.plans``) gives every request's TTFT and TPOT; a CDF
+chart of each draws them for all plans of the run, the objective as a rule, so a reader sees
+what share of requests meets it (the plan's SLO attainment) and how long the tail is.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+KIND = "simulated"
+"""The report section of these figures."""
+POINTS = 200
+"""Quantiles drawn per plan (the CDF's resolution)."""
+
+METRICS = {
+    "ttft": ("ttft", "Time to first token [s]", "ttft_slo_s"),
+    "tpot": ("tpot", "Time per output token [s]", "tpot_slo_s"),
+}
+
+
+def _label(row: dict[str, Any]) -> str:
+    return (
+        f"{row['model']} {row['hardware']} tp{row['tp']} B{row['batch']} x{row['replicas']} "
+        f"{row['scheduler']} I{row['prompt_tokens']} O{row['output_tokens']} "
+        f"{row['arrival_rate']:g}/s"
+    )
+
+
+def cdf_frame(simulated: list[Any], metric: str) -> Any:
+    """``POINTS`` quantiles of ``metric`` of each plan: columns plan, value, share."""
+    import polars as pl
+
+    shares = np.linspace(0.0, 1.0, POINTS)
+    parts = []
+    for one in simulated:
+        values = getattr(one.timeline, METRICS[metric][0])
+        values = values[~np.isnan(values)]
+        if values.size == 0:
+            continue
+        parts.append(pl.DataFrame({
+            "plan": [_label(one.row)] * POINTS,
+            "value": np.quantile(values, shares),
+            "share": shares,
+        }))  # fmt: skip
+    return pl.concat(parts) if parts else pl.DataFrame({"plan": [], "value": [], "share": []})
+
+
+def cdf_chart(simulated: list[Any], metric: str, objective: float) -> Any:
+    """The CDF chart of ``metric`` (``ttft`` or ``tpot``) with the objective as a rule."""
+    import altair as alt
+
+    frame = cdf_frame(simulated, metric).to_pandas()
+    title = METRICS[metric][1]
+    lines = (
+        alt.Chart(frame)
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("value:Q", title=title),
+            y=alt.Y("share:Q", title="Share of requests", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("plan:N", title="Simulated plan"),
+        )
+    )
+    rule = alt.Chart(alt.Data(values=[{"slo": objective}])).mark_rule(strokeDash=[4, 4])
+    rule = rule.encode(x="slo:Q")
+    return (lines + rule).properties(
+        title=f"Simulated {metric.upper()}: cumulative share of requests (dashed: objective)"
+    )
+
+
+def cdf_figures(simulated: list[Any], sweep: Any) -> list[Any]:
+    """The report's figures of the simulated plans: a TTFT and a TPOT CDF, the objectives of
+    ``sweep`` drawn as rules (``charts/simulated-ttft-cdf``, ``-tpot-cdf``)."""
+    from sweeps.charts.output import Settings, spec_of
+    from sweeps.charts.report import Figure
+
+    settings = Settings.of(sweep)
+    figures = []
+    for metric, (_, _, key) in METRICS.items():
+        chart = cdf_chart(simulated, metric, float(getattr(sweep.serving, key)))
+        spec = spec_of(chart, settings.width)
+        figures.append(Figure(f"simulated-{metric}-cdf", KIND, "all", None, spec))
+    return figures

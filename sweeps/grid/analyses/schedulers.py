@@ -1,0 +1,248 @@
+"""The serving table's modes, each priced from the per-step physics (docs/serving.md s. 1-3).
+
+One function per mode returns its terms (``ttft``, ``tpot``, ``latency``, ``steady``,
+``per_device``, ``share`` and, for the chunked ones, ``chunk`` and ``limited``), every one a
+closed form over the grid: the bound over every scheduler, a static batch, and the named
+schedulers saturated. Each step a scheduler runs is priced as the roofline of exactly what it
+carries (``mixed_step``): decodes at the mean context, prompt tokens with their causal
+attention, the prefix they re-read and their own KV writes, the weights once for the step's
+tokens. Values that do not exist (TPOT at ``O = 1``) are NaN, null in the tables.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from sweeps import physics
+from sweeps.grid.analyses.base import Inputs
+from sweeps.grid.analyses.split import timed_coefficients, timed_flops
+from sweeps.grid.analyses.steps import (
+    cache_bytes,
+    prefill_split,
+    prefill_work,
+    step_coefficients,
+    weights_read,
+)
+from sweeps.physics._array import where
+
+
+def prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
+    """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens (0: none) [s]."""
+    flops, read, kv_dev = prefill_work(x, batch, prompt)
+    nbytes = physics.prefill_bytes(read, batch, kv_dev)
+    flops = _timed_prefill(x, batch, prompt, flops)
+    return where(batch > 0, physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"]), 0.0)
+
+
+def _timed_prefill(x: Inputs, batch: Any, prompt: Any, flops: Any) -> Any:
+    """A prefill's FLOPs as their time at the GEMM peak, attention at its own peak
+    (``analyses/split.py``) [FLOP]."""
+    return timed_flops(x, *prefill_split(x, batch, prompt, flops), flops)
+
+
+class Terms:
+    """What every mode reads: the workload, the decode step and one sequence's costs."""
+
+    def __init__(self, x: Inputs, budget: float) -> None:
+        self.x = x
+        self.batch, self.prompt, self.output = x["batch"], x["prompt_tokens"], x["output_tokens"]
+        self.budget = budget
+        self.decodes = self.output > 1  # at O = 1 nothing decodes
+        self.context = physics.mean_context(self.prompt, self.output)
+        self.local = where(
+            self.decodes,
+            physics.mean_local_context(self.prompt, self.output, x["_window"]),
+            0.0,
+        )
+        # attention at its own peak (analyses/split.py): FLOPs as their time at the GEMM peak
+        flops, self.nbytes = step_coefficients(x, self.batch)
+        self.flops = timed_coefficients(x, flops)
+        one_flops, one_bytes = step_coefficients(x, 1)
+        one_flops = timed_coefficients(x, one_flops)
+        # one sequence's decode at the mean context: its FLOPs and its cache traffic
+        self.seq_flops = where(
+            self.decodes,
+            one_flops[0] + one_flops[1] * self.context + one_flops[2] * self.local,
+            0.0,
+        )
+        self.seq_kv = where(
+            self.decodes, one_bytes[1] * self.context + one_bytes[2] * self.local, 0.0
+        )
+        self.prompt_flops = _timed_prefill(x, 1, self.prompt, prefill_work(x, 1, self.prompt)[0])
+        self.prompt_cache = cache_bytes(x, self.prompt)
+        self.steady = physics.affine_step_time(
+            self.context, self.local, self.flops, self.nbytes, x["_peak"], x["_bandwidth"]
+        )
+        self.alone = prefill_time(x, 1, self.prompt)
+
+    def mixed_step(self, decoders: Any, tokens: Any, prefix: Any, chunks: Any) -> Any:
+        """A step of ``decoders`` decodes at the mean context and ``tokens`` prompt tokens in
+        ``chunks`` pieces, each re-reading a mean ``prefix`` of cached tokens [s]."""
+        x, share = self.x, tokens / self.prompt
+        flops = decoders * self.seq_flops + share * self.prompt_flops
+        nbytes = (
+            weights_read(x, decoders + tokens)
+            + decoders * self.seq_kv
+            + chunks * cache_bytes(x, prefix)
+            + share * self.prompt_cache
+        )
+        return physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
+
+    def result(self, ttft: Any, tpot: Any, rate: Any, steady: Any, share: Any) -> dict[str, Any]:
+        """A mode's terms from its TTFT, TPOT (NaN at O = 1), request rate and steady step."""
+        tpot = where(self.decodes, tpot, np.nan)
+        return {
+            "ttft": ttft,
+            "tpot": tpot,
+            "latency": ttft + where(self.decodes, (self.output - 1) * tpot, 0.0),
+            "steady": steady,
+            "per_device": physics.output_tokens_per_s_per_device(rate, self.output, self.x["tp"]),
+            "rate": rate,
+            "share": share,
+        }
+
+
+def bound(t: Terms) -> dict[str, Any]:
+    """The fluid bound over every mode of the table with ``B`` slots (section 2).
+
+    Its token budget is the largest step any of them takes, ``L = max(B I, tau)``: the
+    chunked schedulers keep within ``tau``, while a static batch and batched prefills carry
+    up to ``B`` whole prompts, so no mode of the table passes the bound whatever its budget.
+    """
+    x, batch, prompt, output = t.x, t.batch, t.prompt, t.output
+    budget = t.budget if math.isfinite(t.budget) else 0.0
+    largest = np.maximum(batch * prompt, budget)
+    weights = physics.weights_per_request(
+        batch,
+        prompt,
+        output,
+        largest,
+        weights_read(x, batch),
+        weights_read(x, batch + largest),
+        largest,
+        weights_read(x, 0 * batch),
+        weights_read(x, largest),
+        largest,
+    )
+    flops = t.prompt_flops + (output - 1) * t.seq_flops
+    traffic = t.prompt_cache + (output - 1) * t.seq_kv
+    time = physics.bound_request_time(flops, weights, traffic, x["_peak"], x["_bandwidth"])
+    return t.result(t.alone, t.steady, 1 / time, t.steady, np.nan)
+
+
+def static(t: Terms) -> dict[str, Any]:
+    """``B`` requests start together: TTFT ``t_p(B, I)``, then the decode steps summed."""
+    x = t.x
+    ttft = prefill_time(x, t.batch, t.prompt)
+    decode = physics.static_decode_time(
+        t.prompt, t.output, t.flops, t.nbytes, x["_window"], x["_peak"], x["_bandwidth"]
+    )
+    latency = physics.request_latency(ttft, decode)
+    tpot = physics.time_per_output_token(decode, t.output)
+    out = t.result(ttft, tpot, t.batch / latency, tpot, ttft / latency)
+    return {**out, "latency": latency}
+
+
+def serial_prefill(t: Terms) -> dict[str, Any]:
+    """Each prompt prefilled alone, as its own step, when a slot frees (the old colocated)."""
+    rate = physics.colocated_request_rate(t.batch, t.output, t.steady, t.alone)
+    tpot = physics.serial_prefill_tpot(t.batch, t.output, t.steady, t.alone)
+    share = physics.prefill_time_share(rate, t.alone)
+    return t.result(t.alone, tpot, rate, t.steady, share)
+
+
+def batched_prefill(t: Terms) -> dict[str, Any]:
+    """The waiting prompts with a free slot prefilled together, one step per slot group."""
+    x, cycle = t.x, t.output - 1
+    small, _ = physics.slot_groups(t.batch, cycle)
+    prefills, own = physics.grouped(
+        t.batch, cycle, prefill_time(x, small + 1, t.prompt), prefill_time(x, small, t.prompt)
+    )
+    rate = physics.batched_prefill_rate(t.batch, t.output, t.steady, prefills)
+    tpot = physics.batched_prefill_tpot(t.output, t.steady, prefills, own)
+    return t.result(own, tpot, rate, t.steady, rate * prefills / t.batch)
+
+
+def _chunked(t: Terms, decoders: Any, chunk: Any) -> dict[str, Any]:
+    """A balanced chunked step, every step: ``decoders`` decodes and ``chunk`` prompt tokens,
+    the prompts streaming through (a step's first piece re-reads a mean ``I / 2`` prefix)."""
+    step = t.mixed_step(decoders, chunk, t.prompt / 2, 1.0)
+    rate = physics.chunked_request_rate(t.prompt, chunk, step)
+    ttft = physics.chunked_ttft(t.prompt, chunk, step)
+    out = t.result(ttft, step, rate, step, chunk / (decoders + chunk))
+    return {**out, "chunk": chunk}
+
+
+def chunked_paced(t: Terms) -> dict[str, Any]:
+    """Sarathi-Serve: each step the decodes and the chunk that keeps them fed (balanced)."""
+    decoders = physics.balanced_decoders(t.batch, t.prompt, t.output, t.budget)
+    chunk = physics.paced_chunk(decoders, t.prompt, t.output, t.budget)
+    out = _chunked(t, decoders, chunk)
+    return {**out, "limited": physics.budget_limited(t.batch, t.prompt, t.output, t.budget)}
+
+
+def _greedy_one_at_a_time(t: Terms, steps: Any) -> dict[str, Any]:
+    """``chunked-greedy`` paced by its slots, one prompt at a time: a freed slot's prompt
+    beside the ``B - 1`` other decodes over ``k`` steps of ``tau - B + 1`` prompt tokens (the
+    last the rest), then ``O - 1`` decodes; the cycle's other steps decode all ``B``."""
+    batch, prompt, output = t.batch, t.prompt, t.output
+    room = t.budget - batch + 1
+    cut = where(steps > 1, 1.0, 0.0)
+    full = t.mixed_step(batch - 1, room, (steps - 2) / 2 * room, cut)
+    last = t.mixed_step(batch - 1, prompt - (steps - 1) * room, (steps - 1) * room, cut)
+    own = (steps - 1) * full + last
+    cycle = batch * own + (output - 1 + steps - batch * steps) * t.steady
+    rate, tpot, ttft = physics.greedy_cycle(batch, output, cycle, own)
+    return {"rate": rate, "tpot": tpot, "ttft": ttft, "cycle": cycle, "steps": output - 1 + steps}
+
+
+def _greedy_groups(t: Terms) -> dict[str, Any]:
+    """``chunked-greedy`` paced by its slots, each freed group's prompts whole in one step:
+    the slots free in the ``O - 1`` groups of a warm start, each group's prompts prefilled in
+    the step after it finishes, beside the other slots' decodes; a cycle of ``O`` steps is
+    those ``O - 1`` and one step of all ``B`` decodes."""
+    batch, prompt, output = t.batch, t.prompt, t.output
+    small, _ = physics.slot_groups(batch, output - 1)
+    large_step = t.mixed_step(batch - small - 1, (small + 1) * prompt, 0.0, small + 1)
+    small_step = t.mixed_step(batch - small, small * prompt, 0.0, small)
+    prefills, own = physics.grouped(batch, output - 1, large_step, small_step)
+    cycle = prefills + where(t.decodes, t.steady, 0.0)
+    rate, tpot, ttft = physics.greedy_cycle(batch, output, cycle, own)
+    return {"rate": rate, "tpot": tpot, "ttft": ttft, "cycle": cycle, "steps": output}
+
+
+def chunked_greedy(t: Terms) -> dict[str, Any]:
+    """vLLM V1: decodes first, the whole leftover budget to the waiting prompts, ``B`` slots
+    counting prefilling requests. Paced by its slots (a freed group's prompts whole in one
+    step, or one prompt at a time over ``k`` steps) or by its budget (it fills every step:
+    the balanced state, as paced)."""
+    batch, prompt, output = t.batch, t.prompt, t.output
+    steps = physics.greedy_prefill_steps(batch, prompt, t.budget)
+    most = np.ceil(batch / np.maximum(output - 1, 1))
+    grouped = batch - most + most * prompt <= t.budget
+    single = physics.greedy_slot_bound(batch, output, steps)
+    slots = grouped | single
+    decoders = np.minimum(batch, t.budget * (output - 1) / (prompt + output - 1))
+    full = _chunked(t, decoders, t.budget - decoders)
+    groups, one = _greedy_groups(t), _greedy_one_at_a_time(t, steps)
+    paced = {key: where(grouped, groups[key], one[key]) for key in groups}
+    share = prompt / (prompt + output - 1)
+    steady = paced["cycle"] / paced["steps"]
+    free = t.result(paced["ttft"], paced["tpot"], paced["rate"], steady, share)
+    out = {key: where(slots, free[key], full[key]) for key in free}
+    out["chunk"] = where(slots, batch * prompt / paced["steps"], full["chunk"])
+    return {**out, "limited": ~slots}
+
+
+PRICED = {
+    "bound": bound,
+    "static": static,
+    "serial-prefill": serial_prefill,
+    "batched-prefill": batched_prefill,
+    "chunked-paced": chunked_paced,
+    "chunked-greedy": chunked_greedy,
+}
+"""Each mode's terms, by name."""

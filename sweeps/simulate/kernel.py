@@ -1,0 +1,199 @@
+"""The event loop of one replica: step after step, each priced by the roofline of what it carries.
+
+Requests are held in arrival order (the first ``warm`` of them start in the slots, prefilled),
+so every stage of a request's life is a range of indices:
+``[0, arrived)`` have arrived, ``[ready, nxt)`` are prefilled and wait for a decode slot
+(``chunked-paced`` only), ``nxt`` is the prompt being prefilled (``progress`` of its tokens done)
+and ``[nxt, arrived)`` wait. Slots hold decoding requests, each at its own context. A step is
+atomic: the schedule is decided at its start from what is there, its time is
+``sweeps.physics.roofline_time`` of its FLOPs and bytes (``sweeps.simulate.costs``), and what it
+produces (first tokens, decoded tokens, finished requests) is there at its end.
+
+Schedulers (docs/serving.md section 3), by code: ``STATIC`` (a batch of up to ``B`` waiting
+prompts prefilled together, then decoded until every one is done), ``SERIAL`` (a prompt
+prefilled alone, as its own step, whenever a slot is free; decodes otherwise), ``BATCHED`` (every
+waiting prompt with a free slot prefilled together in one step), ``PACED`` (each step carries
+every decode and ``min(tau - n_d, pace)`` prompt tokens on average, a token credit carried
+between steps; prefilled prompts wait for a slot, at most ``B`` of them), ``GREEDY`` (every
+decode, then the whole leftover budget to the waiting prompts in order, a prompt holding its
+slot from its first chunk: ``max_num_seqs = B``).
+
+The loop is plain Python that numba compiles (``compiled``); without numba the same function
+runs interpreted, step by step, and gives the same numbers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from sweeps import physics
+
+STATIC, SERIAL, BATCHED, PACED, GREEDY = 0, 1, 2, 3, 4
+
+SCHEDULER_CODES: dict[str, int] = {
+    "static": STATIC,
+    "serial-prefill": SERIAL,
+    "batched-prefill": BATCHED,
+    "chunked-paced": PACED,
+    "chunked-greedy": GREEDY,
+}
+"""The named schedulers of docs/serving.md section 3, by their mode names."""
+
+CHUNKED = (PACED, GREEDY)
+"""The schedulers that mix decodes and prompt chunks in one step under a token budget."""
+
+numba: Any
+try:
+    import numba
+except ImportError:  # the same loop runs interpreted, over the same physics function
+    numba = None
+    _roofline_time = physics.roofline_time
+else:
+    _roofline_time = numba.njit(error_model="numpy", inline="always")(physics.roofline_time)
+
+
+def loop(  # long: one event loop, its state in locals so that numba keeps it in registers
+    arrival, prompt, output, closed, warm, decode_flops, cache, pairs, weights,
+    token_flops, pair_flops, logit_flops, peak, bandwidth, slots, budget, scheduler, pace,
+    admit, first, done, totals,
+):  # fmt: skip
+    n = prompt.size
+    # the decoding requests, packed in [0, active): context, decode tokens left, request
+    slot_ctx = np.zeros(slots, np.int64)
+    slot_left = np.zeros(slots, np.int64)
+    slot_req = np.zeros(slots, np.int64)
+    held, active = 0, 0  # slots held (decoding, and prefilling for chunked-greedy), decoding
+    t, busy, steps = 0.0, 0.0, 0
+    arrived, nxt, progress, ready, finished, released = 0, 0, 0, 0, 0, closed
+    credit = 0.0
+    for r in range(warm):  # a warm start: prefilled, decoding, their first token at 0
+        admit[r], first[r] = 0.0, 0.0
+        slot_req[active], slot_ctx[active], slot_left[active] = r, prompt[r] + 1, output[r] - 1
+        active += 1
+    held, nxt, ready = active, warm, warm
+    while finished < n:
+        while arrived < n and arrival[arrived] <= t:
+            arrived += 1
+        if scheduler == PACED:  # prefilled prompts take the free slots, in order
+            while ready < nxt and held < slots:
+                if output[ready] > 1:
+                    slot_req[active], slot_ctx[active] = ready, prompt[ready] + 1
+                    slot_left[active] = output[ready] - 1
+                    held += 1
+                    active += 1
+                ready += 1
+        # what the step carries: every decode or none, whole prompts or chunks
+        whole = 0
+        decodes = active > 0
+        if scheduler == STATIC:
+            if held == 0:
+                whole = min(slots, arrived - nxt)
+        elif scheduler in (SERIAL, BATCHED):
+            room = slots - held if scheduler == BATCHED else min(slots - held, 1)
+            whole = min(room, arrived - nxt)
+            decodes = whole == 0 and active > 0
+        flops, nbytes, tokens = 0.0, 0.0, 0
+        if decodes:
+            for s in range(active):
+                flops += decode_flops[slot_ctx[s]]
+                nbytes += cache[slot_ctx[s]]
+            tokens += active
+        start = nxt
+        for r in range(nxt, nxt + whole):
+            flops += token_flops * prompt[r] + pair_flops * pairs[prompt[r]] + logit_flops
+            nbytes += cache[prompt[r]]
+            tokens += prompt[r]
+            admit[r] = t
+        held += whole
+        nxt += whole
+        if scheduler in (PACED, GREEDY):
+            allow = budget - tokens
+            if scheduler == PACED:
+                credit += pace
+                allow = min(allow, int(min(credit, 1e18)))
+                if nxt - ready >= slots:  # B prompts prefilled ahead already
+                    allow = 0
+                if tokens == 0 and allow < 1:
+                    allow = 1
+            used = 0
+            while allow > 0 and nxt < arrived:
+                if progress == 0:
+                    if scheduler == GREEDY:
+                        if held >= slots:
+                            break
+                        held += 1
+                    admit[nxt] = t
+                take = min(prompt[nxt] - progress, allow)
+                stop = progress + take
+                flops += token_flops * take + pair_flops * (pairs[stop] - pairs[progress])
+                if stop == prompt[nxt]:
+                    flops += logit_flops
+                nbytes += cache[stop]
+                tokens += take
+                used += take
+                allow -= take
+                progress = stop
+                if progress == prompt[nxt]:
+                    nxt += 1
+                    progress = 0
+            if scheduler == PACED:
+                credit = min(credit - used, pace)
+        if tokens == 0:  # nothing to run: wait for the next arrival
+            if arrived >= n:
+                break
+            t = max(t, arrival[arrived])
+            continue
+        nbytes += weights[tokens]
+        step = _roofline_time(flops, nbytes, peak, bandwidth)
+        t += step
+        busy += step
+        steps += 1
+        if decodes:
+            for s in range(active - 1, -1, -1):  # backwards: a finished one takes the last's place
+                slot_ctx[s] += 1
+                slot_left[s] -= 1
+                if slot_left[s] == 0:
+                    done[slot_req[s]] = t
+                    active -= 1
+                    slot_req[s], slot_ctx[s] = slot_req[active], slot_ctx[active]
+                    slot_left[s] = slot_left[active]
+                    held -= 1
+                    finished += 1
+                    if released < n:  # a closed loop's client sends its next request
+                        arrival[released] = t
+                        released += 1
+        for r in range(start, nxt):  # the prompts whose prefill this step completed
+            first[r] = t
+            if output[r] == 1:
+                done[r] = t
+                finished += 1
+                if scheduler != PACED:
+                    held -= 1
+                if released < n:
+                    arrival[released] = t
+                    released += 1
+            elif scheduler != PACED:
+                slot_req[active], slot_ctx[active] = r, prompt[r] + 1
+                slot_left[active] = output[r] - 1
+                active += 1
+    totals[0], totals[1], totals[2] = t, busy, steps
+
+
+@cache
+def compiled() -> Callable[..., Any] | None:
+    """The loop compiled by numba (``nogil``, IEEE division, machine code cached on disk keyed
+    by the physics sources), or None without numba."""
+    if numba is None:
+        return None
+    return numba.njit(nogil=True, error_model="numpy", cache=True)(loop)
+
+
+def replica_loop(use_numba: bool = True) -> Callable[..., Any]:
+    """The loop to run: compiled where numba is installed and wanted, else interpreted (with
+    numba installed, its physics call is still the compiled one)."""
+    compiled_loop = compiled() if use_numba else None
+    return compiled_loop if compiled_loop is not None else loop

@@ -1,0 +1,144 @@
+"""The studies of a sweep, declared once: a config table, the axes it adds, its objectives.
+
+A *study* is an optional part of a sweep that a config turns on with a table of its own (or
+with keys of ``[axes]``): ``[serving]`` turns on the serving and pools analyses. A ``Study``
+declares, in one place, what the generic code needs to know about it:
+
+- ``table``: the config table that holds its keys (``"serving"``; ``"axes"`` for a study whose
+  axes sit among the grid's own, turned on when any of them is given);
+- ``axes``: the dims of ``sweeps.axes.AXES`` whose values are keys of that table (each expanded
+  like any axis, ranges included, and stored on the ``Sweep`` under the axis's field);
+- ``attrs``: the settings recorded in the grid's attrs (the objectives the charts read);
+- ``settings``: how the resolved settings are made from the validated table (what the
+  analyses of the study read as ``Inputs.settings``);
+- ``check``: cross-checks of the table against the rest of the sweep, as (key, message) pairs.
+
+An analysis names its study (``Analysis.study``); it then runs only when the sweep has it, and
+its compute reads the study's settings. Config resolution, the points cap, the unknown-key
+messages, the grid's attrs and the scalar loop all read this table: nothing of a study is
+threaded by hand through generic code. To add a study, see CONTRIBUTING.md.
+
+Imports nothing heavy, so ``sweeps validate`` and ``sweeps --help`` stay fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Check = Callable[[Any, Mapping[str, Sequence[Any]]], list[tuple[str, str]]]
+"""Cross-checks of a study's validated table against the sweep's resolved axes (by field):
+the problems found, each a key (relative to the table) and a message."""
+
+
+@dataclass(frozen=True, slots=True)
+class Study:
+    """One optional part of a sweep, turned on by a config table.
+
+    name : Its name: the key of ``Sweep.studies`` and of ``Analysis.study``
+    table : The config table holding its keys (``serving``, or ``axes`` when its axes sit
+        among the grid's own)
+    axes : Dims of ``sweeps.axes.AXES`` whose values are keys of ``table``
+    attrs : Settings recorded in the grid's attrs (objectives, by key)
+    settings : The resolved settings from the validated table (None: the table itself)
+    check : Cross-checks of the table against the sweep's other axes (see ``Check``)
+    description : One line, what it adds
+    """
+
+    name: str
+    table: str
+    axes: tuple[str, ...]
+    attrs: tuple[str, ...] = ()
+    settings: Callable[[Any], Any] | None = None
+    check: Check | None = None
+    description: str = ""
+
+    def present(self, table: Any) -> bool:
+        """Whether a config whose ``table`` (the validated table, or None) turns the study on."""
+        if table is None:
+            return False
+        if self.table != "axes":
+            return True
+        return any(getattr(table, dim, None) is not None for dim in self.axes)
+
+    def resolve(self, table: Any) -> Any:
+        """The study's resolved settings from its validated table."""
+        return self.settings(table) if self.settings is not None else table
+
+
+def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[str, str]]:
+    """A chunked step carries one decode token per sequence: its budget exceeds every batch;
+    a chunked scheduler asked for by name needs a budget."""
+    chunk, batch = table.chunk_tokens, axes.get("batch", ())
+    named = "schedulers" in table.model_fields_set
+    chunked = [name for name in table.schedulers if name in CHUNKED]
+    if named and chunked and not chunk:
+        return [
+            (
+                "schedulers",
+                f"{chunked} need a token budget, and chunk_tokens is 0 (off); allowed "
+                f"without one: {[s for s in SCHEDULERS if s not in CHUNKED]}, or set "
+                "chunk_tokens",
+            )
+        ]
+    if not (chunk and batch and chunk <= max(batch)):
+        return []
+    default = "" if "chunk_tokens" in table.model_fields_set else " (the default)"
+    return [
+        (
+            "chunk_tokens",
+            f"{chunk}{default} is not larger than the largest batch, {max(batch)}: a chunked "
+            "step carries one decode token per sequence plus prompt tokens; allowed: 0 (off) "
+            f"or more than {max(batch)}",
+        )
+    ]
+
+
+SERVING = Study(
+    name="serving",
+    table="serving",
+    axes=("prompt_tokens", "output_tokens", "arrival_rate"),
+    attrs=("ttft_slo_s", "tpot_slo_s"),
+    settings=lambda table: table.objectives(),
+    check=_check_serving,
+    description="Requests of I prompt and O output tokens: the serving and pools tables",
+)
+
+STUDIES: tuple[Study, ...] = (SERVING,)
+"""Every study, in the order their tables are resolved."""
+
+BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}
+"""Every study by its name."""
+
+SCHEDULERS = ("serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy")
+"""The named schedulers (docs/serving.md section 3), the values of ``[serving] schedulers``."""
+CHUNKED = ("chunked-paced", "chunked-greedy")
+"""The schedulers that need a token budget (``chunk_tokens > 0``)."""
+MODE_ALIASES = {"colocated": "serial-prefill", "chunked": "chunked-paced"}
+"""The first round's mode names, still read where users wrote them."""
+SERVING_MODES = ("bound", "static", *SCHEDULERS)
+"""The modes of the serving table: the bound over every scheduler, a static batch, the named
+schedulers; the chunked ones only with a token budget."""
+POOL_MODES = ("colocated", "disaggregated")
+"""The plans of the pools table."""
+
+
+def serving_modes(sweep: Any) -> tuple[str, ...]:
+    """The modes ``sweep`` asks for: bound, static, and its schedulers (chunked ones only with
+    ``chunk_tokens > 0``)."""
+    serving = sweep.studies.get("serving")
+    if serving is None:
+        return ()
+    budget = serving.chunk_tokens > 0
+    wanted = set(serving.schedulers)
+    return tuple(
+        mode
+        for mode in SERVING_MODES
+        if mode in ("bound", "static") or (mode in wanted and (budget or mode not in CHUNKED))
+    )
+
+
+def pool_modes(sweep: Any) -> tuple[str, ...]:
+    """The plans of the pools table."""
+    return POOL_MODES
