@@ -25,3 +25,8 @@ class ImportModelError(SweepsError, ValueError):
 
 class MeasurementsError(SweepsError, ValueError):
     """A measurements file for ``calibrate`` is malformed: names the file, line and column."""
+
+
+class WriteError(SweepsError, OSError):
+    """An output file could not be written (a full disk, a writer's own failure): names the
+    file; the run failed, its input was fine."""

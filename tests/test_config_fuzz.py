@@ -164,7 +164,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fuzz")
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=documents())
 def test_a_config_is_a_sweep_or_a_config_error(folder: Path, text: str) -> None:
     path = folder / "fuzz.toml"
@@ -178,3 +178,91 @@ def test_a_config_is_a_sweep_or_a_config_error(folder: Path, text: str) -> None:
         assert sweep.points(DECODE_DIMS) >= 1
         return
     assert message.startswith(str(path))
+
+
+# --- issue 24 item 7: the whole CLI path, random bytes, and the measurements reader ---------
+
+
+def _cli(*args: str) -> int:
+    """Exit code of ``sweeps ARGS``; fails on a traceback or any exception but SystemExit."""
+    from click.testing import CliRunner
+
+    from sweeps.cli.main import cli
+
+    result = CliRunner().invoke(cli, list(args))
+    assert "Traceback" not in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
+    if result.exit_code:
+        assert [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    return result.exit_code
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=documents())
+def test_validate_answers_0_or_2_for_any_document(folder: Path, text: str) -> None:
+    path = folder / "cli.toml"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    assert _cli("validate", str(path)) in (0, 2)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.binary(max_size=300) | st.text(max_size=200).map(lambda t: t.encode()))
+def test_validate_answers_0_or_2_for_any_bytes(folder: Path, data: bytes) -> None:
+    path = folder / "bytes.toml"
+    path.write_bytes(b"[sweep]\nname = 't'\n" + data if data[:1] == b"#" else data)
+    assert _cli("validate", str(path)) in (0, 2)
+
+
+HEADER = (
+    "model,hardware,tp,weight_dtype,kv_dtype,compute_dtype,batch,prompt_tokens,"
+    "output_tokens,metric,value,per,source"
+)
+CELLS = {
+    "model": ["llama-3-8b", "LLAMA", "", "x" * 300],
+    "hardware": ["h100-sxm", "h200", "nope"],
+    "tp": ["1", "2", "0", "4096", "1e3", "-1", str(2**70)],
+    "weight_dtype": ["bf16", "fp8", "q"],
+    "kv_dtype": ["bf16", "fp8"],
+    "compute_dtype": ["auto", "bf16", "fp9"],
+    "batch": ["1", "64", "max", "0", "262145", "nan"],
+    "prompt_tokens": ["512", "16777216", "0", "1.5"],
+    "output_tokens": ["128", "16777216", "x"],
+    "metric": ["itl_s", "ttft_s", "output_tokens_per_s", "request_latency_s", "speed"],
+    "value": ["0.01", "1e300", "inf", "nan", "-1", "0", "1e-300"],
+    "per": ["device", "replica", "node"],
+    "source": ["paper", "", '"quoted, comma"', "\x1b]0;x\x07"],
+}
+ROWS = st.lists(
+    st.fixed_dictionaries({column: st.sampled_from(cells) for column, cells in CELLS.items()}),
+    min_size=0,
+    max_size=4,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=ROWS, noise=st.text(max_size=20), where=st.integers(0, 400))
+def test_a_measurements_file_is_rows_or_a_measurements_error(rows, noise, where) -> None:
+    from sweeps.calibrate.measurements import parse_measurements
+    from sweeps.errors import MeasurementsError
+
+    text = HEADER + "\n" + "".join(",".join(r.values()) + "\n" for r in rows)
+    text = text[:where] + noise + text[where:]
+    try:
+        parsed = parse_measurements(text, "m.csv")
+    except MeasurementsError as error:
+        message = str(error)
+    else:
+        assert parsed
+        return
+    assert message.startswith("m.csv: ")
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.binary(max_size=200), rows=ROWS)
+def test_calibrate_answers_an_error_line_for_any_bytes(folder: Path, data: bytes, rows) -> None:
+    path = folder / "m.csv"
+    good = HEADER + "\n" + "".join(",".join(r.values()) + "\n" for r in rows[:1])
+    path.write_bytes(data if data[:1] != b"m" else good.encode())
+    assert _cli("calibrate", str(path), "--out", str(folder / "cal"), "--force") in (0, 1, 2)

@@ -47,7 +47,7 @@ def test_numbers_no_shape_can_hold_name_file_and_field(
         load_model(path)
     message = str(info.value)
     assert message.startswith(f"{path}: field 'num_hidden_layers' = ")
-    assert "is not an integer from 1 to 2**53" in message
+    assert "is not an integer from 1 to 1,024 (sweeps' limit)" in message
     assert re.search(shown, message), message
 
 

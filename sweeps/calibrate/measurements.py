@@ -62,6 +62,19 @@ the GPUs, or pipeline stages."""
 LOADS = ("idle", "under-load")
 """For latencies: measured alone (or as one static batch), or while other requests were served."""
 
+MAX_CONFIGURATIONS = 200
+"""Most distinct configurations (model, device, tp, dtypes) in one measurements file [1]:
+each is one grid of bounds (about 0.1 s each), so a file's cost is known before any is
+built."""
+
+MAX_WORKLOAD_POINTS = 10**6
+"""Most points of one configuration's grid of bounds [1]: its distinct batches x contexts x
+prompts (x prompt and output lengths of the request-latency rows)."""
+
+LIMITS = {"tp": "MAX_COUNT", "batch": "MAX_BATCH"}
+"""Integer columns held to a config's limit (``sweeps.config.limits``, by name); the others
+(tokens, gpus, concurrency) to ``MAX_TOKENS``: each row's bound is a sweep of its values."""
+
 MAX_BATCH = "max"
 """``batch = max``: the best batch that fits (the memory wall, with no reserve)."""
 
@@ -147,8 +160,11 @@ class _Row:
             value = int(text)
         except ValueError:
             raise self.fail(column, f"{_shown(text)} is not a whole number") from None
-        if not 1 <= value <= 2**40:
-            raise self.fail(column, f"{value} is out of range; allowed: 1 to {2**40:,}")
+        from sweeps.config import limits
+
+        top = int(getattr(limits, LIMITS.get(column, "MAX_TOKENS")))
+        if not 1 <= value <= top:
+            raise self.fail(column, f"{value} is out of range; allowed: 1 to {top:,}")
         return value
 
     def number(self, column: str) -> float:
@@ -311,7 +327,47 @@ def parse_measurements(text: str, path: str = "<measurements>") -> list[Measurem
     if not rows:
         msg = f"{path}: no measurements (only a header)"
         raise MeasurementsError(msg)
+    _check_size(rows, path)
     return rows
+
+
+def _check_size(rows: list[Measurement], path: str) -> None:
+    """The file's configurations and each one's grid of bounds against their caps, from the
+    distinct values alone (one pass), before any grid is built."""
+    from sweeps.config.limits import MAX_TOKENS
+
+    groups: dict[tuple[Any, ...], tuple[int, list[set[int]]]] = {}
+    for m in rows:
+        context = m.prompt_tokens + m.output_tokens // 2
+        if context > MAX_TOKENS:
+            msg = (
+                f"{path}: line {m.line}: prompt_tokens + output_tokens / 2 = {context:,} is "
+                f"a longer context than {MAX_TOKENS:,}; allowed: at most {MAX_TOKENS:,}"
+            )
+            raise MeasurementsError(msg)
+        key = (m.model, m.hardware, m.tp, m.weight_dtype, m.kv_dtype, m.compute_dtype)
+        _, values = groups.setdefault(key, (m.line, [set(), set(), set(), set(), set()]))
+        if len(groups) > MAX_CONFIGURATIONS:
+            msg = (
+                f"{path}: line {m.line}: more than {MAX_CONFIGURATIONS} distinct configurations "
+                "(model, hardware, tp, weight_dtype, kv_dtype, compute_dtype); allowed: at most "
+                f"{MAX_CONFIGURATIONS} in one file: split it"
+            )
+            raise MeasurementsError(msg)
+        for index, value in enumerate((m.batch or 0, context, m.prompt_tokens)):
+            values[index].add(value)
+        if m.metric == "request_latency_s":
+            values[3].add(m.prompt_tokens)
+            values[4].add(m.output_tokens)
+    for key, (line, values) in groups.items():
+        points = math.prod(max(1, len(v)) for v in values)
+        if points > MAX_WORKLOAD_POINTS:
+            msg = (
+                f"{path}: line {line}: the workloads of {key[0]} on {key[1]} (tp {key[2]}) "
+                f"make a grid of {points:,} bounds (distinct batches x contexts x prompts); "
+                f"allowed: at most {MAX_WORKLOAD_POINTS:,}: split the file"
+            )
+            raise MeasurementsError(msg)
 
 
 def load_measurements(path: str | Path) -> list[Measurement]:

@@ -12,6 +12,49 @@ CONNECT_TIMEOUT = 10.0
 """Seconds a scheduler has to answer before the run is reported as failed [s]."""
 
 
+SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+"""Schemes a remote dask scheduler is reached by (``inproc://`` is in-process only)."""
+
+
+def scheduler_address(text: str) -> str:
+    """``--scheduler``'s address, checked before any connection: ``[scheme://]host:port``
+    with a scheme of ``SCHEMES``; the dashboard's URL a user copies (``http://host:8787/...``)
+    is refused with the scheduler's usual address, ``tcp://host:8786``."""
+    from urllib.parse import urlsplit
+
+    shown = repr(text)
+    allowed = (
+        "allowed: [tcp|tls|ws|wss|ucx://]host:port, e.g. tcp://10.0.0.5:8786 or tcp://[::1]:8786"
+    )
+    spelled = text if "://" in text else f"tcp://{text}"
+    try:
+        parts = urlsplit(spelled)
+        port = parts.port
+    except ValueError as error:
+        msg = f"--scheduler {shown}: not an address ({error}); {allowed}"
+        raise BadArguments(msg) from None
+    if parts.scheme in ("http", "https"):
+        host = parts.hostname or "host"
+        msg = (
+            f"--scheduler {shown}: a web address (the dashboard's?); the scheduler itself "
+            f"listens on tcp://{host}:8786 by default; {allowed}"
+        )
+        raise BadArguments(msg)
+    if (
+        parts.scheme not in SCHEMES
+        or not parts.hostname
+        or port is None
+        or parts.path
+        not in (
+            "",
+            "/",
+        )
+    ):
+        msg = f"--scheduler {shown}: not a scheduler address; {allowed}"
+        raise BadArguments(msg)
+    return spelled.rstrip("/")
+
+
 @contextmanager
 def cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
     """A dask ``Client`` for ``--scheduler`` or ``--workers``, else ``None``."""
@@ -30,9 +73,10 @@ def cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
         msg = "--scheduler/--workers need the dask extra: pip install 'sweeps[dask]'"
         raise BadArguments(msg) from None
     if scheduler is not None:
+        address = scheduler_address(scheduler)
         try:
-            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
-        except (OSError, TimeoutError) as error:
+            client = Client(address, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError, TypeError) as error:
             msg = (
                 f"--scheduler {scheduler}: no answer within {CONNECT_TIMEOUT:g} s ({error}); "
                 "check the address and that the scheduler is running"

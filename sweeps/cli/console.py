@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -22,10 +23,40 @@ PIPE_WIDTH = 10_000
 """Width of a console that is not a terminal: a table is laid out at its natural width."""
 
 
-def _console(stream: Any) -> Any:
-    from rich.console import Console
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters but tab and newline: C0, DEL and C1 (ESC starts ANSI and OSC
+sequences, which a terminal would obey: retitle the window, rewrite lines, hide text)."""
 
-    terminal = stream.isatty()
+
+def printable(text: str) -> str:
+    """``text`` with every control character but tab and newline written out as ``\\xNN``:
+    a user's string (a title, a path, a name in a file) never drives the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _safe_console() -> Any:
+    """rich's ``Console`` whose text segments are ``printable``: only rich's own styles and
+    control segments (the progress bars' cursor moves) reach the stream as escape codes."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class SafeConsole(Console):
+        def _render_buffer(self, buffer: Any) -> str:
+            return str(
+                super()._render_buffer(
+                    Segment(printable(text), style, control) if not control else segment
+                    for segment in buffer
+                    for text, style, control in (segment,)
+                )
+            )
+
+    return SafeConsole
+
+
+def _console(stream: Any) -> Any:
+    Console = _safe_console()
+
+    terminal = _isatty(stream)
     return Console(
         file=stream,
         width=None if terminal else PIPE_WIDTH,
@@ -34,6 +65,14 @@ def _console(stream: Any) -> Any:
         soft_wrap=False,
         emoji=False,
     )
+
+
+def _isatty(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a closed or missing stream is not)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def table(title: str, caption: str | None = None) -> Any:
@@ -64,6 +103,18 @@ def table(title: str, caption: str | None = None) -> Any:
     return grid
 
 
+class StreamClosed(OSError):
+    """stdout is closed (``>&-``): there is nowhere to write the results."""
+
+
+def stdout() -> Any:
+    """``sys.stdout``, or ``StreamClosed`` where the process has none."""
+    if sys.stdout is None:
+        msg = "closed"
+        raise StreamClosed(msg)
+    return sys.stdout
+
+
 @dataclass
 class Output:
     """The two streams of one command and how much it says: ``json``, ``quiet``, ``verbose``."""
@@ -78,7 +129,7 @@ class Output:
     def out(self) -> Any:
         """The rich console on stdout (results)."""
         if self._out is None:
-            self._out = _console(sys.stdout)
+            self._out = _console(stdout())
         return self._out
 
     @property
@@ -100,8 +151,9 @@ class Output:
 
     def document(self, document: object) -> None:
         """The ``--json`` document: stdout, one JSON value."""
-        sys.stdout.write(json.dumps(document, indent=2) + "\n")
-        sys.stdout.flush()
+        stream = stdout()
+        stream.write(json.dumps(document, indent=2) + "\n")
+        stream.flush()
 
     def status(self, text: str, level: int = 0) -> None:
         """A status line on stderr: not with ``--quiet``; ``level`` 1 only with ``-v``."""

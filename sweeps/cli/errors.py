@@ -4,16 +4,20 @@ Exit codes: 0 success; 1 a run that failed (the disk is full, a folder cannot be
 dask scheduler does not answer) or a measurement that beats its bound (``sweeps calibrate``);
 2 bad input, reported before any work (a config, a catalog id, a ``config.json``, a
 measurements file, an argument, an output folder that exists without ``--force``); 130
-interrupted (Ctrl-C). None of these prints a traceback: the line names the thing and what to do.
+interrupted (Ctrl-C), 143 terminated (SIGTERM), 129 hung up (SIGHUP): each signal ends a run
+the same way, its staging folder removed and a line saying so. None of these prints a
+traceback: the line names the thing and what to do.
 """
 
 from __future__ import annotations
 
 import errno
 import functools
+import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, TypeVar
 
 import click
@@ -23,6 +27,10 @@ from sweeps.errors import SweepsError
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+"""128 + SIGINT; a signal ``n`` handled below ends the command with ``128 + n``."""
+
+HANDLED_SIGNALS = {"SIGTERM": "Terminated", "SIGHUP": "Hung up"}
+"""Signals that end a command like Ctrl-C (what each one's line says); SIGINT is Python's own."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -91,9 +99,84 @@ def os_message(error: OSError) -> str:
     return f"{where}: {hint}" if where else hint
 
 
+class StdoutFailed(OSError):
+    """A write to stdout failed (closed, a broken pipe, a full device): not a file's."""
+
+
+class _Watched:
+    """stdout, every write and flush of which turns an ``OSError`` into ``StdoutFailed``:
+    the error path then knows the stream, not a result file, failed."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as error:
+            raise StdoutFailed(error.errno, error.strerror) from error
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as error:
+            raise StdoutFailed(error.errno, error.strerror) from error
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _stdout_failed(error: OSError) -> bool:
+    """Whether ``error`` is stdout's (closed, a broken pipe, a full device), not a file's."""
+    from sweeps.cli.console import StreamClosed
+
+    return isinstance(error, StreamClosed | StdoutFailed)
+
+
+@contextmanager
+def _watched_stdout() -> Iterator[None]:
+    """``sys.stdout`` watched (``_Watched``) inside, as it was after."""
+    before = sys.stdout
+    if before is not None and not isinstance(before, _Watched):
+        sys.stdout = _Watched(before)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stdout, _Watched):
+            sys.stdout = before
+
+
+def _stream_problem(error: OSError) -> str:
+    """What went wrong with stdout, in words (never "the disk is full; choose --out")."""
+    known = {
+        errno.EPIPE: "the reader went away (a broken pipe)",
+        errno.ENOSPC: "the device it writes to is full",
+        errno.EBADF: "it is closed",
+    }
+    return known.get(error.errno or 0) or str(error.strerror or error)
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device: the interpreter's last flush at exit then has
+    nothing to fail on (else an "Exception ignored" traceback after the message)."""
+    import os
+
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        stream = sys.stdout
+        if stream is not None:
+            with suppress(OSError, ValueError):
+                os.dup2(null, stream.fileno())
+        sys.stdout = open(null, "w", encoding="utf-8")  # noqa: SIM115 - lives to the exit
+    except OSError:
+        pass
+
+
 def error_line(text: str) -> None:
     """Print ``Error: text`` on stderr (the one spelling of a failure)."""
-    click.echo(f"Error: {text}", err=True)
+    from sweeps.cli.console import printable
+
+    click.echo(f"Error: {printable(text)}", err=True)
 
 
 def fail(text: str, code: int) -> None:
@@ -102,18 +185,57 @@ def fail(text: str, code: int) -> None:
     sys.exit(code)
 
 
+class Stopped(KeyboardInterrupt):
+    """A handled signal (SIGTERM, SIGHUP), raised where the main thread is, as Ctrl-C is:
+    every ``finally`` and ``except BaseException`` on the way out runs (staging removed)."""
+
+    def __init__(self, number: int) -> None:
+        super().__init__(number)
+        self.number = number
+
+
+def _stop(number: int, frame: Any) -> None:
+    raise Stopped(number)
+
+
+@contextmanager
+def _signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise ``Stopped`` inside; the previous handlers after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    numbers = [getattr(signal, name) for name in HANDLED_SIGNALS if hasattr(signal, name)]
+    before = {number: signal.signal(number, _stop) for number in numbers}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
 @contextmanager
 def errors() -> Iterator[None]:
     """Map every expected failure inside to its ``Error:`` line and exit code."""
     try:
-        yield
-        sys.stdout.flush()  # a reader gone (`| head`) shows here, inside, not at exit
+        with _signals(), _watched_stdout():
+            yield
+            if sys.stdout is not None:  # a reader gone (`| head`) shows here, not at exit
+                sys.stdout.flush()
     except SweepsError as error:
         fail(_message(error), _exit_code(error))
     except BrokenPipeError:  # `sweeps run CONFIG | head -1`: the reader has what it wanted
         quiet_broken_pipe()
     except OSError as error:  # the disk, the folder, the network: the run failed, not the input
+        if _stdout_failed(error):
+            if error.errno == errno.EPIPE:  # the reader has what it wanted (`| head`)
+                quiet_broken_pipe()
+            _quiet_stdout()
+            fail(f"stdout: {_stream_problem(error)}; the results were not all written", EXIT_FAILED)
         fail(os_message(error), EXIT_FAILED)
+    except Stopped as stopped:
+        name = signal.Signals(stopped.number).name
+        click.echo(f"\n{HANDLED_SIGNALS.get(name, name)} ({name}): stopped.", err=True)
+        sys.exit(128 + stopped.number)
     except KeyboardInterrupt:
         click.echo("\nInterrupted.", err=True)
         sys.exit(EXIT_INTERRUPTED)

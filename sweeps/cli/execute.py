@@ -40,6 +40,20 @@ def _grid_progress(phases: Phases, after: str) -> Any:
     return progress
 
 
+def preflight(sweeps: list[Sweep]) -> None:
+    """What would end a run after its work has begun, said before it: an address-space limit
+    too small to start (Polars' threads abort with SIGABRT, no message), an output whose
+    optional package is missing (``sweeps.pipeline.extras``)."""
+    from sweeps.cli.errors import RunFailed
+    from sweeps.grid.memory import address_space_problem
+    from sweeps.pipeline.extras import check_extras
+
+    if (space := address_space_problem()) is not None:
+        raise RunFailed(space)
+    for sweep in sweeps:
+        check_extras(sweep)
+
+
 def run_one(
     sweep: Sweep, out: Path, force: bool, budget: int | None, client: Any, output: Output
 ) -> dict[str, Any]:

@@ -18,19 +18,21 @@ import click
 from sweeps.cli.console import Output
 from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, error_line, fail, handled
 from sweeps.cli.options import (
-    POSITIVE,
+    Bounded,
     CatalogId,
     attention_option,
     budget,
     check_out,
     cluster_options,
     configs_argument,
+    limited_int,
     memory_budget_option,
     out_option,
     out_options,
     output_options,
     parse_size,
 )
+from sweeps.config.limits import MAX_PARAMS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -50,8 +52,9 @@ def cli() -> None:
 @configs_argument
 @out_option
 @memory_budget_option(
-    "Memory a run may use, e.g. 2GiB (at least 448MiB); bigger grids are computed in "
-    "chunks, each written into the same files as a grid in one piece. Default: half the RAM."
+    "Memory a run may use, e.g. 2GiB (512MiB runs every shipped config); bigger grids are "
+    "computed in chunks, each written into the same files as a grid in one piece. Default: "
+    "half of what the process may use (address-space limit, container memory.max, RAM)."
 )
 @cluster_options
 @output_options
@@ -81,10 +84,11 @@ def run(
     size = budget(memory_budget)
     check_out(out)
     from sweeps.cli.cluster import cluster
-    from sweeps.cli.execute import run_one
+    from sweeps.cli.execute import preflight, run_one
     from sweeps.pipeline import check_targets
 
     check_targets(sweeps, out, force)  # two configs of one name, or a result already there
+    preflight(sweeps)  # the address space, the extras: before any work
     from sweeps.charts.drawing import start
 
     start(f for sweep in sweeps if sweep.charts for f in sweep.formats)  # beside the imports
@@ -98,7 +102,9 @@ def run(
 
 @cli.command()
 @configs_argument
-@memory_budget_option("Budget to plan chunks against, e.g. 2GiB. Default: half the RAM.")
+@memory_budget_option(
+    "Budget to plan chunks against, e.g. 2GiB. Default: half of what the process may use."
+)
 @output_options
 @handled
 def validate(configs: tuple[Path, ...], memory_budget: str | None, output: Output) -> None:
@@ -112,12 +118,15 @@ def validate(configs: tuple[Path, ...], memory_budget: str | None, output: Outpu
     from sweeps.config import load_config
     from sweeps.errors import ConfigError
     from sweeps.pipeline import plan
+    from sweeps.pipeline.extras import check_extras
 
     size = budget(memory_budget)
     documents: list[dict[str, Any]] = []
     for path in configs:  # each file on its own: one bad config hides no other verdict
         try:
-            how = plan(load_config(path), size)
+            sweep = load_config(path)
+            check_extras(sweep)
+            how = plan(sweep, size)
         except ConfigError as error:
             error_line(str(error))
             documents.append({"config": str(path), "ok": False, "error": str(error)})
@@ -153,31 +162,18 @@ def list_catalog(what: str, wide: bool, output: Output) -> None:
 
 
 @cli.command()
-@click.option("--params", type=POSITIVE, required=True, help="Parameters, e.g. 7e9.")
-@click.option(
-    "--sequence-length",
-    type=click.IntRange(min=1),
-    default=512,
-    show_default=True,
-    help="Prompt tokens of the prefill.",
-)
-@click.option(
-    "--batch-size",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Sequences in the decode step.",
-)
-@click.option("--bytes-per-param", type=POSITIVE, default=2.0, show_default=True)
+@click.option("--params", type=Bounded(1, MAX_PARAMS), required=True, help="Parameters, e.g. 7e9.")
+@click.option("--sequence-length", type=limited_int("MAX_TOKENS"), default=512, show_default=True)
+@click.option("--batch-size", type=limited_int("MAX_BATCH"), default=1, show_default=True)
+@click.option("--bytes-per-param", type=Bounded(0.125, 64), default=2.0, show_default=True)
 @click.option(
     "--hardware",
     "hardware_id",
     type=CatalogId("hardware"),
-    default=None,
     help="Catalog device for the peaks (else give --peak-flops and --bandwidth).",
 )
-@click.option("--peak-flops", type=POSITIVE, default=None, help="Peak dense FLOP/s.")
-@click.option("--bandwidth", type=POSITIVE, default=None, help="Peak bandwidth [byte/s].")
+@click.option("--peak-flops", type=Bounded(1e3, 1e24), help="Peak dense FLOP/s.")
+@click.option("--bandwidth", type=Bounded(1e3, 1e21), help="Peak bandwidth [byte/s].")
 @output_options
 @handled
 def classify(
@@ -378,6 +374,7 @@ def init(
 
 
 @cli.command()
+@handled
 def schema() -> None:
     """Print the config files' JSON Schema (for taplo, VS Code, jsonschema).
 

@@ -44,6 +44,11 @@ _UNITS = {
 
 _LARGEST = float(2**62)
 
+MAX_WORKERS = 4 * (os.cpu_count() or 1)
+"""Most ``--workers`` of a local cluster [process]: four per core (each worker is a process
+of its own, about 100 MB before any work; a billion of them grew until the kernel killed the
+run)."""
+
 
 def parse_size(text: str) -> int:
     """``"2GiB"``, ``"512MB"``, ``"1.5e9"`` as a number of bytes [byte], for ``--memory-budget``.
@@ -104,6 +109,31 @@ class PositiveFinite(click.ParamType):
 
 
 POSITIVE = PositiveFinite()
+
+
+class Bounded(PositiveFinite):
+    """A finite number in ``[low, high]``: what keeps a single point's arithmetic finite (no
+    ``inf`` FLOPs, no ``nan`` ratio)."""
+
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = low, high
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        number = super().convert(value, param, ctx)
+        if not self.low <= number <= self.high:
+            self.fail(
+                f"{value!r} is out of range; allowed: {self.low:g} to {self.high:g}", param, ctx
+            )
+        return number
+
+
+def limited_int(limit: str) -> click.IntRange:
+    """Integers from 1 to the config's limit ``limit`` (``sweeps.config.limits``, by name)."""
+    from sweeps.config import limits
+
+    return click.IntRange(min=1, max=int(getattr(limits, limit)))
 
 
 class CatalogId(click.ParamType):
@@ -189,9 +219,10 @@ def cluster_options(function: F) -> F:
         ),
         click.option(
             "--workers",
-            type=click.IntRange(min=1),
+            type=click.IntRange(min=1, max=MAX_WORKERS),
             default=None,
-            help="Evaluate on a local dask cluster of N workers (needs the dask extra).",
+            help=f"Evaluate on a local dask cluster of N workers, 1 to {MAX_WORKERS} "
+            "(needs the dask extra).",
         ),
     )
     for option in reversed(options):

@@ -97,6 +97,7 @@ def _check(key: str, v: dict[str, Any], problems: Problems) -> None:
         problems.add(
             f"{key}.active_params", f"{v['active_params']!r} exceeds params = {v['params']!r}"
         )
+    _check_embedding(key, v, problems)
     if v["experts_per_token"] > v["experts"]:
         problems.add(
             f"{key}.experts_per_token",
@@ -106,6 +107,25 @@ def _check(key: str, v: dict[str, Any], problems: Problems) -> None:
         problems.add(f"{key}.local_layers", f"{v['local_layers']} exceeds layers = {v['layers']}")
     if v["local_layers"] and not v["sliding_window"]:
         problems.add(f"{key}.sliding_window", "local_layers needs a sliding_window > 0")
+
+
+def _check_embedding(key: str, v: dict[str, Any], problems: Problems) -> None:
+    """The embedding must be a part of the parameters: the FLOPs count ``active_params -
+    embedding`` (a larger embedding gave negative FLOPs, step times and ceilings)."""
+    from sweeps.physics import embedding_params
+
+    width = v["hidden_size"] or v["heads"] * v["head_dim"]
+    tied = bool(v["tie_word_embeddings"])
+    embedding = int(embedding_params(v["vocab_size"], width, tied))
+    active = float(v["active_params"] or v["params"])
+    if embedding and embedding >= active:
+        per_token = width * (1 if tied else 2)
+        problems.add(
+            f"{key}.vocab_size",
+            f"the embedding ({v['vocab_size']:,} x {width:,}{'' if tied else ' x 2'} = "
+            f"{embedding:,} parameters) is not less than active_params = {active:,.0f}; "
+            f"allowed: vocab_size below {int(active // per_token):,}, or more parameters",
+        )
 
 
 def _attention(table: schema.ModelTable, imported: Model | None, v: dict[str, Any]) -> str:

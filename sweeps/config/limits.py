@@ -12,23 +12,33 @@ import re
 
 from sweeps.errors import ConfigError
 
-SWEEP_NAME_MAX = 100
-"""Longest sweep name [character]; the output folder is named after it."""
+NAME_MAX = 100
+"""Longest name that becomes a file or folder [character]: a sweep (its result folder), a
+model (its partition file), a device, a dtype. Well under a file system's 255 bytes, with the
+package's own prefixes and suffixes (``model=``, ``.tmp-<pid>-<random>``) around it."""
 
-SWEEP_NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
-"""A sweep name: a letter or digit first, then letters, digits, ``.``, ``_`` or ``-``."""
+NAME_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,99}$"
+"""Every such name, as the JSON Schema writes it: a letter or digit first, then letters,
+digits, ``.``, ``_`` or ``-`` (so never ``.``, ``..``, hidden, or a path)."""
+
+SWEEP_NAME_MAX = NAME_MAX
+SWEEP_NAME_PATTERN = NAME_PATTERN
+"""The sweep name's rule is the rule of every name (kept under its first spelling)."""
 
 RESERVED_MARKERS = (".tmp-", ".old-")
-"""Substrings of the package's own staging and backup folder names, never in a sweep name."""
+"""Substrings of the package's own staging and backup folder names, never in a name."""
 
-_SWEEP_NAME = re.compile(SWEEP_NAME_PATTERN)
+_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
+"""``NAME_PATTERN`` for Python, matched whole (``fullmatch``: a trailing newline, which
+``$`` lets through, is refused); the length is checked on its own, with its own message."""
 
 _MARKERS = " or ".join(map(repr, RESERVED_MARKERS))
-SWEEP_NAME_RULE = (
+NAME_RULE = (
     f"a name starts with a-z or 0-9, holds only a-z, 0-9, '.', '_', '-', is at most "
-    f"{SWEEP_NAME_MAX} characters long and never contains {_MARKERS}"
+    f"{NAME_MAX} characters long and never contains {_MARKERS}"
 )
 """The rule of ``check_name`` in words, for messages and the JSON Schema."""
+SWEEP_NAME_RULE = NAME_RULE
 
 MAX_AXIS_VALUES = 10**6
 """Most values one axis may hold, ranges included; checked before a range is expanded [1]."""
@@ -60,31 +70,113 @@ MAX_VOCAB = 2**24
 MAX_PARAMS = 1e15
 """Largest parameter count [1]."""
 
+MAX_BYTES = 2**53
+"""Largest memory capacity [byte] (8 PiB): byte counts stay exact in float64, and the memory
+wall's batch (capacity over the smallest cache a sequence can hold) stays within int64."""
+
+MIN_BITS = 1.0
+"""Fewest bits per element of a number format [bit]; a smaller one lets the memory wall's
+batch leave int64 (it overflowed to -9.2e18)."""
+
 MAX_PROBLEMS = 50
 """Most problem lines one ``ConfigError`` lists; the rest are counted."""
 
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid sweep name, or None when it is one."""
-    if len(name) > SWEEP_NAME_MAX:
-        return f"{len(name)} characters is too long; {SWEEP_NAME_RULE}"
-    if not _SWEEP_NAME.match(name):
-        return SWEEP_NAME_RULE
+    """Why ``name`` cannot name a file or folder of a result, or None when it can.
+
+    The one rule of every name that becomes a file (sweep, model, device, dtype): checked
+    when a config is validated, so no run fails on a name after computing.
+    """
+    if len(name) > NAME_MAX:
+        return f"{len(name)} characters is too long; {NAME_RULE}"
+    if not _NAME.fullmatch(name):
+        return NAME_RULE
     for marker in RESERVED_MARKERS:
         if marker in name:
-            return f"{marker!r} marks the package's staging and backup folders; {SWEEP_NAME_RULE}"
+            return f"{marker!r} marks the package's staging and backup folders; {NAME_RULE}"
     return None
+
+
+def shown(name: str, limit: int = 60) -> str:
+    """``name`` as a message quotes it: ``repr`` (control characters escaped), cut to
+    ``limit`` characters."""
+    return repr(name if len(name) <= limit else name[: limit - 3] + "...")
 
 
 def check_name(name: str, key: str = "sweep.name") -> None:
     """Raise ``ConfigError`` (naming ``key``, the name and the rule) unless ``name`` is valid.
 
-    A valid name is a folder name that stays inside the output folder and cannot be taken for
-    one of the package's staging or backup folders: ``SWEEP_NAME_PATTERN`` (so never ``.`` or
-    ``..`` and never hidden), at most ``SWEEP_NAME_MAX`` characters, no ``RESERVED_MARKERS``.
+    A valid name is a folder or file name that stays inside the output folder and cannot be
+    taken for one of the package's staging or backup folders: ``NAME_PATTERN`` (so never
+    ``.`` or ``..`` and never hidden), at most ``NAME_MAX`` characters, no
+    ``RESERVED_MARKERS``.
     """
     problem = name_problem(name)
     if problem is not None:
-        shown = name if len(name) <= 60 else name[:57] + "..."
-        msg = f"{key}: {shown!r} is not a valid name: {problem}"
+        msg = f"{key}: {shown(name)} is not a valid name: {problem}"
         raise ConfigError(msg)
+
+
+MAX_KEY_PARTS = 16
+"""Most parts of one dotted key or table header (``a.b.c`` has 3) [1]: the schema's deepest
+key has 3; Python's TOML reader takes time and memory quadratic in a key's parts (a
+20,000-part key: 23 s and 2.3 GB), so longer ones are refused before it reads the file."""
+
+MAX_NESTING = 32
+"""Deepest nesting of arrays and inline tables in a config [1] (the schema's deepest is 2)."""
+
+_LEXEMES = re.compile(
+    r'"""(?:[^"\\]|\\.|"(?!""))*"""'  # multi-line basic string
+    r"|'''(?:[^']|'(?!''))*'''"  # multi-line literal string
+    r'|"(?:[^"\\\n]|\\.)*"'  # basic string (a quoted key too)
+    r"|'[^'\n]*'"  # literal string
+    r"|#[^\n]*"  # comment
+    r"|[A-Za-z0-9_+:-]+(?:[ \t]*\.[ \t]*(?:[A-Za-z0-9_+:-]+|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'))*"
+    r"|[\[\]{}]",
+    re.DOTALL,
+)
+"""One pass over a TOML text: strings and comments (skipped whole), dotted runs of bare or
+quoted words (a key, or a number: ``1.5`` is a run of two), brackets."""
+
+
+def structure_problem(text: str) -> str | None:
+    """Why ``text``'s structure is past ``MAX_KEY_PARTS`` or ``MAX_NESTING``, or None.
+
+    Linear in the text, read before the TOML reader sees it. A run of words joined by dots
+    outside strings is a key (a float such as ``1.5`` is a run of two parts, far below the
+    limit); brackets outside strings are counted as they open and close.
+    """
+    depth = 0
+    for match in _LEXEMES.finditer(text):
+        lexeme = match.group()
+        first = lexeme[0]
+        if first in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                line = text.count("\n", 0, match.start()) + 1
+                return (
+                    f"line {line}: arrays and tables nested too deeply "
+                    f"(past {MAX_NESTING} levels); allowed: at most {MAX_NESTING} "
+                    "(limits.MAX_NESTING)"
+                )
+        elif first in "]}":
+            depth = max(0, depth - 1)
+        elif first not in "\"'#":
+            parts = lexeme.count(".") + 1 if "." in lexeme else 1
+            if parts > MAX_KEY_PARTS and _dotted_parts(lexeme) > MAX_KEY_PARTS:
+                line = text.count("\n", 0, match.start()) + 1
+                return (
+                    f"line {line}: a dotted key of {_dotted_parts(lexeme):,} parts "
+                    f"({lexeme[:40]}...); allowed: at most {MAX_KEY_PARTS} parts "
+                    "(limits.MAX_KEY_PARTS)"
+                )
+    return None
+
+
+_PART = re.compile(r"[A-Za-z0-9_+:-]+|\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'")
+
+
+def _dotted_parts(run: str) -> int:
+    """Parts of a dotted run (dots inside its quoted parts not counted)."""
+    return len(_PART.findall(run))

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from sweeps.catalog import suggest
 from sweeps.config import schema
-from sweeps.config.limits import MAX_PROBLEMS
+from sweeps.config.limits import MAX_PROBLEMS, name_problem
 from sweeps.errors import ConfigError
 from sweeps.study import STUDIES
 
@@ -110,6 +110,8 @@ def describe(error: Any) -> str:
         return f"{key}: required key is missing"
     if kind == "string_pattern_mismatch":
         return f"{key}: {shown(value)} is not a valid name; use only a-z, 0-9, '.', '_', '-'"
+    if kind == "string_too_short":
+        return f"{key}: must not be empty (got {shown(value)})"
     if kind == "too_short":
         return f"{key}: the axis is empty; give at least one value"
     if kind in _TYPE_NAMES:
@@ -121,7 +123,7 @@ def describe(error: Any) -> str:
         hint = suggest(value, expected) if isinstance(value, str) else ""
         hint = f"; {hint}" if hint.startswith("did you mean") else ""
         return f"{key}: must be one of {error['ctx']['expected']} (got {shown(value)}){hint}"
-    if kind == "value_error" and loc == ("sweep", "name"):
+    if kind == "value_error" and isinstance(value, str) and message == name_problem(value):
         return f"{key}: {shown(value)} is not a valid name: {message}"
     if kind == "value_error":
         return f"{key}: {message}"

@@ -23,7 +23,7 @@ from sweeps.axes import AXES, AXIS
 from sweeps.catalog import Catalog, load_catalog
 from sweeps.config import schema
 from sweeps.config.custom import custom_dtype, custom_hardware, custom_model
-from sweeps.config.limits import MAX_POINTS
+from sweeps.config.limits import MAX_POINTS, structure_problem
 from sweeps.config.messages import Problems, describe, error_loc, toml_error
 from sweeps.config.sweep import NATIVE, Sweep
 from sweeps.errors import CatalogError, ConfigError
@@ -32,8 +32,9 @@ from sweeps.study import STUDIES
 
 T = TypeVar("T")
 
-_BROKEN = "-"
-"""Stands in for a name the schema rejected, so that later checks keep their indices."""
+_BROKEN = "0.invalid-name.sweeps"
+"""Stands in for a name the schema rejected, so that later checks keep their indices (itself
+a valid name, so the schema's second look at the file passes it)."""
 
 _NAME_AXES = ("model", "hardware", "kv_dtype", "weight_dtype")
 _CUSTOM = ("models", "hardware", "dtypes")
@@ -365,6 +366,10 @@ def _resolve(
 
 def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = None) -> Sweep:
     """Validate config ``text`` (TOML) and resolve it; ``path`` names it in error messages."""
+    structure = structure_problem(text)  # before the TOML reader, whose cost it bounds
+    if structure is not None:
+        msg = f"{path}: {structure}"
+        raise ConfigError(msg)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:

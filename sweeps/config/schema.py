@@ -159,8 +159,8 @@ class ModelTable(Strict):
     those five are required (checked in ``resolve``, which names the missing key).
     """
 
-    config: str | None = Field(
-        default=None, description="Path of a config.json to read the shapes from"
+    config: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None, description="Path of a config.json to read the shapes from (not empty)"
     )
     params: Params | None = Field(default=None, description="All parameters, every expert [1]")
     layers: Count | None = Field(default=None, description="Transformer layers [1]")
@@ -222,7 +222,9 @@ class HardwareTable(Strict):
 
     peak_flops: PeakFlops = Field(description="Dense peaks per compute dtype [FLOP/s]")
     bandwidth: PositiveFloat = Field(description="Peak memory bandwidth [byte/s]")
-    memory: PositiveFloat = Field(description="Device memory [byte]")
+    memory: Annotated[float, Field(gt=0, le=limits.MAX_BYTES, allow_inf_nan=False)] = Field(
+        description=f"Device memory [byte], at most 2**53 ({limits.MAX_BYTES:,})"
+    )
     name: str = Field(default="", description="Display name (default: the table name)")
     vendor: str = Field(default="", description="Vendor")
     price_per_hour: PositiveFloat | None = Field(
@@ -236,8 +238,8 @@ class HardwareTable(Strict):
 class DTypeTable(Strict):
     """A custom number format: ``bits`` per element plus a scale per ``group_size`` elements."""
 
-    bits: Annotated[float, Field(gt=0, le=64, allow_inf_nan=False)] = Field(
-        description="Bits per element [bit]"
+    bits: Annotated[float, Field(ge=limits.MIN_BITS, le=64, allow_inf_nan=False)] = Field(
+        description="Bits per element [bit], 1 to 64"
     )
     group_size: WidthOrNone = Field(
         default=0, description="Elements sharing one scale [1]; 0: none"

@@ -15,8 +15,8 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    StringConstraints,
     Tag,
+    field_validator,
     model_validator,
 )
 
@@ -33,22 +33,25 @@ from sweeps.config.limits import (
     MAX_WIDTH,
 )
 
-NAME_PATTERN = r"^[a-z0-9._-]+$"
-Name = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
+NAME_PATTERN = limits.NAME_PATTERN
+"""Every name that becomes a file or folder: ``limits.NAME_PATTERN``."""
 
 
-def _sweep_name(name: str) -> str:
+def _name(name: str) -> str:
     problem = limits.name_problem(name)
     if problem is not None:
         raise ValueError(problem)
     return name
 
 
-SweepName = Annotated[
+Name = Annotated[
     str,
-    AfterValidator(_sweep_name),
-    Field(json_schema_extra={"pattern": limits.SWEEP_NAME_PATTERN}),
+    AfterValidator(_name),
+    Field(json_schema_extra={"pattern": limits.NAME_PATTERN, "maxLength": limits.NAME_MAX}),
 ]
+"""A model, device or dtype name (a table's key, an axis value): ``limits.name_problem``."""
+SweepName = Name
+"""The sweep's name: the same rule as every name (``limits.check_name``)."""
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
@@ -72,10 +75,36 @@ AUTO = "auto"
 """``options.compute_dtype`` default: each weight format's own GEMM format."""
 
 
+def _nul_free(value: Any) -> bool:
+    """Whether no string in ``value`` (a string, or lists and tables of them) holds a NUL."""
+    stack = [value]
+    while stack:  # a loop, not recursion: linear in the value, whatever its depth
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return False
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+    return True
+
+
 class Strict(BaseModel):
-    """Base of every table: unknown keys are errors, values are never converted."""
+    """Base of every table: unknown keys are errors, values are never converted, and no
+    string anywhere holds a NUL (a path or a title with one cannot be written: refused here,
+    for every key a table declares, before any work)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        if not _nul_free(value):
+            msg = "holds a NUL character (\\x00), which no file name or text may hold"
+            raise ValueError(msg)
+        return value
 
 
 class AxisRange(Strict):

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -46,19 +45,23 @@ STAGING = ".sweeps-staging"
 ``<out>/*/...`` reaches it, and any run in the same output folder clears what dead runs left
 there."""
 
-NAME_RULE = re.compile(r"[a-z0-9][a-z0-9._-]{0,99}")
-"""What a result folder's name may be: a letter or digit, then at most 99 more of
-``[a-z0-9._-]`` (so never ``.``, ``..`` or a hidden folder)."""
-
 
 def result_folder(out: str | Path, name: str) -> Path:
-    """``<out>/<name>``, checked: ``name`` is a plain folder name that stays inside ``out``."""
+    """``<out>/<name>``, checked: ``name`` follows the one rule of names that become files
+    (``sweeps.config.limits.name_problem``), and ``<out>/<name>`` is a real folder or nothing:
+    a symbolic link there is refused, never followed (``--force`` would otherwise replace,
+    and remove, whatever it points to). ``out`` itself may be a link: its real path is used.
+    """
+    from sweeps.config.limits import check_name
+
     base = Path(out).resolve()
-    target = (base / name).resolve()
-    if not NAME_RULE.fullmatch(name) or target.parent != base:
+    check_name(name)
+    target = base / name
+    if target.is_symlink():
         msg = (
-            f"sweep name {name!r} cannot name a result folder inside {base}; allowed: "
-            "a letter or digit, then at most 99 letters, digits, '.', '_' or '-'"
+            f"{target}: a symbolic link (to {os.readlink(target)}); a result is written "
+            "through real paths only, never into a link's target; allowed: a folder, or "
+            "nothing, there (remove the link, or write elsewhere)"
         )
         raise ConfigError(msg)
     return target
@@ -98,15 +101,23 @@ def check_target(target: Path, force: bool) -> None:
 
 
 @contextmanager
-def atomic_folder(target: Path, force: bool = False) -> Iterator[Path]:
+def atomic_folder(
+    target: Path, force: bool = False, finish: Callable[[Path], None] | None = None
+) -> Iterator[Path]:
     """Yield a fresh temporary folder beside ``target``; on success it becomes ``target``.
 
     The old result, if any and if ``force``, is moved aside first and removed only after the
-    new one is in place. On any exception the temporary folder is removed and ``target`` is as
-    it was.
+    new one is in place and ``finish`` (if given) has completed it there: ``finish(target)``
+    writes what can only be written where the result finally lies (``sweep.duckdb``, whose
+    views name the files' final paths). If ``finish`` fails, the new result is taken out
+    again and the old one put back, byte for byte. On any exception the temporary folder is
+    removed and ``target`` is as it was.
     """
     check_target(target, force)
     hidden = target.parent / STAGING
+    if hidden.is_symlink():  # a planted link would take the staging, and its removal, away
+        msg = f"{hidden}: a symbolic link; the staging folder must be a real folder"
+        raise ConfigError(msg)
     hidden.mkdir(parents=True, exist_ok=True)
     remove_stale(target.parent)
     pid = os.getpid()
@@ -114,15 +125,22 @@ def atomic_folder(target: Path, force: bool = False) -> Iterator[Path]:
     try:
         yield staging
         os.chmod(staging, 0o755)
+        # a kill between the two renames leaves the old result in ``aside``, which the
+        # next run in this folder moves back (``remove_stale``): never lost
+        aside = Path(tempfile.mkdtemp(prefix=f"{target.name}.old-{pid}-", dir=hidden))
         if target.exists():
-            # a kill between the two renames leaves the old result in ``aside``, which the
-            # next run in this folder moves back (``remove_stale``): never lost
-            aside = Path(tempfile.mkdtemp(prefix=f"{target.name}.old-{pid}-", dir=hidden))
             os.replace(target, aside / "old")
-            os.replace(staging, target)
-            shutil.rmtree(aside, ignore_errors=True)
-        else:
-            os.replace(staging, target)
+        os.replace(staging, target)
+        try:
+            if finish is not None:
+                finish(target)
+        except BaseException:
+            os.replace(target, staging)  # removed below, with the staging of a failed run
+            if (aside / "old").exists():
+                os.replace(aside / "old", target)
+            shutil.rmtree(aside, ignore_errors=True)  # empty once the old result is back
+            raise
+        shutil.rmtree(aside, ignore_errors=True)  # the old result, no longer needed
     except BaseException:
         _remove(staging)
         raise

@@ -29,20 +29,36 @@ def _quote(text: str) -> str:
 def write_database(folder: Path, tables: Mapping[str, Sequence[str]]) -> str:
     """Write ``folder/sweep.duckdb``: one view per table over its files, units and comments.
 
-    ``tables`` maps each table to its Parquet files relative to ``folder``, the result folder
-    in its final place (DuckDB reads the files when it creates a view, so the database is
-    written once they are there). Built under a temporary name and renamed: a reader never
-    sees half a database. Returns the database's file name.
+    ``tables`` maps each table to its Parquet files relative to ``folder`` (DuckDB reads the
+    files when it creates a view, so the database is written once they are there; the views
+    name relative paths, so a run writes it in its staging folder, before the rename).
+    Checkpointed and read back, then renamed from a temporary name: a reader never sees half
+    a database, and a full disk is an error. Returns the database's file name.
     """
+    from sweeps.export.failures import writing
+
+    building = folder / f".{DATABASE}.tmp-{os.getpid()}"
+    try:
+        with writing(folder / DATABASE):
+            _build(building, folder, tables)
+            _check(building, tables)
+    except BaseException:
+        building.unlink(missing_ok=True)
+        raise
+    os.replace(building, folder / DATABASE)
+    return DATABASE
+
+
+def _build(building: Path, folder: Path, tables: Mapping[str, Sequence[str]]) -> None:
+    """The database at ``building``, complete and on disk (checkpointed: a full disk is an
+    error here, not a database that quietly lacks its views)."""
     import duckdb
 
     from sweeps.export.parquet import read_units
 
-    building = folder / f".{DATABASE}.tmp-{os.getpid()}"
     building.unlink(missing_ok=True)
     # the views are bound (their files read) as they are made: against the folder itself
-    connection = duckdb.connect(str(building), config={"file_search_path": _search(folder)})
-    try:
+    with duckdb.connect(str(building), config={"file_search_path": _search(folder)}) as connection:
         connection.execute(
             "CREATE TABLE units (table_name VARCHAR, column_name VARCHAR, unit VARCHAR, "
             "description VARCHAR)"
@@ -58,13 +74,24 @@ def write_database(folder: Path, tables: Mapping[str, Sequence[str]]) -> str:
                 "INSERT INTO units VALUES (?, ?, ?, ?)",
                 [[table, c, e["unit"], e["description"]] for c, e in units.items()],
             )
-    except BaseException:
-        connection.close()
-        building.unlink(missing_ok=True)
-        raise
-    connection.close()
-    os.replace(building, folder / DATABASE)
-    return DATABASE
+        connection.execute("CHECKPOINT")
+
+
+def _check(building: Path, tables: Mapping[str, Sequence[str]]) -> None:
+    """Read the database back: every view there (a write that failed unseen is found here)."""
+    import duckdb
+
+    with duckdb.connect(str(building), read_only=True) as connection:
+        views = {
+            row[0]
+            for row in connection.sql(
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+            ).fetchall()
+        }
+    missing = sorted(set(tables) - views)
+    if missing:
+        msg = f"the database lacks the views {missing} once written"
+        raise OSError(msg)
 
 
 def _search(folder: Path) -> str:

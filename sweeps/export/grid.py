@@ -88,7 +88,10 @@ WRITERS = {"zarr": to_zarr, "netcdf": to_netcdf}
 
 def write_grid(ds: xr.Dataset, path: str | Path, grid_format: str) -> None:
     """Write ``ds`` to ``path`` in ``grid_format``, one of ``GRID_FILES``."""
-    WRITERS[grid_format](ds, path)
+    from sweeps.export.failures import writing
+
+    with writing(path):
+        WRITERS[grid_format](ds, path)
 
 
 def open_grid(path: str | Path, chunks: Any = None) -> xr.Dataset:

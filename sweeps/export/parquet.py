@@ -116,7 +116,10 @@ def write_frame(frame: pl.DataFrame, path: Path, table: str) -> dict[str, dict[s
 def write_with_units(frame: pl.DataFrame, path: Path, info: dict[str, dict[str, str]]) -> None:
     """Write ``frame`` with ``info`` (``{column: {unit, description}}``) in the file's
     metadata, in the three places of ``parquet_metadata``."""
-    frame.write_parquet(path, metadata=parquet_metadata(frame, info), **WRITE_OPTIONS)
+    from sweeps.export.failures import writing
+
+    with writing(path):
+        frame.write_parquet(path, metadata=parquet_metadata(frame, info), **WRITE_OPTIONS)
 
 
 def frames(ds: xr.Dataset) -> dict[str, pl.DataFrame]:

@@ -10,6 +10,7 @@ the interpreter holds before any grid.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from sweeps.axes import AXIS
 from sweeps.config import Sweep
@@ -18,7 +19,8 @@ from sweeps.grid.analyses import COLUMN_ITEMSIZE, ITEMSIZE, Analysis, applicable
 from sweeps.grid.variables import REGISTRY
 
 DEFAULT_BUDGET_FRACTION = 0.5
-"""Share of physical memory a run may use when no budget is given."""
+"""Share of the memory this process may use (``available_memory``) a run takes when no
+budget is given."""
 
 ROOF_POINT_COPIES = 4
 """Per-point float64 arrays the roofline pass holds contiguous while it runs (intensity, bytes,
@@ -31,6 +33,17 @@ BASE_BYTES = 448 * 2**20
 """What a run holds before any grid [byte]: the interpreter, its libraries (numpy, xarray,
 Polars, numba) and the low-rank variables. A streamed run of an 880-point grid peaks at
 415 MB on the development machine. Also the smallest budget accepted."""
+
+DOCUMENTED_MINIMUM = 512 * 2**20
+"""The smallest budget the documentation gives [byte]: ``BASE_BYTES`` plus room for the two
+chunks a streamed run holds at once; every shipped config runs within it. ``BASE_BYTES``
+itself is accepted, but holds no chunk: the planner then names the budget the sweep needs."""
+
+MIN_ADDRESS_SPACE = 3 * 2**30 + 256 * 2**20 * (os.cpu_count() or 1)
+"""Least address space (``RLIMIT_AS``, ``ulimit -v``) a run starts with [byte]. Address space
+is not memory: the libraries map far more than they touch, and Polars' allocator reserves an
+arena per thread, one thread per core. Measured on two cores: 2.5 GB aborts with SIGABRT in
+Polars' thread pool, with no message; 3 GB runs."""
 
 _AXIS_COLUMN = {"name": 4, "size": 8, "heads": 8, "value": 8}
 """Bytes per row of an axis column by axis kind: Enum codes (at most 4 bytes), Int64, Float64."""
@@ -83,6 +96,64 @@ def physical_memory() -> int:
         return 8 * 2**30
 
 
+CGROUP_FILES = (
+    "/sys/fs/cgroup/memory.max",  # cgroup v2
+    "/sys/fs/cgroup/memory/memory.limit_in_bytes",  # cgroup v1
+)
+"""Where a container's memory limit is read, in order."""
+
+
+def cgroup_limit(files: tuple[str, ...] = CGROUP_FILES) -> int | None:
+    """The container's memory limit [byte] (cgroup ``memory.max``), or None where unlimited."""
+    for name in files:
+        try:
+            text = Path(name).read_text("ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if text.isdigit() and int(text) < 2**60:  # v1 writes "no limit" as ~2**63
+            return int(text)
+        return None
+    return None
+
+
+def address_space_limit() -> int | None:
+    """The soft ``RLIMIT_AS`` [byte], or None where there is none (or no ``resource``)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else int(soft)
+
+
+def available_memory() -> int:
+    """What this process may really use [byte]: the least of the address-space limit (less
+    ``MIN_ADDRESS_SPACE``, what the libraries map without using), the container's
+    ``memory.max`` and the physical memory."""
+    candidates = [physical_memory()]
+    limit = cgroup_limit()
+    if limit is not None:
+        candidates.append(limit)
+    space = address_space_limit()
+    if space is not None:
+        candidates.append(max(0, space - MIN_ADDRESS_SPACE + BASE_BYTES))
+    return min(candidates)
+
+
+def address_space_problem() -> str | None:
+    """Why this process's address-space limit is too small to run, or None."""
+    space = address_space_limit()
+    if space is None or space >= MIN_ADDRESS_SPACE:
+        return None
+    return (
+        f"the address-space limit (RLIMIT_AS, ulimit -v) is {space / 2**30:.2f} GiB; a run "
+        f"maps at least {MIN_ADDRESS_SPACE / 2**30:.2f} GiB here (its libraries reserve far "
+        "more than they use, an arena per thread); allowed: a limit of at least that, or none "
+        "(limit the memory with a cgroup or the memory budget instead)"
+    )
+
+
 def default_budget() -> int:
-    """The budget used when none is given: half the physical memory [byte]."""
-    return int(physical_memory() * DEFAULT_BUDGET_FRACTION)
+    """The budget used when none is given: half of what the process may use
+    (``available_memory``), and never below ``DOCUMENTED_MINIMUM`` [byte]."""
+    return max(DOCUMENTED_MINIMUM, int(available_memory() * DEFAULT_BUDGET_FRACTION))

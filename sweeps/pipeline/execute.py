@@ -28,6 +28,7 @@ from sweeps.export import (
 )
 from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
+from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.stream import Progress, configurations
@@ -119,10 +120,13 @@ def check_targets(sweeps: Iterable[Sweep], out: str | Path, force: bool = False)
 
 
 def _write_manifest(folder: Path, document: dict[str, object]) -> None:
-    (folder / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
+    from sweeps.export.failures import writing
+
+    with writing(folder / "manifest.json"):
+        (folder / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
 
 
-def run_to_folder(
+def run_to_folder(  # long: the one entry of a run, its steps in order, each a line or two
     sweep: Sweep,
     out: str | Path = "outputs",
     force: bool = False,
@@ -144,7 +148,7 @@ def run_to_folder(
     take the sweep's own settings.
 
     When the grid's estimated memory (``sweeps.grid.memory.estimate_bytes``) exceeds
-    ``memory_budget`` [byte] (default: half the physical memory; at least
+    ``memory_budget`` [byte] (default: half of what the process may use; at least
     ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
     ``dask.distributed.Client``) is given, the grid is evaluated in chunks and its rows
     streamed into the same files; the grid file is written block by block where its format
@@ -163,6 +167,7 @@ def run_to_folder(
     how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
     target = result_folder(out, sweep.name)
     check_target(target, force)
+    check_extras(sweep, settings.grid_format, settings.duckdb)  # before any work
     timings: dict[str, float] = {}
     ds = None
     if not how.streamed:
@@ -177,15 +182,16 @@ def run_to_folder(
         )
         timings["outputs"] = time.perf_counter() - start
         files = [f for table in written.values() for f in table.files] + extra
-        if settings.duckdb:  # written once the Parquet files are in place (see below)
+        if settings.duckdb:  # written last in the staging folder, before the rename
             files.append(DATABASE)
         rows = {name: table.rows for name, table in written.items()}
         columns = {name: table.columns for name, table in written.items()}
         files.append("manifest.json")
         document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped))
         _write_manifest(staging, document)
-    if settings.duckdb:
-        write_database(target, {name: table.files for name, table in written.items()})
+        if settings.duckdb:  # in the staging folder: its views read paths relative to it
+            settings.phase(f"writing {DATABASE}")
+            write_database(staging, {name: table.files for name, table in written.items()})
     per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,

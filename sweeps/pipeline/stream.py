@@ -110,18 +110,35 @@ def sink(frames: Iterator[pl.DataFrame], path: Path, table: str) -> tuple[int, d
     info = column_info(first, table)
     rows = [first.height]
 
+    upstream: list[BaseException] = []  # raised by the frames (the stream), not the writer
+
     def source(*_: Any) -> Iterator[pl.DataFrame]:
-        yield first
-        for frame in frames:
-            rows.append(frame.height)
-            yield frame
+        try:
+            yield first
+            for frame in frames:
+                rows.append(frame.height)
+                yield frame
+        except GeneratorExit:  # the writer closed the source: its own failure, if any, stands
+            raise
+        except BaseException as error:
+            upstream.append(error)
+            raise
+
+    from sweeps.errors import WriteError
+    from sweeps.export.failures import writing
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    register_io_source(source, schema=first.schema).sink_parquet(
-        path,
-        metadata=parquet_metadata(first, info),
-        **WRITE_OPTIONS,
-    )
+    try:
+        with writing(path):
+            register_io_source(source, schema=first.schema).sink_parquet(
+                path,
+                metadata=parquet_metadata(first, info),
+                **WRITE_OPTIONS,
+            )
+    except WriteError:
+        if upstream:  # the stream's own failure, as it was raised
+            raise upstream[0] from None
+        raise
     return sum(rows), info
 
 

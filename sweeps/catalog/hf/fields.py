@@ -26,6 +26,54 @@ files; gpt-oss's ``experts_per_token``)."""
 MAX_INTEGER = 2**53
 """Largest integer a field may hold [1]: exact as a float, far above any real shape."""
 
+LIMITED: Mapping[str, str] = {
+    **dict.fromkeys(
+        (
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_kv_heads",
+            "num_experts_per_tok",
+            "num_nextn_predict_layers",
+            "first_k_dense_replace",
+            "max_window_layers",
+            "decoder_sparse_step",
+            "moe_layer_freq",
+            "n_shared_experts",
+        ),
+        "MAX_COUNT",
+    ),
+    **dict.fromkeys(("num_local_experts", "num_experts", "n_routed_experts"), "MAX_EXPERTS"),
+    **dict.fromkeys(
+        (
+            "hidden_size",
+            "intermediate_size",
+            "moe_intermediate_size",
+            "kv_lora_rank",
+            "q_lora_rank",
+            "qk_nope_head_dim",
+            "qk_rope_head_dim",
+            "v_head_dim",
+            "head_dim",
+        ),
+        "MAX_WIDTH",
+    ),
+    "vocab_size": "MAX_VOCAB",
+}
+"""Fields whose largest value is a structural limit of ``sweeps.config.limits`` (by its name):
+layers, heads and experts are loops and array lengths, so a ``config.json`` with 2**53 layers
+is refused when read, before anything is counted, with the limit a config table has."""
+
+
+def field_maximum(key: str) -> int:
+    """The largest value field ``key`` may hold: its ``LIMITED`` bound, else ``MAX_INTEGER``."""
+    name = LIMITED.get(key)
+    if name is None:
+        return MAX_INTEGER
+    from sweeps.config import limits  # late: the config package imports the catalog
+
+    return int(getattr(limits, name))
+
+
 _DIGITS = 20
 """Integers with more digits than this are kept as ``Oversized`` by ``parse_int``."""
 
@@ -102,12 +150,10 @@ class Fields:
             if default is None:
                 raise self.missing(key, why)
             return default
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int)
-            or not minimum <= value <= MAX_INTEGER
-        ):
-            raise self.bad(key, value, f"an integer from {minimum} to 2**53")
+        maximum = field_maximum(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+            top = "2**53" if maximum == MAX_INTEGER else f"{maximum:,} (sweeps' limit)"
+            raise self.bad(key, value, f"an integer from {minimum} to {top}")
         return value
 
     def opt_int(self, key: str, *, minimum: int = 1) -> int | None:

@@ -20,8 +20,8 @@ from sweeps.catalog.records import Model
 from sweeps.errors import ImportModelError
 from sweeps.files import read_text
 
-NAME_PATTERN = re.compile(r"^[a-z0-9._-]+$")
-"""Model ids: the config files' name pattern."""
+NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}\Z")
+"""Model ids: the config files' name pattern (``sweeps.config.limits.NAME_PATTERN``)."""
 
 
 def count_parameters(config: Mapping[str, Any], source: str = "<config>") -> ParamCount:
@@ -51,7 +51,10 @@ def default_name(config: Mapping[str, Any], path: str | Path | None = None) -> s
         repo = p.parent.parent.parent.name  # hub/models--Org--Name/snapshots/<hash>/config.json
         if p.parent.parent.name == "snapshots" and repo.startswith("models--"):
             raw = repo.rsplit("--", 1)[-1]  # the repository's name, not the snapshot's hash
-    name = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-.")
+    name = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._")
+    name = name[:100].rstrip("-._")  # sweeps.config.limits.NAME_MAX
+    for marker in (".tmp-", ".old-"):  # the package's own staging folders' markers
+        name = name.replace(marker, "-")
     return name or "imported"
 
 
@@ -85,8 +88,11 @@ def model_from_config(
     s = read_shape(config, source)
     counts = count(s)
     model_id = name or default_name(config, source)
-    if not NAME_PATTERN.match(model_id):
-        msg = f"{source}: model id {model_id!r} is not valid; use only a-z, 0-9, '.', '_', '-'"
+    from sweeps.config.limits import name_problem, shown
+
+    problem = name_problem(model_id)
+    if problem is not None:
+        msg = f"{source}: model id {shown(model_id)} is not valid: {problem}"
         raise ImportModelError(msg)
     mlp = s.mlp
     return Model(

@@ -1,0 +1,77 @@
+"""Optional dependencies a sweep needs, checked before any work, each naming its extra.
+
+A config may ask for outputs that need a package outside the core: ``[outputs] duckdb =
+true`` needs DuckDB, ``[outputs] grid = "netcdf"`` needs the NetCDF writer (h5netcdf, on
+h5py). A run that found out only after computing would have spent its time for nothing, and
+used to leave a renamed result behind it; each need is declared here once, with the key that
+asks for it and the extra that brings it, and checked by ``validate`` and before every run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sweeps.config import Sweep
+from sweeps.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Need:
+    """An optional dependency: the ``key`` that asks for it (and when, ``asks``), the
+    ``modules`` it takes, and the ``extra`` of ``pip install 'sweeps[extra]'`` that brings
+    them."""
+
+    key: str
+    asks: Callable[[Sweep, str, bool], bool]
+    modules: tuple[str, ...]
+    extra: str
+    what: str
+
+
+NEEDS = (
+    Need("outputs.duckdb", lambda s, g, d: d, ("duckdb",), "duckdb", "DuckDB"),
+    Need(
+        "outputs.grid",
+        lambda s, g, d: g == "netcdf",
+        ("h5netcdf", "h5py"),
+        "netcdf",
+        "the NetCDF writer (h5netcdf, h5py)",
+    ),
+)
+"""Every optional dependency a config can ask for (``DASK``: the CLI's cluster options)."""
+
+DASK = ("dask", "distributed")
+"""The modules of the ``dask`` extra (a cluster to evaluate on, lazy grids)."""
+
+
+def installed(module: str) -> bool:
+    """Whether ``module`` can be imported here (found, not imported: cheap)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def install_hint(extra: str) -> str:
+    """``pip install 'sweeps[extra]'``: the one spelling of how to get an extra."""
+    return f"pip install 'sweeps[{extra}]'"
+
+
+def check_extras(sweep: Sweep, grid_format: str | None = None, duckdb: bool | None = None) -> None:
+    """Raise ``ConfigError`` (naming the file, the key, and the extra to install) when
+    ``sweep`` asks for an output whose package is not installed; ``grid_format`` and
+    ``duckdb`` override the sweep's own settings, as ``run_to_folder``'s do."""
+    grid = sweep.grid_format if grid_format is None else grid_format
+    database = sweep.duckdb if duckdb is None else duckdb
+    lines = []
+    for need in NEEDS:
+        missing = [m for m in need.modules if not installed(m)]
+        if need.asks(sweep, grid, database) and missing:
+            lines.append(
+                f"{sweep.path}: {need.key}: needs {need.what}, and {', '.join(missing)} is not "
+                f"installed; install the {need.extra} extra: {install_hint(need.extra)}"
+            )
+    if lines:
+        raise ConfigError("\n".join(lines))
