@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from sweeps.config import limits
 from sweeps.config.limits import (
@@ -49,9 +49,18 @@ from sweeps.config.types import (
     Width,
     WidthOrNone,
 )
-from sweeps.study import MODE_ALIASES, SCHEDULERS
 
-__all__ = ["AUTO", "CHART_KINDS", "NAME_PATTERN", "AxisRange", "ChartKind", "ComputeDType"]
+__all__ = [
+    "AUTO",
+    "CHART_KINDS",
+    "NAME_PATTERN",
+    "AxisRange",
+    "ChartKind",
+    "ComputeDType",
+    "Serving",
+    "ServingTable",
+    "SimulatedLengths",
+]
 
 
 SchedulerName = Literal[
@@ -298,111 +307,11 @@ class Outputs(Strict):
     )
 
 
-class SimulatedLengths(Strict):
-    """``[serving] lengths`` as a table: a lognormal of a CV, or an empirical CSV."""
-
-    kind: Literal["lognormal", "uniform", "fixed"] | None = Field(
-        default=None, description="Length distribution (lognormal needs cv)"
-    )
-    cv: PositiveFloat | None = Field(
-        default=None, description="Coefficient of variation of a lognormal's lengths"
-    )
-    csv: str | None = Field(
-        default=None, description="CSV of (prompt_tokens, output_tokens) pairs, drawn from"
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _named(cls, value: object) -> object:
-        """``"fixed"`` or ``"uniform"`` stands for ``{ kind = ... }``."""
-        if isinstance(value, str):
-            if value not in ("fixed", "uniform"):
-                msg = (
-                    f'{value!r} is not a length distribution; allowed: "fixed", "uniform", '
-                    '{ kind = "lognormal", cv = ... }, { csv = "lengths.csv" }'
-                )
-                raise ValueError(msg)
-            return {"kind": value}
-        return value
-
-    @model_validator(mode="after")
-    def _one_source(self) -> SimulatedLengths:
-        if (self.kind is None) == (self.csv is None):
-            msg = 'give either kind (with cv for "lognormal") or csv, not both or neither'
-            raise ValueError(msg)
-        if self.kind == "lognormal" and self.cv is None:
-            msg = 'kind = "lognormal" needs cv (a number > 0)'
-            raise ValueError(msg)
-        if self.cv is not None and self.kind != "lognormal":
-            msg = 'cv is the lognormal\'s: set kind = "lognormal"'
-            raise ValueError(msg)
-        return self
-
-
-class Serving(Strict):
-    """The objectives and links of ``[serving]``; also ``Sweep.serving`` (one declaration:
-    ``sweeps.study.SERVING`` makes it from the table)."""
-
-    ttft_slo_s: PositiveFloat = Field(default=2.0, description="Time-to-first-token objective [s]")
-    tpot_slo_s: PositiveFloat = Field(
-        default=0.05, description="Time-per-output-token objective [s]"
-    )
-    chunk_tokens: TokensOrNone = Field(
-        default=2048,
-        description="Token budget of a chunked-prefill step [token]; 0 turns chunking off; "
-        "else larger than the largest batch",
-    )
-    kv_link_bandwidth: PositiveFloat = Field(
-        default=50e9, description="KV hand-off bandwidth per device between pools [byte/s]"
-    )
-    simulate: Annotated[int, Field(ge=0, le=10_000_000)] = Field(
-        default=0,
-        description="Requests simulated per cheapest plan (sweeps.simulate; simulated.parquet); "
-        "0: off",
-    )
-    lengths: SimulatedLengths = Field(
-        default=SimulatedLengths(kind="fixed"),
-        description='Request lengths of the simulations: "fixed" (I and O), "uniform" (on '
-        '[1, 2m - 1]), { kind = "lognormal", cv = ... } or { csv = "lengths.csv" } (columns '
-        "prompt_tokens, output_tokens; relative to the config file)",
-    )
-    slo_quantile: float = Field(
-        default=0.9,
-        gt=0,
-        lt=1,
-        description="The quantile at which the TTFT objective holds under load (0.5: the "
-        "median; the means are reported beside), strictly between 0 and 1",
-    )
-    schedulers: list[SchedulerName] = Field(
-        default=["serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy"],
-        description="Named schedulers of the serving and pools tables, besides bound and "
-        "static (always there): serial-prefill, batched-prefill, chunked-paced, "
-        "chunked-greedy (the chunked ones need chunk_tokens > 0); the first round's "
-        "colocated and chunked mean serial-prefill and chunked-paced",
-    )
-
-    @field_validator("schedulers", mode="after")
-    @classmethod
-    def _canonical(cls, names: list[str]) -> list[str]:
-        """The first round's names as this round's, each once, in the table's order."""
-        wanted = {MODE_ALIASES.get(name, name) for name in names}
-        return [name for name in SCHEDULERS if name in wanted]
-
-
-class ServingTable(Serving):
-    """The ``[serving]`` table: the workload axes plus the objectives."""
-
-    prompt_tokens: TokenAxis = Field(default=[512, 2048], description="Prompt tokens per request")
-    output_tokens: TokenAxis = Field(
-        default=[128, 512], description="Output tokens per request (>= 1)"
-    )
-    arrival_rate: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
-        default=[1.0, 10.0], description="Arrival rates [request/s] (> 0)"
-    )
-
-    def objectives(self) -> Serving:
-        """The resolved settings of the study (``Sweep.serving``): the table without its axes."""
-        return Serving(**{name: getattr(self, name) for name in Serving.model_fields})
+from sweeps.config.serving_schema import (  # noqa: E402
+    Serving,
+    ServingTable,
+    SimulatedLengths,
+)
 
 
 class ConfigFile(Strict):
