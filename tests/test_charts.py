@@ -304,8 +304,13 @@ def test_ceiling_caption_states_the_wall_share_and_the_ridge_crossing() -> None:
     # ceiling 2 P / KV_seq-ish: 243 at 512 tokens, 19 at 8,192; H100 ridge 989e12 / 3.35e12
     assert caption[1].startswith("The ceiling (228 at 512, 18 at 8,192 tokens) is below the ridge")
     grid = build_grid(parse_config(CONFIG))
-    crossing = ceiling_chart(grid).to_dict()["title"]["subtitle"][1]
-    assert "drops below the ridge point (295 FLOP/byte) from 32,768 tokens on" in crossing
+    crossing = " ".join(ceiling_chart(grid).to_dict()["title"]["subtitle"])
+    # native in bf16 is below the ridge at 512 tokens too: the sentence counts the settings
+    assert (
+        "The ceiling is below the ridge point (295 FLOP/byte) in 5 of 8 settings (context x KV "
+        "heads x KV dtype): decode stays memory-bound there at any batch; in every KV setting "
+        "from 32,768 tokens on."
+    ) in crossing
 
 
 def test_ridge_mark_sits_on_the_first_compute_bound_batch(ds: xr.Dataset) -> None:

@@ -171,6 +171,27 @@ def _attention_peak(hw, kv) -> float:  # type: ignore[no-untyped-def]
     return hw.peak_flops[kv.compute] if kv.compute in hw.peak_flops else hw.peak_flops["bf16"]
 
 
+def _moe_root(slope: float, m, wb: float, table: float) -> float:  # type: ignore[no-untyped-def]
+    """The batch ``B`` with ``slope B`` equal to the weight bytes a step of ``B`` reads (but the
+    lookup table), by bisection: a MoE reads the experts its batch touches, a dense model all;
+    the knee at ``slope = KV_seq``, the ridge at ``(F_seq - R KV_seq) / R``."""
+    e, k = m.experts, m.experts_per_token
+
+    def read(b: float) -> float:
+        if e <= k:
+            return (m.params - table) * wb
+        touched = e * (1 - (1 - k / e) ** b)
+        return (m.active_params - table + (m.params - m.active_params) * (touched - k) / (e - k)) * wb
+
+    lo, hi = 0.0, (m.params - table) * wb / slope
+    if e <= k:
+        return hi
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if slope * mid >= read(mid) else (mid, hi)
+    return (lo + hi) / 2
+
+
 def _scalar_point(m, hw, tp, b, s, label, kv, weight, reserve, attention):  # type: ignore[no-untyped-def]
     wb, kvb = weight.bytes_per_element, kv.bytes_per_element
     """The cost model for one point, in plain Python floats, written from cost-model.md."""
@@ -196,9 +217,8 @@ def _scalar_point(m, hw, tp, b, s, label, kv, weight, reserve, attention):  # ty
     weights = m.params * wb / tp
     flops = b * f_seq
     nbytes = (read - table + rows * width) * wb / tp + b * kv_seq
-    # per sequence: its cache and its embedding row; shared: every weight but the table
+    # per sequence: its cache and its embedding row; shared: the weights but the table
     own = kv_seq + (width * wb / tp if table else 0)
-    shared = (m.params - table) * wb / tp
     ai = flops / nbytes
     peak, bw = _peak(hw, weight), hw.bandwidth
     ridge = peak / bw
@@ -218,8 +238,8 @@ def _scalar_point(m, hw, tp, b, s, label, kv, weight, reserve, attention):  # ty
         "utilization": attainable / peak,
         "ceiling": ceiling,
         "fraction_of_ceiling": ai / ceiling,
-        "knee_batch": shared / own,
-        "ridge_batch": ridge * shared / margin if margin > 0 else math.nan,
+        "knee_batch": _moe_root(own, m, wb / tp, table),
+        "ridge_batch": _moe_root(margin / ridge, m, wb / tp, table) if margin > 0 else math.nan,
         "max_batch": max_b,
         "feasible": b <= max_b,
         "step_time_s": step,

@@ -108,7 +108,7 @@ def test_a_negative_rate_exits_2(tmp_path: Path) -> None:
 
 
 def test_a_streamed_run_simulates_the_same_plans(tmp_path: Path) -> None:
-    from sweeps.charts.output import output_hooks
+    from sweeps.charts import output_hooks
     from sweeps.config import parse_config
     from sweeps.grid.memory import BASE_BYTES, estimate_bytes
     from sweeps.pipeline import run_to_folder

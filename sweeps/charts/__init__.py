@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from sweeps.charts.heatmaps import bottleneck_chart as bottleneck_chart
     from sweeps.charts.heatmaps import ceiling_chart as ceiling_chart
+    from sweeps.charts.hooks import output_hooks as output_hooks
     from sweeps.charts.lines import ai_vs_batch_chart as ai_vs_batch_chart
     from sweeps.charts.output import BUILDERS as BUILDERS
     from sweeps.charts.output import Settings as Settings
     from sweeps.charts.output import chart_specs as chart_specs
-    from sweeps.charts.output import output_hooks as output_hooks
     from sweeps.charts.output import slices as slices
     from sweeps.charts.output import sweep_figures as sweep_figures
     from sweeps.charts.output import time_figures as time_figures
@@ -40,12 +40,12 @@ _LAZY = {
     "roofline_chart": "sweeps.charts.roofline",
     "compare_chart": "sweeps.charts.roofline",
     "render": "sweeps.charts.rendering",
+    "output_hooks": "sweeps.charts.hooks",
     **dict.fromkeys(
         (
             "BUILDERS",
             "Settings",
             "chart_specs",
-            "output_hooks",
             "slices",
             "sweep_figures",
             "time_figures",

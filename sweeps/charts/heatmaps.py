@@ -15,8 +15,7 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
-from sweeps import physics
-
+from .captions import crossing_text, ridge_text, wall_text
 from .data import (
     KV_FACETS,
     Selection,
@@ -25,6 +24,7 @@ from .data import (
     reached,
     select,
     shown_percent,
+    spaced,
     status,
     thin,
     tidy,
@@ -38,8 +38,6 @@ from .theme import (
     SEQUENTIAL,
     category_scale,
     heading,
-    number,
-    percent,
     themed,
     title,
     tooltip,
@@ -70,6 +68,32 @@ def _ridge_mark(ds: xr.Dataset) -> xr.DataArray:
     return compute & (compute.cumsum("batch") == 1) & ds["feasible"]
 
 
+MOST_ROWS = 40
+"""Contexts a heatmap draws at most, log-spaced (the rows of one facet)."""
+
+
+def most_columns(sel: Selection) -> int:
+    """Batches a heatmap's facet row has room for at the smallest cell width [1]."""
+    columns = max(1, sel.ds.sizes.get("kv_heads", 1))
+    legend = 150 if sel.size.legend == "right" else 0
+    room = sel.size.width - sel.size.left - 12 * (columns - 1) - legend
+    return max(2, int(room // (columns * sel.size.cell[0])))
+
+
+def fit_axes(ds: xr.Dataset, sel: Selection) -> tuple[xr.Dataset, str]:
+    """``ds`` with at most ``most_columns`` batches and ``MOST_ROWS`` contexts, log-spaced
+    (``data.spaced``, ends kept), and the caption's note saying so, or ''. A long axis
+    (``batch = 1..2048 step 1``) is drawn thinned, never spelled value by value into the
+    spec (vl-convert ran out of stack on the sort list of 2,048 batches)."""
+    most = {"batch": most_columns(sel), "context": MOST_ROWS}
+    keep = {d: spaced(ds[d].values, n) for d, n in most.items() if ds.sizes[d] > n}
+    if not keep:
+        return ds, ""
+    said = ", ".join(f"{len(i)} of {ds.sizes[d]:,} {d} values" for d, i in keep.items())
+    note = f"Axes thinned to fit the figure ({said}, log-spaced); the Parquet files have all."
+    return ds.isel(keep), note
+
+
 def decode_cells(sel: Selection) -> tuple[pl.DataFrame, str]:
     """Tidy decode cells of a selection, thinned to ``sel.max_cells``; the thinning note.
 
@@ -77,6 +101,8 @@ def decode_cells(sel: Selection) -> tuple[pl.DataFrame, str]:
     rule the outline, the legend, the caption and the report share.
     """
     ds, note = thin(sel.ds, HEAT_DIMS, ("batch", "context"), sel.max_cells)
+    ds, fitted = fit_axes(ds, sel)
+    note = " ".join(line for line in (note, fitted) if line)
     ds = ds.assign(
         ridge_mark=_ridge_mark(ds),
         reached=reached(ds["fraction_of_ceiling"], ds["feasible"], sel.threshold),
@@ -89,71 +115,6 @@ def decode_cells(sel: Selection) -> tuple[pl.DataFrame, str]:
     return status(
         frame.with_columns(label=pl.Series(labels, dtype=pl.String)), "feasible", "bottleneck"
     ), note
-
-
-def ridge_text(sel: Selection) -> str:
-    """Where decode turns compute-bound; '' where it never does (``crossing_text`` says so:
-    the ridge batch exists exactly where the ceiling is above the ridge point) [-]."""
-    ridge = sel.ds["ridge_batch"].values.reshape(-1)
-    found = ridge[np.isfinite(ridge)]
-    if found.size == 0:
-        return ""
-    never = ridge.size - found.size
-    tail = f"; never for {never} of {ridge.size} settings" if never else ""
-    span = f"{found.min():,.0f}" + (f" to {found.max():,.0f}" if found.max() > found.min() else "")
-    return f"Black bar: the first compute-bound batch (ridge batch {span}{tail})."
-
-
-def wall_text(sel: Selection) -> str:
-    """The share of the ceiling at the memory wall: ``max_batch / (knee_batch + max_batch)``
-    (``physics.fraction_of_ceiling`` with the knee batch's ``W / KV_seq``), exact for a dense
-    model; a mixture of experts reads fewer weights below the wall, so there the larger of that
-    and the best fitting cell of the sweep is a lower bound, said "at least"."""
-    ds = sel.ds
-    formula = physics.fraction_of_ceiling(ds["max_batch"], ds["knee_batch"], 1.0)
-    best = ds["fraction_of_ceiling"].where(ds["feasible"]).max("batch")
-    wall = xr.where(best > formula, best, formula).where(ds["max_batch"] >= 1)
-    values = wall.values.reshape(-1)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return ""
-    lo, hi = percent(float(values.min())), percent(float(values.max()))
-    span = lo if lo == hi else f"{lo} to {hi}"
-    moe = bool(np.any(np.atleast_1d(ds["experts"].values) > 1))
-    bound = "at least " if moe else ""
-    cells = bool(reached(ds["fraction_of_ceiling"], ds["feasible"], sel.threshold).any())
-    wall_reaches = bool(reached(float(values.max()), True, sel.threshold))
-    reach = "" if wall_reaches else f", never {percent(sel.threshold)}"
-    if not reach and not cells:
-        reach = " (between the sweep's batches, so no cell shows it)"
-    why = (
-        "the weights' share of memory sets it, whatever the context"
-        if not moe
-        else "a mixture of experts reads fewer weights below the wall"
-    )
-    return f"At the memory wall decode reaches {bound}{span} of the ceiling{reach}: {why}."
-
-
-def crossing_text(sel: Selection) -> str:
-    """Where the ceiling (largest over KV settings) drops below the device's ridge point [-]."""
-    ceiling = sel.ds["ceiling"]
-    by_context = ceiling.max([d for d in ceiling.dims if d != "context"])
-    contexts = [int(c) for c in sel.ds["context"].values]
-    values = np.atleast_1d(by_context.values)
-    point = float(np.max(sel.ds["ridge_point"].values))
-    u = unit("ceiling")
-    listed = ", ".join(f"{number(v)} at {c:,}" for v, c in zip(values, contexts, strict=True))
-    ceilings = f"The ceiling ({listed} tokens)" if len(contexts) <= 4 else "The ceiling"
-    below = [c for v, c in zip(values, contexts, strict=True) if v < point]
-    ridge = f"the ridge point ({number(point)} {u})"
-    if not below:
-        return f"{ceilings} stays above {ridge} at every context."
-    if len(below) == len(contexts):
-        return f"{ceilings} is below {ridge} at every context: decode never turns compute-bound."
-    return (
-        f"{ceilings} drops below {ridge} from {below[0]:,} tokens on: decode stays "
-        "memory-bound there at any batch."
-    )
 
 
 def _step(frame: pl.DataFrame, sel: Selection) -> tuple[int, int]:
@@ -178,18 +139,23 @@ def _stacked_titles(sel: Selection, height: int) -> bool:
     return rows > 1 and sel.ds.sizes["context"] * height < 0.62 * (sel.size.font + 1) * 16
 
 
-def _axes(sel: Selection, step: int, height: int) -> dict[str, Any]:
+def _order(frame: pl.DataFrame, dim: str) -> list[int]:
+    """The values of ``dim`` the frame draws, in the grid's order (thinned: ``fit_axes``)."""
+    return [int(v) for v in frame[dim].unique(maintain_order=True)]
+
+
+def _axes(sel: Selection, frame: pl.DataFrame, step: int, height: int) -> dict[str, Any]:
     return {
         "x": alt.X(
             "batch:O",
             title=title("batch"),
-            sort=[int(b) for b in sel.ds["batch"].values],
+            sort=_order(frame, "batch"),
             axis=alt.Axis(labelAngle=-45 if step < LABEL_MIN_CELL else 0, labelOverlap="greedy"),
         ),
         "y": alt.Y(
             "context:O",
             title=None if _stacked_titles(sel, height) else title("context"),
-            sort=[int(c) for c in sel.ds["context"].values],
+            sort=_order(frame, "context"),
             axis=alt.Axis(format=",", labelOverlap="greedy"),
         ),
     }
@@ -217,9 +183,9 @@ def _facet(layers: list[alt.Chart], frame: pl.DataFrame, sel: Selection, height:
     return kv_facets(alt.layer(*layers, data=frame), sel, rows)
 
 
-def _ridge_bars(base: alt.Chart, sel: Selection, height: int) -> list[alt.Chart]:
+def _ridge_bars(base: alt.Chart, frame: pl.DataFrame, height: int) -> list[alt.Chart]:
     """The first compute-bound batch: a black bar on a white halo, seen on every colour."""
-    x = alt.X("batch:O", sort=[int(b) for b in sel.ds["batch"].values], bandPosition=0)
+    x = alt.X("batch:O", sort=_order(frame, "batch"), bandPosition=0)
     return [
         base.mark_tick(orient="vertical", thickness=thickness, size=height, color=color)
         .encode(x=x)
@@ -242,10 +208,11 @@ def _heatmap(
     step, height = _step(frame, sel)
     base = (
         alt.Chart()
-        .encode(**_axes(sel, step, height), tooltip=_tooltips())
+        .encode(**_axes(sel, frame, step, height), tooltip=_tooltips())
         .properties(width=alt.Step(step), height=alt.Step(height))
     )
-    chart = _facet([*layers(base, sel, step), *_ridge_bars(base, sel, height)], frame, sel, height)
+    marks = [*layers(base, sel, step), *_ridge_bars(base, frame, height)]
+    chart = _facet(marks, frame, sel, height)
     lines = [*subtitle(sel), *sel.notes, *([note] if note else [])]
     return chart.properties(title=heading(sel.headline(what), lines, sel.size))
 

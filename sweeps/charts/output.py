@@ -23,7 +23,7 @@ import xarray as xr
 from sweeps.pipeline.summary import summary_rows
 
 from .data import Selection, choose, select
-from .drawing import start
+from .failures import built, failed, skipped_line
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .kinds import DEVICES, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
@@ -85,6 +85,11 @@ def spec_of(chart: Any, width: str) -> dict[str, Any]:
     return spec
 
 
+def chart_spec(builder: Builder, width: str, /, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """The spec (``spec_of``) of the chart ``builder(*args, **kwargs)`` draws."""
+    return spec_of(builder(*args, **kwargs), width)
+
+
 def slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
     """The per-(model, hardware) slices of a grid in memory, dimensions kept (size 1).
 
@@ -109,8 +114,19 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
         if not choice.fits:
             yield Figure(stem, kind, model, device, None, choice.reason)
             continue
-        chart = BUILDERS[kind](one, model, device, **settings.options())
-        yield Figure(stem, kind, model, device, spec_of(chart, settings.width))
+        yield built(
+            stem,
+            kind,
+            model,
+            device,
+            chart_spec,
+            BUILDERS[kind],
+            settings.width,
+            one,
+            model,
+            device,
+            **settings.options(),
+        )
 
 
 def across_devices(selections: list[Selection], settings: Settings) -> list[Figure]:
@@ -123,8 +139,19 @@ def across_devices(selections: list[Selection], settings: Settings) -> list[Figu
     if not any(sel.choice.fits for sel in selections):
         names = ", ".join(sel.device_name for sel in selections)
         return [Figure(stem, DEVICES, model, None, None, f"{model} fits on none of {names}")]
-    spec = spec_of(compare_from(selections, settings.width), settings.width)
-    return [Figure(stem, DEVICES, model, None, spec)]
+    return [
+        built(
+            stem,
+            DEVICES,
+            model,
+            None,
+            chart_spec,
+            compare_from,
+            settings.width,
+            selections,
+            settings.width,
+        )
+    ]
 
 
 SERVING_DIMS = frozenset({"prompt_tokens", "output_tokens", "prefill_hardware", "decode_hardware"})
@@ -154,15 +181,36 @@ def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]
                 [joined, rest], join="exact", compat="override", combine_attrs="override"
             )
         for name, builder in SERVING_BUILDERS.items():
-            chart = builder(grid, model, settings.weight_dtype, width=settings.width)
             stem = f"{SERVING}-{name}-{model}"
-            figures.append(Figure(stem, SERVING, model, None, spec_of(chart, settings.width)))
+            figures.append(
+                built(
+                    stem,
+                    SERVING,
+                    model,
+                    None,
+                    chart_spec,
+                    builder,
+                    settings.width,
+                    grid,
+                    model,
+                    settings.weight_dtype,
+                    width=settings.width,
+                )
+            )
     return figures
 
 
-def _write(renders: Iterable[tuple[str, dict[str, bytes]]], folder: Path) -> list[str]:
+def _write(
+    renders: Iterable[tuple[str, dict[str, bytes] | Exception]],
+    folder: Path,
+    failures: dict[str, Exception],
+) -> list[str]:
+    """Write each render's files; a render that failed goes into ``failures`` by stem."""
     written: list[str] = []
     for stem, data in renders:
+        if isinstance(data, Exception):
+            failures[stem] = data
+            continue
         (folder / "charts").mkdir(parents=True, exist_ok=True)
         for fmt, content in data.items():
             relative = f"charts/{stem}.{fmt}"
@@ -179,6 +227,7 @@ def write_figures_streamed(
     settings: Settings | None = None,
     report: bool = True,
     extra: Sequence[Figure] = (),
+    notes: list[str] | None = None,
 ) -> list[str]:
     """Write ``charts/<kind>-<model>-<hardware>.<fmt>`` for every slice of ``pieces``: each a
     grid of one model and one device, dimensions kept, with the variables, coordinates and
@@ -192,6 +241,9 @@ def write_figures_streamed(
     written before the one after is asked for (at most one slice's renders wait); what is kept
     is the summary rows of each slice and, when ``roofline`` is among ``charts``, each slice's
     selection at its chosen tp and weight dtype.
+
+    A chart whose spec cannot be built or drawn is skipped (``failures``): the report says
+    why, its line is appended to ``notes``, and the rest is written.
     """
     settings = settings or Settings()
     charts, formats = tuple(charts), tuple(formats)
@@ -199,13 +251,15 @@ def write_figures_streamed(
     written: list[str] = []
     kept = _Kept()
     attrs: dict[str, Any] = {}
+    failures: dict[str, Exception] = {}
     renderer = Renderer(formats, size_of(settings.width)) if formats else None
     try:
         for one in pieces:
             attrs = attrs or dict(one.attrs)
             done = _submitted(renderer, slice_figures(one, charts, settings))
             if renderer is not None:  # the slice before's renders: at most one slice waits
-                written += _write(renderer.done(keep=sum(f.spec is not None for f in done)), folder)
+                waiting = sum(f.spec is not None for f in done)
+                written += _write(renderer.done(keep=waiting), folder, failures)
             figures += done
             kept.add(one, charts, settings)
         later = [f for sels in kept.selections.values() for f in across_devices(sels, settings)]
@@ -213,10 +267,13 @@ def write_figures_streamed(
         later += serving_figures(kept.served, settings) + list(extra)
         figures += _submitted(renderer, later)
         if renderer is not None:
-            written += _write(renderer.done(), folder)
+            written += _write(renderer.done(), folder, failures)
     finally:
         if renderer is not None:
             renderer.close()
+    figures = [failed(f, failures[f.stem]) if f.stem in failures else f for f in figures]
+    if notes is not None:
+        notes += [skipped_line(f) for f in figures if f.failed]
     if report:
         title = str(attrs.get("title", attrs.get("sweep", "sweep")))
         full = pl.concat(kept.full) if kept.full else None
@@ -296,13 +353,14 @@ def sweep_figures(
     sweep: Sweep,
     folder: Path,
     extra: Sequence[Figure] = (),
+    notes: list[str] | None = None,
 ) -> list[str]:
     """The figures and report ``sweep`` asks for, from a grid or its model-and-device slices
-    (and the ``extra`` figures)."""
+    (and the ``extra`` figures); the lines of the charts skipped are appended to ``notes``."""
     pieces = slices(ds) if isinstance(ds, xr.Dataset) else ds
     settings = Settings.of(sweep)
     return write_figures_streamed(
-        pieces, folder, sweep.charts, sweep.formats, settings, extra=extra
+        pieces, folder, sweep.charts, sweep.formats, settings, extra=extra, notes=notes
     )
 
 
@@ -313,23 +371,6 @@ def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> di
         start = time.perf_counter()
         sweep_figures(ds, sweep, folder or Path(scratch))
         return {"figures": time.perf_counter() - start}
-
-
-def output_hooks(sweep: Sweep) -> tuple[Callable[[xr.Dataset, Sweep, Path], list[str]], ...]:
-    """Hooks for ``sweeps.pipeline.run_to_folder``: the charts ``sweep`` asks for in the
-    formats it asks for, and the report page. Starts the processes that draw them
-    (``drawing.start``) at once, so that their start-up overlaps the grid."""
-    start(sweep.formats if sweep.charts else ())
-
-    from sweeps.simulate.output import SimulatedHook, wants_simulation
-
-    simulated = SimulatedHook(sweep) if wants_simulation(sweep) else None
-
-    def figures(ds: xr.Dataset, sweep: Sweep, staging: Path) -> list[str]:
-        # the simulated plans' CDFs, made by the hook before this one, go into the report
-        return sweep_figures(ds, sweep, staging, simulated.figures if simulated else ())
-
-    return (simulated, figures) if simulated else (figures,)
 
 
 def chart_specs(

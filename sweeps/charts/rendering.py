@@ -219,14 +219,19 @@ class Renderer:
             )
         self.pending.append((stem, page, job))
 
-    def done(self, keep: int = 0) -> list[tuple[str, dict[str, bytes]]]:
-        """Wait for all but the last ``keep`` renders submitted; ``(stem, {format: bytes})``."""
+    def done(self, keep: int = 0) -> list[tuple[str, dict[str, bytes] | Exception]]:
+        """Wait for all but the last ``keep`` renders submitted; ``(stem, {format: bytes})``,
+        or ``(stem, error)`` where drawing that chart raised (nothing of it is written)."""
         cut = max(0, len(self.pending) - keep)
         finished, self.pending = self.pending[:cut], self.pending[cut:]
-        out = []
+        out: list[tuple[str, dict[str, bytes] | Exception]] = []
         for stem, page, job in finished:
-            drawn = job.result() if job is not None else {}
-            both = {**({"html": page.result()} if page is not None else {}), **drawn}
+            try:
+                drawn = job.result() if job is not None else {}
+                both = {**({"html": page.result()} if page is not None else {}), **drawn}
+            except Exception as error:  # one chart's failure: handed back, the others go on
+                out.append((stem, error))
+                continue
             out.append((stem, {f: both[f] for f in self.formats}))
         return out
 

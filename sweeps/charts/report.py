@@ -18,7 +18,6 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
-from sweeps import physics
 from sweeps.grid.variables import REGISTRY
 
 from .data import Choice, first_reached_batch
@@ -34,7 +33,8 @@ FULL_ROWS = 1000
 @dataclass(frozen=True)
 class Figure:
     """One chart of the result: its file stem, kind, model and device (``None``: all), and
-    its spec, or the one-line reason it was not drawn."""
+    its spec, or the one-line reason it was not drawn (``failed``: because building or
+    drawing it raised, ``sweeps.charts.failures``)."""
 
     stem: str
     kind: str
@@ -42,6 +42,7 @@ class Figure:
     hardware: str | None
     spec: dict[str, Any] | None
     reason: str = ""
+    failed: bool = False
 
 
 def _span(values: np.ndarray, fmt: Any = number, none: str = "never") -> str:
@@ -72,7 +73,7 @@ def condensed_row(one: xr.Dataset, model: str, device: str, choice: Choice) -> d
     sel = one.sel(tp=choice.tp, weight_dtype=choice.weight_dtype)
     threshold = float(one.attrs.get("ceiling_fraction", 0.9))
     max_batch = sel["max_batch"].variable  # variables: no alignment, a report has hundreds
-    wall = physics.fraction_of_ceiling(max_batch, sel["knee_batch"].variable, 1.0)
+    wall = sel["wall_fraction_of_ceiling"].variable  # the MoE form for a mixture of experts
     first = first_reached_batch(sel, threshold).values.reshape(-1)
     return dict(
         zip(
@@ -82,7 +83,7 @@ def condensed_row(one: xr.Dataset, model: str, device: str, choice: Choice) -> d
                 device,
                 f"tp {choice.tp}, {choice.weight_dtype} weights",
                 _span(sel["ceiling"].values.reshape(-1)),
-                _span(wall.where(max_batch >= 1).values.reshape(-1), percent),
+                _span(wall.values.reshape(-1), percent),
                 _span(first, none=f"none ≥ {percent(threshold)} in the grid"),
                 _span(max_batch.values.reshape(-1).astype(float)),
                 _span(sel["ridge_batch"].values.reshape(-1)),

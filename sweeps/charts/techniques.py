@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .failures import built
 from .report import Figure
 from .serving import SCENARIO_DIMS
 from .theme import heading, number, size_of
@@ -111,9 +112,11 @@ def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -
     color = alt.Color("spec_acceptance:O", title="alpha")
     base = alt.Chart()
     lines = base.mark_line(point=True).encode(
-        x=x, y=alt.Y("speedup:Q", title="speedup over plain decode [1]"), color=color,
+        x=x,
+        y=alt.Y("speedup:Q", title="speedup over plain decode [1]"),
+        color=color,
         tooltip=["batch", "spec_acceptance", "speedup", "break_even_batch"],
-    )  # fmt: skip
+    )
     one = base.mark_rule(strokeDash=[4, 4], color="#555").encode(y=alt.datum(1.0))
     marks = base.mark_rule(opacity=0.6).encode(x="break_even_batch:Q", color=color)
     caption = [_caption(at, "context"), speedup_sentence(ds, model)]
@@ -153,11 +156,17 @@ def verify_roofline_chart(ds: xr.Dataset, model: str, width: str = "screen", **_
     x = alt.X("ai:Q", scale=alt.Scale(type="log"), title="arithmetic intensity [FLOP/byte]")
     y = alt.Y("roof:Q", scale=alt.Scale(type="log"), title="attainable [FLOP/s]")
     roofs = alt.Chart(roof).mark_line(color="#555").encode(x=x, y=y)
-    points = alt.Chart(frame).mark_point(filled=True).encode(
-        x=alt.X("verify_arithmetic_intensity:Q"), y=alt.Y("attained:Q"),
-        color=alt.Color("spec_tokens:O", title="k"), size=alt.Size("batch:Q", title="batch"),
-        tooltip=["spec_tokens", "batch", "verify_arithmetic_intensity", "attained"],
-    )  # fmt: skip
+    points = (
+        alt.Chart(frame)
+        .mark_point(filled=True)
+        .encode(
+            x=alt.X("verify_arithmetic_intensity:Q"),
+            y=alt.Y("attained:Q"),
+            color=alt.Color("spec_tokens:O", title="k"),
+            size=alt.Size("batch:Q", title="batch"),
+            tooltip=["spec_tokens", "batch", "verify_arithmetic_intensity", "attained"],
+        )
+    )
     caption = [_caption(at, "context"), verify_sentence(ds, model)]
     return alt.layer(roofs, points).properties(
         title=heading("The verify step on the roofline", caption, size_of(width))
@@ -189,11 +198,16 @@ def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: An
     frame = sel[["prefix_ttft_s"]].to_dataframe().reset_index()
     recompute = pd.DataFrame({"ttft_s": [float(sel["ttft_s"])]})
     x = alt.X("prefix_hit_rate:Q", title="prefix hit rate [1]", axis=alt.Axis(format="%"))
-    lines = alt.Chart(frame).mark_line(point=True).encode(
-        x=x, y=alt.Y("prefix_ttft_s:Q", title="TTFT bound [s]"),
-        color=alt.Color("kv_tier:N", title="tier"),
-        tooltip=["kv_tier", "prefix_hit_rate", "prefix_ttft_s"],
-    )  # fmt: skip
+    lines = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=x,
+            y=alt.Y("prefix_ttft_s:Q", title="TTFT bound [s]"),
+            color=alt.Color("kv_tier:N", title="tier"),
+            tooltip=["kv_tier", "prefix_hit_rate", "prefix_ttft_s"],
+        )
+    )
     rule = alt.Chart(recompute).mark_rule(strokeDash=[4, 4]).encode(y="ttft_s:Q")
     caption = [
         _caption(at, "prompt") + " Dashed: recomputing the whole prompt.",
@@ -227,7 +241,7 @@ def _joined(parts: list[xr.Dataset], model: str) -> xr.Dataset:
 def technique_figures(parts: list[xr.Dataset], charts: Any, width: str) -> list[Figure]:
     """The technique figures ``charts`` asks for, per model of ``parts`` (slices of
     ``technique_part``, or whole grids), each with its spec."""
-    from .output import spec_of
+    from .output import chart_spec
 
     wanted = [(n, b) for n, b in BUILDERS.items() if b[0] in set(charts)]
     models = list(dict.fromkeys(str(m) for part in parts for m in part["model"].values))
@@ -236,9 +250,21 @@ def technique_figures(parts: list[xr.Dataset], charts: Any, width: str) -> list[
         grid = _joined(parts, model)
         for name, (kind, has, builder) in wanted:
             if has(grid):
-                chart = builder(grid, model, width=width)
-                figures.append(Figure(f"{kind}-{name}-{model}", kind, model, None,
-                                      spec_of(chart, width)))  # fmt: skip
+                stem = f"{kind}-{name}-{model}"
+                figures.append(
+                    built(
+                        stem,
+                        kind,
+                        model,
+                        None,
+                        chart_spec,
+                        builder,
+                        width,
+                        grid,
+                        model,
+                        width=width,
+                    )
+                )
     return figures
 
 
@@ -267,13 +293,20 @@ def energy_chart(
         if np.isfinite(best)
         else "No device of the grid has a known board power: no energy figure."
     )
-    points = alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X("tokens_per_s_per_user:Q", scale=alt.Scale(type="log"),
-                title="tokens/s per user [token/s]"),
-        y=alt.Y("serving_output_tokens_per_joule:Q", title="output tokens per joule [token/J]"),
-        color=alt.Color("hardware:N", title="device"),
-        tooltip=["hardware", "tp", "batch", "serving_output_tokens_per_joule"],
-    )  # fmt: skip
+    points = (
+        alt.Chart(frame)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                "tokens_per_s_per_user:Q",
+                scale=alt.Scale(type="log"),
+                title="tokens/s per user [token/s]",
+            ),
+            y=alt.Y("serving_output_tokens_per_joule:Q", title="output tokens per joule [token/J]"),
+            color=alt.Color("hardware:N", title="device"),
+            tooltip=["hardware", "tp", "batch", "serving_output_tokens_per_joule"],
+        )
+    )
     caption = [
         f"{model}, {at['weight_dtype']} weights, {at['prompt_tokens']} prompt and "
         f"{at['output_tokens']} output tokens per request.",

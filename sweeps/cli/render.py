@@ -239,7 +239,7 @@ def run_lines(result: Any, distributed: bool) -> list[str]:
         lines.append(
             f"not written: {', '.join(result.skipped)} (they need the whole grid in memory; {hint})"
         )
-    return lines
+    return lines + list(getattr(result, "notes", ()))
 
 
 def timing_lines(result: Any) -> list[str]:
@@ -259,6 +259,7 @@ def run_document(sweep: Any, result: Any, rows: list[dict[str, Any]] | None) -> 
         "rows": dict(result.rows),
         "files": list(result.files),
         "skipped": list(result.skipped),
+        "notes": list(getattr(result, "notes", ())),
         "seconds": dict(result.timings),
         "ceiling_fraction": sweep.options.ceiling_fraction,
         "summary": rows,

@@ -63,6 +63,14 @@ from sweeps.physics.model import (
     params_read,
     weight_bytes,
 )
+from sweeps.physics.moe import (
+    batch_at_slope,
+    moe_batch_for_fraction,
+    moe_fraction_of_ceiling,
+    moe_knee_batch,
+    moe_ridge_batch,
+    moe_weights_read,
+)
 from sweeps.physics.pareto import pareto_front
 from sweeps.physics.pools import (
     colocated_queued_ttft,
@@ -159,6 +167,7 @@ __all__ = [
     "attention_flops_per_token",
     "balanced_chunk",
     "balanced_decoders",
+    "batch_at_slope",
     "batch_for_fraction",
     "batched_prefill_rate",
     "batched_prefill_tpot",
@@ -217,6 +226,11 @@ __all__ = [
     "mla_absorbed_attention_dim",
     "mla_attention_dim",
     "mla_expanded_attention_dim",
+    "moe_batch_for_fraction",
+    "moe_fraction_of_ceiling",
+    "moe_knee_batch",
+    "moe_ridge_batch",
+    "moe_weights_read",
     "mtp_layer_params",
     "mtp_pass_bytes",
     "mtp_pass_flops",

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
 Hook = Callable[[xr.Dataset | Iterable[xr.Dataset], Sweep, Path], list[str]]
 """Extra outputs (charts, report): given the grid (or, for a streamed run, its one-model-one-
 device grids one at a time), the sweep and the staging folder, write files there and return
-their paths relative to it."""
+their paths relative to it. A hook with a ``notes`` list (of lines on what it skipped) has it
+handed on in ``RunResult.notes``."""
 
 
 def run(
@@ -81,6 +82,7 @@ class RunResult:
     hooks by name). ``layout`` is the files' (``single`` or ``partitioned``), ``chunks`` how
     many pieces the grid was computed in. ``seconds`` is the run's wall time: ``timings``
     overlap (tables, grid file and hooks are written side by side), so their sum is more.
+    ``notes`` are the hooks' lines on what they skipped (a chart that failed, and why).
     """
 
     folder: Path
@@ -93,6 +95,7 @@ class RunResult:
     configurations: xr.Dataset | None = None
     skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> pl.DataFrame | None:
         """``sweeps.pipeline.summarize`` of the result, or ``None`` where no grid is held."""
@@ -204,6 +207,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         per_configuration,
         skipped,
         time.perf_counter() - began,
+        [line for hook in hooks for line in getattr(hook, "notes", ())],
     )
 
 

@@ -32,7 +32,7 @@ def simulated_frame(rows: list[dict[str, Any]]) -> Any:
 
 class SimulatedHook:
     """The run's hook writing ``simulated.parquet``; it keeps the CDF figures it made in
-    ``figures`` for the report (``sweeps.charts.output.output_hooks`` runs it first).
+    ``figures`` for the report (``sweeps.charts.hooks.output_hooks`` runs it first).
     ``[serving] lengths`` is read when it is made, so a bad CSV fails the run before its grid.
     """
 

@@ -71,11 +71,8 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out["ridge_point"] = ridge
     ceiling = physics.asymptotic_ceiling(f_seq, per_sequence)
     out["ceiling"] = ceiling
-    out["knee_batch"] = physics.knee_batch(shared, per_sequence)
-    out["ceiling_batch"] = physics.batch_for_fraction(opt.ceiling_fraction, shared, per_sequence)
-    out["ridge_batch"] = physics.ridge_batch(ridge, shared, f_seq, per_sequence)
     max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)
-    out["max_batch"] = max_batch
+    out.update(_batches(x, (shared, per_sequence), ridge, f_seq, max_batch))
     out["ceiling_reachable"] = out["ceiling_batch"] <= max_batch
     out["allreduce_bytes"] = physics.allreduce_bytes(
         x["layers"], batch, x["hidden_size"], opt.activation_bytes, tp
@@ -91,6 +88,26 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out.update(_roofline(x, out, kv_dev, peak, bandwidth))
     out.update(_bandwidth=bandwidth, _peak=peak, _attention_on=attention_on)
     return out
+
+
+def _batches(
+    x: Inputs, step: tuple[Any, Any], ridge: Any, f_seq: Any, max_batch: Any
+) -> dict[str, Any]:
+    """The batches that matter and the share of the ceiling at the memory wall, from a step's
+    bytes ``step`` = (shared, per sequence) [byte]. A MoE step reads ``W(B)``, from the experts
+    one token touches to all of them, and each batch solves for it (``physics.moe``; dense:
+    the closed forms ``W / KV_seq``)."""
+    shared, per_sequence = step
+    moe = (x["_fixed_active"], shared, x["experts"], x["experts_per_token"])
+    fraction = x.options.ceiling_fraction
+    wall = physics.moe_fraction_of_ceiling(max_batch, *moe, per_sequence)
+    return {
+        "knee_batch": physics.moe_knee_batch(*moe, per_sequence),
+        "ceiling_batch": physics.moe_batch_for_fraction(fraction, *moe, per_sequence),
+        "ridge_batch": physics.moe_ridge_batch(ridge, *moe, f_seq, per_sequence),
+        "max_batch": max_batch,
+        "wall_fraction_of_ceiling": where(max_batch >= 1, wall, np.nan),
+    }
 
 
 def _user_terms(
@@ -203,7 +220,8 @@ DECODE = Analysis(
         _V(
             "knee_batch",
             "sequence",
-            "Batch reaching half the ceiling, W_fixed/(KV_seq + embedding row)",
+            "Batch reaching half the ceiling, W/(KV_seq + embedding row); a mixture of "
+            "experts solves B KV_seq = W_read(B), the experts its batch touches",
         ),
         _V(
             "ceiling_batch",
@@ -228,6 +246,13 @@ DECODE = Analysis(
             "-",
             "ceiling_batch fits in memory (ceiling_batch <= max_batch)",
             "bool",
+        ),
+        _V(
+            "wall_fraction_of_ceiling",
+            "1",
+            "Share of the ceiling decode reaches at the memory wall (batch max_batch; a "
+            "mixture of experts reads the experts that batch touches; null: does not fit)",
+            "nullable",
         ),
         _V(
             "token_time_b1_s",

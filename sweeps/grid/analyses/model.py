@@ -27,6 +27,11 @@ def _compute(x: Inputs) -> dict[str, Any]:
         # a decode step reads _fixed + B (KV_seq + _gather): the shape W + B KV_seq that the
         # ceiling, knee and ridge batch take (cost-model section 3)
         "_fixed": physics.fixed_weights_read(weights, *vocab, wb) / tp,
+        # what one token's step reads of them (a MoE's W(B) grows from it to _fixed)
+        "_fixed_active": physics.fixed_weights_read(
+            physics.weight_bytes(x["active_params"], wb), *vocab, wb
+        )
+        / tp,
         "_gather": physics.gather_bytes_per_sequence(*vocab, wb) / tp,
         "_shards": physics.kv_shards(tp, x["_cache_heads"]),
     }

@@ -1,0 +1,49 @@
+"""The hooks a run calls to write its figures (``sweeps.pipeline.run_to_folder``): the
+simulated plans' table and CDFs where the sweep asks for them, then the charts and the report,
+whose skipped charts' status lines are kept for the run (``FiguresHook.notes``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import xarray as xr
+
+from .drawing import start
+from .output import sweep_figures
+from .report import Figure
+
+if TYPE_CHECKING:
+    from sweeps.config import Sweep
+
+
+def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
+    """Hooks for ``sweeps.pipeline.run_to_folder``: the charts ``sweep`` asks for in the
+    formats it asks for, and the report page. Starts the processes that draw them
+    (``drawing.start``) at once, so that their start-up overlaps the grid."""
+    start(sweep.formats if sweep.charts else ())
+
+    from sweeps.simulate.output import SimulatedHook, wants_simulation
+
+    simulated = SimulatedHook(sweep) if wants_simulation(sweep) else None
+
+    figures = FiguresHook(simulated.figures if simulated else [])
+    return (simulated, figures) if simulated else (figures,)
+
+
+class FiguresHook:
+    """The run's hook writing the charts and the report; the status lines of the charts it
+    skipped (``failures``) are kept in ``notes``, which ``run_to_folder`` hands on."""
+
+    __name__ = "figures"
+
+    def __init__(self, extra: Sequence[Figure]) -> None:
+        self.extra = extra
+        """The figures made elsewhere, by the time this runs (the simulated plans' CDFs)."""
+        self.notes: list[str] = []
+
+    def __call__(
+        self, ds: xr.Dataset | Iterable[xr.Dataset], sweep: Sweep, staging: Path
+    ) -> list[str]:
+        return sweep_figures(ds, sweep, staging, self.extra, self.notes)
