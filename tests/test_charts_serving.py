@@ -27,6 +27,7 @@ from sweeps.charts.serving import (
     pareto_chart,
     request_time_chart,
 )
+from sweeps.charts.workloads import label
 from sweeps.export.parquet import frame
 
 AXES = {
@@ -74,22 +75,48 @@ def test_the_objectives_are_in_the_grid(ds: xr.Dataset) -> None:
     assert ds.attrs["tpot_slo_s"] == 0.04
 
 
+def _front(points: list[tuple[Any, ...]]) -> set[tuple[Any, ...]]:
+    """The keys of ``(key, x, y)`` points that no other point beats in both (a plain loop)."""
+    return {
+        key
+        for key, x, y in points
+        if not any(a >= x and b >= y and (a > x or b > y) for _, a, b in points)
+    }
+
+
 def test_the_front_lines_pass_through_the_front_points(ds: xr.Dataset) -> None:
     spec = pareto_chart(ds).to_dict()
-    drawn = {
-        (r["hardware"], r["mode"], r["tp"], r["batch"]) for r in rows(spec, layer_of(spec, "line"))
-    }
-    at = Workload.of(ds).at
-    front = ds["on_pareto_front"].sel(at).to_dataframe().reset_index()
-    expected = {
-        (r.hardware, r.mode, r.tp, r.batch) for r in front.itertuples() if r.on_pareto_front
-    }
-    assert drawn == expected
-    assert expected  # the workload has a front to draw
-    dots = rows(spec, layer_of(spec, "circle"))
-    assert all(r["meets_slo"] for r in dots)
-    meets = int(ds["meets_slo"].sel(at).sum())
-    assert len(dots) == meets
+    work = Workload.of(ds)
+    assert spec["params"][0]["value"] == work.label()  # the images draw the first workload
+
+    def drawn(layer: dict[str, Any], bound: bool) -> set[tuple[Any, ...]]:
+        return {
+            (r["hardware"], r["mode"], r["tp"], r["batch"])
+            for r in rows(spec, layer)
+            if r["workload"] == work.label() and (r["mode"] == "bound") == bound
+        }
+
+    names = ["tokens_per_s_per_user", "output_tokens_per_s_per_device", "meets_slo"]
+    grid = ds[names].sel(work.at).to_dataframe().reset_index()
+    grid = grid[grid["meets_slo"]]
+    points = {
+        bound: [
+            ((r.hardware, r.mode, r.tp, r.batch), r.tokens_per_s_per_user,
+             r.output_tokens_per_s_per_device)
+            for r in grid.itertuples()
+            if (r.mode == "bound") == bound
+        ]
+        for bound in (False, True)
+    }  # fmt: skip
+    lines = [layer for layer in spec["layer"] if layer["mark"]["type"] == "line"]
+    assert drawn(lines[0], False) == _front(points[False])  # the named schedulers' front
+    assert drawn(lines[1], True) == _front(points[True])  # the bound's, its own black line
+    assert _front(points[False])
+    assert _front(points[True])
+    assert lines[1]["mark"]["color"] == "#222222"
+    dots = [r for r in rows(spec, layer_of(spec, "circle")) if r["workload"] == work.label()]
+    assert all(r["meets_slo"] and r["mode"] != "bound" for r in dots)
+    assert len(dots) == len(points[False])
 
 
 def test_the_shaded_region_starts_at_one_over_the_tpot_objective(ds: xr.Dataset) -> None:
@@ -102,7 +129,7 @@ def test_the_shaded_region_starts_at_one_over_the_tpot_objective(ds: xr.Dataset)
 
 def test_prefill_and_decode_add_up_to_the_request_latency(ds: xr.Dataset) -> None:
     spec = request_time_chart(ds).to_dict()
-    data = pl.DataFrame(rows(spec))
+    data = pl.DataFrame(rows(spec)).filter(pl.col("workload") == Workload.of(ds).label())
     assert set(data["phase"]) == {"prefill", "decode"}
     assert set(data["mode"]) == {"static", "serial-prefill"}
     total = data.group_by("hardware", "tp", "mode", "batch").agg(
@@ -123,12 +150,15 @@ def test_prefill_and_decode_add_up_to_the_request_latency(ds: xr.Dataset) -> Non
 
 def test_the_fleet_is_the_cheapest_plan_of_each_mode(ds: xr.Dataset) -> None:
     spec = fleet_chart(ds).to_dict()
-    drawn = pl.DataFrame(rows(spec))
+    default = spec["params"][0]["value"]
+    drawn = pl.DataFrame(rows(spec)).filter(pl.col("workload") == default)
+    dtype, prompt, output = Workload.of(ds).weight_dtype, 512, 64
+    assert default == label(dtype, prompt, output)
     pools = frame(ds, "pools").filter(
         pl.col("feasible"),
-        pl.col("weight_dtype").cast(pl.String) == Workload.of(ds).weight_dtype,
-        pl.col("prompt_tokens") == 512,
-        pl.col("output_tokens") == 64,
+        pl.col("weight_dtype").cast(pl.String) == dtype,
+        pl.col("prompt_tokens") == prompt,
+        pl.col("output_tokens") == output,
     )
     cost = "cost_per_million_output_tokens_usd"
     assert drawn.height == 4  # two modes at two rates
@@ -141,9 +171,9 @@ def test_the_fleet_is_the_cheapest_plan_of_each_mode(ds: xr.Dataset) -> None:
         assert r["devices"] == cheapest["devices"].min()
         assert r["price_as_of"]
     overall = sweeps.cheapest_plans(ds).filter(
-        pl.col("weight_dtype").cast(pl.String) == Workload.of(ds).weight_dtype,
-        pl.col("prompt_tokens") == 512,
-        pl.col("output_tokens") == 64,
+        pl.col("weight_dtype").cast(pl.String) == dtype,
+        pl.col("prompt_tokens") == prompt,
+        pl.col("output_tokens") == output,
     )
     best = drawn.group_by("arrival_rate").agg(pl.col(cost).min()).sort("arrival_rate")
     assert best[cost].to_list() == pytest.approx(overall.sort("arrival_rate")[cost].to_list())
@@ -188,3 +218,75 @@ def test_serving_may_be_asked_for_in_outputs() -> None:
     assert list(sweeps.parse_config(text).charts) == ["roofline", "serving"]
     with pytest.raises(sweeps.ConfigError, match="serving"):
         sweeps.parse_config(text.replace('"serving"]', '"servings"]'))
+
+
+def test_request_time_greys_what_does_not_fit_and_fades_what_misses(ds: xr.Dataset) -> None:
+    spec = request_time_chart(ds).to_dict()
+    work = Workload.of(ds)
+    data = pl.DataFrame(rows(spec)).filter(pl.col("workload") == work.label())
+    counts = {"does not fit": 0, "misses an objective": 0}
+    for r in data.filter(pl.col("phase") == "decode").iter_rows(named=True):
+        point = {"hardware": r["hardware"], "tp": r["tp"], "mode": r["mode"], "batch": r["batch"]}
+        fits = bool(ds["serving_feasible"].sel(work.at).sel(point))
+        meets = bool(ds["meets_slo"].sel(work.at).sel(point))
+        want = (
+            "does not fit"
+            if not fits
+            else ("meets both objectives" if meets else "misses an objective")
+        )
+        assert r["status"] == want
+        assert r["fill"] == ("does not fit" if not fits else "decode")
+        counts[want] = counts.get(want, 0) + 1
+    assert sum(counts.values()) > counts["does not fit"]
+    total = sum(counts.values())
+    caption = " ".join(spec["title"]["subtitle"])
+    assert f"do not fit ({counts['does not fit']} of {total} bars)" in caption
+    assert f"({counts['misses an objective']} of {total})" in caption
+    opacity = spec["spec"]["encoding"]["opacity"]
+    assert opacity["scale"]["range"][1] < 1  # a miss is faded, with a legend entry
+    assert opacity["legend"]["values"] == ["meets both objectives", "misses an objective"]
+
+
+def test_every_workload_is_in_the_figure_and_the_html_selects_one(ds: xr.Dataset) -> None:
+    expected = {label(w, p, o) for w in ("bf16", "fp8") for p in (512, 4096) for o in (64, 512)}
+    for chart in (pareto_chart(ds), request_time_chart(ds), fleet_chart(ds)):
+        spec = chart.to_dict()
+        [param] = spec["params"]
+        assert set(param["bind"]["options"]) == expected
+        assert param["value"] in expected
+        names = {r["workload"] for name in spec["datasets"] for r in spec["datasets"][name]
+                 if "workload" in r}  # fmt: skip
+        assert names <= expected
+        assert len(names) > 1
+
+
+def test_the_disaggregation_sentence_counts_where_it_is_cheaper(ds: xr.Dataset) -> None:
+    from sweeps.charts.fleet import disaggregation_sentence, fleet_plans
+
+    plans = fleet_plans(ds, Workload.of(ds))
+    cost = "cost_per_million_output_tokens_usd"
+    pairs: dict[tuple[str, float], dict[str, float]] = {}
+    for r in plans.iter_rows(named=True):
+        if r[cost] is not None:
+            pairs.setdefault((r["workload"], r["arrival_rate"]), {})[r["pool_mode"]] = r[cost]
+    both = [p for p in pairs.values() if len(p) == 2]
+    wins = sum(p["disaggregated"] < p["colocated"] for p in both)
+    text = disaggregation_sentence(plans)
+    if wins:
+        assert text.startswith(f"Disaggregated is cheaper in {wins} of {len(both)} ")
+    else:
+        assert text == (
+            f"Colocated is never costlier than disaggregated ({len(both)} workload and rate "
+            "pairs with both priced)."
+        )
+
+
+def test_the_report_carries_the_cheapest_plans_table(ds: xr.Dataset, tmp_path: Path) -> None:
+    write_figures(ds, tmp_path, ["serving"], [])
+    page = (tmp_path / "report.html").read_text("utf-8")
+    assert '<h2 id="plans">Cheapest serving plans</h2>' in page
+    plans = sweeps.cheapest_plans(ds)
+    section = page[page.index('id="plans"') :]
+    body = section[: section.index("</table>")]
+    assert body.count("<tr>") == plans.height + 1  # the header and one row a plan
+    assert "cost per M output tokens [USD]" in body

@@ -27,6 +27,7 @@ from .failures import built, failed, skipped_line
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .kinds import DEVICES, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
+from .plans import cheapest, plans_section
 from .rendering import Renderer
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_html
 from .roofline import compare_from, roofline_chart
@@ -165,11 +166,10 @@ def serving_part(one: xr.Dataset) -> xr.Dataset:
     return one[names].copy(deep=True)
 
 
-def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]:
-    """The serving figures of each model of ``parts`` (slices of ``serving_part``, or whole
-    grids): the devices' serving variables joined, the pools taken once per model."""
+def serving_grids(parts: list[xr.Dataset]) -> Iterator[tuple[str, xr.Dataset]]:
+    """Each model of ``parts`` (slices of ``serving_part``, or whole grids) and its serving
+    grid: the devices' serving variables joined, the pools taken once."""
     models = list(dict.fromkeys(str(m) for part in parts for m in part["model"].values))
-    figures = []
     for model in models:
         mine = [part.sel(model=[model]) for part in parts if model in part["model"].values]
         grid = mine[0]
@@ -180,6 +180,13 @@ def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]
             grid = xr.merge(
                 [joined, rest], join="exact", compat="override", combine_attrs="override"
             )
+        yield model, grid
+
+
+def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]:
+    """The serving figures of each model of ``parts`` (``serving_grids``)."""
+    figures = []
+    for model, grid in serving_grids(parts):
         for name, builder in SERVING_BUILDERS.items():
             stem = f"{SERVING}-{name}-{model}"
             figures.append(
@@ -277,9 +284,9 @@ def write_figures_streamed(
     if report:
         title = str(attrs.get("title", attrs.get("sweep", "sweep")))
         full = pl.concat(kept.full) if kept.full else None
-        page = report_html(
-            title, str(attrs.get("note", "")), figures, kept.condensed, full, kept.rows
-        )
+        grids = [grid for _, grid in serving_grids(kept.served)]
+        note, plans = str(attrs.get("note", "")), plans_section(cheapest(grids))
+        page = report_html(title, note, figures, kept.condensed, full, kept.rows, plans)
         (folder / REPORT).write_text(page, "utf-8")
         written.append(REPORT)
     return written

@@ -147,10 +147,12 @@ def report_html(
     condensed: Sequence[dict[str, str]],
     full: pl.DataFrame | None,
     total: int | None = None,
+    plans: str = "",
 ) -> str:
     """One offline page: title and note, the figures by section, the lines saying which
     were not drawn and why, the condensed summary, and the full one collapsed: the first
-    ``FULL_ROWS`` rows of ``full``, of ``total`` (default: its height)."""
+    ``FULL_ROWS`` rows of ``full``, of ``total`` (default: its height). ``plans``: the
+    cheapest serving plans' section (``plans.plans_section``), after the condensed summary."""
     drawn = ordered(figures)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(note)}</p>" if note else ""]
     kind = None
@@ -165,6 +167,7 @@ def report_html(
         parts.append(f'<h2>Not drawn</h2><ul class="skipped">{items}</ul>')
     parts.append("<h2>Summary</h2>")
     parts.append(table(pl.DataFrame(list(condensed), schema=list(CONDENSED)), registry=False))
+    parts.append(plans)
     if full is not None and full.height:
         total = full.height if total is None else total
         more = (

@@ -19,12 +19,14 @@ from typing import Any
 import altair as alt
 import numpy as np
 import pandas as pd
-import polars as pl
 import xarray as xr
+
+from sweeps import physics
 
 from .theme import (
     COLORS,
     DECODE,
+    DOES_NOT_FIT,
     INK,
     PREFILL,
     heading,
@@ -33,6 +35,17 @@ from .theme import (
     themed,
     title,
     tooltip,
+)
+from .workloads import (
+    MEETS,
+    MISSES,
+    chosen,
+    every_workload,
+    label,
+    labels,
+    selector,
+    sentence,
+    status_sentence,
 )
 
 SERVING = "serving"
@@ -84,6 +97,10 @@ class Workload:
         }
         return cls(model, weight_dtype, prompt, output, at)
 
+    def label(self) -> str:
+        """The workload's label in a figure's selector (``workloads.label``) [-]."""
+        return label(self.weight_dtype, self.prompt_tokens, self.output_tokens)
+
     def caption(self) -> str:
         """The line naming what the chart shows [-]."""
         return (
@@ -105,17 +122,23 @@ def objectives(ds: xr.Dataset) -> tuple[float, float]:
 def pareto_chart(
     ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None, width: str = "screen"
 ) -> alt.LayerChart:
-    """Output tokens/s per device [token/s] against tokens/s per user [token/s]: a line per
-    device and mode through its points on the grid's Pareto front (``on_pareto_front``, one
-    front over every device, tp, batch and mode), faint dots
-    for every point meeting both objectives, and the region where a user gets at least
-    ``1 / tpot_slo_s`` tokens per second shaded."""
+    """Output tokens/s per device [token/s] against tokens/s per user [token/s], per workload
+    (a selector in the HTML): a line per device and named scheduler through the points on the
+    schedulers' Pareto front (one front over every device, tp, batch and scheduler of the
+    workload), a black line through the front of mode ``bound`` (the fluid bound over every
+    scheduler), dots for every scheduler's point meeting both objectives, and the region where
+    a user gets at least ``1 / tpot_slo_s`` tokens per second shaded."""
     # long: the dots, the front lines and the shaded objective share one pair of log scales
     size, work = size_of(width), Workload.of(ds, model, weight_dtype)
     x_name, y_name = "tokens_per_s_per_user", "output_tokens_per_s_per_device"
-    names = [x_name, y_name, "meets_slo", "on_pareto_front", "request_latency_s"]
-    data = _frame(ds, names, work.at)
-    data = data[data["meets_slo"] & np.isfinite(data[x_name])]
+    names = [x_name, y_name, "meets_slo", "request_latency_s"]
+    data = every_workload(ds, names, work.at, weight_dtype)
+    data = data[data["meets_slo"] & np.isfinite(data[x_name]) & np.isfinite(data[y_name])]
+    ceiling = data["mode"] == BOUND
+    group = data["workload"].astype(str) + np.where(ceiling, " bound", "")
+    data = data.assign(front=physics.pareto_front(data[y_name], data[x_name], group))
+    options, default = labels(ds, weight_dtype), work.label()
+    param = selector(options, default)
     devices = [str(h) for h in ds["hardware"].values]
     ttft, tpot = objectives(ds)
     bound = 1.0 / tpot
@@ -140,8 +163,26 @@ def pareto_chart(
         .encode(x=alt.X("from:Q", scale=scale), x2="to:Q")
     )
     edge = alt.Chart(region).mark_rule(color=INK, strokeDash=[4, 3]).encode(x="from:Q")
-    dots = alt.Chart(data).mark_circle(size=14, opacity=0.25).encode(x, y, color, tooltip=tips)
-    front = data[data["on_pareto_front"]].sort_values(x_name)
+    named = data[~ceiling]
+    dots = chosen(
+        alt.Chart(named).mark_circle(size=18, opacity=0.45).encode(x, y, color, tooltip=tips),
+        param,
+        default,
+    )
+    front = named[named["front"]].sort_values(x_name)
+    limit = data[ceiling & data["front"]].sort_values(x_name)
+    modes = [str(m) for m in ds["mode"].values]
+    dashes = alt.StrokeDash(
+        "mode:N",
+        title="mode",
+        scale=alt.Scale(domain=modes, range=[DASHES[i % len(DASHES)] for i in range(len(modes))]),
+        legend=alt.Legend(symbolType="stroke", symbolStrokeColor=INK, symbolStrokeWidth=2),
+    )
+    fluid = chosen(
+        alt.Chart(limit).mark_line(color=INK, strokeWidth=2.5).encode(x, y, dashes, tooltip=tips),
+        param,
+        default,
+    )
     lines = (
         alt.Chart(front)
         .mark_line(strokeWidth=2)  # no points: a line mark with points has a dot as legend
@@ -149,39 +190,53 @@ def pareto_chart(
             x,
             y,
             color,
-            alt.StrokeDash(
-                "mode:N",
-                title="mode",
-                legend=alt.Legend(symbolType="stroke", symbolStrokeColor=INK, symbolStrokeWidth=2),
-            ),
+            dashes,
             tooltip=tips,
         )
     )
     caption = [
         work.caption(),
         f"Objectives: TTFT ≤ {ttft:g} s, TPOT ≤ {tpot * 1000:g} ms; the shaded region gets a "
-        f"user at least 1 / TPOT = {bound:g} tokens/s. Dots: every point meeting both; lines: "
-        "the points on the Pareto front of all devices and modes, joined per device and mode.",
+        f"user at least 1 / TPOT = {bound:g} tokens/s. Dots: every scheduler's point meeting "
+        "both; coloured lines: the points on the Pareto front of all devices and named "
+        "schedulers, joined per device and scheduler; black dashes: the front of mode bound, "
+        "the fluid bound over every scheduler.",
+        *[line for line in [sentence(options, default)] if line],
     ]
-    return alt.LayerChart(
-        layer=[shade, edge, dots, lines],
+    chart = alt.LayerChart(
+        layer=[shade, edge, dots, chosen(lines, param, default), fluid],
         title=heading("Throughput per device against speed per user", caption, size),
         width=size.width - size.left - 120,
         height=size.panel_height * 1.6,
     )
+    return chart if param is None else chart.add_params(param)
 
 
-def _split(ds: xr.Dataset, work: Workload) -> pd.DataFrame:
-    """Per device (at its smallest tp that serves a request), mode of ``PHASE_MODES`` and batch:
-    prefill (``serving_ttft_s``) and decode (the rest of ``request_latency_s``) [s]."""
-    names = ["serving_ttft_s", "request_latency_s"]
-    data = _frame(ds.sel(mode=list(PHASE_MODES)), names, work.at)
+def _split(ds: xr.Dataset, work: Workload, weight_dtype: str | None = None) -> pd.DataFrame:
+    """Per workload (``workloads``), device (at its smallest tp that serves a request), mode
+    of ``PHASE_MODES`` and batch: prefill (``serving_ttft_s``) and decode (the rest of
+    ``request_latency_s``) [s], and whether the batch fits and meets the objectives."""
+    names = ["serving_ttft_s", "request_latency_s", "serving_feasible", "meets_slo"]
+    data = every_workload(ds.sel(mode=list(PHASE_MODES)), names, work.at, weight_dtype)
     data = data[np.isfinite(data["request_latency_s"])]
-    data = data[data["tp"] == data.groupby("hardware")["tp"].transform("min")]
+    least = data.groupby(["workload", "hardware"])["tp"].transform("min")
+    data = data[data["tp"] == least]
     data = data.assign(**{PREFILL: data["serving_ttft_s"]})
     data[DECODE] = data["request_latency_s"] - data["serving_ttft_s"]
-    keys = ["hardware", "tp", "mode", "batch", "request_latency_s"]
-    return data.melt(id_vars=keys, value_vars=[PREFILL, DECODE], var_name="phase", value_name="s")
+    data["status"] = np.where(
+        ~data["serving_feasible"].astype(bool),
+        DOES_NOT_FIT,
+        np.where(data["meets_slo"].astype(bool), MEETS, MISSES),
+    )
+    keys = ["workload", "hardware", "tp", "mode", "batch", "request_latency_s", "status"]
+    long = data.melt(id_vars=keys, value_vars=[PREFILL, DECODE], var_name="phase", value_name="s")
+    return long.assign(fill=np.where(long["status"] == DOES_NOT_FIT, DOES_NOT_FIT, long["phase"]))
+
+
+BOUND = "bound"
+"""The serving mode that bounds every scheduler (the fluid bound), drawn as its own line."""
+DASHES = ([10, 4], [1, 0], [6, 3], [2, 2], [8, 2, 2, 2], [4, 4], [1, 3])
+"""Dash patterns of the modes, in the grid's order (``bound`` first)."""
 
 
 @themed
@@ -191,21 +246,34 @@ def request_time_chart(
     """Seconds per request [s] against batch [sequence], stacked: prefill (the TTFT) under
     decode (latency minus TTFT), a panel per device (at its smallest tp that fits) and mode."""
     size, work = size_of(width), Workload.of(ds, model, weight_dtype)
-    data = _split(ds, work)
-    phases = alt.Scale(domain=[PREFILL, DECODE], range=[COLORS[PREFILL], COLORS[DECODE]])
+    data = _split(ds, work, weight_dtype)
+    options, default = labels(ds, weight_dtype), work.label()
+    param = selector(options, default)
+    fills = [PREFILL, DECODE, DOES_NOT_FIT]
+    phases = alt.Scale(domain=fills, range=[COLORS[f] for f in fills])
+    looks = alt.Scale(domain=[MEETS, MISSES, DOES_NOT_FIT], range=[1.0, 0.35, 1.0])
     bars = (
         alt.Chart(data)
         .mark_bar()
         .encode(
             x=alt.X("batch:O", title=title("batch")),
             y=alt.Y("s:Q", title=title("request_latency_s"), stack="zero"),
-            color=alt.Color("phase:N", title="phase", scale=phases, sort=[PREFILL, DECODE]),
+            color=alt.Color("fill:N", title="phase", scale=phases, sort=fills),
+            opacity=alt.Opacity(
+                "status:N",
+                title="objectives",
+                scale=looks,
+                legend=alt.Legend(
+                    symbolType="square", symbolFillColor=COLORS[DECODE], values=[MEETS, MISSES]
+                ),
+            ),
             order=alt.Order("phase_order:Q"),
             tooltip=[
                 alt.Tooltip("hardware:N"),
                 alt.Tooltip("tp:Q"),
                 alt.Tooltip("batch:Q"),
                 alt.Tooltip("phase:N"),
+                alt.Tooltip("status:N"),
                 alt.Tooltip("s:Q", title="time [s]", format=".3g"),
                 tooltip("request_latency_s", ".3g"),
             ],
@@ -218,97 +286,23 @@ def request_time_chart(
         "Each device at its smallest tp that serves a request. Static: a batch is prefilled, "
         "then decoded; serial-prefill: continuous batching, each prompt prefilled alone "
         "between decode steps.",
+        status_sentence(data[data["workload"] == default], *objectives(ds)),
+        sentence(options, default),
     ]
-    return bars.facet(
+    faceted = bars.facet(
         row=alt.Row("hardware:N", title=None),
         column=alt.Column("mode:N", title=None, sort=list(PHASE_MODES)),
         title=heading("Time per request: prefill and decode", caption, size),
     )
+    faceted = chosen(faceted, param, default)
+    return faceted if param is None else faceted.add_params(param)
 
 
-def fleet_plans(ds: xr.Dataset, work: Workload) -> pl.DataFrame:
-    """Per pool mode and arrival rate: the cheapest plan of that mode meeting the objectives
-    (``sweeps.pipeline.plans.cheapest_plans`` of that mode's pools rows)."""
-    from sweeps.export.parquet import frame
-    from sweeps.pipeline.plans import cheapest_plans
+def fleet_chart(*args: Any, **kwargs: Any) -> Any:
+    """``sweeps.charts.fleet.fleet_chart``: devices and cost against arrival rate."""
+    from .fleet import fleet_chart as chart  # it reads this module's Workload
 
-    pools = frame(ds, "pools")
-    parts = [cheapest_plans(pools.filter(pl.col("pool_mode") == mode)) for mode in POOL_MODES]
-    every = pl.concat(parts)
-    chosen = every.filter(
-        *[
-            pl.col(key).cast(pl.String) == str(work.at[key])
-            for key in (*WORKLOAD_KEYS, *SCENARIO_DIMS)
-            if key in work.at and key in every.columns
-        ],
-        pl.col("kv_heads") == every["kv_heads"].first(),  # the number "native" resolved to
-    )
-    return chosen.with_columns(pl.col("pool_mode").fill_null("none").cast(pl.String))
-
-
-def _dates(plans: pl.DataFrame) -> list[str]:
-    found = plans.select(
-        pl.concat_list(
-            pl.col("prefill_price_as_of").cast(pl.String),
-            pl.col("decode_price_as_of").cast(pl.String),
-        ).explode()
-    )
-    return sorted({str(d) for d in found.to_series().to_list() if d})
-
-
-@themed
-def fleet_chart(
-    ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None, width: str = "screen"
-) -> alt.HConcatChart:
-    """Devices [device] and cost per million output tokens [USD] against arrival rate
-    [request/s]: the cheapest colocated and the cheapest disaggregated plan meeting the
-    objectives, each cost with the dates of its prices."""
-    size, work = size_of(width), Workload.of(ds, model, weight_dtype)
-    plans = fleet_plans(ds, work)
-    cost = "cost_per_million_output_tokens_usd"
-    data = plans.select(
-        "arrival_rate",
-        "devices",
-        cost,
-        pl.col("pool_mode").alias("mode"),
-        pl.format("{} / {}", pl.col("prefill_price_as_of"), pl.col("decode_price_as_of")).alias(
-            "price_as_of"
-        ),
-        pl.format(
-            "{} tp {} + {} tp {}",
-            pl.col("prefill_hardware"),
-            pl.col("prefill_tp"),
-            pl.col("decode_hardware"),
-            pl.col("decode_tp"),
-        ).alias("plan"),
-    ).to_pandas()
-    modes = alt.Scale(domain=list(POOL_MODES), range=[COLORS[m] for m in POOL_MODES])
-    x = alt.X("arrival_rate:Q", title=title("arrival_rate"), scale=alt.Scale(type="log"))
-    tips = [
-        alt.Tooltip("mode:N"),
-        alt.Tooltip("plan:N", title="prefill + decode"),
-        tooltip("arrival_rate", ".3g"),
-        tooltip("devices", ".3g"),
-        tooltip(cost, ".3g"),
-        alt.Tooltip("price_as_of:N", title="prices as of (prefill / decode)"),
-    ]
-    base = alt.Chart(data).mark_line(point=True).encode(x, color=alt.Color("mode:N", scale=modes))
-    panel = {"width": (size.width - size.left - 200) / 2, "height": size.panel_height}
-    devices = base.encode(
-        y=alt.Y("devices:Q", title=title("devices"), scale=alt.Scale(type="log")), tooltip=tips
-    ).properties(**panel)
-    costs = base.encode(
-        y=alt.Y(f"{cost}:Q", title=title(cost), scale=alt.Scale(type="log")), tooltip=tips
-    ).properties(**panel)
-    dates = ", ".join(_dates(plans)) or "none known"
-    caption = [
-        work.caption(),
-        "The cheapest plan of each mode meeting both objectives, idle capacity paid for; "
-        f"catalog prices as of {dates}. A rate with no priced plan has no point.",
-    ]
-    return alt.hconcat(devices, costs).properties(
-        title=heading("Devices and cost against arrival rate", caption, size)
-    )
+    return chart(*args, **kwargs)
 
 
 def _energy_chart(*args: Any, **kwargs: Any) -> Any:
