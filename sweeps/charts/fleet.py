@@ -84,6 +84,7 @@ def fleet_chart(
     """Devices [device] and cost per million output tokens [USD] against arrival rate
     [request/s]: the cheapest colocated and the cheapest disaggregated plan meeting the
     objectives, each cost with the dates of its prices."""
+    # long: the two panels share one frame of every workload, the selector and the caption
     size, work = size_of(width), Workload.of(ds, model, weight_dtype)
     every = fleet_plans(ds, work, weight_dtype)
     options = labels(ds, weight_dtype)

@@ -23,6 +23,7 @@ import xarray as xr
 
 from sweeps import physics
 
+from .data import altair_row_limit
 from .theme import (
     COLORS,
     DECODE,
@@ -164,12 +165,14 @@ def pareto_chart(
     )
     edge = alt.Chart(region).mark_rule(color=INK, strokeDash=[4, 3]).encode(x="from:Q")
     named = data[~ceiling]
+    few = len(named) > altair_row_limit()  # the dots of one workload only, said below
+    named = named[named["workload"] == default] if few else named
     dots = chosen(
         alt.Chart(named).mark_circle(size=18, opacity=0.45).encode(x, y, color, tooltip=tips),
         param,
         default,
     )
-    front = named[named["front"]].sort_values(x_name)
+    front = data[~ceiling & data["front"]].sort_values(x_name)
     limit = data[ceiling & data["front"]].sort_values(x_name)
     modes = [str(m) for m in ds["mode"].values]
     dashes = alt.StrokeDash(
@@ -202,7 +205,9 @@ def pareto_chart(
         "schedulers, joined per device and scheduler; black dashes: the front of mode bound, "
         "the fluid bound over every scheduler.",
         *[line for line in [sentence(options, default)] if line],
-    ]
+        *(["Dots: of the images' workload only (every workload's are over the row limit)."]
+          if few else []),
+    ]  # fmt: skip
     chart = alt.LayerChart(
         layer=[shade, edge, dots, chosen(lines, param, default), fluid],
         title=heading("Throughput per device against speed per user", caption, size),
