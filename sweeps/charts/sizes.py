@@ -103,27 +103,33 @@ def _caption(rows: pl.DataFrame, threshold: float) -> list[str]:
     return lines
 
 
+def cells(rows: pl.DataFrame, hardware: str) -> pl.DataFrame:
+    """The cells of ``hardware``'s figure, largest model first: ``rows`` with the row label,
+    the cell's written percentage, whether it fits and whether it is ``data.reached``."""
+    mine = rows.filter(pl.col("hardware") == hardware).sort("params", descending=True)
+    threshold = float(mine["threshold"][0])
+    share = mine[SHARE].fill_null(np.nan).to_numpy()
+    mine = mine.with_columns(
+        row=pl.format("{} ({}, tp {})", pl.col("params").map_elements(size_label, pl.String),
+                      pl.col("model"), pl.col("tp")),
+        label=pl.Series(percent_labels(share, threshold), dtype=pl.String),
+        shown=pl.Series(shown_percent(share, threshold)),
+        fits=pl.col("max_batch") >= 1,
+    )  # fmt: skip
+    return mine.with_columns(
+        reached=pl.Series(reached(np.nan_to_num(share), mine["fits"].to_numpy(), threshold)),
+        status=pl.when(pl.col("fits")).then(pl.lit("fits")).otherwise(pl.lit(DOES_NOT_FIT)),
+    )
+
+
 @themed
 def model_size_chart(rows: pl.DataFrame, hardware: str, **options: Any) -> Any:
     """Heatmap of the share of the decode ceiling reached at the memory wall [1]: one row per
     model (by parameters, largest on top), one column per context, for ``hardware``.
     ``rows``: ``size_rows`` of each model on it. ``options``: ``width`` (``theme.SIZES``)."""
     size = size_of(options.get("width"))
-    mine = rows.filter(pl.col("hardware") == hardware).sort("params", descending=True)
+    mine = cells(rows, hardware)
     threshold = float(mine["threshold"][0])
-    shown = shown_percent(mine[SHARE].fill_null(np.nan).to_numpy(), threshold)
-    mine = mine.with_columns(
-        row=pl.format("{} ({}, tp {})", pl.col("params").map_elements(size_label, pl.String),
-                      pl.col("model"), pl.col("tp")),
-        label=pl.Series(percent_labels(mine[SHARE].fill_null(np.nan).to_numpy(), threshold)),
-        shown=pl.Series(shown),
-        fits=pl.col("max_batch") >= 1,
-    )  # fmt: skip
-    mine = mine.with_columns(
-        reached=pl.Series(reached(mine[SHARE].fill_null(0.0).to_numpy(), mine["fits"].to_numpy(),
-                                  threshold)),
-        status=pl.when(pl.col("fits")).then(pl.lit("fits")).otherwise(pl.lit(DOES_NOT_FIT)),
-    )  # fmt: skip
     order = list(dict.fromkeys(mine["row"].to_list()))
     base = alt.Chart(mine).encode(
         x=alt.X("context:O", title="context [token]", axis=alt.Axis(format=",", labelAngle=0)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Annotated, Any
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
 from sweeps.config.types import Name, Params, PositiveFloat, Strict
 
@@ -79,6 +79,8 @@ SizesAxis = Annotated[
 
 class FamilyTable(Strict):
     """Models of one family scaled by parameter count (docs/model-size.md)."""
+
+    model_config = ConfigDict(**Strict.model_config, title="with base: a family's sizes")
 
     base: Name = Field(description="A catalog model of the family to scale (llama-3-8b, ...)")
     params: SizesAxis = Field(description="Sizes [1]: a list, or a range table")
