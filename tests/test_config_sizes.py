@@ -42,7 +42,8 @@ def test_a_range_expands_into_one_model_per_size_on_the_model_axis() -> None:
     assert params == sorted(params)
     for model, asked in zip(sweep.models, [1e9 * 2**k for k in range(10)], strict=False):
         assert abs(model.params / asked - 1) < 0.03  # the count comes within half a layer
-        assert model.family == "Llama-3" and "family rule" in model.source
+        assert model.family == "Llama-3"
+        assert "family rule" in model.source
     # at the 8B member's own size the rule gives the catalog's model back
     eight = parse_config(_config("[8030261248.0]")).models[0]
     catalog = sweep.models[-1]

@@ -72,7 +72,8 @@ def test_a_held_out_member_is_predicted_from_the_others(member: str) -> None:
     assert abs(scaled.layers - real.layers) <= layers_error
     assert abs(scaled.hidden_size / real.hidden_size - 1) <= width_error
     if len({m.kv_heads for m in rest}) == 1:  # Llama-3 keeps 8; Llama-2 13B alone has 40
-        assert scaled.kv_heads == real.kv_heads and scaled.head_dim == real.head_dim
+        assert scaled.kv_heads == real.kv_heads
+        assert scaled.head_dim == real.head_dim
 
 
 def test_llama3_at_20b_by_hand() -> None:
@@ -91,7 +92,8 @@ def test_llama3_at_20b_by_hand() -> None:
     assert (model.intermediate_size, model.layers) == (18432, layers)
     assert model.params == outer + layers * per_layer == 19_999_523_840
     assert model.kv_bytes_per_token() == 2 * 8 * 128 * 2 * layers == 221_184
-    assert model.max_context == base.max_context and model.family == "Llama-3"
+    assert model.max_context == base.max_context
+    assert model.family == "Llama-3"
     assert "2e+10 parameters asked" in model.source
 
 
