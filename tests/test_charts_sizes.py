@@ -93,8 +93,9 @@ def test_the_chart_renders(grid: xr.Dataset) -> None:
     rows = pl.concat([size_rows(one, tp=8) for one in slices(grid)])
     spec = model_size_chart(rows, "b200", width="single-column").to_dict()
     svg = vlc.vegalite_to_svg(spec)
+    thirty = float(rows.filter(pl.col("model") == "llama-sizes-30b")["params"][0])
     assert "<svg" in svg
-    assert "llama-sizes-30b" in svg
+    assert f">{size_label(thirty)}<" in svg  # the row label, e.g. 30 B
     assert "B200" in svg
 
 

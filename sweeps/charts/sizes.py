@@ -104,14 +104,16 @@ def _caption(rows: pl.DataFrame, threshold: float) -> list[str]:
 
 
 def cells(rows: pl.DataFrame, hardware: str) -> pl.DataFrame:
-    """The cells of ``hardware``'s figure, largest model first: ``rows`` with the row label,
-    the cell's written percentage, whether it fits and whether it is ``data.reached``."""
+    """The cells of ``hardware``'s figure, largest model first: ``rows`` with the row label
+    (the size, and the tp where the rows differ in it), the cell's written percentage, whether
+    it fits and whether it is ``data.reached``."""
     mine = rows.filter(pl.col("hardware") == hardware).sort("params", descending=True)
     threshold = float(mine["threshold"][0])
     share = mine[SHARE].fill_null(np.nan).to_numpy()
+    shown_size = pl.col("params").map_elements(size_label, pl.String)
+    several = mine["tp"].n_unique() > 1  # then each row says its tp
     mine = mine.with_columns(
-        row=pl.format("{} ({}, tp {})", pl.col("params").map_elements(size_label, pl.String),
-                      pl.col("model"), pl.col("tp")),
+        row=pl.format("{}, tp {}", shown_size, pl.col("tp")) if several else shown_size,
         label=pl.Series(percent_labels(share, threshold), dtype=pl.String),
         shown=pl.Series(shown_percent(share, threshold)),
         fits=pl.col("max_batch") >= 1,
@@ -133,7 +135,7 @@ def model_size_chart(rows: pl.DataFrame, hardware: str, **options: Any) -> Any:
     order = list(dict.fromkeys(mine["row"].to_list()))
     base = alt.Chart(mine).encode(
         x=alt.X("context:O", title="context [token]", axis=alt.Axis(format=",", labelAngle=0)),
-        y=alt.Y("row:N", title="model [parameters]", sort=order),
+        y=alt.Y("row:N", title="model size [parameters]", sort=order),
         tooltip=[
             alt.Tooltip("model:N"),
             alt.Tooltip("params:Q", title="parameters", format=".4~s"),
