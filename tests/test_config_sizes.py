@@ -114,13 +114,21 @@ def test_a_family_model_named_like_another_table_is_refused() -> None:
         parse_config(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "line", "allowed"),
+    [
+        (_config("[2e12]"), "models.llama-sizes.params[0]: 2e+12", "allowed 4.943e+08 to 1.015e+12"),
+        (_config("[1e9]", 'base = "qwen3-8b"'), "models.llama-sizes.base: 'qwen3-8b' is of no family",
+         "allowed bases: ['llama-2-13b'"),
+    ],
+)  # fmt: skip
 def test_cli_exits_2_names_the_key_and_writes_nothing(
-    write_config: Callable[[str], Path], tmp_path: Path
+    write_config: Callable[[str], Path], tmp_path: Path, text: str, line: str, allowed: str
 ) -> None:
-    path = write_config(_config("[2e12]"))
+    path = write_config(text)
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["run", str(path), "--out", str(out)])
     assert result.exit_code == 2
-    assert result.output.startswith(f"Error: {path}: models.llama-sizes.params[0]: 2e+12")
-    assert "allowed 4.943e+08 to 1.015e+12" in result.output
+    assert result.output.startswith(f"Error: {path}: {line}")
+    assert allowed in result.output
     assert not out.exists()
