@@ -150,3 +150,17 @@ def test_the_simulator_in_closed_loop_never_beats_the_bound(tmp_path: Path) -> N
     assert frame["ratio"].max() <= 1 + 1e-9, frame.select("batch", "concurrency", "ratio")
     assert set(frame["batch"]) >= {1, 8, 32, 96}  # the bound at min(C, B) over several sizes
     assert frame["ratio"].min() > 0.05  # the bound is near what a scheduler reaches
+
+
+def test_serving_rows_beside_others_of_other_lengths_share_one_grid(tmp_path: Path) -> None:
+    # the serving table holds the serving rows' lengths only: the others are not read from it
+    rows = [
+        _row(metric="request_latency_s", value=100.0, output=256),
+        _row(value=1.0, output=128),
+        _row(value=1.0, output=64, concurrency=8),
+        _row(metric="ttft_s", value=100.0, output=32),
+    ]
+    frame = calibrate(_write(tmp_path, *rows))
+    assert frame["bound"].null_count() == 0
+    assert frame["status"].to_list() == ["ok"] * 4
+    assert frame["bound"][2] == pytest.approx(_bound_mode(8, output=64), rel=1e-12)

@@ -61,6 +61,10 @@ POINTS = 4096
 """Most (batch, context) or (batch, prompt, output) points one calibration grid holds [1]: the
 memory of a calibration is bounded by it, whatever the number of rows."""
 
+SKIPPED = ("pools",)
+"""Analyses a calibration grid leaves out: it reads the serving table's static and bound
+modes, never the pools' plans (whose queueing tables were 40 % of a calibration's time)."""
+
 STATUS_OK, STATUS_BEATS, STATUS_NONE = "ok", "beats its bound", "no bound"
 
 
@@ -134,7 +138,7 @@ def _grid(
     """The grid of ``rows``' configuration at ``axes`` (batches, contexts, prompts); one the
     cost model refuses is an error naming the measurements file and the rows' lines."""
     try:
-        return build_grid(_sweep(key, *axes, serving))
+        return build_grid(_sweep(key, *axes, serving), skip=SKIPPED)
     except SweepsError as error:
         lines = ", ".join(str(m.line) for m in rows[:8]) + (", ..." if len(rows) > 8 else "")
         detail = str(error).replace("<calibrate>: ", "")
@@ -219,13 +223,17 @@ def _chunk_bounds(
     decode_flag = _points(ds, "bottleneck", n, batch=batches, context=contexts)
     ttft = _points(ds, "ttft_s", n, batch=batches, prompt=prompts)
     prefill_flag = _points(ds, "prefill_bottleneck", n, batch=batches, prompt=prompts)
-    request = first = served = np.full(n, np.nan)
-    if REQUEST in ds:
-        at = {"batch": batches, "prompt_tokens": prompts, "output_tokens": outputs}
-        static = ds.sel(mode="static")
-        request = _points(static, REQUEST, n, **at)
-        first = _points(static, "serving_ttft_s", n, **at)
-        served = _points(ds.sel(mode="bound"), "output_tokens_per_s_per_device", n, **at)
+    request, first, served = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    # read at the serving rows' workloads only: the table holds theirs, not the others'
+    serving = np.flatnonzero([needs_serving(m) for m in rows])
+    if serving.size:
+        k = serving.size
+        at = {"batch": batches[serving], "prompt_tokens": prompts[serving]}
+        at["output_tokens"] = outputs[serving]
+        static, fluid = ds.sel(mode="static"), ds.sel(mode="bound")
+        request[serving] = _points(static, REQUEST, k, **at)
+        first[serving] = _points(static, "serving_ttft_s", k, **at)
+        served[serving] = _points(fluid, "output_tokens_per_s_per_device", k, **at)
     found = []
     for i, m in enumerate(rows):
         decode, prefill = (step[i], decode_flag[i]), (ttft[i], prefill_flag[i])
