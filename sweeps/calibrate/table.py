@@ -21,7 +21,11 @@ UNITS: dict[str, tuple[str, str]] = {
     "weight_dtype": ("-", "Number format of the weights"),
     "kv_dtype": ("-", "Number format of the KV cache"),
     "compute_dtype": ("-", "Tensor-core format of the GEMMs (auto: the weights' own)"),
-    "batch": ("sequence", "Batch of the bound (the memory wall where the row says max)"),
+    "batch": (
+        "sequence",
+        "Batch of the bound (the memory wall where the row says max; a closed-loop throughput's "
+        "at most its concurrency, a closed-loop latency's 1: its request alone)",
+    ),
     "batch_given": ("-", "The batch as the row gives it: a number or max"),
     "prompt_tokens": ("token", "Prompt tokens per request, I"),
     "output_tokens": ("token", "Output tokens per request, O"),
