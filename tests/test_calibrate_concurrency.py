@@ -82,6 +82,7 @@ def test_a_closed_loop_throughput_is_the_bound_mode_at_its_concurrency(tmp_path:
     assert bounds[0] < bounds[1] < bounds[2]  # fewer clients, fewer tokens a weight read
     assert (frame["reason"] == "").all()
     assert frame["status"].to_list() == ["ok"] * 5
+    assert frame["in_medians"].all()  # a closed-loop throughput is an efficiency
 
 
 def test_the_basis_scales_a_closed_loop_bound_by_replicas(tmp_path: Path) -> None:
@@ -100,6 +101,8 @@ def test_a_closed_loop_latency_is_bounded_by_its_request_alone(tmp_path: Path) -
     assert frame["batch"].to_list() == [1] * 6
     closed, alone = frame["bound"].to_list()[:3], frame["bound"].to_list()[3:]
     assert closed == pytest.approx(alone, rel=1e-12)
+    # measured beside 63 other clients: bounded, but no efficiency, so out of the medians
+    assert frame["in_medians"].to_list() == [False] * 3 + [True] * 3
 
 
 def test_no_shipped_closed_loop_row_beats_its_bound() -> None:
