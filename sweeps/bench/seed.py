@@ -28,7 +28,7 @@ def measure_warm_figures(path: Path, repeats: int = WARM_REPEATS) -> list[float]
     """Seconds to write the figures and report of the study at ``path`` once warm: in this
     process, after a first run has started the drawing processes and read the cached bundle,
     ``repeats`` times [s]."""
-    from sweeps.charts.output import time_figures
+    from sweeps.charts.hooks import time_figures
     from sweeps.config import load_config
     from sweeps.grid.build import build_grid
 

@@ -20,13 +20,13 @@ if TYPE_CHECKING:
     from sweeps.charts.heatmaps import bottleneck_chart as bottleneck_chart
     from sweeps.charts.heatmaps import ceiling_chart as ceiling_chart
     from sweeps.charts.hooks import output_hooks as output_hooks
+    from sweeps.charts.hooks import time_figures as time_figures
     from sweeps.charts.lines import ai_vs_batch_chart as ai_vs_batch_chart
     from sweeps.charts.output import BUILDERS as BUILDERS
     from sweeps.charts.output import Settings as Settings
     from sweeps.charts.output import chart_specs as chart_specs
     from sweeps.charts.output import slices as slices
     from sweeps.charts.output import sweep_figures as sweep_figures
-    from sweeps.charts.output import time_figures as time_figures
     from sweeps.charts.output import write_figures as write_figures
     from sweeps.charts.output import write_figures_streamed as write_figures_streamed
     from sweeps.charts.rendering import render as render
@@ -41,6 +41,7 @@ _LAZY = {
     "compare_chart": "sweeps.charts.roofline",
     "render": "sweeps.charts.rendering",
     "output_hooks": "sweeps.charts.hooks",
+    "time_figures": "sweeps.charts.hooks",
     **dict.fromkeys(
         (
             "BUILDERS",
@@ -48,7 +49,6 @@ _LAZY = {
             "chart_specs",
             "slices",
             "sweep_figures",
-            "time_figures",
             "write_figures",
             "write_figures_streamed",
         ),

@@ -4,6 +4,8 @@ whose skipped charts' status lines are kept for the run (``FiguresHook.notes``).
 
 from __future__ import annotations
 
+import tempfile
+import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,3 +49,12 @@ class FiguresHook:
         self, ds: xr.Dataset | Iterable[xr.Dataset], sweep: Sweep, staging: Path
     ) -> list[str]:
         return sweep_figures(ds, sweep, staging, self.extra, self.notes)
+
+
+def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> dict[str, float]:
+    """Seconds to write the figures and report of ``ds`` as ``sweep`` asks (into ``folder``, or a
+    temporary one): ``{"figures": s}``, for ``sweeps bench``."""
+    with tempfile.TemporaryDirectory() as scratch:
+        start = time.perf_counter()
+        sweep_figures(ds, sweep, folder or Path(scratch))
+        return {"figures": time.perf_counter() - start}

@@ -9,8 +9,6 @@ next, keeps only the small per-device selections the cross-device roofline needs
 
 from __future__ import annotations
 
-import tempfile
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,7 +27,15 @@ from .kinds import DEVICES, MODEL_SIZE, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
 from .plans import cheapest, plans_section
 from .rendering import Renderer
-from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_html
+from .report import (
+    FULL_ROWS,
+    REPORT,
+    Figure,
+    condensed_row,
+    full_rows,
+    labels_as_text,
+    report_html,
+)
 from .roofline import compare_from, roofline_chart
 from .serving import BUILDERS as SERVING_BUILDERS
 from .serving import has_serving
@@ -323,7 +329,7 @@ class _Kept:
         sel = select(one, model, device, **settings.options())
         self.condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
         if self.rows < FULL_ROWS:  # once the page's table is full, the rows are counted only
-            summary = _labels_as_text(full_rows(one))  # only what the page shows is kept
+            summary = labels_as_text(full_rows(one))  # only what the page shows is kept
             self.full.append(summary.head(FULL_ROWS - self.rows))
         self.rows += summary_rows(one)
         if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
@@ -334,16 +340,6 @@ class _Kept:
             self.techniques.append(technique_part(one))
         if MODEL_SIZE in charts:
             self.sizes.append(size_rows(one, **settings.options()))
-
-
-def _labels_as_text(frame: pl.DataFrame) -> pl.DataFrame:
-    """``frame`` with its Enum columns as text: each slice's Enum knows only its own labels,
-    and the page's table joins the slices."""
-    return frame.with_columns(
-        pl.col(name).cast(pl.String)
-        for name, dtype in frame.schema.items()
-        if isinstance(dtype, pl.Enum | pl.Categorical)
-    )
 
 
 def write_figures(
@@ -374,15 +370,6 @@ def sweep_figures(
     return write_figures_streamed(
         pieces, folder, sweep.charts, sweep.formats, settings, extra=extra, notes=notes
     )
-
-
-def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> dict[str, float]:
-    """Seconds to write the figures and report of ``ds`` as ``sweep`` asks (into ``folder``, or a
-    temporary one): ``{"figures": s}``, for ``sweeps bench``."""
-    with tempfile.TemporaryDirectory() as scratch:
-        start = time.perf_counter()
-        sweep_figures(ds, sweep, folder or Path(scratch))
-        return {"figures": time.perf_counter() - start}
 
 
 def chart_specs(

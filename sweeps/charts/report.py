@@ -180,3 +180,13 @@ def report_html(
     return page(
         title, "\n".join(p for p in parts if p), [f.spec for f in drawn if f.spec is not None]
     )
+
+
+def labels_as_text(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with its Enum columns as text: each slice's Enum knows only its own labels,
+    and the page's table joins the slices."""
+    return frame.with_columns(
+        pl.col(name).cast(pl.String)
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Enum | pl.Categorical)
+    )
