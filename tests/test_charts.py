@@ -380,11 +380,14 @@ def eight_contexts() -> xr.Dataset:
     )
 
 
-def test_ai_vs_batch_gives_eight_contexts_eight_hues_and_labels_that_never_overprint() -> None:
+def test_ai_vs_batch_gives_eight_contexts_eight_looks_and_labels_that_never_overprint() -> None:
     grid = eight_contexts()
     spec = ai_vs_batch_chart(grid).to_dict()
     colour = layers(spec)[1]["encoding"]["color"]
-    assert len(set(colour["scale"]["range"])) == len(colour["scale"]["domain"]) == 8
+    shape = layers(spec)[2]["encoding"]["shape"]  # the points: a marker beside each hue
+    assert colour["scale"]["domain"] == shape["scale"]["domain"]
+    looks = set(zip(colour["scale"]["range"], shape["scale"]["range"], strict=True))
+    assert len(looks) == len(colour["scale"]["domain"]) == 8
     label = next(
         layer
         for layer in layers(spec)
@@ -454,8 +457,9 @@ def test_cross_device_roofline_has_one_roof_per_device() -> None:
         )
     )
     spec = compare_chart(grid).to_dict()
-    roof, dots, labels = spec["layer"]
+    roof, ridges, dots, labels = spec["layer"]
     devices = {row["hardware"] for row in rows(spec, roof)}
+    assert {row["hardware"] for row in rows(spec, ridges)} == devices  # a marker per roof
     assert devices == {str(n) for n in grid["hardware_name"].values}
     assert {row["label"] for row in rows(spec, labels)} == devices
     assert {row["phase"] for row in rows(spec, dots)} == {"decode", "prefill"}

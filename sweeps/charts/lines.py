@@ -14,7 +14,7 @@ import xarray as xr
 
 from .data import KV_FACETS, Selection, kv_facets, select
 from .heatmaps import decode_cells
-from .theme import INK, heading, number, series_scale, themed, title, tooltip, unit
+from .theme import INK, heading, number, series_scale, series_shapes, themed, title, tooltip, unit
 
 LINE_KEYS = ("context", *KV_FACETS)
 LABEL_GAP = 1.25
@@ -147,6 +147,8 @@ def _layers(
 ) -> list[alt.Chart]:
     """Lines (dotted beyond the wall), points, ceilings, ridge point, walls and end labels."""
     point = float(np.max(sel.ds["ridge_point"].values))
+    contexts: list[str] = dict(color.to_dict())["sort"]
+    shape = alt.Shape("context:N", scale=series_shapes(contexts), legend=None)
     cells = base.transform_filter(alt.datum.mark == "cell")
     fit = cells.transform_filter(alt.FieldEqualPredicate(field="feasible", equal=True))
     font = sel.size.font
@@ -156,7 +158,9 @@ def _layers(
             x=x, y=y, color=color
         ),
         fit.mark_line(strokeWidth=2).encode(x=x, y=y, color=color),
-        fit.mark_point(filled=True, size=3 * font).encode(x=x, y=y, color=color, tooltip=tips),
+        fit.mark_point(filled=True, size=3 * font).encode(  # a marker per context: lines cross
+            x=x, y=y, color=color, shape=shape, tooltip=tips
+        ),
         cells.mark_rule(strokeDash=[6, 4], strokeWidth=1.2, opacity=0.8).encode(
             y=alt.Y("max(ceiling):Q"), color=color
         ),

@@ -27,9 +27,10 @@ from .theme import (
     PREFILL,
     Size,
     category_scale,
+    device_scale,
+    device_shapes,
     heading,
     number,
-    series_scale,
     size_of,
     themed,
     title,
@@ -306,10 +307,16 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
         ]
     )
     labels = _roof_labels(roof, "hardware", {n: n for n in names}, y_span, size)
-    color = alt.Color("hardware:N", title="hardware", scale=series_scale(names), legend=None)
+    ids = [sel.hardware for sel in drawn]
+    color = alt.Color("hardware:N", title="hardware", scale=device_scale(ids, names), legend=None)
+    marker = alt.Shape("hardware:N", scale=device_shapes(ids, names), legend=None)
+    ridge_vertices = roof.group_by("hardware", maintain_order=True).agg(pl.all().get(1))
     font = size.font
     layers = [
         alt.Chart(roof).mark_line(strokeWidth=1.8).encode(x=x, y=y, color=color),
+        alt.Chart(ridge_vertices)  # each roof's ridge, in the device's marker: roofs cross
+        .mark_point(filled=True, size=9 * font, opacity=1)
+        .encode(x=x, y=y, color=color, shape=marker),
         alt.Chart(points)
         .mark_point(filled=True, size=4 * font, opacity=0.7)
         .encode(

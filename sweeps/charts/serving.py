@@ -27,8 +27,9 @@ from .theme import (
     DECODE,
     INK,
     PREFILL,
+    device_scale,
+    device_shapes,
     heading,
-    series_scale,
     size_of,
     themed,
     title,
@@ -124,7 +125,8 @@ def pareto_chart(
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
     x = alt.X(f"{x_name}:Q", title=title(x_name), scale=scale)
     y = alt.Y(f"{y_name}:Q", title=title(y_name), scale=alt.Scale(type="log"))
-    color = alt.Color("hardware:N", title="device", scale=series_scale(devices))
+    color = alt.Color("hardware:N", title="device", scale=device_scale(devices))
+    marker = alt.Shape("hardware:N", title="device", scale=device_shapes(devices))
     tips = [
         alt.Tooltip("hardware:N"),
         alt.Tooltip("mode:N"),
@@ -140,7 +142,11 @@ def pareto_chart(
         .encode(x=alt.X("from:Q", scale=scale), x2="to:Q")
     )
     edge = alt.Chart(region).mark_rule(color=INK, strokeDash=[4, 3]).encode(x="from:Q")
-    dots = alt.Chart(data).mark_circle(size=14, opacity=0.25).encode(x, y, color, tooltip=tips)
+    dots = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=3 * size.font, opacity=0.8)
+        .encode(x, y, color, marker, tooltip=tips)
+    )
     front = data[data["on_pareto_front"]].sort_values(x_name)
     lines = (
         alt.Chart(front)

@@ -23,7 +23,7 @@ import xarray as xr
 
 from .report import Figure
 from .serving import SCENARIO_DIMS
-from .theme import heading, number, size_of
+from .theme import device_scale, device_shapes, heading, number, size_of
 
 SPECULATIVE, PREFIX = "speculative", "prefix"
 TECHNIQUES = frozenset({SPECULATIVE, PREFIX})
@@ -260,6 +260,7 @@ def energy_chart(
     names = ["serving_output_tokens_per_joule", "tokens_per_s_per_user", "serving_feasible"]
     frame = ds[names].sel(at).to_dataframe().reset_index()
     frame = frame[frame.serving_feasible & np.isfinite(frame.serving_output_tokens_per_joule)]
+    devices = [str(h) for h in ds["hardware"].values]
     best = frame.serving_output_tokens_per_joule.max() if len(frame) else float("nan")
     sentence = (
         f"At most {number(float(best))} output tokens per joule (serial-prefill, devices at "
@@ -271,7 +272,8 @@ def energy_chart(
         x=alt.X("tokens_per_s_per_user:Q", scale=alt.Scale(type="log"),
                 title="tokens/s per user [token/s]"),
         y=alt.Y("serving_output_tokens_per_joule:Q", title="output tokens per joule [token/J]"),
-        color=alt.Color("hardware:N", title="device"),
+        color=alt.Color("hardware:N", title="device", scale=device_scale(devices)),
+        shape=alt.Shape("hardware:N", title="device", scale=device_shapes(devices)),
         tooltip=["hardware", "tp", "batch", "serving_output_tokens_per_joule"],
     )  # fmt: skip
     caption = [
