@@ -5,7 +5,7 @@ memory wall."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import numpy as np
@@ -147,7 +147,7 @@ def _layers(
 ) -> list[alt.Chart]:
     """Lines (dotted beyond the wall), points, ceilings, ridge point, walls and end labels."""
     point = float(np.max(sel.ds["ridge_point"].values))
-    contexts: list[str] = dict(color.to_dict())["sort"]
+    contexts = list(cast(dict[str, Any], color.to_dict())["sort"])
     shape = alt.Shape("context:N", scale=series_shapes(contexts), legend=None)
     cells = base.transform_filter(alt.datum.mark == "cell")
     fit = cells.transform_filter(alt.FieldEqualPredicate(field="feasible", equal=True))
