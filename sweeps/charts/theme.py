@@ -204,13 +204,33 @@ def themed(builder: Callable[..., Any]) -> Callable[..., Any]:
     return build
 
 
+UNIT_WORDS: Final = frozenset({"s", "ms", "usd", "j", "w"})
+"""Last words of variable names that only say the unit (``step_time_s``): a title leaves them
+to its bracket, so the unit is written once ("step time [s]", not "step time s [s]")."""
+
+
 def title(name: str) -> str:
-    """Axis or legend title of a registry variable: its label, unit in brackets.
+    """Axis or legend title of a registry variable: its name in words, unit in brackets, the
+    unit written once ("cost per million output tokens [USD]"; "per s" spelled "per second").
 
     Categorical variables (unit ``-``) show no bracket.
     """
     entry = REGISTRY[name]
-    return entry.name.replace("_", " ") if entry.unit == "-" else entry.label
+    words = entry.name.split("_")
+    if len(words) > 1 and words[-1] in UNIT_WORDS and words[-2] != "per":
+        words = words[:-1]
+    text = " ".join(words).replace(" per s ", " per second ")
+    text = text[:-6] + " per second" if text.endswith(" per s") else text
+    return text if entry.unit == "-" else f"{text} [{entry.unit}]"
+
+
+def fit_title(text: str, room: float, font: float) -> str | list[str]:
+    """``text`` (a title), broken before its unit bracket into two lines where one line of
+    ``font`` [px] would be longer than ``room`` [px] (a narrow panel's axis) [-]."""
+    if "[" not in text or len(text) * 0.62 * font <= room:
+        return text
+    at = text.rindex(" [")
+    return [text[:at], text[at + 1 :]]
 
 
 def unit(name: str) -> str:
