@@ -378,7 +378,9 @@ def bottleneck_chart(
                     "status:N",
                     title=None,
                     scale=category_scale(MEMORY_BOUND, COMPUTE_BOUND, DOES_NOT_FIT),
-                    legend=alt.Legend(orient=symbol_orient(sel)),
+                    legend=alt.Legend(  # in a print column: two entries a line
+                        orient=symbol_orient(sel), columns=2 if sel.size.width < 400 else 3
+                    ),
                 ),
             )
         ]
