@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pytest
 import xarray as xr
 
@@ -21,9 +22,10 @@ from sweeps.charts import (
     techniques,
 )
 from sweeps.charts.lines import batch_ticks, spaced
-from sweeps.charts.output import spec_of
+from sweeps.charts.output import slices, spec_of
 from sweeps.charts.rendering import render
 from sweeps.charts.serving import fleet_chart, pareto_chart, request_time_chart
+from sweeps.charts.sizes import model_size_chart, size_rows
 from sweeps.charts.theme import SIZES, fit_title, title
 from sweeps.charts.ticks import log_ticks, tight_span
 from sweeps.config import parse_config
@@ -49,10 +51,23 @@ PRINT = WIDTHS[:2]
 MODEL, TECH_MODEL = "llama-3-8b", "llama-3.1-70b"
 
 
+SIZES_STUDY = """
+[sweep]
+name = "print-sizes"
+[axes]
+model = ["llama-3.2-1b", "llama-3-8b", "llama-3.1-70b"]
+hardware = ["h100-sxm"]
+tp = [8]
+batch = { start = 1, stop = 1024, geometric = true }
+context = [2048, 8192, 32768, 131072]
+"""
+
+
 @pytest.fixture(scope="module")
 def grids() -> dict[str, xr.Dataset]:
     return {
         "decode": build_grid(parse_config(DECODE)),
+        "sizes": build_grid(parse_config(SIZES_STUDY)),
         "serving": sweeps.run({"sweep": {"name": "print"}, "axes": AXES, "serving": SERVING}),
         "techniques": build_grid(parse_config(TECHNIQUES)),
     }
@@ -73,6 +88,9 @@ KINDS: dict[str, Callable[[dict[str, xr.Dataset], str], Any]] = {
     ),
     "speculative-verify-roofline": lambda g, w: techniques.verify_roofline_chart(
         g["techniques"], TECH_MODEL, width=w
+    ),
+    "model-size": lambda g, w: model_size_chart(
+        pl.concat([size_rows(one) for one in slices(g["sizes"])]), "h100-sxm", width=w
     ),
     "prefix-ttft": lambda g, w: techniques.prefix_ttft_chart(g["techniques"], TECH_MODEL, width=w),
 }

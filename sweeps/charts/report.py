@@ -143,8 +143,10 @@ def ordered(figures: Sequence[Figure]) -> list[Figure]:
 
 def _label(figure: Figure) -> str:
     """A figure's link text in the contents: its stem less its model and device [-]."""
-    stem = figure.stem.removesuffix(f"-{figure.model}-{figure.hardware}")
-    return stem.removesuffix(f"-{figure.model}")
+    for tail in (f"-{figure.model}-{figure.hardware}", f"-{figure.model}", f"-{figure.hardware}"):
+        if tail.strip("-") and figure.stem.endswith(tail) and tail != f"-{None}":
+            return figure.stem[: -len(tail)]
+    return figure.stem
 
 
 def contents(drawn: Sequence[Figure]) -> str:
@@ -160,7 +162,7 @@ def contents(drawn: Sequence[Figure]) -> str:
             f"<li>{html.escape(device or 'across devices')}: {', '.join(links)}</li>"
             for device, links in sorted(devices.items(), key=lambda kv: kv[0] == "")
         )
-        items.append(f"<li>{html.escape(model)}<ul>{rows}</ul></li>")
+        items.append(f"<li>{html.escape(model or 'every model')}<ul>{rows}</ul></li>")
     items.append('<li><a href="#summary">Summary</a></li>')
     return f'<nav class="contents" aria-label="contents"><ul>{"".join(items)}</ul></nav>'
 
