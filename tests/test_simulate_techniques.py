@@ -211,3 +211,53 @@ def test_no_scheduler_beats_the_bound_with_speculation(case: tuple[Any, ...]) ->
         )  # fmt: skip
         assert tl.busy.sum() >= n * t_req * (1 - margin) * (1 - 1e-12), scheduler
         assert tl.ttft.min() >= ttft * (1 - 1e-12), scheduler
+
+
+def test_a_runs_simulated_plans_verify_and_hit_as_the_plans_do(tmp_path: Any) -> None:
+    # [serving] simulate with the speculative and prefix axes: one cheapest plan per
+    # acceptance and hit rate, each simulated with its own k, draft and tier
+    import polars as pl
+    from click.testing import CliRunner
+
+    from sweeps.cli.main import cli
+    from sweeps.simulate.plans import SIMULATED
+
+    text = """
+[sweep]
+name = "simulated-techniques"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm"]
+batch = [16]
+context = [1024]
+weight_dtype = ["bf16"]
+spec_tokens = [3]
+spec_acceptance = [0.0, 1.0]
+spec_draft = ["ngram"]
+prefix_hit_rate = [0.0, 0.5]
+kv_tier = ["hbm"]
+[outputs]
+charts = []
+formats = ["html"]
+[serving]
+prompt_tokens = [512]
+output_tokens = [65]
+arrival_rate = [4.0]
+simulate = 200
+"""
+    config = tmp_path / "s.toml"
+    config.write_text(text)
+    result = CliRunner().invoke(cli, ["run", str(config), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    frame = pl.read_parquet(tmp_path / "out" / "simulated-techniques" / "simulated.parquet")
+    assert frame.columns == [v.name for v in SIMULATED]
+    assert frame.height == 4  # two acceptances x two hit rates
+    assert set(frame["spec_tokens"].to_list()) == {3}
+    assert set(frame["kv_tier"].to_list()) == {"hbm"}
+    at = {
+        (row["spec_acceptance"], row["prefix_hit_rate"]): row for row in frame.iter_rows(named=True)
+    }
+    # every draft accepted: 4 tokens a verify step, far faster than none accepted
+    assert at[1.0, 0.0]["tpot_mean_s"] < 0.5 * at[0.0, 0.0]["tpot_mean_s"]
+    # half the prompt cached on HBM: a faster first token
+    assert at[0.0, 0.5]["ttft_p50_s"] < at[0.0, 0.0]["ttft_p50_s"]
