@@ -261,3 +261,15 @@ simulate = 200
     assert at[1.0, 0.0]["tpot_mean_s"] < 0.5 * at[0.0, 0.0]["tpot_mean_s"]
     # half the prompt cached on HBM: a faster first token
     assert at[0.0, 0.5]["ttft_p50_s"] < at[0.0, 0.0]["ttft_p50_s"]
+
+
+@pytest.mark.parametrize("mode", ["batched-prefill", "chunked-greedy"])
+def test_the_interpreted_loop_gives_the_compiled_ones_numbers(mode: str) -> None:
+    point = inputs(k=3, alpha=0.8, draft="llama-3.1-8b", hit=0.5, tier="host")
+    runs = [
+        simulate(point, mode, 8, arrivals=poisson(30.0), requests=60, prompt=PROMPT, output=20,
+                 budget=TAU if mode.startswith("chunked") else 0, use_numba=compiled)
+        for compiled in (True, False)
+    ]  # fmt: skip
+    np.testing.assert_array_equal(runs[0].done, runs[1].done)
+    np.testing.assert_array_equal(runs[0].first, runs[1].first)
