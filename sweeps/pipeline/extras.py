@@ -36,9 +36,9 @@ class Need:
 
 INTERPRETED_REQUESTS = 10_000
 """The most requests per plan ``[serving] simulate`` may ask for without numba. The simulator's
-loop runs interpreted without it, giving the same numbers 60-200x slower: about 5,000
+loop runs interpreted without it, giving the same numbers 60-210x slower: 2,900-5,000
 saturated requests/s on one core (``sweeps bench``'s simulator line), so 1e4 requests take
-about two seconds per scheduler and plan, and the 1e5 of a thorough study minutes."""
+2-3.5 s per scheduler and plan, and the 1e5 of a thorough study minutes."""
 
 
 def _simulates_many(sweep: Sweep, grid: str, database: bool) -> bool:
