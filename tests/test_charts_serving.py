@@ -20,6 +20,7 @@ from sweeps.charts.output import (
     slices,
     write_figures,
 )
+from sweeps.charts.palette import device_colour, device_shape
 from sweeps.charts.serving import (
     Workload,
     fleet_chart,
@@ -114,7 +115,7 @@ def test_the_front_lines_pass_through_the_front_points(ds: xr.Dataset) -> None:
     assert _front(points[False])
     assert _front(points[True])
     assert lines[1]["mark"]["color"] == "#222222"
-    dots = [r for r in rows(spec, layer_of(spec, "circle")) if r["workload"] == work.label()]
+    dots = [r for r in rows(spec, layer_of(spec, "point")) if r["workload"] == work.label()]
     assert all(r["meets_slo"] and r["mode"] != "bound" for r in dots)
     assert len(dots) == len(points[False])
 
@@ -290,3 +291,17 @@ def test_the_report_carries_the_cheapest_plans_table(ds: xr.Dataset, tmp_path: P
     body = section[: section.index("</table>")]
     assert body.count("<tr>") == plans.height + 1  # the header and one row a plan
     assert "cost per M output tokens [USD]" in body
+
+
+def test_the_pareto_dots_are_solid_and_carry_the_devices_colour_and_marker(
+    ds: xr.Dataset,
+) -> None:
+    grid = ds
+    spec = pareto_chart(grid).to_dict()
+    dots = layer_of(spec, "point")
+    assert dots["mark"]["opacity"] >= 0.7
+    assert dots["mark"]["filled"] is True
+    devices = [str(h) for h in grid["hardware"].values]
+    colour, shape = dots["encoding"]["color"]["scale"], dots["encoding"]["shape"]["scale"]
+    assert colour["range"] == [device_colour(d) for d in devices]
+    assert shape["range"] == [device_shape(d) for d in devices]

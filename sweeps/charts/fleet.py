@@ -9,7 +9,7 @@ import altair as alt
 import polars as pl
 import xarray as xr
 
-from .serving import POOL_MODES, SCENARIO_DIMS, Workload, objectives
+from .serving import POOL_MODES, SCENARIO_DIMS, Workload, objectives, panel_width
 from .theme import COLORS, heading, size_of, themed, title, tooltip
 from .workloads import chosen, label, labels, selector, sentence
 
@@ -80,7 +80,7 @@ def _dates(plans: pl.DataFrame) -> list[str]:
 @themed
 def fleet_chart(
     ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None, width: str = "screen"
-) -> alt.HConcatChart:
+) -> alt.HConcatChart | alt.VConcatChart:
     """Devices [device] and cost per million output tokens [USD] against arrival rate
     [request/s]: the cheapest colocated and the cheapest disaggregated plan meeting the
     objectives, each cost with the dates of its prices."""
@@ -124,7 +124,8 @@ def fleet_chart(
         param,
         default,
     )
-    panel = {"width": (size.width - size.left - 200) / 2, "height": size.panel_height}
+    across = size.legend == "right"  # on a screen side by side; in a print column stacked
+    panel = {"width": panel_width(size, 2 if across else 1, 200), "height": size.panel_height}
     devices = base.encode(
         y=alt.Y("devices:Q", title=title("devices"), scale=alt.Scale(type="log")), tooltip=tips
     ).properties(**panel)
@@ -141,7 +142,7 @@ def fleet_chart(
         disaggregation_sentence(every),
         *[line for line in [sentence(options, default)] if line],
     ]
-    chart = alt.hconcat(devices, costs).properties(
+    chart = (alt.hconcat if across else alt.vconcat)(devices, costs).properties(
         title=heading("Devices and cost against arrival rate", caption, size)
     )
     return chart if param is None else chart.add_params(param)

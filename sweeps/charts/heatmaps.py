@@ -37,6 +37,7 @@ from .theme import (
     MEMORY_BOUND,
     SEQUENTIAL,
     category_scale,
+    fit_title,
     heading,
     themed,
     title,
@@ -145,11 +146,13 @@ def _order(frame: pl.DataFrame, dim: str) -> list[int]:
 
 
 def _axes(sel: Selection, frame: pl.DataFrame, step: int, height: int) -> dict[str, Any]:
+    batches = _order(frame, "batch")
+    panel = step * len(batches) + 12  # a facet column's width and spacing [px]
     return {
         "x": alt.X(
             "batch:O",
-            title=title("batch"),
-            sort=_order(frame, "batch"),
+            title=fit_title(title("batch"), panel, sel.size.font + 1),
+            sort=batches,
             axis=alt.Axis(labelAngle=-45 if step < LABEL_MIN_CELL else 0, labelOverlap="greedy"),
         ),
         "y": alt.Y(
@@ -343,7 +346,9 @@ def bottleneck_chart(
                     "status:N",
                     title=None,
                     scale=category_scale(MEMORY_BOUND, COMPUTE_BOUND, DOES_NOT_FIT),
-                    legend=alt.Legend(orient=symbol_orient(sel)),
+                    legend=alt.Legend(  # in a print column: two entries a line
+                        orient=symbol_orient(sel), columns=2 if sel.size.width < 400 else 3
+                    ),
                 ),
             )
         ]

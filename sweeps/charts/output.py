@@ -26,17 +26,10 @@ from .heatmaps import bottleneck_chart, ceiling_chart
 from .kinds import DEVICES, MODEL_SIZE, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
 from .plans import cheapest, plans_section
-from .rendering import Renderer
-from .report import (
-    FULL_ROWS,
-    REPORT,
-    Figure,
-    condensed_row,
-    full_rows,
-    labels_as_text,
-    report_html,
-)
+from .rendering import Renderer, bundle_file, caption, javascript
+from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, labels_as_text, report_html
 from .roofline import compare_from, roofline_chart
+from .served import serving_grids, serving_part
 from .serving import BUILDERS as SERVING_BUILDERS
 from .serving import has_serving
 from .sizes import size_figures, size_rows
@@ -162,34 +155,6 @@ def across_devices(selections: list[Selection], settings: Settings) -> list[Figu
     ]
 
 
-SERVING_DIMS = frozenset({"prompt_tokens", "output_tokens", "prefill_hardware", "decode_hardware"})
-"""Dimensions only the serving and pools analyses' variables have."""
-
-
-def serving_part(one: xr.Dataset) -> xr.Dataset:
-    """A copy of the serving and pools variables of one slice (what the serving figures
-    read), so that the rest of the slice is not held."""
-    names = [str(n) for n, v in one.data_vars.items() if SERVING_DIMS.intersection(v.dims)]
-    return one[names].copy(deep=True)
-
-
-def serving_grids(parts: list[xr.Dataset]) -> Iterator[tuple[str, xr.Dataset]]:
-    """Each model of ``parts`` (slices of ``serving_part``, or whole grids) and its serving
-    grid: the devices' serving variables joined, the pools taken once."""
-    models = list(dict.fromkeys(str(m) for part in parts for m in part["model"].values))
-    for model in models:
-        mine = [part.sel(model=[model]) for part in parts if model in part["model"].values]
-        grid = mine[0]
-        if len(mine) > 1:
-            local = [str(n) for n, v in grid.data_vars.items() if "hardware" in v.dims]
-            joined = xr.concat([m[local] for m in mine], dim="hardware")
-            rest = grid.drop_dims("hardware")
-            grid = xr.merge(
-                [joined, rest], join="exact", compat="override", combine_attrs="override"
-            )
-        yield model, grid
-
-
 def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]:
     """The serving figures of each model of ``parts`` (``serving_grids``)."""
     figures = []
@@ -248,8 +213,10 @@ def write_figures_streamed(
     attributes ``build_grid`` gives (``slices(ds)`` of a grid in memory, or
     ``build_grid(dataclasses.replace(sweep, models=(m,), hardware=(h,)))`` one at a time),
     the cross-device rooflines ``charts/roofline-devices-<model>.<fmt>`` where a model was seen
-    on several devices, the ``extra`` figures made elsewhere (the simulated plans' CDFs), and
-    ``report.html``; returns the paths written, relative to ``folder``.
+    on several devices, the ``extra`` figures made elsewhere (the simulated plans' CDFs), each
+    figure's caption ``charts/<stem>.txt``, the one Vega bundle the folder's pages load,
+    ``vega/<name>.js`` (where there is an HTML page), and ``report.html``; returns the paths
+    written, relative to ``folder``.
 
     A slice's charts are rendered on worker threads while the next slice is built, and
     written before the one after is asked for (at most one slice's renders wait); what is kept
@@ -266,7 +233,8 @@ def write_figures_streamed(
     kept = _Kept()
     attrs: dict[str, Any] = {}
     failures: dict[str, Exception] = {}
-    renderer = Renderer(formats, size_of(settings.width)) if formats else None
+    script = f"../{bundle_file()}"  # the folder's one bundle, from charts/
+    renderer = Renderer(formats, size_of(settings.width), script=script) if formats else None
     try:
         for one in pieces:
             attrs = attrs or dict(one.attrs)
@@ -289,15 +257,39 @@ def write_figures_streamed(
     figures = [failed(f, failures[f.stem]) if f.stem in failures else f for f in figures]
     if notes is not None:
         notes += [skipped_line(f) for f in figures if f.failed]
+    written += _captions(figures, folder, written)
+    if report or "html" in formats:
+        written.append(_bundle(folder))
     if report:
         title = str(attrs.get("title", attrs.get("sweep", "sweep")))
         full = pl.concat(kept.full) if kept.full else None
         grids = [grid for _, grid in serving_grids(kept.served)]
         note, plans = str(attrs.get("note", "")), plans_section(cheapest(grids))
-        page = report_html(title, note, figures, kept.condensed, full, kept.rows, plans)
+        page = report_html(
+            title, note, figures, kept.condensed, full, kept.rows, plans, script=bundle_file()
+        )
         (folder / REPORT).write_text(page, "utf-8")
         written.append(REPORT)
     return written
+
+
+def _captions(figures: Iterable[Figure], folder: Path, written: list[str]) -> list[str]:
+    """Write ``charts/<stem>.txt``, the caption (``rendering.caption``), beside each figure
+    whose files were written, for a paper to paste [-]."""
+    stems = {Path(p).stem for p in written if p.startswith("charts/")}
+    out = []
+    for figure in figures:
+        if figure.spec is not None and figure.stem in stems:
+            (folder / f"charts/{figure.stem}.txt").write_text(caption(figure.spec), "utf-8")
+            out.append(f"charts/{figure.stem}.txt")
+    return out
+
+
+def _bundle(folder: Path) -> str:
+    """Write the Vega bundle the folder's pages load (``rendering.bundle_file``) [-]."""
+    (folder / bundle_file()).parent.mkdir(parents=True, exist_ok=True)
+    (folder / bundle_file()).write_text(javascript(), "utf-8")
+    return bundle_file()
 
 
 def _submitted(renderer: Renderer | None, figures: Iterable[Figure]) -> list[Figure]:

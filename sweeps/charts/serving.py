@@ -30,8 +30,11 @@ from .theme import (
     DOES_NOT_FIT,
     INK,
     PREFILL,
+    Size,
+    device_scale,
+    device_shapes,
+    fit_title,
     heading,
-    series_scale,
     size_of,
     themed,
     title,
@@ -114,6 +117,27 @@ def _frame(ds: xr.Dataset, names: list[str], at: dict[str, Any]) -> pd.DataFrame
     return ds[names].sel(at).to_dataframe().reset_index()
 
 
+def panel_width(size: Size, panels: int, legend: int) -> int:
+    """Width [px] of each of ``panels`` side by side in a figure of ``size``: what is left of
+    its width after the y axis (``size.left``), a legend of ``legend`` [px] on the right (on a
+    screen; in print it goes below) and 16 px between panels, and never under 48 [px]."""
+    beside = legend if size.legend == "right" else 0
+    return max(48, int((size.width - size.left - beside - 16 * (panels - 1)) / panels))
+
+
+def band_ticks(values: list[int], width: float, font: float) -> list[int]:
+    """The values of a band axis of ``width`` [px] whose labels (written level) clear each
+    other (``lines.spaced``), first kept [-]."""
+    from .lines import spaced
+
+    if not values:
+        return []
+    band = width / len(values)
+    positions = (np.arange(len(values)) + 0.5) * band
+    widths = np.array([len(f"{v}") * 0.64 * font for v in values])
+    return [values[i] for i in spaced(positions, widths, 0.5 * font)]
+
+
 def objectives(ds: xr.Dataset) -> tuple[float, float]:
     """The grid's TTFT and TPOT objectives [s]."""
     return float(ds.attrs["ttft_slo_s"]), float(ds.attrs["tpot_slo_s"])
@@ -148,7 +172,8 @@ def pareto_chart(
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
     x = alt.X(f"{x_name}:Q", title=title(x_name), scale=scale)
     y = alt.Y(f"{y_name}:Q", title=title(y_name), scale=alt.Scale(type="log"))
-    color = alt.Color("hardware:N", title="device", scale=series_scale(devices))
+    color = alt.Color("hardware:N", title="device", scale=device_scale(devices))
+    marker = alt.Shape("hardware:N", title="device", scale=device_shapes(devices))
     tips = [
         alt.Tooltip("hardware:N"),
         alt.Tooltip("mode:N"),
@@ -168,7 +193,9 @@ def pareto_chart(
     few = len(named) > altair_row_limit()  # the dots of one workload only, said below
     named = named[named["workload"] == default] if few else named
     dots = chosen(
-        alt.Chart(named).mark_circle(size=18, opacity=0.45).encode(x, y, color, tooltip=tips),
+        alt.Chart(named)
+        .mark_point(filled=True, size=3 * size.font, opacity=0.8)
+        .encode(x, y, color, marker, tooltip=tips),
         param,
         default,
     )
@@ -211,7 +238,7 @@ def pareto_chart(
     chart = alt.LayerChart(
         layer=[shade, edge, dots, chosen(lines, param, default), fluid],
         title=heading("Throughput per device against speed per user", caption, size),
-        width=size.width - size.left - 120,
+        width=panel_width(size, 1, 120),
         height=size.panel_height * 1.6,
     )
     return chart if param is None else chart.add_params(param)
@@ -257,11 +284,17 @@ def request_time_chart(
     fills = [PREFILL, DECODE, DOES_NOT_FIT]
     phases = alt.Scale(domain=fills, range=[COLORS[f] for f in fills])
     looks = alt.Scale(domain=[MEETS, MISSES, DOES_NOT_FIT], range=[1.0, 0.35, 1.0])
+    batches = sorted(int(b) for b in data["batch"].unique())
+    panel = panel_width(size, 2, 160)
     bars = (
         alt.Chart(data)
         .mark_bar()
         .encode(
-            x=alt.X("batch:O", title=title("batch")),
+            x=alt.X(
+                "batch:O",
+                title=fit_title(title("batch"), panel + 16, size.font + 1),
+                axis=alt.Axis(labelAngle=0, values=band_ticks(batches, panel, size.font)),
+            ),
             y=alt.Y("s:Q", title=title("request_latency_s"), stack="zero"),
             color=alt.Color("fill:N", title="phase", scale=phases, sort=fills),
             opacity=alt.Opacity(
@@ -284,7 +317,7 @@ def request_time_chart(
             ],
         )
         .transform_calculate(phase_order=f"datum.phase == '{PREFILL}' ? 0 : 1")
-        .properties(width=(size.width - size.left - 160) / 2, height=size.panel_height * 0.7)
+        .properties(width=panel, height=size.panel_height * 0.7)
     )
     caption = [
         work.caption(),
