@@ -201,12 +201,18 @@ def pareto_chart(
     )
     front = data[~ceiling & data["front"]].sort_values(x_name)
     limit = data[ceiling & data["front"]].sort_values(x_name)
-    modes = [str(m) for m in ds["mode"].values]
+    drawn = set(front["mode"]) | set(limit["mode"])  # a legend entry per mode drawn
+    modes = [str(m) for m in ds["mode"].values if m in drawn]
     dashes = alt.StrokeDash(
         "mode:N",
         title="mode",
         scale=alt.Scale(domain=modes, range=[DASHES[i % len(DASHES)] for i in range(len(modes))]),
-        legend=alt.Legend(symbolType="stroke", symbolStrokeColor=INK, symbolStrokeWidth=2),
+        legend=alt.Legend(
+            symbolType="stroke",
+            symbolStrokeColor=INK,
+            symbolStrokeWidth=2,
+            columns=alt.Undefined if size.legend == "right" else PRINT_COLUMNS[size.name],
+        ),
     )
     fluid = chosen(
         alt.Chart(limit).mark_line(color=INK, strokeWidth=2.5).encode(x, y, dashes, tooltip=tips),
@@ -267,6 +273,8 @@ def _split(ds: xr.Dataset, work: Workload, weight_dtype: str | None = None) -> p
 
 BOUND = "bound"
 """The serving mode that bounds every scheduler (the fluid bound), drawn as its own line."""
+PRINT_COLUMNS = {"single-column": 1, "double-column": 2}
+"""Columns of the Pareto chart's mode legend in print (below the plot, in the column's width)."""
 DASHES = ([10, 4], [1, 0], [6, 3], [2, 2], [8, 2, 2, 2], [4, 4], [1, 3])
 """Dash patterns of the modes, in the grid's order (``bound`` first)."""
 
@@ -303,7 +311,9 @@ def request_time_chart(
                 scale=looks,
                 legend=alt.Legend(
                     symbolType="square", symbolFillColor=COLORS[DECODE], values=[MEETS, MISSES]
-                ),
+                )
+                if size.legend == "right"
+                else None,  # a print column has no room: the caption says what fades
             ),
             order=alt.Order("phase_order:Q"),
             tooltip=[
