@@ -189,6 +189,14 @@ AXES: tuple[Axis, ...] = (
         "rate",
     ),
     Axis(
+        "concurrency",
+        "concurrency",
+        "size",
+        "request",
+        "Closed-loop clients, each sending its next request when its last one ends",
+        "clients",
+    ),
+    Axis(
         "mode",
         "studies",
         "name",

@@ -118,8 +118,9 @@ def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[
 SERVING = Study(
     name="serving",
     table="serving",
-    axes=("prompt_tokens", "output_tokens", "arrival_rate"),
+    axes=("prompt_tokens", "output_tokens", "arrival_rate", "concurrency"),
     attrs=("ttft_slo_s", "tpot_slo_s"),
+    defaults={"concurrency": ()},
     settings=lambda table: table.objectives(),
     check=_check_serving,
     description="Requests of I prompt and O output tokens: the serving and pools tables",
@@ -175,8 +176,8 @@ MODE_ALIASES = {"colocated": "serial-prefill", "chunked": "chunked-paced"}
 SERVING_MODES = ("bound", "static", *SCHEDULERS)
 """The modes of the serving table: the bound over every scheduler, a static batch, the named
 schedulers; the chunked ones only with a token budget."""
-POOL_MODES = ("colocated", "disaggregated")
-"""The plans of the pools table."""
+POOL_MODES = (*SCHEDULERS, "disaggregated")
+"""The plans of the pools table: one pool run by a named scheduler, or two pools."""
 
 
 def serving_modes(sweep: Any) -> tuple[str, ...]:
@@ -195,5 +196,6 @@ def serving_modes(sweep: Any) -> tuple[str, ...]:
 
 
 def pool_modes(sweep: Any) -> tuple[str, ...]:
-    """The plans of the pools table."""
-    return POOL_MODES
+    """The plans of the pools table: the sweep's named schedulers, each on one pool, and
+    disaggregated."""
+    return (*(m for m in serving_modes(sweep) if m in SCHEDULERS), "disaggregated")

@@ -132,13 +132,13 @@ def test_disaggregated_counts_are_the_fewest_that_meet_the_objectives(
 
 
 def colocated_candidates(
-    grid: xr.Dataset, hw: str, tp: int, rate: float
+    grid: xr.Dataset, hw: str, tp: int, rate: float, modes: tuple[str, ...] = SCHEDULERS
 ) -> list[tuple[int, str, int, float]]:
     """Every (devices, scheduler, batch, TTFT p90) a colocated plan may take, by brute force:
     the fewest replicas meeting TTFT at its 0.9 quantile (the M/D/1 wait at the scheduler's
     prefill of one prompt, plus half a step in flight) with the slots at most 0.9 busy."""
     out = []
-    for mode in SCHEDULERS:
+    for mode in modes:
         row = grid.sel(hardware=hw, tp=tp, mode=mode).squeeze()
         for i, batch in enumerate(row["batch"].values):
             at = row.isel(batch=i)
@@ -160,15 +160,16 @@ def colocated_candidates(
     return out
 
 
-def test_colocated_plans_take_the_fewest_devices_over_schedulers_and_batches(
+def test_each_schedulers_plan_takes_the_fewest_devices_over_its_batches(
     grid: xr.Dataset, pools: pl.DataFrame
 ) -> None:
-    rows = pools.filter(pl.col("pool_mode") == "colocated")
-    assert rows.height == len(RATES) * len(HARDWARE) * len(TP)
+    rows = pools.filter(pl.col("pool_mode") != "disaggregated")
+    assert rows.height == len(RATES) * len(HARDWARE) * len(TP) * len(SCHEDULERS)
     assert (rows["prefill_hardware"] == rows["decode_hardware"]).all()
     for row in rows.iter_rows(named=True):
         rate, hw, tp = row["arrival_rate"], row["decode_hardware"], row["decode_tp"]
-        candidates = colocated_candidates(grid, hw, tp, rate)
+        mode = str(row["pool_mode"])
+        candidates = colocated_candidates(grid, hw, tp, rate, (mode,))
         if not row["feasible"]:
             assert not candidates
             assert row["devices"] is None  # null, never NaN
@@ -177,7 +178,10 @@ def test_colocated_plans_take_the_fewest_devices_over_schedulers_and_batches(
         # the tabulated M/D/1 inverse may round one replica either way at the boundary
         assert abs(row["devices"] - fewest) <= tp
         assert row["decode_replicas"] == row["prefill_replicas"] == row["devices"] // tp
-        assert row["scheduler"] in SCHEDULERS
+        assert row["scheduler"] == mode
+        assert row["requests_per_s"] == rate
+        if row["devices"] == fewest:  # the smallest batch of those (one price per device, tp)
+            assert row["decode_batch"] == min(c[2] for c in candidates if c[0] == fewest)
         assert row["ttft_p90_s"] <= TTFT_SLO * (1 + 1e-3)
         assert row["ttft_p50_s"] <= row["ttft_p90_s"] <= row["ttft_p99_s"]
         assert row["kv_handoff_s"] is None
@@ -203,7 +207,10 @@ def test_a_smaller_batch_wins_and_more_batches_never_make_a_plan_bigger() -> Non
             }
         )
         frame = sweeps.export.frames(ds)["pools"]
-        return frame.filter(pl.col("pool_mode") == "colocated").row(0, named=True)
+        one_pool = frame.filter(pl.col("pool_mode") != "disaggregated", pl.col("feasible"))
+        if one_pool.height == 0:
+            return {"feasible": False}
+        return one_pool.sort("devices").row(0, named=True)
 
     alone, wide = plan([64]), plan([16, 32, 64, 128, 256])
     assert wide["feasible"]

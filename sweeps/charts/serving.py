@@ -233,8 +233,14 @@ def fleet_plans(ds: xr.Dataset, work: Workload) -> pl.DataFrame:
     from sweeps.pipeline.plans import cheapest_plans
 
     pools = frame(ds, "pools")
-    parts = [cheapest_plans(pools.filter(pl.col("pool_mode") == mode)) for mode in POOL_MODES]
-    every = pl.concat(parts)
+    apart = pl.col("pool_mode").cast(pl.String) == "disaggregated"
+    parts = [
+        cheapest_plans(pools.filter(~apart if mode == "colocated" else apart)).with_columns(
+            pl.when(pl.col("pool_mode").is_not_null()).then(pl.lit(mode)).alias("pool_mode")
+        )
+        for mode in POOL_MODES
+    ]
+    every = pl.concat(parts, how="vertical_relaxed")
     chosen = every.filter(
         *[
             pl.col(key).cast(pl.String) == str(work.at[key])
@@ -266,8 +272,9 @@ def fleet_chart(
     size, work = size_of(width), Workload.of(ds, model, weight_dtype)
     plans = fleet_plans(ds, work)
     cost = "cost_per_million_output_tokens_usd"
+    load = "concurrency" if "concurrency" in plans.columns else "arrival_rate"
     data = plans.select(
-        "arrival_rate",
+        load,
         "devices",
         cost,
         pl.col("pool_mode").alias("mode"),
@@ -283,11 +290,11 @@ def fleet_chart(
         ).alias("plan"),
     ).to_pandas()
     modes = alt.Scale(domain=list(POOL_MODES), range=[COLORS[m] for m in POOL_MODES])
-    x = alt.X("arrival_rate:Q", title=title("arrival_rate"), scale=alt.Scale(type="log"))
+    x = alt.X(f"{load}:Q", title=title(load), scale=alt.Scale(type="log"))
     tips = [
         alt.Tooltip("mode:N"),
         alt.Tooltip("plan:N", title="prefill + decode"),
-        tooltip("arrival_rate", ".3g"),
+        tooltip(load, ".3g"),
         tooltip("devices", ".3g"),
         tooltip(cost, ".3g"),
         alt.Tooltip("price_as_of:N", title="prices as of (prefill / decode)"),

@@ -43,7 +43,18 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
         notes.append(f"first {PLAN_ROWS} of {len(rows):,} plans")
         rows = rows[:PLAN_ROWS]
     table = new_table(f"{title}: cheapest serving plans", "; ".join(notes))
-    heads = ["model", "weights", "I", "O", "req/s", "plan", "prefill", "decode", "devices"]
+    closed = bool(rows) and "concurrency" in rows[0]
+    heads = [
+        "model",
+        "weights",
+        "I",
+        "O",
+        "clients" if closed else "req/s",
+        "plan",
+        "prefill",
+        "decode",
+        "devices",
+    ]
     heads += ["$/M tok", "TTFT ms", "TPOT ms", "decode share"]
     for head in heads:
         table.add_column(Text(head), no_wrap=True, overflow="ellipsis")
@@ -54,7 +65,7 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
             str(row["weight_dtype"]),
             grouped(row["prompt_tokens"]),
             grouped(row["output_tokens"]),
-            f"{row['arrival_rate']:g}",
+            grouped(row["concurrency"]) if closed else f"{row['arrival_rate']:g}",
             str(row["pool_mode"]) if found else str(row["reason"]),
             _pool(row, "prefill") if found else "",
             _pool(row, "decode") if found else "",

@@ -65,7 +65,9 @@ class Sweep:
     output_tokens: tuple[int, ...] = ()
     """``serving.output_tokens``: tokens generated per request [token]."""
     arrival_rate: tuple[float, ...] = ()
-    """``serving.arrival_rate``: request arrival rates [request/s]."""
+    """``serving.arrival_rate``: request arrival rates [request/s]; empty with concurrency."""
+    concurrency: tuple[int, ...] = ()
+    """``serving.concurrency``: closed-loop clients [request]; empty with arrival rates."""
     studies: Mapping[str, Any] = field(default_factory=dict)
     """The settings of each study the config turns on, by name (``sweeps.study.STUDIES``)."""
     spec_tokens: tuple[int, ...] = ()

@@ -11,6 +11,7 @@ from sweeps.physics.bound import (
     steps_per_request,
     weights_per_request,
 )
+from sweeps.physics.closed_loop import closed_loop_rate, closed_loop_ttft
 from sweeps.physics.continuous import (
     balanced_chunk,
     budget_limited,
@@ -169,6 +170,8 @@ __all__ = [
     "chunked_request_rate",
     "chunked_ttft",
     "classify_llm_phases",
+    "closed_loop_rate",
+    "closed_loop_ttft",
     "colocated_queued_ttft",
     "colocated_request_rate",
     "compute_arithmetic_intensity",

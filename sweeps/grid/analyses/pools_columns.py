@@ -48,9 +48,18 @@ VARIABLES: tuple[Variable, ...] = (
     _V(
         "pools_scheduler",
         "-",
-        "The named scheduler the plan runs (disaggregated: its prefill pool's, serial-prefill)",
+        "The named scheduler the plan runs (disaggregated: its prefill pool's, serial-prefill "
+        "or batched-prefill; null: no plan)",
         "str",
         column="scheduler",
+        rank="full",
+    ),
+    _V(
+        "pools_request_rate",
+        "request/s",
+        "Requests per second the plan serves: the arrival rate, or a closed loop's by "
+        "Little's law, concurrency / (TTFT + (O - 1) TPOT) at its fixed point",
+        column="requests_per_s",
         rank="full",
     ),
     _V(
