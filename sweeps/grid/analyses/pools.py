@@ -9,9 +9,10 @@ load is Poisson arrivals at ``arrival_rate`` or a closed loop of ``concurrency``
   the lowest cost (``pools_colocated``);
 - ``disaggregated``: a prefill pool (device, tp) and a decode pool (device, tp), every pair of
   the sweep's devices. Prefill replicas are M/D/1 queues with service ``D = t_p(1, I)`` sized
-  for the TTFT objective at ``[serving] slo_quantile``, the KV hand-off counted (each decode
-  device receives its own shard over its own link); the decode batch is the largest that fits
-  and meets the TPOT objective, the decode replicas as many as the rate needs.
+  for the TTFT objective at ``[serving] slo_quantile``, or a batched prefill pool where it
+  needs fewer (``pools_prefill``; ``scheduler`` says which), the KV hand-off counted (each
+  decode device receives its own shard over its own link); the decode batch is the largest
+  that fits and meets the TPOT objective, the decode replicas as many as the rate needs.
 
 Costs are paid for idle capacity: fleet price over ``lambda O``. Counts are null where the
 objectives cannot be met. The plan is a reduction over the batch axis, so this analysis runs
@@ -35,6 +36,7 @@ from sweeps.grid.analyses.pools_colocated import (
     mode_value,
 )
 from sweeps.grid.analyses.pools_columns import VARIABLES
+from sweeps.grid.analyses.pools_prefill import batched_pool
 from sweeps.grid.analyses.served import EXTRA_DIMS
 from sweeps.physics._array import where
 from sweeps.study import SCHEDULERS
@@ -100,14 +102,6 @@ def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, A
     busy = rate * service / prefill
     ttft = service + handoff + physics.md1_waiting_time(busy, service)
     mean = load.mean_ttft(ttft, rate, decode_s)
-    tp_p, tp_d = _side(x["tp"], "prefill"), _side(x["tp"], "decode")
-    fleet = physics.fleet_price_per_hour(
-        prefill, tp_p, _side(x["price_per_hour"], "prefill")
-    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["price_per_hour"], "decode"))
-    devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
-    power = physics.fleet_price_per_hour(
-        prefill, tp_p, _side(x["_board_power"], "prefill")
-    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["_board_power"], "decode"))
     ttfts = {
         f"ttft_{name}": mean
         - ttft
@@ -116,6 +110,22 @@ def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, A
         + apply(physics.md1_quantile_wait, tables[name], busy, service)
         for name in QUANTILES
     }
+    scheduler: Any = "serial-prefill"
+    if not load.closed:  # the batched prefill pool, where it needs fewer replicas
+        batched = batched_pool(x, rate, handoff)
+        fewer = batched["replicas"] < where(np.isfinite(prefill), prefill, np.inf)
+        prefill = where(fewer, batched["replicas"], prefill)
+        mean = where(fewer, batched["ttft"], mean)
+        ttfts = {k: where(fewer, batched[k], v) for k, v in ttfts.items()}
+        scheduler = _names(fewer, "batched-prefill", "serial-prefill")
+    tp_p, tp_d = _side(x["tp"], "prefill"), _side(x["tp"], "decode")
+    fleet = physics.fleet_price_per_hour(
+        prefill, tp_p, _side(x["price_per_hour"], "prefill")
+    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["price_per_hour"], "decode"))
+    devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
+    power = physics.fleet_price_per_hour(
+        prefill, tp_p, _side(x["_board_power"], "prefill")
+    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["_board_power"], "decode"))
     return {
         "prefill": prefill,
         "decode": decode,
@@ -131,8 +141,15 @@ def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, A
         "decode_share": decode * tp_d / devices,
         "slot_bound": False,
         "handoff": handoff,
-        "scheduler": "serial-prefill",
+        "scheduler": scheduler,
     }
+
+
+def _names(cond: Any, yes: str, no: str) -> Any:
+    """``yes`` where ``cond`` holds, else ``no``: a Variable of names on ``cond``'s dims."""
+    import xarray as xr
+
+    return xr.Variable(cond.dims, np.where(np.asarray(cond.values), yes, no).astype(object))
 
 
 def _decode_batch(x: Inputs, usable: Any, value: Any, load: Load) -> tuple[Any, Any]:
