@@ -75,6 +75,13 @@ def dims_of(analysis: Analysis, sweep: Any) -> tuple[str, ...]:
     return analysis.dims_over(_present(sweep))
 
 
+def table_rows(analysis: Analysis, sweep: Any) -> int:
+    """Rows of ``analysis``'s table in ``sweep``: what the run writes (``Analysis.count``
+    where its ``rows`` leave grid points out, else every point of its dims) [row]."""
+    dims = dims_of(analysis, sweep)
+    return analysis.count(sweep, dims) if analysis.count else int(sweep.points(dims))
+
+
 def owner(name: str) -> Analysis:
     """The analysis that declares the variable ``name`` (``KeyError`` if none does)."""
     for analysis in ANALYSES:
@@ -100,5 +107,6 @@ __all__ = [
     "applicable",
     "dims_of",
     "owner",
+    "table_rows",
     "tables",
 ]

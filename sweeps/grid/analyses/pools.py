@@ -246,6 +246,17 @@ def _compute(x: Inputs) -> dict[str, Any]:
     return out
 
 
+def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
+    """Rows of the pools table: each one-pool plan on one device and tp, and every pair of
+    them for the disaggregated plan (``pools_row``)."""
+    from sweeps.axes import AXIS, points
+
+    one_pool = len(AXIS["pool_mode"].labels(sweep)) - 1  # the schedulers, disaggregated apart
+    devices = len(sweep.hardware) * len(sweep.tp)
+    rest = [d for d in dims if d not in PLAN_DIMS]
+    return int(points(sweep, rest)) * (one_pool * devices + devices**2)
+
+
 POOLS = Analysis(
     name="pools",
     dims=DIMS,
@@ -255,6 +266,7 @@ POOLS = Analysis(
     columns=tuple(v.name for v in VARIABLES if v.name != "pools_row"),
     study="serving",
     rows="pools_row",
+    count=_rows,
     whole=True,
     extra_dims=(*EXTRA_DIMS, *LOADS),
 )
