@@ -27,15 +27,13 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Inputs
+from sweeps.grid.analyses.schedulers import QUANTILES
 from sweeps.physics._array import where
 
 SLOT_LIMIT = 0.9
 """Largest slot utilization ``lambda_1 / r`` a colocated plan is sized for [1]: at 0.9 of a
 replica's capacity a simulated TTFT is up to 5.7x the M/D/1 figure on the prefill alone (16x
 at B = 1; issue 19), the queue being the slots."""
-
-QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-"""The percentiles of TTFT and TPOT the pools table reports."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +130,7 @@ def _at_batch(x: Inputs, mode: str, load: Load, tables: dict[str, Any]) -> dict[
         "decode": decode,
         "capacity": capacity,
         "tpot": tpot,
+        **{f"tpot_{n}": mode_value(x, f"_tpot_{n}", mode) for n in QUANTILES},
         "share": 1 - physics.prefill_time_share(capacity, service),
         "batch": x["batch"] + 0 * replicas,
     }
@@ -191,7 +190,7 @@ def colocated(x: Inputs, mode: str, load: Load, tables: dict[str, Any]) -> dict[
         "rate": rate,
         "ttft": mean,
         **ttfts,
-        **{f"tpot_{name}": tpot for name in QUANTILES},
+        **{f"tpot_{name}": plan[f"tpot_{name}"] for name in QUANTILES},
         "tpot": tpot,
         "fleet": physics.fleet_price_per_hour(replicas, x["tp"], x["price_per_hour"]),
         "power": replicas * x["tp"] * x["_board_power"],

@@ -12,8 +12,7 @@ def _percentiles(prefix: str, what: str) -> tuple[Variable, ...]:
         _V(
             f"pools_{prefix}_{name}_s",
             "s",
-            f"{what}, its {name} under Poisson arrivals (expected value of the plan's "
-            "scheduler at roofline step costs)",
+            f"{what}, its {name} (expected value of the plan's scheduler at roofline step costs)",
             column=f"{prefix}_{name}_s",
             rank="full",
         )
@@ -70,7 +69,7 @@ VARIABLES: tuple[Variable, ...] = (
         column="ttft_s",
         rank="full",
     ),
-    *_percentiles("ttft", "Time to first token"),
+    *_percentiles("ttft", "Time to first token under the load (M/D/1 waits)"),
     _V(
         "pools_tpot_s",
         "s",
@@ -78,7 +77,12 @@ VARIABLES: tuple[Variable, ...] = (
         column="tpot_s",
         rank="full",
     ),
-    *_percentiles("tpot", "Time per output token (the saturated closed form: no spread)"),
+    *_percentiles(
+        "tpot",
+        "Time per output token over the requests, saturated: serial- and batched-prefill "
+        "spread by a request's place in its slot group (none where B <= O - 1); chunked and "
+        "disaggregated decode run one step for every token, so no spread (each equals the mean)",
+    ),
     _V(
         "goodput_tokens_per_s_per_device",
         "token/s",

@@ -29,6 +29,9 @@ from sweeps.grid.analyses.steps import (
 )
 from sweeps.physics._array import where
 
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+"""The percentiles of TTFT and TPOT the pools table reports."""
+
 
 def prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
     """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens (0: none) [s];
@@ -149,19 +152,30 @@ def serial_prefill(t: Terms) -> dict[str, Any]:
     rate = physics.colocated_request_rate(t.batch, t.output, t.steady, t.alone)
     tpot = physics.serial_prefill_tpot(t.batch, t.output, t.steady, t.alone)
     share = physics.prefill_time_share(rate, t.alone)
-    return t.result(t.alone, tpot, rate, t.steady, share)
+    spread = {
+        f"tpot_{name}": physics.serial_prefill_tpot_quantile(
+            q, t.batch, t.output, t.steady, t.alone
+        )
+        for name, q in QUANTILES.items()
+    }
+    return {**t.result(t.alone, tpot, rate, t.steady, share), **spread}
 
 
 def batched_prefill(t: Terms) -> dict[str, Any]:
     """The waiting prompts with a free slot prefilled together, one step per slot group."""
     x, cycle = t.x, t.output - 1
     small, _ = physics.slot_groups(t.batch, cycle)
-    prefills, own = physics.grouped(
-        t.batch, cycle, prefill_time(x, small + 1, t.prompt), prefill_time(x, small, t.prompt)
-    )
+    large, less = prefill_time(x, small + 1, t.prompt), prefill_time(x, small, t.prompt)
+    prefills, own = physics.grouped(t.batch, cycle, large, less)
     rate = physics.batched_prefill_rate(t.batch, t.output, t.steady, prefills)
     tpot = physics.batched_prefill_tpot(t.output, t.steady, prefills, own)
-    return t.result(own, tpot, rate, t.steady, rate * prefills / t.batch)
+    spread = {
+        f"tpot_{name}": physics.batched_prefill_tpot_quantile(
+            q, t.batch, t.output, t.steady, prefills, large, less
+        )
+        for name, q in QUANTILES.items()
+    }
+    return {**t.result(own, tpot, rate, t.steady, rate * prefills / t.batch), **spread}
 
 
 def _chunked(t: Terms, decoders: Any, chunk: Any) -> dict[str, Any]:
