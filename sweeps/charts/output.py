@@ -127,7 +127,10 @@ def across_devices(selections: list[Selection], settings: Settings) -> list[Figu
     return [Figure(stem, DEVICES, model, None, spec)]
 
 
-SERVING_DIMS = frozenset({"prompt_tokens", "output_tokens", "prefill_hardware", "decode_hardware"})
+SERVING_DIMS = frozenset(
+    {"prompt_tokens", "output_tokens", "arrival_rate", "concurrency", "prefill_hardware",
+     "decode_hardware"}
+)  # fmt: skip
 """Dimensions only the serving and pools analyses' variables have."""
 
 
