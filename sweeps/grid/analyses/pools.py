@@ -118,30 +118,37 @@ def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, A
         mean = where(fewer, batched["ttft"], mean)
         ttfts = {k: where(fewer, batched[k], v) for k, v in ttfts.items()}
         scheduler = _names(fewer, "batched-prefill", "serial-prefill")
-    tp_p, tp_d = _side(x["tp"], "prefill"), _side(x["tp"], "decode")
-    fleet = physics.fleet_price_per_hour(
-        prefill, tp_p, _side(x["price_per_hour"], "prefill")
-    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["price_per_hour"], "decode"))
-    devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
-    power = physics.fleet_price_per_hour(
-        prefill, tp_p, _side(x["_board_power"], "prefill")
-    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["_board_power"], "decode"))
     return {
-        "prefill": prefill,
-        "decode": decode,
-        "devices": devices,
+        **_fleet(x, prefill, decode),
         "batch": batch,
         "rate": rate,
         "ttft": mean,
         **ttfts,
         **{f"tpot_{name}": steady for name in QUANTILES},
         "tpot": steady,
-        "fleet": fleet,
-        "power": power,
-        "decode_share": decode * tp_d / devices,
         "slot_bound": False,
         "handoff": handoff,
         "scheduler": scheduler,
+    }
+
+
+def _fleet(x: Inputs, prefill: Any, decode: Any) -> dict[str, Any]:
+    """Both pools' replicas, devices, price an hour, board power and decode share."""
+    tp_p, tp_d = _side(x["tp"], "prefill"), _side(x["tp"], "decode")
+
+    def both(name: str) -> Any:
+        return physics.fleet_price_per_hour(
+            prefill, tp_p, _side(x[name], "prefill")
+        ) + physics.fleet_price_per_hour(decode, tp_d, _side(x[name], "decode"))
+
+    devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
+    return {
+        "prefill": prefill,
+        "decode": decode,
+        "devices": devices,
+        "fleet": both("price_per_hour"),
+        "power": both("_board_power"),
+        "decode_share": decode * tp_d / devices,
     }
 
 
