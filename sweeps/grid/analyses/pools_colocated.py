@@ -131,7 +131,7 @@ def _at_batch(x: Inputs, mode: str, load: Load, tables: dict[str, Any]) -> dict[
         "capacity": capacity,
         "tpot": tpot,
         **{f"tpot_{n}": mode_value(x, f"_tpot_{n}", mode) for n in QUANTILES},
-        "share": 1 - physics.prefill_time_share(capacity, service),
+        "share": 1 - mode_value(x, "prefill_time_share", mode),  # the scheduler's own
         "batch": x["batch"] + 0 * replicas,
     }
 
