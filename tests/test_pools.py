@@ -108,7 +108,9 @@ def test_disaggregated_counts_are_the_fewest_that_meet_the_objectives(
     rows = pools.filter(pl.col("pool_mode") == "disaggregated")
     assert rows.height == len(RATES) * (len(HARDWARE) * len(TP)) ** 2
     checked = 0
-    for row in rows.filter(pl.col("feasible")).iter_rows(named=True):
+    # the single-prompt M/D/1 pools (the batched ones: tests/test_pools_plans.py)
+    serial = rows.filter(pl.col("feasible"), pl.col("scheduler") == "serial-prefill")
+    for row in serial.iter_rows(named=True):
         rate, hw_p, tp_p = row["arrival_rate"], row["prefill_hardware"], row["prefill_tp"]
         hw_d, tp_d = row["decode_hardware"], row["decode_tp"]
         service, t_kv = prefill_service(grid, hw_p, tp_p), handoff(grid, tp_d)
@@ -224,7 +226,11 @@ def test_a_smaller_batch_wins_and_more_batches_never_make_a_plan_bigger() -> Non
 
 def test_md1_ttft_against_a_poisson_simulation(grid: xr.Dataset, pools: pl.DataFrame) -> None:
     # the busiest prefill pool of the table: replicas fed at random, Lindley's recursion each
-    rows = pools.filter(pl.col("pool_mode") == "disaggregated", pl.col("feasible"))
+    rows = pools.filter(
+        pl.col("pool_mode") == "disaggregated",
+        pl.col("feasible"),
+        pl.col("scheduler") == "serial-prefill",
+    )
     rows = rows.with_columns(
         (pl.col("arrival_rate") / pl.col("prefill_replicas")).alias("per_replica")
     )
@@ -232,7 +238,7 @@ def test_md1_ttft_against_a_poisson_simulation(grid: xr.Dataset, pools: pl.DataF
     service = prefill_service(grid, row["prefill_hardware"], row["prefill_tp"])
     t_kv = handoff(grid, row["decode_tp"])
     rho = row["per_replica"] * service
-    assert rho > 0.3  # a queue that waits
+    assert rho > 0.2  # a queue that waits
     rng = np.random.default_rng(12)
     count, replicas = 60_000, int(row["prefill_replicas"])
     arrivals = np.cumsum(rng.exponential(1 / row["arrival_rate"], count))
