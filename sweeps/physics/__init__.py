@@ -138,11 +138,13 @@ from sweeps.physics.serving import (
     time_per_output_token,
 )
 from sweeps.physics.speculative import (
+    expected_square_tokens,
     expected_tokens,
     first_batch_at_most,
     mtp_layer_params,
     mtp_pass_bytes,
     mtp_pass_flops,
+    random_stalls,
     speculative_speedup,
     speculative_time_per_token,
     useful_share,
@@ -150,6 +152,7 @@ from sweeps.physics.speculative import (
     verify_bytes,
     verify_cached_layer_tokens,
     verify_flops_per_sequence,
+    verify_steps,
 )
 from sweeps.physics.textbook import classify_llm_phases, compute_arithmetic_intensity
 
@@ -188,6 +191,7 @@ __all__ = [
     "embedding_params",
     "energy_per_token",
     "expected_experts_touched",
+    "expected_square_tokens",
     "expected_tokens",
     "first_batch_at_most",
     "fixed_weights_read",
@@ -240,6 +244,7 @@ __all__ = [
     "prefill_replicas",
     "prefill_time_share",
     "prefixes_held",
+    "random_stalls",
     "reload_bytes",
     "reload_time",
     "replicas_for_rate",
@@ -271,6 +276,7 @@ __all__ = [
     "verify_bytes",
     "verify_cached_layer_tokens",
     "verify_flops_per_sequence",
+    "verify_steps",
     "weight_bytes",
     "weights_per_request",
     "weights_read_with_gather",

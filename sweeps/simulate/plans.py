@@ -33,6 +33,11 @@ WORKLOAD = (
 LOADS = ("arrival_rate", "concurrency")
 """A workload's load, the one of the two its pools table has."""
 SEED = 0
+TECHNIQUES = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
+"""The speculative and prefix dims a plan carries where the sweep has them: the simulated
+replica verifies and hits as the plan does (``sweeps.simulate.speculation``)."""
+SCENARIO = ("spec_acceptance", "prefix_hit_rate")
+"""What a workload meets beside its lengths and rate: one cheapest plan each."""
 
 _V = Variable
 SIMULATED: tuple[Variable, ...] = (
@@ -54,11 +59,26 @@ SIMULATED: tuple[Variable, ...] = (
         "Closed-loop clients of the workload (null: Poisson arrivals)",
         "int64",
     ),
+    _V(
+        "spec_acceptance",
+        "1",
+        "Draft acceptance the workload meets (null: no speculation axes)",
+        "float64",
+    ),
+    _V(
+        "prefix_hit_rate",
+        "1",
+        "Prefix hit rate the workload meets (null: no prefix axes)",
+        "float64",
+    ),
     _V("hardware", "-", "Device of the plan", "str"),
     _V("tp", "device", "Devices of one replica", "int64"),
     _V("batch", "sequence", "Slots of one replica, B", "int64"),
     _V("replicas", "replica", "Replicas of the plan", "int64"),
     _V("scheduler", "-", "Named scheduler simulated (docs/serving.md section 3)", "str"),
+    _V("spec_tokens", "token", "Draft tokens of the plan, k (null: no speculation axes)", "int64"),
+    _V("spec_draft", "-", "Draft of the plan (null: no speculation axes)", "str"),
+    _V("kv_tier", "-", "Tier of the plan's cached prefixes (null: no prefix axes)", "str"),
     _V("requests", "request", "Requests simulated", "int64"),
     _V("seed", "-", "Seed of the arrivals and lengths", "int64"),
     *(
@@ -118,8 +138,13 @@ def cheapest_plans(pools: Any) -> Any:
     ranked = usable.sort(
         ["cost_per_million_output_tokens_usd", "devices"], nulls_last=True, maintain_order=True
     )
-    keys = [*WORKLOAD, *(c for c in LOADS if c in pools.columns)]
+    keys = [*WORKLOAD, *(c for c in (*LOADS, *SCENARIO) if c in pools.columns)]
     return ranked.group_by(keys, maintain_order=True).first().sort(keys, maintain_order=True)
+
+
+def _plain(value: Any) -> Any:
+    """A frame's value as the axis labels have it (categories as text)."""
+    return value if value is None or isinstance(value, int | float) else str(value)
 
 
 def _index(values: Any, wanted: Any, key: str) -> int:
@@ -133,6 +158,7 @@ def _index(values: Any, wanted: Any, key: str) -> int:
 
 def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
     """The grid indices of a plan's replica in ``sweep``."""
+    from sweeps.axes import AXES
     from sweeps.config import NATIVE
 
     model = _index([m.id for m in sweep.models], plan["model"], "model")
@@ -148,6 +174,11 @@ def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
         ),
         "hardware": _index([h.id for h in sweep.hardware], plan["hardware"], "hardware"),
         "tp": _index(list(sweep.tp), plan["tp"], "tp"),
+        **{
+            axis.dim: _index(axis.labels(sweep), plan[axis.dim], axis.dim)
+            for axis in AXES
+            if axis.dim in TECHNIQUES and plan.get(axis.dim) is not None
+        },
     }
 
 
@@ -168,6 +199,7 @@ def simulate_plans(pools: Any, sweep: Any, lengths: Lengths | None = None) -> li
             "batch": int(found["decode_batch"]),
             "replicas": int(found["decode_replicas"]),
             "scheduler": MODE_ALIASES.get(mode, mode),
+            **{d: _plain(found[d]) for d in TECHNIQUES if d in found},
         }
         if plan["scheduler"] not in SCHEDULER_CODES:
             continue
