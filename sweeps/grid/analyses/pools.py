@@ -98,7 +98,7 @@ def _tables(x: Inputs) -> dict[str, Any]:
 def _scheduler(x: Inputs, mode: str, rate: Any, tables: dict[str, Any]) -> dict[str, Any]:
     """One scheduler's colocated plan at every batch: its replicas, devices and figures."""
     serving, output = x.settings, x["output_tokens"]
-    capacity = _mode(x, "output_tokens_per_s_per_device", mode) * x["tp"] / output
+    capacity = _mode(x, "output_tokens_per_s_per_device", mode) * x["_devices"] / output
     tpot = _mode(x, "tpot_s", mode)
     admitted = _mode(x, "serving_ttft_s", mode)  # from admission
     residual = _mode(x, "step_time_steady_s", mode) / 2  # the step in flight, on average
@@ -143,12 +143,12 @@ def _colocated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, Any]:
     modes = [m for m in SCHEDULERS if m in present]
     plans = [_scheduler(x, mode, rate, tables) for mode in modes]
     price = [
-        physics.fleet_price_per_hour(p["replicas"], x["tp"], x["price_per_hour"]) for p in plans
+        physics.fleet_price_per_hour(p["replicas"], x["_devices"], x["price_per_hour"]) for p in plans
     ]
     probe = sum((0 * p["replicas"] for p in plans), 0 * price[0] + 0 * x["batch"])
     dims = (*(str(d) for d in probe.dims if d != "batch"), "batch")
     sizes = {d: int(probe.sizes[d]) for d in dims}
-    devices = _full([p["replicas"] * x["tp"] for p in plans], sizes)
+    devices = _full([p["replicas"] * x["_devices"] for p in plans], sizes)
     fleet = _full(price, sizes)
     # one key orders every (scheduler, batch): devices first, then cost (unpriced last)
     cost = np.where(np.isfinite(fleet), fleet, 0.0)
@@ -180,14 +180,14 @@ def _colocated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, Any]:
     return {
         "prefill": replicas,
         "decode": replicas,
-        "devices": replicas * x["tp"],
+        "devices": replicas * x["_devices"],
         "batch": batch,
         "ttft": admitted + physics.md1_waiting_time(load, service),
         **ttft,
         **{f"tpot_{name}": tpot for name in QUANTILES},
         "tpot": tpot,
-        "fleet": physics.fleet_price_per_hour(replicas, x["tp"], x["price_per_hour"]),
-        "power": replicas * x["tp"] * x["_board_power"],
+        "fleet": physics.fleet_price_per_hour(replicas, x["_devices"], x["price_per_hour"]),
+        "power": replicas * x["_devices"] * x["_board_power"],
         "decode_share": each("share"),
         "slot_bound": each("slot_bound") == 1,
         "handoff": 0.0,
@@ -210,7 +210,7 @@ def _disaggregated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, An
     usable = _mode(x, "serving_feasible", "bound") & (steady <= serving.tpot_slo_s)
     batch, steady = (_side(v, "decode") for v in _largest(x, usable, steady))
     decode = physics.replicas_for_rate(rate, physics.decode_request_rate(batch, output, steady))
-    tp_p, tp_d = _side(x["tp"], "prefill"), _side(x["tp"], "decode")
+    tp_p, tp_d = _side(x["_devices"], "prefill"), _side(x["_devices"], "decode")
     fleet = physics.fleet_price_per_hour(
         prefill, tp_p, _side(x["price_per_hour"], "prefill")
     ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["price_per_hour"], "decode"))
