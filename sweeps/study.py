@@ -160,6 +160,7 @@ PREFIX = Study(
     records=_tier_records,
 )
 
+
 def _listed(value: Any) -> list[Any]:
     """An axis's values, a range expanded."""
     return list(value.values()) if hasattr(value, "values") else list(value)
@@ -198,11 +199,12 @@ def _check_parallel(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple
             what = {"ep": "routed experts", "tp": "query heads", "pp": "layers"}[key]
             bad = [v for v in values if whole % v]
             if bad:
-                dense = " (a dense model: no experts to split)" if key == "ep" and whole == 1 else ""
+                dense = key == "ep" and not model.is_moe
+                what += " (a dense model: no experts to split)" if dense else ""
                 problems.append(
                     (
                         key,
-                        f"{bad} do not divide the {whole} {what} of model {model.id!r}{dense}; "
+                        f"{bad} do not divide the {whole} {what} of model {model.id!r}; "
                         f"allowed: {_divisors(whole)}",
                     )
                 )

@@ -201,9 +201,10 @@ def _walls(key: tuple[str, ...], rows: list[Measurement]) -> tuple[dict[int, int
 
 
 def _too_big(m: Measurement, weights: float, memory: float) -> str:
+    over = "" if m.parallel == "tp" else f" ({m.parallel} over {m.gpus} GPUs)"
     return (
         f"the model does not fit: {weights / 1e9:.1f} GB of weights per device at tp "
-        f"{m.tp}{'' if m.parallel == 'tp' else f' ({m.parallel} over {m.gpus} GPUs)'} and one sequence's cache at context {_context(m)} exceed the "
+        f"{m.tp}{over} and one sequence's cache at context {_context(m)} exceed the "
         f"{memory / 1e9:.1f} GB of {m.hardware}"
     )
 

@@ -123,7 +123,8 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
     """
     counts = _kv_counts(sweep)
     models = sweep.models
-    return technique_inputs(sweep) | parallel_inputs(sweep) | {
+    known = technique_inputs(sweep) | parallel_inputs(sweep)
+    return known | {
         "_window": (
             "model",
             np.array(

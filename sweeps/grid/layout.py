@@ -28,7 +28,7 @@ def with_extra(dims: tuple[str, ...], values: Any) -> tuple[str, ...]:
     axes) without naming them in each call."""
     from sweeps.axes import canonical
 
-    extra = {d for v in values if isinstance(v, xr.Variable) for d in v.dims} - set(dims)
+    extra = {str(d) for v in values if isinstance(v, xr.Variable) for d in v.dims} - set(dims)
     return (*dims, *canonical(extra)) if extra else dims
 
 

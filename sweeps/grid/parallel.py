@@ -51,17 +51,21 @@ def parallel_inputs(sweep: Any) -> dict[str, Coord]:
             ("tp", "ep", "dp_attention", "pp"),
             np.array(
                 [
-                    [[[label(t, e, d, p) for p in sweep.pp] for d in sweep.dp_attention]
-                     for e in sweep.ep]
+                    [
+                        [[label(t, e, d, p) for p in sweep.pp] for d in sweep.dp_attention]
+                        for e in sweep.ep
+                    ]
                     for t in sweep.tp
                 ],
                 dtype=object,
             ),
         )
     if not sweep.ep:
-        return out | {name: ((), np.array(v)) for name, v in (("_ep", 1.0), ("_dp", 0.0))} | {
-            "_pp": ((), np.array(1.0))
-        }
+        return (
+            out
+            | {name: ((), np.array(v)) for name, v in (("_ep", 1.0), ("_dp", 0.0))}
+            | {"_pp": ((), np.array(1.0))}
+        )
     return out | {
         "_ep": ("ep", np.array(sweep.ep, dtype=np.float64)),
         "_dp": ("dp_attention", np.array([1.0 if d else 0.0 for d in sweep.dp_attention])),

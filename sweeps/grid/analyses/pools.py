@@ -143,7 +143,8 @@ def _colocated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, Any]:
     modes = [m for m in SCHEDULERS if m in present]
     plans = [_scheduler(x, mode, rate, tables) for mode in modes]
     price = [
-        physics.fleet_price_per_hour(p["replicas"], x["_devices"], x["price_per_hour"]) for p in plans
+        physics.fleet_price_per_hour(p["replicas"], x["_devices"], x["price_per_hour"])
+        for p in plans
     ]
     probe = sum((0 * p["replicas"] for p in plans), 0 * price[0] + 0 * x["batch"])
     dims = (*(str(d) for d in probe.dims if d != "batch"), "batch")
