@@ -30,9 +30,10 @@ def moe_layers(model: Any) -> float:
 
 
 def label(tp: int, ep: int, dp: bool, pp: int) -> str:
-    """The layout of a replica in a few characters: ``tp8``, ``tp1 ep8+dp``, ``tp8 pp2``."""
+    """The layout of a replica in a few characters: ``tp8``, ``tp1 ep8+dp``, ``tp8 pp2``
+    (``ep1`` with or without data-parallel attention is one rank: plain ``tp``)."""
     parts = [f"tp{tp}"]
-    if ep > 1 or dp:
+    if ep > 1:  # one rank's attention is data-parallel or not alike
         parts.append(f"ep{ep}" + ("+dp" if dp else ""))
     if pp > 1:
         parts.append(f"pp{pp}")

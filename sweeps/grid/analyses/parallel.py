@@ -39,6 +39,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "all_to_all_time_s": link,
         "handoff_time_s": handoff_time(x, batch),
         "link_bound": point(np.greater, DIMS, physics.known(link), x["_roof_time"]),
+        # the scale-up bandwidth below which the all-to-all, not compute or memory, bounds
+        "link_break_even_bandwidth": point(
+            physics.break_even_bandwidth, DIMS, all_to_all_bytes(x, batch), x["_roof_time"]
+        ),
     }
 
 
@@ -81,6 +85,14 @@ PARALLEL = Analysis(
             "nullable",
         ),
         _V(
+            "link_break_even_bandwidth",
+            "byte/s",
+            "Scale-up bandwidth per device and direction below which the all-to-all bounds the "
+            "step (null at ep = 1: nothing crosses it)",
+            "nullable",
+            rank="full",
+        ),
+        _V(
             "link_bound",
             "-",
             "The all-to-all's time exceeds compute and memory: the link bounds the step",
@@ -101,6 +113,7 @@ PARALLEL = Analysis(
         "all_to_all_bytes",
         "all_to_all_time_s",
         "handoff_time_s",
+        "link_break_even_bandwidth",
         "link_bound",
         "step_time_s",
         "tokens_per_s",
