@@ -176,3 +176,29 @@ def test_a_dense_model_takes_no_expert_parallelism() -> None:
     dense = "axes.ep: [2] do not divide the 1 routed experts (a dense model: no experts to split)"
     assert f"{dense} of model 'llama-3.1-8b'; allowed: [1]" in message
     assert "axes.tp: [3] do not divide the 32 query heads" in message
+
+
+def test_a_parallel_sweep_streamed_in_chunks_writes_the_same_tables(tmp_path: Path) -> None:
+    import polars as pl
+
+    from sweeps.grid.memory import BASE_BYTES, estimate_bytes
+    from sweeps.pipeline.execute import run_to_folder
+
+    text = BASE.format(
+        models='["qwen3-235b-a22b"]',
+        tp="[1, 4]",
+        batch="[1, 16, 256]",
+        dtype="fp8",
+        extra="ep = [1, 4]\ndp_attention = [false, true]",
+    )
+    sweep = parse_config(text + SERVING + '[outputs]\ncharts = []\ngrid = "none"\n')
+    whole = run_to_folder(sweep, tmp_path / "whole")
+    budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 2
+    parts = run_to_folder(sweep, tmp_path / "parts", memory_budget=budget)
+    assert parts.chunks > whole.chunks == 1
+    for table in ("decode", "parallel", "serving", "pools"):
+        keys = ("model", "hardware", "tp", "batch", "context", "ep", "dp_attention")
+        a = pl.read_parquet(tmp_path / "whole" / sweep.name / f"{table}.parquet")
+        b = pl.read_parquet(tmp_path / "parts" / sweep.name / f"{table}.parquet")
+        order = [c for c in a.columns if c in keys or c in ("mode", "pool_mode", "decode_tp")]
+        assert a.sort(order).equals(b.sort(order)), table
