@@ -135,6 +135,19 @@ def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
         ),
         "hardware": _index([h.id for h in sweep.hardware], plan["hardware"], "hardware"),
         "tp": _index(list(sweep.tp), plan["tp"], "tp"),
+        **_layout(sweep, plan),
+    }
+
+
+def _layout(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
+    """The grid indices of a plan's parallel layout (none without the parallel axes)."""
+    if "ep" not in plan:
+        return {}
+    flags = ["true" if v else "false" for v in sweep.dp_attention]
+    return {
+        "ep": _index(list(sweep.ep), plan["ep"], "ep"),
+        "dp_attention": _index(flags, str(plan["dp_attention"]), "dp_attention"),
+        "pp": _index(list(sweep.pp), plan["pp"], "pp"),
     }
 
 
@@ -155,6 +168,7 @@ def simulate_plans(pools: Any, sweep: Any, lengths: Lengths | None = None) -> li
             "batch": int(found["decode_batch"]),
             "replicas": int(found["decode_replicas"]),
             "scheduler": MODE_ALIASES.get(mode, mode),
+            **{d: found[d] for d in ("ep", "dp_attention", "pp") if d in found},
         }
         if plan["scheduler"] not in SCHEDULER_CODES:
             continue
