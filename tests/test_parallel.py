@@ -202,3 +202,15 @@ def test_a_parallel_sweep_streamed_in_chunks_writes_the_same_tables(tmp_path: Pa
         b = pl.read_parquet(tmp_path / "parts" / sweep.name / f"{table}.parquet")
         order = [c for c in a.columns if c in keys or c in ("mode", "pool_mode", "decode_tp")]
         assert a.sort(order).equals(b.sort(order)), table
+
+
+def test_a_chart_draws_the_smallest_replica_that_fits_and_names_it() -> None:
+    from sweeps.charts.data import select
+
+    ds = grid(extra="ep = [1, 8]\ndp_attention = [false, true]")
+    sel = select(ds, "deepseek-v3", "h200")
+    # nothing fits on one device; of the 8-device layouts DEP holds the most sequences
+    assert sel.layout == "tp1 ep8+dp"
+    assert sel.headline("x").endswith("(weights fp8, KV fp8, tp1 ep8+dp)")
+    assert any(note.startswith("Drawn at tp1 ep8+dp") for note in sel.notes)
+    assert "ep" not in sel.ds.dims
