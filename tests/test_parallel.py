@@ -214,3 +214,14 @@ def test_a_chart_draws_the_smallest_replica_that_fits_and_names_it() -> None:
     assert sel.headline("x").endswith("(weights fp8, KV fp8, tp1 ep8+dp)")
     assert any(note.startswith("Drawn at tp1 ep8+dp") for note in sel.notes)
     assert "ep" not in sel.ds.dims
+
+
+def test_a_plan_says_its_layout() -> None:
+    from sweeps.cli.render_plans import _pool
+    from sweeps.pipeline.plans import CHOICES
+
+    assert {"ep", "dp_attention", "pp"} <= set(CHOICES)  # a plan carries its layout
+    row = {"decode_replicas": 2, "decode_hardware": "h200", "decode_tp": 1, "ep": 8}
+    assert _pool({**row, "dp_attention": "true", "pp": 1}, "decode") == "2 x h200 tp1 ep8+dp"
+    assert _pool({**row, "ep": 1, "dp_attention": "false", "pp": 2}, "decode") == "2 x h200 tp1 pp2"
+    assert _pool({k: v for k, v in row.items() if k != "ep"}, "decode") == "2 x h200 tp1"
