@@ -8,7 +8,8 @@ as an alias, the exact memory capacity with the basis it was read on, and the pe
 cited price per device-hour where prices.csv has one (empty elsewhere). Run it from the repository
 root: ``python scripts/build_catalog.py [reference folder]``; the folder defaults to the
 repository's copy, tests/fixtures/reference/, which adds the third round's tables
-(hardware-3.csv: devices; links-3.csv: board power and link bandwidths, each with its source).
+(hardware-3.csv: devices; links-3.csv: board power and link bandwidths, each with its source;
+prices-3.csv: the prices of further devices, each from a dated public page).
 
 Parameter counts are not copied from the reference's rounded billions: each model's
 ``config.json`` is rebuilt from the reference shapes, each under the field name its family
@@ -298,21 +299,43 @@ PRICE_COLUMNS = {  # catalog column -> prices.csv column
 }
 
 
-def prices(reference: Path) -> dict[str, dict[str, str]]:
-    """Device-hour prices by short hardware id [USD/h], with kind, date and source; an error
-    for a row naming a device the catalog lacks."""
-    known = {short for short, _, _ in HARDWARE.values()}
-    out = {}
-    for row in csv.DictReader((reference / "prices.csv").open(encoding="utf-8")):
-        if row["hardware"] not in known:
-            msg = f"prices.csv: hardware {row['hardware']!r} is not in the catalog"
+PRICE_FILES = ("prices.csv", "prices-3.csv")
+"""The vetted prices, then those added in the third round (each a dated, cited public page)."""
+
+
+def _price_row(name: str, row: dict[str, str], known: set[str]) -> dict[str, str]:
+    """One price row in catalog columns; an error for a device the catalog lacks, a price
+    that is not a number, or a price without its kind, date or source."""
+    if row["hardware"] not in known:
+        msg = f"{name}: hardware {row['hardware']!r} is not in the catalog"
+        raise SystemExit(msg)
+    try:
+        float(row["price_per_hour_usd"])
+    except ValueError:
+        msg = f"{name}: {row['hardware']}: {row['price_per_hour_usd']!r} is not a number"
+        raise SystemExit(msg) from None
+    for key in ("pricing", "as_of", "source"):
+        if not row[key].strip():
+            msg = f"{name}: {row['hardware']}: a price needs its {key}"
             raise SystemExit(msg)
-        try:
-            float(row["price_per_hour_usd"])
-        except ValueError:
-            msg = f"prices.csv: {row['hardware']}: {row['price_per_hour_usd']!r} is not a number"
-            raise SystemExit(msg) from None
-        out[row["hardware"]] = {column: row[key] for column, key in PRICE_COLUMNS.items()}
+    return {column: row[key] for column, key in PRICE_COLUMNS.items()}
+
+
+def prices(reference: Path) -> dict[str, dict[str, str]]:
+    """Device-hour prices by short hardware id [USD/h], with kind, date and source, from
+    every file of ``PRICE_FILES`` the reference folder has; a device priced twice is an
+    error."""
+    known = {short for short, _, _ in HARDWARE.values()}
+    out: dict[str, dict[str, str]] = {}
+    for name in PRICE_FILES:
+        path = reference / name
+        if not path.exists():
+            continue
+        for row in csv.DictReader(path.open(encoding="utf-8")):
+            if row["hardware"] in out:
+                msg = f"{name}: hardware {row['hardware']!r} already has a price"
+                raise SystemExit(msg)
+            out[row["hardware"]] = _price_row(name, row, known)
     return out
 
 

@@ -106,6 +106,9 @@ def test_bench_quick_json_reports_every_key():
     assert all(0 < seconds < 60 for seconds in seed["figures_warm_s"])
     assert seed["rows"]["decode"] == 2 * 9  # batch 1, 2, 4 ... 256 at two contexts
     assert any(name.endswith(".png") for name in seed["bytes"])  # the config's own formats
+    calibrated = report["calibrated"]
+    assert calibrated["rows"] == calibrated["bounded"] == 1_000
+    assert calibrated["peak_rss_bytes"] > 0
     simulated = report["simulated"]
     assert simulated["requests"] == 10_000
     assert set(simulated["seconds"]) == set(SCHEDULERS)
@@ -114,6 +117,7 @@ def test_bench_quick_json_reports_every_key():
     text = format_report(report)
     for line in (
         "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
+        "(k) calibrate: 1,000 generated measurements (8 configurations",
         "(g) validate of a 10,000-value range",
         "(h) Pareto front: 100,000 points",
         "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",

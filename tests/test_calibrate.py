@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 from pathlib import Path
 
 import polars as pl
@@ -40,6 +41,17 @@ def test_no_shipped_measurement_beats_its_bound(shipped: pl.DataFrame) -> None:
     assert shipped.filter(pl.col("bound").is_null()).height == 0
     assert bounded.filter(pl.col("parallel") == "ep+dp").height == 44
     assert (bounded["reason"] == "").all()
+
+
+def test_no_shipped_closed_loop_row_beats_its_bound(shipped: pl.DataFrame) -> None:
+    # held against the serving bound mode (tests/test_calibrate_concurrency.py)
+    closed = shipped.filter(pl.col("concurrency").is_not_null())
+    assert closed["bound"].null_count() == 0
+    assert not closed["beats_bound"].any()
+    # the shipped file's own concurrency cells, read independently, are these rows
+    with shipped_measurements().open(encoding="utf-8", newline="") as handle:
+        cells = [row["concurrency"] for row in csv.DictReader(handle)]
+    assert closed.height == sum(1 for cell in cells if cell.strip())
 
 
 def test_the_shipped_rows_are_each_there_once(shipped: pl.DataFrame) -> None:

@@ -112,13 +112,6 @@ def test_a_pipeline_row_is_bounded_over_all_its_gpus(tmp_path: Path) -> None:
     assert frame["reason"].to_list() == ["", ""]
 
 
-def test_a_closed_loop_row_waits_for_the_serving_bound(tmp_path: Path) -> None:
-    frame = calibrate(_write(tmp_path, _row(concurrency="64")))
-    assert frame["concurrency"].to_list() == [64]
-    assert frame["bound"].to_list() == [None]
-    assert "serving bound mode at 64 closed-loop clients" in frame["reason"][0]
-
-
 def test_latency_under_load_is_flagged_and_kept_out_of_the_medians(tmp_path: Path) -> None:
     idle = _row(metric="ttft_s", value=10.0, load="idle")
     loaded = _row(metric="ttft_s", value=20.0, load="under-load")

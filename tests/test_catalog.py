@@ -115,10 +115,19 @@ def test_catalog_matches_the_reference_tables() -> None:
         assert model.params == pytest.approx(float(row["params_total_b"]) * 1e9, rel=5e-3)
 
 
+def _reference_prices() -> list[dict[str, str]]:
+    """The vetted prices (prices.csv) and the third round's (prices-3.csv)."""
+    rows = []
+    for name in ("prices.csv", "prices-3.csv"):
+        rows += list(csv.DictReader((REFERENCE / name).open(encoding="utf-8")))
+    return rows
+
+
 def test_prices_match_the_reference_with_kind_date_and_source() -> None:
     catalog = load_catalog()
-    rows = list(csv.DictReader((REFERENCE / "prices.csv").open(encoding="utf-8")))
-    assert len(rows) == 5
+    rows = _reference_prices()
+    assert len(rows) == 8
+    assert len({row["hardware"] for row in rows}) == len(rows)  # one price per device
     for row in rows:
         device = catalog.lookup_hardware(row["hardware"])
         assert device.price_per_hour == float(row["price_per_hour_usd"])
@@ -127,11 +136,25 @@ def test_prices_match_the_reference_with_kind_date_and_source() -> None:
         assert device.price_source == row["source"]
     # H100 SXM: $39.33 per 8-GPU instance-hour -> 4.916 per device-hour (to the cent)
     assert catalog.lookup_hardware("h100-sxm").price_per_hour == pytest.approx(39.33 / 8, abs=5e-3)
+    # GB200: $9.08 per Superchip-hour, two GPUs to a Superchip; the catalog's row is one GPU
+    assert catalog.lookup_hardware("gb200").price_per_hour == pytest.approx(9.08 / 2)
     priced = {row["hardware"] for row in rows}
     for device in unique(catalog.hardware):
         if device.id not in priced:  # null, never zero, where no price is known
             assert device.price_per_hour is None
             assert (device.price_kind, device.price_as_of, device.price_source) == ("", None, "")
+
+
+def test_every_priced_device_has_its_kind_date_and_source() -> None:
+    priced = [d for d in unique(load_catalog().hardware) if d.price_per_hour is not None]
+    assert {d.id for d in priced} >= {"h100-sxm", "h200", "b200", "gb200", "l40s", "tpu-v6e"}
+    for device in priced:
+        assert device.price_per_hour > 0, device.id
+        assert device.price_kind.strip(), device.id
+        assert isinstance(device.price_as_of, datetime.date), device.id
+        assert device.price_source.strip(), device.id
+        # a page address or a named document: something a reader can open
+        assert "." in device.price_source, device.id
 
 
 def test_hardware_notes_are_the_reference_notes() -> None:

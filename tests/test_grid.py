@@ -354,3 +354,21 @@ def test_per_point_variables_are_contiguous_in_canonical_order() -> None:
     ):
         assert ds[name].dims == tuple(d for d in dims if d != "hardware"), name
         assert ds[name].values.flags.c_contiguous, name
+
+
+def test_a_skipped_analysis_is_left_out_and_the_others_are_unchanged() -> None:
+    from sweeps.grid.analyses import ANALYSES
+
+    sweep = parse_config(
+        NOTE_CONFIG
+        + "\n[serving]\nprompt_tokens = [512]\noutput_tokens = [64]\narrival_rate = [1.0]\n",
+        "<skip>",
+    )
+    whole, skipped = build_grid(sweep), build_grid(sweep, skip=("pools",))
+    pools = {v.name for a in ANALYSES if a.name == "pools" for v in a.variables}
+    assert pools
+    assert pools <= set(whole.data_vars)
+    assert not pools & set(skipped.data_vars)
+    assert set(skipped.data_vars) == set(whole.data_vars) - pools
+    for name in skipped.data_vars:
+        xr.testing.assert_identical(skipped[name], whole[name])

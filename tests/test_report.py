@@ -262,7 +262,9 @@ def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path, tmp_
                 for name in names if kind in sweep.charts else ():
                     assert (folder / "charts" / f"{kind}-{name}-{model.id}.{fmt}").is_file()
         for device in sweep.hardware:
-            per_device = ("serving", "speculative", "prefix")
+            per_device = ("serving", "speculative", "prefix", "model-size")
+            for fmt in sweep.formats if "model-size" in sweep.charts else ():  # one per device
+                assert (folder / "charts" / f"model-size-{device.id}.{fmt}").is_file()
             for chart in (c for c in sweep.charts if c not in per_device):
                 for fmt in sweep.formats:
                     drawn = (folder / "charts" / f"{chart}-{model.id}-{device.id}.{fmt}").is_file()

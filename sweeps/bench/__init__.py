@@ -33,10 +33,13 @@ h. the Pareto front on 1e6 seeded points against its one-second budget (``pareto
 i. the cold default run: the seed study with its default outputs, split into import, grid,
    export and figures, and its figures drawn again once warm (``seed``);
 j. the simulator: 1e5 saturated requests (I 2048, O 256, B 256) per named scheduler against
-   its one-second budget, and the same loop without numba (``simulated``).
+   its one-second budget, and the same loop without numba (``simulated``);
+k. ``sweeps calibrate`` on 48,000 generated measurements in a fresh interpreter: its time and
+   peak RSS against their budgets (``calibrated``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
-(the seed run is small already and runs as it is), 1e4 simulated requests.
+(the seed run is small already and runs as it is), 1e4 simulated requests, 1,000 measurements
+to calibrate.
 """
 
 from __future__ import annotations
@@ -59,9 +62,10 @@ POINT = (
 def run_bench(
     quick: bool = False, e2e_budget: int = 2 * 2**30, progress: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Run the ten measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
+    """Run the eleven measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
     import numpy as np
 
+    from sweeps.bench.calibrated import measure_calibration
     from sweeps.bench.e2e import measure_end_to_end
     from sweeps.bench.engine import measure_engine, measure_export
     from sweeps.bench.grids import bench_configs
@@ -105,6 +109,8 @@ def run_bench(
     report["simulated"] = measure_simulated(
         requests=10_000 if quick else 100_000, interpreted=500 if quick else 2_000
     )
+    say("calibrate")
+    report["calibrated"] = measure_calibration(rows=1_000 if quick else 48_000)
     return report
 
 

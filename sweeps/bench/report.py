@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sweeps.bench.calibrated import format_calibration
 from sweeps.bench.run_path import format_run_path
 from sweeps.bench.seed import format_seed_run
 from sweeps.bench.simulated import format_simulated
@@ -50,5 +51,6 @@ def format_report(report: dict[str, Any]) -> str:
             f"{'met' if pareto['within_budget'] else 'MISSED'}",
             f"(i) {format_seed_run(report['seed_run'])}",
             f"(j) {format_simulated(report['simulated'])}",
+            f"(k) {format_calibration(report['calibrated'])}",
         ]
     )

@@ -15,14 +15,28 @@ and ``batch = max`` at the memory wall with no reserve. For each row (interface.
 The ratio is oriented so that 1 is the roof: throughput measured over bound, latency bound over
 measured. A row above 1 beats its bound: a defect of the bound, or a misread row.
 
+A row with a closed-loop ``concurrency`` ``C`` has at most ``C`` requests in the system at
+any time (Little's law with every client waiting on its own request), so no step carries more
+than ``C`` of them and the serving layer's ``bound`` mode (docs/serving.md section 2: the bound
+over every scheduler with ``B`` slots, no token budget: a step carries at most ``B I`` tokens)
+holds it at ``B = min(C, batch)`` slots, ``batch`` the row's own or the memory wall at the mean
+context where it says ``max``:
+
+- ``output_tokens_per_s``: the ``bound`` mode's output tokens/s per device at ``B``, ``I`` and
+  ``O`` (per replica times ``tp``, per system times ``gpus``; each replica bounded at ``B``,
+  however the clients are split); its bottleneck is the decode step's at ``B``;
+- a latency: the row's request alone (``B = 1``): every step that carries it does at least its
+  own work, so ``t_p(1, I)``, ``t_d(1, S)`` and the static request latency at one sequence bound
+  it under any load.
+
 A row with ``parallel = "ep+dp"`` is one replica of all its ``gpus``: ``ep = gpus / tp`` ranks
 with data-parallel attention (the grid's ``axes.ep`` and ``dp_attention``); ``pp`` is
-``pp = gpus / tp`` stages. Its per-device figure is over the replica's ``gpus`` devices.
+``pp = gpus / tp`` stages. Its per-device figure is over the replica's ``gpus`` devices (read
+``tp`` above as the replica's devices).
 
 A row gets no bound, and says why in ``reason``, where a bound would be wrong: a model that does
-not fit on the row's devices, a layout the grid refuses (an ``ep`` that does not divide the
-experts, a ``pp`` the layers) and a closed-loop ``concurrency`` (the serving layer's ``bound``
-mode is what holds such a row).
+not fit on the row's devices, and a layout the grid refuses (an ``ep`` that does not divide the
+experts, a ``pp`` the layers).
 
 At scale the rows of one configuration share grids: the distinct batches, contexts and prompts
 of its rows are cut into chunks whose grid stays under ``POINTS`` points, and each chunk's
@@ -38,7 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from sweeps.calibrate.measurements import Measurement
+from sweeps.calibrate.measurements import Measurement, needs_serving
 from sweeps.config import Sweep, parse_config
 from sweeps.errors import MeasurementsError, SweepsError
 from sweeps.grid import BOTTLENECK_FLAGS, build_grid
@@ -51,6 +65,10 @@ BEATS_TOLERANCE = 1e-9
 POINTS = 4096
 """Most (batch, context) or (batch, prompt, output) points one calibration grid holds [1]: the
 memory of a calibration is bounded by it, whatever the number of rows."""
+
+SKIPPED = ("pools",)
+"""Analyses a calibration grid leaves out: it reads the serving table's static and bound
+modes, never the pools' plans (whose queueing tables were 40 % of a calibration's time)."""
 
 STATUS_OK, STATUS_BEATS, STATUS_NONE = "ok", "beats its bound", "no bound"
 
@@ -102,13 +120,15 @@ def _group_key(m: Measurement, attention: str) -> tuple[str, ...]:
 
 
 def _serving_table(rows: list[Measurement]) -> str:
-    """The ``[serving]`` table of the request-latency rows' workloads (empty without any)."""
-    requests = [m for m in rows if m.metric == REQUEST]
+    """The ``[serving]`` table of the workloads of the rows the serving layer bounds (request
+    latencies, closed-loop throughputs); empty without any."""
+    requests = [m for m in rows if needs_serving(m)]
     if not requests:
         return ""
     prompts = sorted({m.prompt_tokens for m in requests})
     outputs = sorted({m.output_tokens for m in requests})
-    # chunking off: only the static mode is read, and a budget must exceed every batch
+    # only the static and bound modes are read; no token budget: the bound's largest step is
+    # then B I, the most any step of B slots carries
     return (
         f"[serving]\nprompt_tokens = {prompts}\noutput_tokens = {outputs}\n"
         "arrival_rate = [1.0]\nchunk_tokens = 0\n"
@@ -146,7 +166,7 @@ def _grid(
     """The grid of ``rows``' configuration at ``axes`` (batches, contexts, prompts); one the
     cost model refuses is an error naming the measurements file and the rows' lines."""
     try:
-        return build_grid(_sweep(key, *axes, serving))
+        return build_grid(_sweep(key, *axes, serving), skip=SKIPPED)
     except SweepsError as error:
         lines = ", ".join(str(m.line) for m in rows[:8]) + (", ..." if len(rows) > 8 else "")
         detail = str(error).replace("<calibrate>: ", "")
@@ -182,11 +202,6 @@ def _unbounded_reason(m: Measurement) -> str:
         )
     if m.parallel == "pp" and model.layers % ranks:
         return f"pp over {m.gpus} GPUs at tp {m.tp} is {ranks} stages of {model.layers} layers"
-    if m.concurrency is not None:
-        return (
-            f"needs the serving bound mode at {m.concurrency} closed-loop clients "
-            "(not available here yet); a static-batch reading would not be its bound"
-        )
     return ""
 
 
@@ -244,16 +259,22 @@ def _chunk_bounds(
     decode_flag = _points(ds, "bottleneck", n, batch=batches, context=contexts)
     ttft = _points(ds, "ttft_s", n, batch=batches, prompt=prompts)
     prefill_flag = _points(ds, "prefill_bottleneck", n, batch=batches, prompt=prompts)
-    request = first = np.full(n, np.nan)
-    if REQUEST in ds:
-        at = {"batch": batches, "prompt_tokens": prompts, "output_tokens": outputs}
-        static = ds.sel(mode="static")
-        request = _points(static, REQUEST, n, **at)
-        first = _points(static, "serving_ttft_s", n, **at)
+    request, first, served = np.full(n, np.nan), np.full(n, np.nan), np.full(n, np.nan)
+    # read at the serving rows' workloads only: the table holds theirs, not the others'
+    serving = np.flatnonzero([needs_serving(m) for m in rows])
+    if serving.size:
+        k = serving.size
+        at = {"batch": batches[serving], "prompt_tokens": prompts[serving]}
+        at["output_tokens"] = outputs[serving]
+        static, fluid = ds.sel(mode="static"), ds.sel(mode="bound")
+        request[serving] = _points(static, REQUEST, k, **at)
+        first[serving] = _points(static, "serving_ttft_s", k, **at)
+        served[serving] = _points(fluid, "output_tokens_per_s_per_device", k, **at)
     found = []
     for i, m in enumerate(rows):
         decode, prefill = (step[i], decode_flag[i]), (ttft[i], prefill_flag[i])
-        bound, flag = _measured_bound(m, int(batches[i]), decode, prefill, (request[i], first[i]))
+        table = (request[i], first[i], served[i])
+        bound, flag = _measured_bound(m, int(batches[i]), decode, prefill, table)
         latency = m.metric != THROUGHPUT
         ratio = bound / m.value if latency else m.value / bound
         status = STATUS_BEATS if ratio > 1 + BEATS_TOLERANCE else STATUS_OK
@@ -267,21 +288,33 @@ def _measured_bound(
     batch: int,
     decode: tuple[float, float],
     prefill: tuple[float, float],
-    request: tuple[float, float],
+    request: tuple[float, float, float],
 ) -> tuple[float, float]:
     """The bound of ``m`` in its metric's unit and the bottleneck flag it is limited by, from
-    the decode step (time, flag), the prefill (TTFT, flag) and the static request (latency, its
-    TTFT)."""
+    the decode step (time, flag), the prefill (TTFT, flag) and the serving table (the static
+    request's latency and TTFT, the ``bound`` mode's output tokens/s per device)."""
+    latency, first, served = request
+    devices = _devices(m)
+    replicas = {"device": 1 / devices, "replica": 1.0, "system": m.gpus / devices}[m.basis]
+    if m.metric == THROUGHPUT and m.concurrency is not None:
+        return served * devices * replicas, decode[1]
     if m.metric == REQUEST:
-        latency, first = request
         return latency, prefill[1] if first >= latency - first else decode[1]
     if m.metric == "ttft_s":
         return prefill
     if m.metric == "itl_s":
         return decode
-    devices = _devices(m)
-    replicas = {"device": 1 / devices, "replica": 1.0, "system": m.gpus / devices}[m.basis]
     return batch / decode[0] * replicas, decode[1]
+
+
+def _slots(m: Measurement, wall: int) -> int:
+    """The batch a row is bounded at: its own, or the memory wall for ``max``; with a
+    closed-loop concurrency ``C`` at most ``C`` (a throughput) or its request alone (a
+    latency)."""
+    batch = m.batch if m.batch is not None else wall
+    if m.concurrency is None:
+        return batch
+    return min(m.concurrency, batch) if m.metric == THROUGHPUT else 1
 
 
 def _group_bounds(key: tuple[str, ...], rows: list[Measurement]) -> list[Bound]:
@@ -296,7 +329,7 @@ def _group_bounds(key: tuple[str, ...], rows: list[Measurement]) -> list[Bound]:
         if wall < 1:
             found.append(_no_bound(m, _too_big(m, weights, memory)))
             continue
-        batch_of[id(m)] = m.batch if m.batch is not None else wall
+        batch_of[id(m)] = _slots(m, wall)
         fitting.append(m)
     for chunk in _chunks(fitting, batch_of):
         found += _chunk_bounds(key, chunk, batch_of)

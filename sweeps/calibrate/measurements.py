@@ -69,7 +69,8 @@ built."""
 
 MAX_WORKLOAD_POINTS = 10**6
 """Most points of one configuration's grid of bounds [1]: its distinct batches x contexts x
-prompts (x prompt and output lengths of the request-latency rows)."""
+prompts (x prompt and output lengths of the rows the serving table bounds: request latencies
+and closed-loop throughputs)."""
 
 LIMITS = {"tp": "MAX_COUNT", "batch": "MAX_BATCH"}
 """Integer columns held to a config's limit (``sweeps.config.limits``, by name); the others
@@ -357,7 +358,7 @@ def _check_size(rows: list[Measurement], path: str) -> None:
             raise MeasurementsError(msg)
         for index, value in enumerate((m.batch or 0, context, m.prompt_tokens)):
             values[index].add(value)
-        if m.metric == "request_latency_s":
+        if needs_serving(m):
             values[3].add(m.prompt_tokens)
             values[4].add(m.output_tokens)
     for key, (line, values) in groups.items():
@@ -369,6 +370,14 @@ def _check_size(rows: list[Measurement], path: str) -> None:
                 f"allowed: at most {MAX_WORKLOAD_POINTS:,}: split the file"
             )
             raise MeasurementsError(msg)
+
+
+def needs_serving(m: Measurement) -> bool:
+    """The row is bounded from the serving table: a request latency (the static mode) or a
+    closed-loop throughput (the ``bound`` mode at its concurrency)."""
+    return m.metric == "request_latency_s" or (
+        m.metric == "output_tokens_per_s" and m.concurrency is not None
+    )
 
 
 def load_measurements(path: str | Path) -> list[Measurement]:

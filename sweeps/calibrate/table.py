@@ -21,7 +21,11 @@ UNITS: dict[str, tuple[str, str]] = {
     "weight_dtype": ("-", "Number format of the weights"),
     "kv_dtype": ("-", "Number format of the KV cache"),
     "compute_dtype": ("-", "Tensor-core format of the GEMMs (auto: the weights' own)"),
-    "batch": ("sequence", "Batch of the bound (the memory wall where the row says max)"),
+    "batch": (
+        "sequence",
+        "Batch of the bound (the memory wall where the row says max; a closed-loop throughput's "
+        "at most its concurrency, a closed-loop latency's 1: its request alone)",
+    ),
     "batch_given": ("-", "The batch as the row gives it: a number or max"),
     "prompt_tokens": ("token", "Prompt tokens per request, I"),
     "output_tokens": ("token", "Output tokens per request, O"),
@@ -40,10 +44,22 @@ UNITS: dict[str, tuple[str, str]] = {
     "beats_bound": ("-", "The measurement beats its bound (a defect or a misread row)"),
     "status": ("-", "ok, beats its bound, or no bound"),
     "reason": ("-", "Why a row has no bound (empty where it has one)"),
-    "in_medians": ("-", "The row counts in the efficiency medians (bounded and not under load)"),
+    "in_medians": (
+        "-",
+        "The row counts in the efficiency medians (bounded, and not a latency under load or "
+        "with other closed-loop clients)",
+    ),
     "source": ("-", "Where the measurement is published"),
 }
 """Unit and meaning of every column of ``calibration.parquet`` but the file's own extras."""
+
+
+def _under_load(b: Bound) -> bool:
+    """A latency measured while other requests were served: ``under-load``, or a closed-loop
+    one with other clients (bounded by its request alone, so its ratio is not an efficiency)."""
+    m = b.measurement
+    closed = m.metric != "output_tokens_per_s" and (m.concurrency or 1) > 1
+    return m.load == "under-load" or closed
 
 
 def _row(b: Bound) -> dict[str, Any]:
@@ -66,7 +82,7 @@ def _row(b: Bound) -> dict[str, Any]:
         "beats_bound": None if b.bound is None else b.status == STATUS_BEATS,
         "status": b.status,
         "reason": b.reason,
-        "in_medians": b.bound is not None and m.load != "under-load",
+        "in_medians": b.bound is not None and not _under_load(b),
         "source": m.source,
         **m.extra,
     }

@@ -11,7 +11,14 @@ from __future__ import annotations
 from typing import Final, Literal
 
 ChartKind = Literal[
-    "ceiling", "bottleneck", "ai-vs-batch", "roofline", "serving", "speculative", "prefix"
+    "ceiling",
+    "bottleneck",
+    "ai-vs-batch",
+    "roofline",
+    "serving",
+    "speculative",
+    "prefix",
+    "model-size",
 ]
 CHART_KINDS: Final[tuple[ChartKind, ...]] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
 """The default of ``[outputs] charts``: the kinds drawn per model and device."""
@@ -27,7 +34,19 @@ model from the whole grid where it has the speculative analysis (``axes.spec_tok
 PREFIX: Final = "prefix"
 """The prefix-caching figure (TTFT against hit rate per tier), per model, where the grid has the
 prefix analysis (``axes.prefix_hit_rate``)."""
-REPORT_ORDER: Final = (*CHART_KINDS, DEVICES, SERVING, SPECULATIVE, PREFIX, "calibration")
+MODEL_SIZE: Final = "model-size"
+"""The model-size heatmap (parameters against context, coloured by the share of the ceiling
+at the memory wall), one per device, drawn from every model of the sweep where a device ran
+two or more; ``[outputs] charts`` may ask for it besides ``CHART_KINDS``."""
+REPORT_ORDER: Final = (
+    *CHART_KINDS,
+    DEVICES,
+    MODEL_SIZE,
+    SERVING,
+    SPECULATIVE,
+    PREFIX,
+    "calibration",
+)
 """Chart kinds in the order the report shows them: the headline heatmap first. Kinds not
 listed follow, in the order they were drawn."""
 SECTION_TITLES: Final = {
@@ -36,6 +55,7 @@ SECTION_TITLES: Final = {
     "ai-vs-batch": "Arithmetic intensity against batch",
     "roofline": "Roofline",
     DEVICES: "Across devices",
+    MODEL_SIZE: "Model size: the share of the ceiling at the memory wall",
     SERVING: "Serving: speed per user, time per request, fleet and cost",
     SPECULATIVE: "Speculative decoding: speedup and break-even batch",
     PREFIX: "Prefix caching: TTFT against hit rate and KV tier",

@@ -25,13 +25,14 @@ from sweeps.pipeline.summary import summary_rows
 from .data import Selection, choose, select
 from .drawing import start
 from .heatmaps import bottleneck_chart, ceiling_chart
-from .kinds import DEVICES, SERVING, ChartKind
+from .kinds import DEVICES, MODEL_SIZE, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
 from .rendering import Renderer
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_html
 from .roofline import compare_from, roofline_chart
 from .serving import BUILDERS as SERVING_BUILDERS
 from .serving import has_serving
+from .sizes import size_figures, size_rows
 from .techniques import TECHNIQUES, technique_figures, technique_part
 from .theme import size_of
 
@@ -104,7 +105,7 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
     choice = choose(
         one, model, device, tp=settings.tp, weight_dtype=settings.weight_dtype, pick=settings.pick
     )
-    for kind in (k for k in charts if k != SERVING and k not in TECHNIQUES):  # whole grid
+    for kind in (k for k in charts if k not in (SERVING, MODEL_SIZE) and k not in TECHNIQUES):
         stem = f"{kind}-{model}-{device}"
         if not choice.fits:
             yield Figure(stem, kind, model, device, None, choice.reason)
@@ -210,6 +211,7 @@ def write_figures_streamed(
             kept.add(one, charts, settings)
         later = [f for sels in kept.selections.values() for f in across_devices(sels, settings)]
         later += technique_figures(kept.techniques, charts, settings.width)
+        later += size_figures(kept.sizes, settings.width)
         later += serving_figures(kept.served, settings) + list(extra)
         figures += _submitted(renderer, later)
         if renderer is not None:
@@ -250,6 +252,7 @@ class _Kept:
     selections: dict[str, list[Selection]] = field(default_factory=dict)
     served: list[xr.Dataset] = field(default_factory=list)
     techniques: list[xr.Dataset] = field(default_factory=list)
+    sizes: list[pl.DataFrame] = field(default_factory=list)
 
     def add(self, one: xr.Dataset, charts: tuple[str, ...], settings: Settings) -> None:
         model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
@@ -265,6 +268,8 @@ class _Kept:
             self.served.append(serving_part(one))
         if TECHNIQUES.intersection(charts):
             self.techniques.append(technique_part(one))
+        if MODEL_SIZE in charts:
+            self.sizes.append(size_rows(one, **settings.options()))
 
 
 def _labels_as_text(frame: pl.DataFrame) -> pl.DataFrame:
@@ -344,6 +349,9 @@ def chart_specs(
     if SERVING in charts and has_serving(ds):
         yield from serving_figures([ds], settings)
     yield from technique_figures([ds], charts, settings.width)
+    if MODEL_SIZE in charts:
+        options = settings.options()
+        yield from size_figures([size_rows(one, **options) for one in slices(ds)], settings.width)
     if "roofline" in charts:
         for model in (str(m) for m in ds["model"].values):
             options = settings.options()

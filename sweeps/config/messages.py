@@ -102,7 +102,8 @@ def describe(error: Any) -> str:
     key = key_path(loc) or "(top level)"
     kind, value = error["type"], error.get("input")
     if kind == "extra_forbidden":
-        table = _table_for(tuple(str(p) for p in loc[:-1]))
+        family = "@family" in error["loc"]  # a [models.*] table with base: FamilyTable's keys
+        table = schema.FamilyTable if family else _table_for(tuple(str(p) for p in loc[:-1]))
         allowed = sorted(table.model_fields) if table else []
         hint = suggest(str(loc[-1]), allowed) if allowed else ""
         return f"{key}: unknown key; {hint}".rstrip("; ")

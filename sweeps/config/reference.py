@@ -86,10 +86,14 @@ def config_reference() -> str:
     for name in TABLES:
         raw = schema["properties"][name]
         pattern = raw.get("patternProperties")
-        table = _resolve(next(iter(pattern.values())) if pattern else raw, defs)
+        value = next(iter(pattern.values())) if pattern else raw
+        variants = [_resolve(o, defs) for o in value.get("oneOf", ())] or [_resolve(value, defs)]
         prefix = f"{name}.<name>" if pattern else name
-        parts.append(f"### `[{prefix}]`\n\n{raw.get('description', '')}.\n")
-        parts.append("| key | default | value | meaning |\n|---|---|---|---|")
-        parts += _rows(prefix, table, defs)
-        parts.append("")
+        for index, table in enumerate(variants):  # a union of tables: each one's keys
+            about = raw.get("description", "") if index == 0 else table.get("description", "")
+            parts.append(f"### `[{prefix}]`{' (' + table['title'] + ')' if index else ''}\n")
+            parts.append(f"{about.rstrip('.')}.\n")
+            parts.append("| key | default | value | meaning |\n|---|---|---|---|")
+            parts += _rows(prefix, table, defs)
+            parts.append("")
     return "\n".join(parts).rstrip() + "\n"

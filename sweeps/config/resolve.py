@@ -20,11 +20,12 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from sweeps.axes import AXES, AXIS
-from sweeps.catalog import Catalog, load_catalog
+from sweeps.catalog import Catalog, Model, load_catalog
 from sweeps.config import schema
-from sweeps.config.custom import custom_dtype, custom_hardware, custom_model
+from sweeps.config.custom import custom_dtype, custom_hardware
 from sweeps.config.limits import MAX_POINTS, structure_problem
 from sweeps.config.messages import Problems, describe, error_loc, toml_error
+from sweeps.config.sizes import custom_models
 from sweeps.config.sweep import NATIVE, Sweep
 from sweeps.errors import CatalogError, ConfigError
 from sweeps.files import read_text
@@ -140,7 +141,7 @@ def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
 def _resolve_names(
     names: list[str],
     key: str,
-    custom: Mapping[str, T],
+    custom: Mapping[str, T | tuple[T, ...]],
     catalog: Mapping[str, T],
     lookup: Callable[[str], T],
     problems: Problems,
@@ -153,25 +154,28 @@ def _resolve_names(
     for index, name in enumerate(names):
         if name in skip:  # a broken custom table or name: already reported
             continue
-        record = custom.get(name) or catalog.get(name)
-        if record is None:
-            try:
-                if not problems.full:  # compose the message only while it can be shown
-                    lookup(name)
-                problems.add(f"{key}[{index}]", f"unknown {name!r}")
-            except CatalogError as error:
-                problems.add(f"{key}[{index}]", str(error))
-            continue
-        ident = str(getattr(record, "id", None) or getattr(record, "name", name))
-        if ident in first:
-            same = "" if names[first[ident]] == name else f" (the same as {ident!r})"
-            problems.add(
-                f"{key}[{index}]",
-                f"duplicate value {name!r}{same}, first at {key}[{first[ident]}]; give each once",
-            )
-            continue
-        first[ident] = index
-        out.append(record)
+        given = custom.get(name)
+        records = given if isinstance(given, tuple) else (given or catalog.get(name),)
+        for record in records:  # a family table: its models, by ascending size
+            if record is None:
+                try:
+                    if not problems.full:  # compose the message only while it can be shown
+                        lookup(name)
+                    problems.add(f"{key}[{index}]", f"unknown {name!r}")
+                except CatalogError as error:
+                    problems.add(f"{key}[{index}]", str(error))
+                continue
+            ident = str(getattr(record, "id", None) or getattr(record, "name", name))
+            if ident in first:
+                same = "" if names[first[ident]] == name else f" (the same as {ident!r})"
+                problems.add(
+                    f"{key}[{index}]",
+                    f"duplicate value {name!r}{same}, first at {key}[{first[ident]}]; "
+                    "give each once",
+                )
+                continue
+            first[ident] = index
+            out.append(record)
     return tuple(out)
 
 
@@ -304,7 +308,7 @@ def _resolve(
 ) -> Sweep:
     # long: one Sweep field after another, each resolved where its inputs are at hand
     base = Path(path).parent
-    models = {n: custom_model(n, t, problems, base) for n, t in config.models.items()}
+    models, families = custom_models(config.models, catalog, problems, base)
     devices = {n: custom_hardware(n, t) for n, t in config.hardware.items()}
     dtypes = {n: custom_dtype(n, t) for n, t in config.dtypes.items()}
     a = config.axes
@@ -315,7 +319,11 @@ def _resolve(
         values = getattr(a, axis)
         return _resolve_names(values, f"axes.{axis}", custom, table, lookup, problems, broken)
 
-    model_records = names("model", models, catalog.models, catalog.lookup_model)
+    named: dict[str, Model | tuple[Model, ...]] = {**models, **families}
+    skip = broken | {n for n, m in families.items() if not m}  # reported
+    model_records = _resolve_names(
+        a.model, "axes.model", named, catalog.models, catalog.lookup_model, problems, skip
+    )
     hardware = names("hardware", devices, catalog.hardware, catalog.lookup_hardware)
     _check_points(config, problems)
     context = _axis_values(a.context, "axes.context", problems)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
 from sweeps.config import limits
+from sweeps.config.family_schema import FamilyTable, model_form
 from sweeps.config.limits import (
     MAX_BATCH,
     MAX_COUNT,
@@ -57,6 +58,7 @@ __all__ = [
     "AxisRange",
     "ChartKind",
     "ComputeDType",
+    "FamilyTable",
     "Serving",
     "ServingTable",
     "SimulatedLengths",
@@ -217,6 +219,13 @@ class ModelTable(Strict):
     )
 
 
+ModelEntry = Annotated[
+    Annotated[ModelTable, Tag("@shape")] | Annotated[FamilyTable, Tag("@family")],
+    Discriminator(model_form),
+]
+"""A ``[models.*]`` table: an architecture's shapes, or (with ``base``) a family's sizes."""
+
+
 class KvTierTable(Strict):
     """A KV tier a cached prefix is reloaded from: bandwidth into HBM and capacity, per device."""
 
@@ -335,7 +344,9 @@ class ConfigFile(Strict):
     sweep: SweepTable = Field(description="Name and title")
     axes: Axes = Field(description="The grid's axes")
     options: Options = Field(default=Options(), description="Cost-model options")
-    models: dict[Name, ModelTable] = Field(default={}, description="Custom architectures by name")
+    models: dict[Name, ModelEntry] = Field(
+        default={}, description="Custom architectures, or family sizes (with base), by name"
+    )
     hardware: dict[Name, HardwareTable] = Field(default={}, description="Custom devices by name")
     dtypes: dict[Name, DTypeTable] = Field(default={}, description="Custom number formats by name")
     kv_tiers: dict[Name, KvTierTable] = Field(default={}, description="Custom KV tiers by name")

@@ -7,7 +7,7 @@ flattens. Canonical dimension order: that of ``sweeps.axes.AXES``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,10 @@ def _annotate(ds: xr.Dataset) -> xr.Dataset:
 
 
 def build_grid(
-    sweep: Sweep, use_kernel: bool | None = None, chunks: Mapping[str, int] | None = None
+    sweep: Sweep,
+    use_kernel: bool | None = None,
+    chunks: Mapping[str, int] | None = None,
+    skip: Collection[str] = (),
 ) -> xr.Dataset:
     """Evaluate every analysis ``sweep`` asks for (``sweeps.grid.analyses.ANALYSES``) at every
     point of it.
@@ -67,6 +70,9 @@ def build_grid(
     them is computed until asked (``.compute()``, ``.sel(...).values``), and with a
     ``dask.distributed`` client the blocks are computed on its workers. The low-rank variables
     are small and computed at once.
+
+    ``skip`` names analyses left out (none another one needs): ``sweeps calibrate`` reads
+    the serving table, not the pools one.
     """
     ds = xr.Dataset(coords=grid_coords(sweep))
     # xarray Variables (named dims, no coordinates or indexes): broadcasting by name without
@@ -75,7 +81,7 @@ def build_grid(
     values.update({k: xr.Variable(d, v) for k, (d, v) in derived_inputs(sweep).items()})
     engine = GridEngine({str(k): int(v) for k, v in ds.sizes.items()}, use_kernel, chunks)
     results: dict[str, Any] = {}
-    analyses = applicable(sweep)
+    analyses = tuple(a for a in applicable(sweep) if a.name not in skip)
     for analysis in analyses:
         settings = sweep.studies.get(analysis.study)
         inputs = Inputs(values, sweep.options, engine, results, settings)
