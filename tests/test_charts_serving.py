@@ -20,6 +20,7 @@ from sweeps.charts.output import (
     slices,
     write_figures,
 )
+from sweeps.charts.palette import device_colour, device_shape
 from sweeps.charts.serving import (
     Workload,
     fleet_chart,
@@ -86,7 +87,7 @@ def test_the_front_lines_pass_through_the_front_points(ds: xr.Dataset) -> None:
     }
     assert drawn == expected
     assert expected  # the workload has a front to draw
-    dots = rows(spec, layer_of(spec, "circle"))
+    dots = rows(spec, layer_of(spec, "point"))
     assert all(r["meets_slo"] for r in dots)
     meets = int(ds["meets_slo"].sel(at).sum())
     assert len(dots) == meets
@@ -188,3 +189,17 @@ def test_serving_may_be_asked_for_in_outputs() -> None:
     assert list(sweeps.parse_config(text).charts) == ["roofline", "serving"]
     with pytest.raises(sweeps.ConfigError, match="serving"):
         sweeps.parse_config(text.replace('"serving"]', '"servings"]'))
+
+
+def test_the_pareto_dots_are_solid_and_carry_the_devices_colour_and_marker(
+    ds: xr.Dataset,
+) -> None:
+    grid = ds
+    spec = pareto_chart(grid).to_dict()
+    dots = layer_of(spec, "point")
+    assert dots["mark"]["opacity"] >= 0.7
+    assert dots["mark"]["filled"] is True
+    devices = [str(h) for h in grid["hardware"].values]
+    colour, shape = dots["encoding"]["color"]["scale"], dots["encoding"]["shape"]["scale"]
+    assert colour["range"] == [device_colour(d) for d in devices]
+    assert shape["range"] == [device_shape(d) for d in devices]

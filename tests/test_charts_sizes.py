@@ -116,7 +116,11 @@ def test_the_shipped_study_runs_end_to_end_on_a_small_copy(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     folder = tmp_path / "out" / study["sweep"]["name"]
     charts = sorted(p.name for p in (folder / "charts").iterdir())
-    assert charts == [f"model-size-{d}.html" for d in sorted(study["axes"]["hardware"])]
+    assert charts == [  # each figure and its caption beside it
+        f"model-size-{d}.{fmt}"
+        for d in sorted(study["axes"]["hardware"])
+        for fmt in ("html", "txt")
+    ]
     report = (folder / "report.html").read_text("utf-8")
     assert SECTION_TITLES[MODEL_SIZE] in report
     models = pl.read_parquet(folder / "models.parquet")

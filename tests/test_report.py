@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ from sweeps.charts import (
     write_figures,
     write_figures_streamed,
 )
-from sweeps.charts.rendering import javascript
+from sweeps.charts.rendering import bundle_file, javascript
 from sweeps.charts.report import CONDENSED, SECTION_TITLES
 from sweeps.cli.main import cli
 from sweeps.config import load_config, parse_config
@@ -79,13 +80,28 @@ window.addEventListener("load", () => setTimeout(() => {
     fetched: performance.getEntriesByType("resource").map(entry => entry.name),
     drawn: [...document.querySelectorAll("figure.chart")].map(figure =>
       figure.querySelector("svg") ? figure.querySelectorAll("path").length : 0),
+    smallest_text: Math.min(...[...document.querySelectorAll("figure.chart svg")].map(svg => {
+      const scale = svg.getBoundingClientRect().width / svg.width.baseVal.value;
+      return Math.min(...[...svg.querySelectorAll("text")].map(text =>
+        parseFloat(text.getAttribute("font-size") || getComputedStyle(text).fontSize) * scale));
+    })),
+    links: document.querySelectorAll("nav.contents a[href^='#fig-']").length,
+    sections: document.querySelectorAll("details.section[open]").length,
+    enlarged: (() => {
+      const figure = document.querySelector("figure.chart");
+      if (!figure) return null;
+      figure.click();
+      const width = figure.getBoundingClientRect().width, on = figure.matches(".enlarged");
+      figure.click();
+      return {on, width, off: !figure.matches(".enlarged")};
+    })(),
   });
   document.body.appendChild(out);
   if (window.parent !== window) window.parent.postMessage(out.textContent, "*");
 }, 3000));
 </script>"""
 PHONE = """<!DOCTYPE html><html><head><meta charset="utf-8"></head><body style="margin:0">
-<iframe src="report.html" style="width:400px;height:900px;border:0"></iframe>
+<iframe src="probed.html" style="width:390px;height:900px;border:0"></iframe>
 <script>
 window.addEventListener("message", event => {
   const out = document.createElement("pre");
@@ -94,8 +110,8 @@ window.addEventListener("message", event => {
   document.body.appendChild(out);
 });
 </script></body></html>"""
-"""A 400 px wide viewport: Chromium's headless windows are at least 500 px wide, so the
-report is opened in a 400 px iframe, whose probe posts its findings to this page."""
+"""A 390 px wide viewport (a phone): Chromium's headless windows are at least 500 px wide, so
+the report is opened in a 390 px iframe, whose probe posts its findings to this page."""
 
 
 @pytest.fixture(scope="module")
@@ -108,20 +124,46 @@ def result(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 def test_every_chart_in_every_format_and_the_report(result: tuple[Path, list[str]]) -> None:
     folder, written = result
     expected = {
-        f"charts/{chart}-llama-3-8b-h100-sxm.{fmt}" for chart in CHARTS for fmt in ("html", "svg")
+        f"charts/{chart}-llama-3-8b-h100-sxm.{fmt}"
+        for chart in CHARTS
+        for fmt in ("html", "svg", "txt")
     }
-    assert set(written) == expected | {"report.html"}
-    for path in written:
+    assert set(written) == expected | {bundle_file(), "report.html"}
+    assert written[-2:] == [bundle_file(), "report.html"]
+    for path in (p for p in written if not p.endswith(".txt")):
         assert (folder / path).stat().st_size > 5_000
 
 
-def test_html_is_offline(result: tuple[Path, list[str]]) -> None:
+def test_each_figure_has_its_caption_beside_it_to_paste(result: tuple[Path, list[str]]) -> None:
+    folder, _ = result
+    text = (folder / "charts" / "ceiling-llama-3-8b-h100-sxm.txt").read_text("utf-8")
+    head, body = text.split("\n\n")
+    assert head == (
+        "llama-3-8b on H100 SXM5 80GB: fraction of the decode ceiling (weights bf16, KV bf16, tp 1)"
+    )
+    assert "At the memory wall decode reaches " in body
+    assert "\n" not in body.rstrip("\n")  # one paragraph: the figure's wrapped lines joined
+    assert "  " not in body
+
+
+def test_html_is_offline_and_loads_the_folders_one_bundle(
+    result: tuple[Path, list[str]],
+) -> None:
     folder, written = result
+    bundle = javascript()
+    assert (folder / bundle_file()).read_text("utf-8") == bundle
     for path in (p for p in written if p.endswith(".html")):
         text = (folder / path).read_text("utf-8")
         assert "vegaEmbed" in text
-        assert not re.search(r"<script[^>]+src=|<link[^>]+href=|@import", text), path
+        sources = re.findall(r'<script[^>]+src="([^"]+)"', text)
+        up = "../" if path.startswith("charts/") else ""
+        assert sources == [f"{up}{bundle_file()}"], path  # relative: the folder moves whole
+        assert (folder / path).parent.joinpath(sources[0]).resolve() == (
+            folder / bundle_file()
+        ).resolve()
+        assert not re.search(r"<link[^>]+href=|@import", text), path
         assert "cdn.jsdelivr" not in text
+        assert len(text) < 100_000  # no copy of the bundle in any page
 
 
 def test_report_puts_the_figures_first_in_reading_order(result: tuple[Path, list[str]]) -> None:
@@ -138,19 +180,35 @@ def test_report_puts_the_figures_first_in_reading_order(result: tuple[Path, list
         "arithmetic intensity against batch",
         "roofline of decode and prefill",
     ]
-    headings = re.findall(r"<h2>(.*?)</h2>", text)
-    assert headings[:4] == [SECTION_TITLES[kind] for kind in CHARTS]
-    assert headings[4] == "Summary"
+    headings = re.findall(r"<summary><h2>(.*?)</h2></summary>", text)
+    assert headings == [SECTION_TITLES[kind] for kind in CHARTS]  # each section collapsible
+    assert text.count('<details class="section"') == len(CHARTS)
+    assert '<h2 id="summary">Summary</h2>' in text
 
 
-def test_the_report_inlines_one_bundle_and_keeps_figures_whole_in_print(
-    result: tuple[Path, list[str]],
-) -> None:
+def test_the_report_lists_its_figures_by_model_and_device(result: tuple[Path, list[str]]) -> None:
     folder, _ = result
     text = (folder / "report.html").read_text("utf-8")
-    bundle = javascript()
-    assert text.count(bundle) == 1
-    assert len(text) < len(bundle) + 200_000
+    nav = text[text.index('<nav class="contents"') : text.index("</nav>")]
+    assert nav.index("<li>llama-3-8b<ul><li>h100-sxm: ") < nav.index('href="#fig-0"')
+    links = re.findall(r'<a href="#fig-(\d+)">(.*?)</a>', nav)
+    assert links == [(str(i), kind) for i, kind in enumerate(CHARTS)]
+    assert '<a href="#summary">Summary</a>' in nav
+    assert "figure.chart.enlarged" in text  # a click enlarges a figure
+    assert 'addEventListener("click"' in text
+
+
+def test_a_page_on_its_own_inlines_the_bundle() -> None:
+    from sweeps.charts.rendering import html_page
+
+    spec = {"data": {"values": [{"x": 1}]}, "mark": "point"}
+    assert html_page(spec).decode("utf-8").count(javascript()) == 1
+    assert "<script src=" not in html_page(spec).decode("utf-8")
+
+
+def test_the_report_keeps_figures_whole_in_print(result: tuple[Path, list[str]]) -> None:
+    folder, _ = result
+    text = (folder / "report.html").read_text("utf-8")
     print_css = text[text.index("@media print") :]
     assert "figure { break-inside: avoid; page-break-inside: avoid; }" in print_css
     assert "figure svg, figure canvas { max-width: 100%; height: auto; }" in text
@@ -161,7 +219,7 @@ def test_the_summary_is_condensed_and_the_full_table_collapsed(
 ) -> None:
     folder, _ = result
     text = (folder / "report.html").read_text("utf-8")
-    summary = text[text.index("<h2>Summary</h2>") :]
+    summary = text[text.index('<h2 id="summary">Summary</h2>') :]
     condensed = summary[: summary.index("<details>")]
     assert condensed.count("<tr>") == 2  # the header and one row: one model on one device
     for column in CONDENSED:
@@ -176,7 +234,7 @@ def test_a_model_that_fits_nowhere_gets_one_line_saying_why(tmp_path: Path) -> N
     sweep = load_config(MOE)
     grid = build_grid(sweep).sel(tp=[1, 2], hardware=["h200"])
     written = write_figures(grid, tmp_path, ["ceiling", "bottleneck"], [])
-    assert written == ["report.html"]
+    assert written == [bundle_file(), "report.html"]
     text = (tmp_path / "report.html").read_text("utf-8")
     assert text.count("<li>Not drawn:") == 1
     assert (
@@ -234,7 +292,10 @@ def test_pipeline_hook_lists_the_figures_in_the_manifest(tmp_path: Path) -> None
     run = run_to_folder(sweep, tmp_path, hooks=output_hooks(sweep))
     manifest = json.loads((run.folder / "manifest.json").read_text("utf-8"))
     assert "report.html" in manifest["files"]
-    assert sum(f.startswith("charts/") for f in manifest["files"]) == len(CHARTS)
+    assert sum(f.startswith("charts/") and f.endswith(".svg") for f in manifest["files"]) == len(
+        CHARTS
+    )
+    assert sum(f.endswith(".txt") for f in manifest["files"]) == len(CHARTS)
     assert "figures" in manifest["timings_s"]
 
 
@@ -271,25 +332,18 @@ def test_sweeps_run_writes_every_chart_of_the_shipped_configs(config: Path, tmp_
                     assert drawn or f"Not drawn: {model.id} does not fit on" in report
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="chromium is not installed "
-    "(apt-get install -y chromium); the report page is not checked in a browser",
-)
-def test_report_draws_every_chart_in_headless_chromium_at_400_px(
-    result: tuple[Path, list[str]], tmp_path: Path
-) -> None:
-    folder, _ = result
-    (tmp_path / "report.html").write_text(
+def open_in_chromium(folder: Path, profile: Path) -> dict[str, Any]:
+    """What the probe finds in ``folder``'s report, opened offline in a 390 px frame."""
+    (folder / "probed.html").write_text(
         (folder / "report.html").read_text("utf-8").replace("<head>", "<head>" + PROBE, 1),
         "utf-8",
     )
-    page = tmp_path / "phone.html"
+    page = folder / "phone.html"
     page.write_text(PHONE, "utf-8")
     command = [
         str(CHROMIUM),
         *CHROMIUM_FLAGS,
-        f"--user-data-dir={tmp_path / 'profile'}",
+        f"--user-data-dir={profile}",
         "--window-size=600,1000",
         "--hide-scrollbars",
         "--enable-logging=stderr",
@@ -301,15 +355,54 @@ def test_report_draws_every_chart_in_headless_chromium_at_400_px(
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     probe = re.search(r'<pre id="probe">(.*?)</pre>', done.stdout, re.S)
     assert probe is not None, "the probe did not run: " + done.stderr[-2000:]
-    found = json.loads(html.unescape(probe.group(1)))
-    assert found["errors"] == []
-    assert len(found["drawn"]) == len(CHARTS)
-    assert all(paths > 5 for paths in found["drawn"]), found["drawn"]  # every chart drawn
-    assert found["width"] == 400
-    assert found["scroll"] <= found["width"]  # no sideways scrolling on a phone
-    assert found["figure_first"] is True
-    assert found["fetched"] == []  # offline: nothing requested
     assert "ERROR:CONSOLE" not in done.stderr
+    found: dict[str, Any] = json.loads(html.unescape(probe.group(1)))
+    return found
+
+
+def assert_legible_offline(found: dict[str, Any], folder: Path, figures: int) -> None:
+    assert found["errors"] == []
+    assert len(found["drawn"]) == figures
+    assert all(paths > 5 for paths in found["drawn"]), found["drawn"]  # every chart drawn
+    assert found["width"] == 390
+    assert found["scroll"] <= found["width"]  # no sideways scrolling of the page on a phone
+    assert found["smallest_text"] >= 9  # chart text keeps its size: it scrolls in its box
+    assert found["figure_first"] is True
+    assert found["links"] == figures  # the contents link every figure
+    assert found["sections"] >= 1
+    assert found["enlarged"] == {"on": True, "width": 390, "off": True}
+    # offline: nothing requested (the folder's bundle is a file: drawn charts show it loaded)
+    assert found["fetched"] == []
+    assert (folder / bundle_file()).is_file()
+
+
+NO_CHROMIUM = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="chromium is not installed "
+    "(apt-get install -y chromium); the report page is not checked in a browser",
+)
+
+
+@NO_CHROMIUM
+def test_report_draws_every_chart_in_headless_chromium_at_390_px(
+    result: tuple[Path, list[str]], tmp_path: Path
+) -> None:
+    folder, _ = result
+    assert_legible_offline(open_in_chromium(folder, tmp_path / "profile"), folder, len(CHARTS))
+
+
+SEED = Path(__file__).parent.parent / "configs" / "seed-llama3-8b-h100.toml"
+
+
+def test_the_seed_studys_folder_is_small_and_its_report_opens_offline(tmp_path: Path) -> None:
+    outcome = CliRunner().invoke(cli, ["run", str(SEED), "--out", str(tmp_path)])
+    assert outcome.exit_code == 0, outcome.output
+    folder = tmp_path / load_config(SEED).name
+    size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+    assert size < 2_000_000, size  # it was 6.5-7.1 MB: a bundle in every page
+    assert len(list(folder.rglob("*.js"))) == 1
+    if CHROMIUM is not None:
+        assert_legible_offline(open_in_chromium(folder, tmp_path / "profile"), folder, 4)
 
 
 def test_the_config_width_reaches_the_written_png(tmp_path: Path) -> None:
@@ -326,6 +419,8 @@ def test_the_config_width_reaches_the_written_png(tmp_path: Path) -> None:
     assert written == [
         "charts/ceiling-llama-3-8b-h100-sxm.png",
         "charts/ceiling-llama-3-8b-h100-sxm.pdf",
+        "charts/ceiling-llama-3-8b-h100-sxm.txt",
+        bundle_file(),
         "report.html",
     ]
     width, _, _ = png_pixels((tmp_path / written[0]).read_bytes())
@@ -338,7 +433,7 @@ def test_a_long_summary_keeps_only_the_rows_the_page_shows(tmp_path: Path) -> No
         "context = [512, 32768]", "context = { start = 512, stop = 1611 }"
     )
     sweep = parse_config(text)  # 1,100 contexts x 2 KV-head settings: 2,200 summary rows
-    assert write_figures(build_grid(sweep), tmp_path, [], []) == ["report.html"]
+    assert write_figures(build_grid(sweep), tmp_path, [], []) == [bundle_file(), "report.html"]
     page = (tmp_path / "report.html").read_text("utf-8")
     details = page[page.index("<details>") : page.index("</details>")]
     assert (

@@ -497,9 +497,9 @@ def _simulate_colocated(
 def test_serving_with_speculation_agrees_with_a_step_loop(
     served: tuple[xr.Dataset, xr.Dataset], draft: str
 ) -> None:
-    # the speculative step costs from the grid (t_verify + t_draft = E x the token time),
-    # replayed step by step with random acceptance (a plain loop, not the simulator of the
-    # serving issue's branch): the closed forms must agree
+    # the speculative step costs from the grid, replayed step by step with random acceptance
+    # in a plain loop of its own (sweeps.simulate holds the closed forms to 0.5 %:
+    # tests/test_simulate_techniques.py): the closed forms must agree
     _, both = served
     k, alpha, output = 3, 0.8, 129
     e = (1 - alpha ** (k + 1)) / (1 - alpha)
@@ -508,7 +508,9 @@ def test_serving_with_speculation_agrees_with_a_step_loop(
             mode="serial-prefill", spec_tokens=k, spec_draft=draft, prefix_hit_rate=0.0,
             kv_tier="hbm", tp=2, batch=batch,
         ).squeeze()  # fmt: skip
-        token = float(at["step_time_steady_s"])
+        # a verify step: the token time over the verify steps per token, n / (O - 1)
+        steps = float(physics.verify_steps(output - 1, k, alpha)) / (output - 1)
+        token = float(at["step_time_steady_s"]) / steps / e
         prefill = float(at["serving_ttft_s"])  # serial-prefill: t_p(1, I)
         rate, tpot = _simulate_colocated(batch, output, token * e, prefill, k, alpha, seed=batch)
         closed_rate = float(at["output_tokens_per_s_per_device"]) * 2 / output

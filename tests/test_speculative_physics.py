@@ -265,3 +265,59 @@ def test_energy_per_token() -> None:
     assert energy == pytest.approx(700 * 8 * 0.02 / 64)
     assert physics.tokens_per_joule(energy) == pytest.approx(64 / (700 * 8 * 0.02))
     assert math.isnan(physics.energy_per_token(math.nan, 1, 0.02, 64))
+
+
+# --- verify steps of a request: the renewal count -----------------------------------------
+
+
+def _tokens_distribution(k: int, alpha: float) -> dict[int, float]:
+    """P(X = j) of the tokens one verification yields, by the definition."""
+    out = {j: alpha ** (j - 1) * (1 - alpha) for j in range(1, k + 1)}
+    out[k + 1] = alpha**k
+    return out
+
+
+@pytest.mark.parametrize(("k", "alpha"), [(0, 0.5), (1, 0.3), (3, 0.8), (4, 1.0), (6, 0.0)])
+def test_expected_square_tokens_is_the_distributions_second_moment(k: int, alpha: float) -> None:
+    p = _tokens_distribution(k, alpha)
+    assert sum(p.values()) == pytest.approx(1.0, abs=1e-12)
+    assert physics.expected_tokens(k, alpha) == pytest.approx(sum(j * q for j, q in p.items()))
+    assert physics.expected_square_tokens(k, alpha) == pytest.approx(
+        sum(j * j * q for j, q in p.items()), rel=1e-12
+    )
+
+
+def _steps_by_recursion(n: int, k: int, alpha: float) -> float:
+    """E[N(n)]: the expected verify steps to produce ``n`` tokens, each step's tokens cut to
+    what is left, by the plain recursion ``N(m) = 1 + sum_j P(X = j) N(m - j)``."""
+    p = _tokens_distribution(k, alpha)
+    steps = [0.0] * (n + 1)
+    for m in range(1, n + 1):
+        steps[m] = 1 + sum(q * steps[max(m - j, 0)] for j, q in p.items())
+    return steps[n]
+
+
+@pytest.mark.parametrize(("k", "alpha"), [(1, 0.5), (3, 0.8), (4, 0.6), (7, 0.9)])
+@pytest.mark.parametrize("n", [64, 128, 511])
+def test_verify_steps_is_the_renewal_count(n: int, k: int, alpha: float) -> None:
+    # the lattice renewal theorem's overshoot: exact to geometric terms in n
+    assert physics.verify_steps(n, k, alpha) == pytest.approx(
+        _steps_by_recursion(n, k, alpha), rel=2e-3 if alpha == 0.9 else 1e-6
+    )
+
+
+def test_verify_steps_without_speculation_is_the_tokens() -> None:
+    np.testing.assert_array_equal(physics.verify_steps(np.array([0, 1, 255]), 0, 0.7), [0, 1, 255])
+    assert physics.verify_steps(128, 5, 0.0) == 128
+    # alpha = 1: k + 1 tokens a step, the last cut: (n + k / 2) / (k + 1) on average over n
+    mean = np.mean([math.ceil(n / 4) for n in range(100, 140)])
+    assert np.mean([physics.verify_steps(n, 3, 1.0) for n in range(100, 140)]) == pytest.approx(
+        mean, rel=1e-12
+    )
+
+
+def test_random_stalls_hand_value() -> None:
+    # B = 32 slots, n = 43.775 verify steps: 31 (1 - 1/(2n)) serial, 31 (1 - 1/n) batched
+    assert physics.random_stalls(32, 43.775, 0.5) == pytest.approx(31 * (1 - 0.5 / 43.775))
+    assert physics.random_stalls(32, 43.775, 0.0) == pytest.approx(31 * (1 - 1 / 43.775))
+    assert physics.random_stalls(1, 10.0, 0.5) == 0

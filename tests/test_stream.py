@@ -323,7 +323,8 @@ formats = ["html"]
     assert streamed.chunks > 1
     charts = sorted(p.name for p in (whole.folder / "charts").iterdir())
     assert charts == sorted(p.name for p in (streamed.folder / "charts").iterdir())
-    assert len(charts) == 4  # one ceiling heatmap per model and device
+    assert len(charts) == 4 * 2  # one ceiling heatmap per model and device, and its caption
+    assert sum(name.endswith(".txt") for name in charts) == 4
     assert (streamed.folder / "report.html").is_file()
     assert "figures" not in streamed.skipped
 

@@ -37,6 +37,7 @@ from .theme import (
     MEMORY_BOUND,
     SEQUENTIAL,
     category_scale,
+    fit_title,
     heading,
     number,
     percent,
@@ -179,10 +180,11 @@ def _stacked_titles(sel: Selection, height: int) -> bool:
 
 
 def _axes(sel: Selection, step: int, height: int) -> dict[str, Any]:
+    panel = step * sel.ds.sizes["batch"] + 12  # a facet column's width and spacing [px]
     return {
         "x": alt.X(
             "batch:O",
-            title=title("batch"),
+            title=fit_title(title("batch"), panel, sel.size.font + 1),
             sort=[int(b) for b in sel.ds["batch"].values],
             axis=alt.Axis(labelAngle=-45 if step < LABEL_MIN_CELL else 0, labelOverlap="greedy"),
         ),
@@ -376,7 +378,9 @@ def bottleneck_chart(
                     "status:N",
                     title=None,
                     scale=category_scale(MEMORY_BOUND, COMPUTE_BOUND, DOES_NOT_FIT),
-                    legend=alt.Legend(orient=symbol_orient(sel)),
+                    legend=alt.Legend(  # in a print column: two entries a line
+                        orient=symbol_orient(sel), columns=2 if sel.size.width < 400 else 3
+                    ),
                 ),
             )
         ]

@@ -4,8 +4,9 @@ memory wall."""
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any
+from typing import Any, cast
 
 import altair as alt
 import numpy as np
@@ -14,7 +15,18 @@ import xarray as xr
 
 from .data import KV_FACETS, Selection, kv_facets, select
 from .heatmaps import decode_cells
-from .theme import INK, heading, number, series_scale, themed, title, tooltip, unit
+from .theme import (
+    INK,
+    fit_title,
+    heading,
+    number,
+    series_scale,
+    series_shapes,
+    themed,
+    title,
+    tooltip,
+    unit,
+)
 
 LINE_KEYS = ("context", *KV_FACETS)
 LABEL_GAP = 1.25
@@ -110,8 +122,38 @@ def decade_ticks(span: tuple[float, float]) -> list[float]:
     return [10.0**k for k in range(round(math.log10(span[0])), round(math.log10(span[1])) + 1)]
 
 
-def _encodings(frame: pl.DataFrame) -> tuple[alt.X, alt.Y, alt.Color, tuple[float, float]]:
-    """Log batch, log intensity (whole decades over intensities, ceilings and ridge), a hue
+def spaced(positions: np.ndarray, widths: np.ndarray, gap: float) -> list[int]:
+    """Indices of the labels to write, centred at ``positions`` [px] (ascending), so that no
+    two of ``widths`` [px] come within ``gap`` [px]: every k-th from the first, the smallest
+    such k, and the last where it clears the one before it [-]."""
+
+    def clear(i: int, j: int) -> bool:
+        return bool(positions[j] - widths[j] / 2 >= positions[i] + widths[i] / 2 + gap)
+
+    count = len(positions)
+    for every in range(1, count + 1):
+        kept = list(range(0, count, every))
+        if all(clear(i, j) for i, j in itertools.pairwise(kept)):
+            last = count - 1
+            return [*kept, last] if kept[-1] != last and clear(kept[-1], last) else kept
+    return [0]
+
+
+def batch_ticks(batches: list[int], width: float, font: float) -> list[int]:
+    """The batches [sequence] a log batch axis of ``width`` [px] labels: every one where their
+    labels ("~s" format) clear each other, else a thinned set, first and last kept [-]."""
+    logs = np.log10(np.asarray(batches, dtype=float))
+    span = max(float(logs[-1] - logs[0]), 1e-9)
+    positions = (logs - logs[0]) / span * width
+    widths = np.array([len(f"{b:,}".replace(",", "")) * 0.64 * font for b in batches])
+    return [batches[i] for i in spaced(positions, widths, 0.6 * font)]
+
+
+def _encodings(
+    frame: pl.DataFrame, sel: Selection
+) -> tuple[alt.X, alt.Y, alt.Color, tuple[float, float]]:
+    """Log batch (labels thinned to the panel), log intensity (whole decades over
+    intensities, ceilings and ridge; its title in two lines where a panel is short), a hue
     per context; and the intensity span [FLOP/byte]."""
     batches = [int(b) for b in np.unique(frame["batch"].to_numpy())]
     contexts = [str(int(c)) for c in np.unique(frame["context"].to_numpy())]
@@ -124,11 +166,11 @@ def _encodings(frame: pl.DataFrame) -> tuple[alt.X, alt.Y, alt.Color, tuple[floa
         "batch:Q",
         title=title("batch"),
         scale=alt.Scale(type="log", nice=False, domain=[batches[0], batches[-1]]),
-        axis=alt.Axis(format="~s", values=batches if len(batches) <= 12 else alt.Undefined),
+        axis=alt.Axis(format="~s", values=batch_ticks(batches, _panel_width(sel), sel.size.font)),
     )
     y = alt.Y(
         "arithmetic_intensity:Q",
-        title=title("arithmetic_intensity"),
+        title=fit_title(title("arithmetic_intensity"), sel.size.panel_height, sel.size.font + 1),
         scale=alt.Scale(type="log", domain=list(span), nice=False),
         axis=alt.Axis(values=decade_ticks(span), labelExpr=LOG_LABELS),
     )
@@ -147,6 +189,8 @@ def _layers(
 ) -> list[alt.Chart]:
     """Lines (dotted beyond the wall), points, ceilings, ridge point, walls and end labels."""
     point = float(np.max(sel.ds["ridge_point"].values))
+    contexts = list(cast(dict[str, Any], color.to_dict())["sort"])
+    shape = alt.Shape("context:N", scale=series_shapes(contexts), legend=None)
     cells = base.transform_filter(alt.datum.mark == "cell")
     fit = cells.transform_filter(alt.FieldEqualPredicate(field="feasible", equal=True))
     font = sel.size.font
@@ -156,7 +200,9 @@ def _layers(
             x=x, y=y, color=color
         ),
         fit.mark_line(strokeWidth=2).encode(x=x, y=y, color=color),
-        fit.mark_point(filled=True, size=3 * font).encode(x=x, y=y, color=color, tooltip=tips),
+        fit.mark_point(filled=True, size=3 * font).encode(  # a marker per context: lines cross
+            x=x, y=y, color=color, shape=shape, tooltip=tips
+        ),
         cells.mark_rule(strokeDash=[6, 4], strokeWidth=1.2, opacity=0.8).encode(
             y=alt.Y("max(ceiling):Q"), color=color
         ),
@@ -190,7 +236,7 @@ def ai_vs_batch_chart(
     """
     sel = select(ds, model, hardware, **options)
     frame, note = decode_cells(sel)
-    x, y, color, (lo, hi) = _encodings(frame)
+    x, y, color, (lo, hi) = _encodings(frame, sel)
     ends = _ends(frame, int(frame["batch"].to_numpy().max()), math.log10(hi / lo), sel)
     rows = pl.concat(
         [frame.with_columns(mark=pl.lit("cell")), ends], how="diagonal_relaxed"

@@ -27,7 +27,7 @@ from .drawing import start
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .kinds import DEVICES, MODEL_SIZE, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
-from .rendering import Renderer
+from .rendering import Renderer, bundle_file, caption, javascript
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, report_html
 from .roofline import compare_from, roofline_chart
 from .serving import BUILDERS as SERVING_BUILDERS
@@ -186,8 +186,10 @@ def write_figures_streamed(
     attributes ``build_grid`` gives (``slices(ds)`` of a grid in memory, or
     ``build_grid(dataclasses.replace(sweep, models=(m,), hardware=(h,)))`` one at a time),
     the cross-device rooflines ``charts/roofline-devices-<model>.<fmt>`` where a model was seen
-    on several devices, the ``extra`` figures made elsewhere (the simulated plans' CDFs), and
-    ``report.html``; returns the paths written, relative to ``folder``.
+    on several devices, the ``extra`` figures made elsewhere (the simulated plans' CDFs), each
+    figure's caption ``charts/<stem>.txt``, the one Vega bundle the folder's pages load,
+    ``vega/<name>.js`` (where there is an HTML page), and ``report.html``; returns the paths
+    written, relative to ``folder``.
 
     A slice's charts are rendered on worker threads while the next slice is built, and
     written before the one after is asked for (at most one slice's renders wait); what is kept
@@ -200,7 +202,8 @@ def write_figures_streamed(
     written: list[str] = []
     kept = _Kept()
     attrs: dict[str, Any] = {}
-    renderer = Renderer(formats, size_of(settings.width)) if formats else None
+    script = f"../{bundle_file()}"  # the folder's one bundle, from charts/
+    renderer = Renderer(formats, size_of(settings.width), script=script) if formats else None
     try:
         for one in pieces:
             attrs = attrs or dict(one.attrs)
@@ -219,15 +222,38 @@ def write_figures_streamed(
     finally:
         if renderer is not None:
             renderer.close()
+    written += _captions(figures, folder, written)
+    if report or "html" in formats:
+        written.append(_bundle(folder))
     if report:
         title = str(attrs.get("title", attrs.get("sweep", "sweep")))
         full = pl.concat(kept.full) if kept.full else None
         page = report_html(
-            title, str(attrs.get("note", "")), figures, kept.condensed, full, kept.rows
-        )
+            title, str(attrs.get("note", "")), figures, kept.condensed, full, kept.rows,
+            script=bundle_file(),
+        )  # fmt: skip
         (folder / REPORT).write_text(page, "utf-8")
         written.append(REPORT)
     return written
+
+
+def _captions(figures: Iterable[Figure], folder: Path, written: list[str]) -> list[str]:
+    """Write ``charts/<stem>.txt``, the caption (``rendering.caption``), beside each figure
+    whose files were written, for a paper to paste [-]."""
+    stems = {Path(p).stem for p in written if p.startswith("charts/")}
+    out = []
+    for figure in figures:
+        if figure.spec is not None and figure.stem in stems:
+            (folder / f"charts/{figure.stem}.txt").write_text(caption(figure.spec), "utf-8")
+            out.append(f"charts/{figure.stem}.txt")
+    return out
+
+
+def _bundle(folder: Path) -> str:
+    """Write the Vega bundle the folder's pages load (``rendering.bundle_file``) [-]."""
+    (folder / bundle_file()).parent.mkdir(parents=True, exist_ok=True)
+    (folder / bundle_file()).write_text(javascript(), "utf-8")
+    return bundle_file()
 
 
 def _submitted(renderer: Renderer | None, figures: Iterable[Figure]) -> list[Figure]:

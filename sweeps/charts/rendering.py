@@ -1,10 +1,12 @@
 """Rendering with vl-convert (no browser, nothing fetched): offline HTML, SVG, PNG and PDF.
 
 Each spec is drawn once, to SVG; PNG and PDF are converted from that SVG, so nothing is
-rendered twice. The Vega / Vega-Lite / vega-embed JavaScript bundle the HTML pages inline
-takes vl-convert about a second to build: it is built once and kept on disk, keyed by the
-vl-convert and Vega-Lite versions, under the user cache folder (``$XDG_CACHE_HOME/sweeps`` or
-``~/.cache/sweeps``), or a temporary folder where that is not writable.
+rendered twice, and each PNG is stored compactly (``png.compact``: lossless). The Vega /
+Vega-Lite / vega-embed JavaScript bundle takes vl-convert about a second to build: it is built
+once and kept on disk, keyed by the vl-convert and Vega-Lite versions, under the user cache
+folder (``$XDG_CACHE_HOME/sweeps`` or ``~/.cache/sweeps``), or a temporary folder where that is
+not writable. A page on its own (``render(spec, "html")``) inlines it; the pages of an output
+folder load the folder's one copy, ``vega/<bundle_name()>``, by relative path (``script``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import altair as alt
 import vl_convert as vlc
 
 from .drawing import DRAWN, Request, drawers
+from .png import compact, compacted
 from .theme import FONT, INK, SCREEN, Size
 
 FORMATS = ("html", "png", "svg", "pdf")
@@ -63,6 +66,20 @@ def bundle_path() -> Path:
     """The cached bundle's file, named by the vl-convert and Vega-Lite versions."""
     version = getattr(vlc, "__version__", "unknown")
     return cache_folder() / f"vl-convert-{version}-vega-lite-{vegalite_version() or 'latest'}.js"
+
+
+BUNDLE_FOLDER = "vega"
+"""The folder of an output folder that holds its one copy of the bundle."""
+
+
+def bundle_name() -> str:
+    """The bundle's file name, by the vl-convert and Vega-Lite versions [-]."""
+    return bundle_path().name
+
+
+def bundle_file() -> str:
+    """The bundle's path inside an output folder [-]."""
+    return f"{BUNDLE_FOLDER}/{bundle_name()}"
 
 
 BUILDING = threading.Lock()
@@ -117,24 +134,55 @@ ul.skipped {{ color: #555; }}
 """
 
 
-def page(title: str, body: str, specs: Sequence[dict[str, Any]]) -> str:
-    """A self-contained HTML page: ``body``, whose ``<figure id="fig-N">`` placeholders are drawn
-    as SVG by the one inlined vega-embed (``figure_tags`` writes them). Opens offline."""
+def page(
+    title: str,
+    body: str,
+    specs: Sequence[dict[str, Any]],
+    script: str | None = None,
+    style: str = "",
+    tail: str = "",
+) -> str:
+    """An HTML page that opens offline: ``body``, whose ``<figure id="fig-N">`` placeholders are
+    drawn as SVG by vega-embed (``figure_tag`` writes them), inlined, or loaded from the
+    relative path ``script`` (an output folder's ``bundle_file()``); ``style`` and ``tail`` (a
+    script run once the figures are drawn) are added to the page's own."""
     payload = json.dumps(list(specs)).replace("</", "<\\/")
+    bundle = (
+        f'<script src="{html.escape(script)}"></script>'
+        if script
+        else f"<script>{javascript()}</script>"
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{html.escape(title)}</title>
-<style>{STYLE}</style></head><body>
+<style>{STYLE}{style}</style></head><body>
 {body}
-<script>{javascript()}</script>
+{bundle}
 <script>
 const specs = {payload};
-specs.forEach((spec, i) => vegaEmbed("#fig-" + i, spec, {{renderer: "svg", actions: false}})
-  .catch(error => console.error("chart " + i + ": " + error)));
+window.sweepsDrawn = Promise.all(specs.map((spec, i) =>
+  vegaEmbed("#fig-" + i, spec, {{renderer: "svg", actions: false}})
+    .catch(error => console.error("chart " + i + ": " + error))));
+{tail}
 </script>
 </body></html>
 """
+
+
+def _lines(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return _lines(value.get("text", ""))
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)] if value else []
+
+
+def caption(spec: dict[str, Any]) -> str:
+    """The caption of a chart spec as a paper pastes it: its title on the first line, then
+    its subtitle as one paragraph (the lines the figure wraps, joined) [-]."""
+    head = spec.get("title", "")
+    subtitle = head.get("subtitle", []) if isinstance(head, dict) else []
+    title, body = " ".join(_lines(head)), " ".join(_lines(subtitle))
+    return f"{title}\n\n{body}\n" if body else f"{title}\n"
 
 
 def figure_tag(index: int, label: str) -> str:
@@ -146,25 +194,26 @@ def render_spec(
     spec: dict[str, Any], formats: Iterable[str], size: Size = SCREEN
 ) -> dict[str, bytes]:
     """One chart spec in each of ``formats``, in this process: the SVG drawn once, PNG and
-    PDF converted from it."""
+    PDF converted from it (the HTML page inlines the bundle)."""
     wanted = _checked(formats)
     out = {"html": html_page(spec)} if "html" in wanted else {}
     if set(DRAWN) & set(wanted):
         svg = vlc.vegalite_to_svg(spec, vl_version=vegalite_version(), allowed_base_urls=[])
         out["svg"] = svg.encode("utf-8")
         if "png" in wanted:
-            out["png"] = bytes(vlc.svg_to_png(svg, scale=size.png_scale))
+            out["png"] = compact(bytes(vlc.svg_to_png(svg, scale=size.png_scale)))
         if "pdf" in wanted:
             out["pdf"] = bytes(vlc.svg_to_pdf(svg))
     return {f: out[f] for f in wanted}
 
 
-def html_page(spec: dict[str, Any]) -> bytes:
-    """The offline HTML page of one chart spec, titled by its title [-]."""
+def html_page(spec: dict[str, Any], script: str | None = None) -> bytes:
+    """The offline HTML page of one chart spec, titled by its title, the bundle inlined or
+    loaded from ``script`` (a relative path) [-]."""
     title = spec.get("title", "chart")  # a string, lines, or {"text": either, ...}
     head = title.get("text", "chart") if isinstance(title, dict) else title
     name = " ".join(head) if isinstance(head, list) else str(head)
-    return page(name, figure_tag(0, name), [spec]).encode("utf-8")
+    return page(name, figure_tag(0, name), [spec], script).encode("utf-8")
 
 
 def _checked(formats: Iterable[str]) -> list[str]:
@@ -196,8 +245,15 @@ class Renderer:
     a run has not already (``drawing.start``).
     """
 
-    def __init__(self, formats: Sequence[str], size: Size = SCREEN, workers: int = 2) -> None:
+    def __init__(
+        self,
+        formats: Sequence[str],
+        size: Size = SCREEN,
+        workers: int = 2,
+        script: str | None = None,
+    ) -> None:
         self.formats = tuple(_checked(formats))
+        self.script = script
         self.size = size
         self.drawn = tuple(f for f in self.formats if f in DRAWN)
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sweeps-render")
@@ -208,7 +264,7 @@ class Renderer:
 
     def submit(self, stem: str, spec: dict[str, Any]) -> None:
         """Start rendering ``spec`` in every format, to be written as ``stem``."""
-        page = self.pool.submit(html_page, spec) if "html" in self.formats else None
+        page = self.pool.submit(html_page, spec, self.script) if "html" in self.formats else None
         job = None
         if self.drawn:
             request: Request = (spec, self.drawn, vegalite_version(), self.size.png_scale)
@@ -225,7 +281,7 @@ class Renderer:
         finished, self.pending = self.pending[:cut], self.pending[cut:]
         out = []
         for stem, page, job in finished:
-            drawn = job.result() if job is not None else {}
+            drawn = compacted(job.result()) if job is not None else {}
             both = {**({"html": page.result()} if page is not None else {}), **drawn}
             out.append((stem, {f: both[f] for f in self.formats}))
         return out

@@ -1,5 +1,7 @@
-"""``report.html``: the figures first, in the order a reader asks, then a condensed summary
-(one row per model and device, the full table collapsed), one Vega bundle for the page.
+"""``report.html``: a contents list by model and device, the figures in the order a reader asks
+(each kind's section collapsible, each figure enlarged by a click), then a condensed summary
+(one row per model and device, the full table collapsed); the page loads its folder's one
+Vega bundle, or inlines it.
 
 Extension point: ``kinds.REPORT_ORDER`` lists chart kinds in reading order and
 ``kinds.SECTION_TITLES`` their headings; a figure of a kind not listed (a serving or
@@ -139,6 +141,73 @@ def ordered(figures: Sequence[Figure]) -> list[Figure]:
     return sorted((f for f in figures if f.spec is not None), key=lambda f: kinds.index(f.kind))
 
 
+def _label(figure: Figure) -> str:
+    """A figure's link text in the contents: its stem less its model and device [-]."""
+    for tail in (f"-{figure.model}-{figure.hardware}", f"-{figure.model}", f"-{figure.hardware}"):
+        if tail.strip("-") and figure.stem.endswith(tail) and tail != f"-{None}":
+            return figure.stem[: -len(tail)]
+    return figure.stem
+
+
+def contents(drawn: Sequence[Figure]) -> str:
+    """The contents list: per model, per device (then the figures of every device), links to
+    its figures (``fig-N``, the index in ``drawn``), and to the summary."""
+    by: dict[str, dict[str, list[str]]] = {}
+    for index, figure in enumerate(drawn):
+        place = by.setdefault(figure.model, {}).setdefault(figure.hardware or "", [])
+        place.append(f'<a href="#fig-{index}">{html.escape(_label(figure))}</a>')
+    items = []
+    for model, devices in by.items():
+        rows = "".join(
+            f"<li>{html.escape(device or 'across devices')}: {', '.join(links)}</li>"
+            for device, links in sorted(devices.items(), key=lambda kv: kv[0] == "")
+        )
+        items.append(f"<li>{html.escape(model or 'every model')}<ul>{rows}</ul></li>")
+    items.append('<li><a href="#summary">Summary</a></li>')
+    return f'<nav class="contents" aria-label="contents"><ul>{"".join(items)}</ul></nav>'
+
+
+REPORT_STYLE = """
+nav.contents { font-size: 0.95rem; border-left: 3px solid #ddd; padding-left: 0.75rem; }
+nav.contents ul { margin: 0.25rem 0; padding-left: 1.1rem; }
+details.section > summary { cursor: pointer; }
+details.section > summary h2 { display: inline; }
+figure.chart { cursor: zoom-in; }
+figure.chart.enlarged { position: fixed; inset: 0; z-index: 10; margin: 0; padding: 1rem;
+  background: #fff; overflow: auto; cursor: zoom-out; max-width: none; }
+figure.chart.enlarged svg { max-width: none; }
+@media (max-width: 700px) {
+  body { padding: 0 0.6rem; margin-top: 0.8rem; }
+  figure.chart { overflow-x: auto; }
+  figure.chart svg { max-width: none; }
+}
+@media print { nav.contents { display: none; } figure.chart { cursor: auto; } }
+"""
+"""The report's own rules: on a narrow screen a chart keeps its size (its text stays legible)
+and scrolls sideways in its own box; an enlarged chart fills the window."""
+
+ENLARGE = """
+const enlarge = figure => {
+  const open = !figure.classList.contains("enlarged");
+  document.querySelectorAll("figure.enlarged").forEach(f => {
+    f.classList.remove("enlarged");
+    const svg = f.querySelector("svg");
+    if (svg) svg.style.width = "";
+  });
+  if (!open) return;
+  figure.classList.add("enlarged");
+  const svg = figure.querySelector("svg");
+  if (svg) svg.style.width = Math.max(window.innerWidth - 32, svg.width.baseVal.value) + "px";
+};
+document.querySelectorAll("figure.chart").forEach(figure =>
+  figure.addEventListener("click", () => enlarge(figure)));
+document.addEventListener("keydown", event => {
+  if (event.key === "Escape") document.querySelectorAll("figure.enlarged").forEach(enlarge);
+});
+"""
+"""A click on a figure enlarges it to the window, a second click or Escape puts it back."""
+
+
 def report_html(
     title: str,
     note: str,
@@ -146,23 +215,33 @@ def report_html(
     condensed: Sequence[dict[str, str]],
     full: pl.DataFrame | None,
     total: int | None = None,
+    script: str | None = None,
 ) -> str:
-    """One offline page: title and note, the figures by section, the lines saying which
-    were not drawn and why, the condensed summary, and the full one collapsed: the first
-    ``FULL_ROWS`` rows of ``full``, of ``total`` (default: its height)."""
+    """One offline page: title and note, the contents, the figures by section (each a
+    ``<details>``, open), the lines saying which were not drawn and why, the condensed
+    summary, and the full one collapsed: the first ``FULL_ROWS`` rows of ``full``, of
+    ``total`` (default: its height). ``script``: the bundle's relative path (default:
+    inlined)."""
     drawn = ordered(figures)
     parts = [f"<h1>{html.escape(title)}</h1>", f"<p>{html.escape(note)}</p>" if note else ""]
+    parts.append(contents(drawn) if drawn else "")
     kind = None
     for index, figure in enumerate(drawn):
         if figure.kind != kind:
+            parts.append("</details>" if kind is not None else "")
             kind = figure.kind
-            parts.append(f"<h2>{html.escape(SECTION_TITLES.get(kind, kind))}</h2>")
+            heading = html.escape(SECTION_TITLES.get(kind, kind))
+            parts.append(
+                f'<details class="section" id="section-{html.escape(kind)}" open>'
+                f"<summary><h2>{heading}</h2></summary>"
+            )
         parts.append(figure_tag(index, figure.stem))
+    parts.append("</details>" if kind is not None else "")
     reasons = list(dict.fromkeys(f.reason for f in figures if f.spec is None))
     if reasons:
         items = "".join(f"<li>Not drawn: {html.escape(r)}.</li>" for r in reasons)
         parts.append(f'<h2>Not drawn</h2><ul class="skipped">{items}</ul>')
-    parts.append("<h2>Summary</h2>")
+    parts.append('<h2 id="summary">Summary</h2>')
     parts.append(table(pl.DataFrame(list(condensed), schema=list(CONDENSED)), registry=False))
     if full is not None and full.height:
         total = full.height if total is None else total
@@ -174,5 +253,10 @@ def report_html(
             f"{table(full, FULL_ROWS)}</details>"
         )
     return page(
-        title, "\n".join(p for p in parts if p), [f.spec for f in drawn if f.spec is not None]
+        title,
+        "\n".join(p for p in parts if p),
+        [f.spec for f in drawn if f.spec is not None],
+        script,
+        REPORT_STYLE,
+        ENLARGE,
     )

@@ -19,7 +19,7 @@ import xarray as xr
 from sweeps.errors import ConfigError
 
 from .data import KV_FACETS, Selection, join, select, status, thin, tidy
-from .lines import LOG_LABELS, decade_ticks, log_domain, spread
+from .lines import LOG_LABELS, spread
 from .theme import (
     DECODE,
     DOES_NOT_FIT,
@@ -27,15 +27,17 @@ from .theme import (
     PREFILL,
     Size,
     category_scale,
+    device_scale,
+    device_shapes,
     heading,
     number,
-    series_scale,
     size_of,
     themed,
     title,
     tooltip,
     unit,
 )
+from .ticks import log_ticks, thinned, tight_span
 
 ROOF_DTYPES = ("fp4", "fp8", "bf16")
 """Compute dtypes that get a roof where the device has a peak: the formats LLM inference runs
@@ -105,29 +107,34 @@ def roofs(ds: xr.Dataset, dtypes: tuple[str, ...], span: tuple[float, float]) ->
 
 
 def _scales(
-    points: pl.DataFrame, roof: pl.DataFrame, ridges: list[float]
+    points: pl.DataFrame, roof: pl.DataFrame, ridges: list[float], size: Size, width: int
 ) -> tuple[alt.X, alt.Y, tuple[float, float], tuple[float, float]]:
     xs = np.r_[points["arithmetic_intensity"].drop_nulls().to_numpy(), ridges]
-    x_span = log_domain(np.r_[xs, xs.max() * 3])
-    top = float(roof["attainable_flops"].to_numpy().max()) * 3
-    y_span = log_domain(
+    x_span = tight_span(xs, above=3)  # room right of the last ridge for the roof's flat part
+    y_span = tight_span(
         np.r_[
             roof["attainable_flops"].to_numpy(),
             points["attainable_flops"].drop_nulls().to_numpy(),
-            top,
-        ]
+        ],
+        above=2,
     )
     x = alt.X(
         "arithmetic_intensity:Q",
         title=title("arithmetic_intensity"),
         scale=alt.Scale(type="log", domain=list(x_span), nice=False),
-        axis=alt.Axis(labelExpr=LOG_LABELS, values=decade_ticks(x_span)),
+        axis=alt.Axis(
+            labelExpr=LOG_LABELS,
+            values=thinned(log_ticks(x_span), x_span, width, size.font, True),
+        ),
     )
     y = alt.Y(
         "attainable_flops:Q",
         title=title("attainable_flops"),
         scale=alt.Scale(type="log", domain=list(y_span), nice=False),
-        axis=alt.Axis(format="~s", values=decade_ticks(y_span)),
+        axis=alt.Axis(
+            format="~s",
+            values=thinned(log_ticks(y_span), y_span, size.panel_height * 1.5, size.font, False),
+        ),
     )
     return x, y, x_span, y_span
 
@@ -221,10 +228,10 @@ def roofline_chart(
     present = tuple(d for d in ROOF_DTYPES if np.isfinite(peaks[d]))
     ridges = [peaks[d] / bandwidth for d in present]
     first = roofs(sel.ds, present, (1.0, 1.0))
-    x, y, x_span, y_span = _scales(points, first, ridges)
-    roof = roofs(sel.ds, present, x_span)
     text = {d: f"{d} {number(peaks[d] / 1e12)} T{unit('peak_flops')}" for d in present}
     width = plot_width(sel.size, text.values(), 520)
+    x, y, x_span, y_span = _scales(points, first, ridges, sel.size, width)
+    roof = roofs(sel.ds, present, x_span)
     labels = _roof_labels(roof, "roof", text, y_span, sel.size)
     dash = alt.StrokeDash(
         "roof:N",
@@ -246,7 +253,9 @@ def roofline_chart(
                 "status:N",
                 title="phase",
                 scale=category_scale(DECODE, PREFILL, DOES_NOT_FIT),
-                legend=alt.Legend(orient="bottom-right"),
+                legend=alt.Legend(
+                    orient="bottom-right" if sel.size.legend == "right" else "bottom"
+                ),
             ),
             order=alt.Order("feasible:Q"),
         ),
@@ -296,7 +305,8 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
     points = pl.concat([phase_points(sel)[0].filter(pl.col("feasible")) for sel in drawn])
     ridges = [float(np.max(sel.ds["ridge_point"].values)) for sel in drawn]
     first = pl.concat([roofs(sel.ds, (compute_dtype(sel),), (1.0, 1.0)) for sel in drawn])
-    x, y, x_span, y_span = _scales(points, first, ridges)
+    plot = plot_width(size, names, 560)
+    x, y, x_span, y_span = _scales(points, first, ridges, size, plot)
     roof = pl.concat(
         [
             roofs(sel.ds, (compute_dtype(sel),), x_span).with_columns(
@@ -306,10 +316,16 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
         ]
     )
     labels = _roof_labels(roof, "hardware", {n: n for n in names}, y_span, size)
-    color = alt.Color("hardware:N", title="hardware", scale=series_scale(names), legend=None)
+    ids = [sel.hardware for sel in drawn]
+    color = alt.Color("hardware:N", title="hardware", scale=device_scale(ids, names), legend=None)
+    marker = alt.Shape("hardware:N", scale=device_shapes(ids, names), legend=None)
+    ridge_vertices = roof.group_by("hardware", maintain_order=True).agg(pl.all().get(1))
     font = size.font
     layers = [
         alt.Chart(roof).mark_line(strokeWidth=1.8).encode(x=x, y=y, color=color),
+        alt.Chart(ridge_vertices)  # each roof's ridge, in the device's marker: roofs cross
+        .mark_point(filled=True, size=9 * font, opacity=1)
+        .encode(x=x, y=y, color=color, shape=marker),
         alt.Chart(points)
         .mark_point(filled=True, size=4 * font, opacity=0.7)
         .encode(
@@ -320,7 +336,9 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
             shape=alt.Shape(
                 "phase:N",
                 scale=alt.Scale(domain=[DECODE, PREFILL], range=["circle", "triangle-up"]),
-                legend=alt.Legend(title="phase", orient="bottom-right"),
+                legend=alt.Legend(
+                    title="phase", orient="bottom-right" if size.legend == "right" else "bottom"
+                ),
             ),
         ),
         alt.Chart(labels)
@@ -342,7 +360,7 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
     ]
     return alt.LayerChart(
         layer=layers,
-        width=plot_width(size, names, 560),
+        width=plot,
         height=int(size.panel_height * 1.5),
         title=heading(f"{selections[0].model}: roofline across devices", caption, size),
     )

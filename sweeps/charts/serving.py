@@ -27,8 +27,11 @@ from .theme import (
     DECODE,
     INK,
     PREFILL,
+    Size,
+    device_scale,
+    device_shapes,
+    fit_title,
     heading,
-    series_scale,
     size_of,
     themed,
     title,
@@ -96,6 +99,27 @@ def _frame(ds: xr.Dataset, names: list[str], at: dict[str, Any]) -> pd.DataFrame
     return ds[names].sel(at).to_dataframe().reset_index()
 
 
+def panel_width(size: Size, panels: int, legend: int) -> int:
+    """Width [px] of each of ``panels`` side by side in a figure of ``size``: what is left of
+    its width after the y axis (``size.left``), a legend of ``legend`` [px] on the right (on a
+    screen; in print it goes below) and 16 px between panels, and never under 48 [px]."""
+    beside = legend if size.legend == "right" else 0
+    return max(48, int((size.width - size.left - beside - 16 * (panels - 1)) / panels))
+
+
+def band_ticks(values: list[int], width: float, font: float) -> list[int]:
+    """The values of a band axis of ``width`` [px] whose labels (written level) clear each
+    other (``lines.spaced``), first kept [-]."""
+    from .lines import spaced
+
+    if not values:
+        return []
+    band = width / len(values)
+    positions = (np.arange(len(values)) + 0.5) * band
+    widths = np.array([len(f"{v}") * 0.64 * font for v in values])
+    return [values[i] for i in spaced(positions, widths, 0.5 * font)]
+
+
 def objectives(ds: xr.Dataset) -> tuple[float, float]:
     """The grid's TTFT and TPOT objectives [s]."""
     return float(ds.attrs["ttft_slo_s"]), float(ds.attrs["tpot_slo_s"])
@@ -124,7 +148,8 @@ def pareto_chart(
     scale = alt.Scale(type="log", domain=[lo, hi], nice=False)
     x = alt.X(f"{x_name}:Q", title=title(x_name), scale=scale)
     y = alt.Y(f"{y_name}:Q", title=title(y_name), scale=alt.Scale(type="log"))
-    color = alt.Color("hardware:N", title="device", scale=series_scale(devices))
+    color = alt.Color("hardware:N", title="device", scale=device_scale(devices))
+    marker = alt.Shape("hardware:N", title="device", scale=device_shapes(devices))
     tips = [
         alt.Tooltip("hardware:N"),
         alt.Tooltip("mode:N"),
@@ -140,7 +165,11 @@ def pareto_chart(
         .encode(x=alt.X("from:Q", scale=scale), x2="to:Q")
     )
     edge = alt.Chart(region).mark_rule(color=INK, strokeDash=[4, 3]).encode(x="from:Q")
-    dots = alt.Chart(data).mark_circle(size=14, opacity=0.25).encode(x, y, color, tooltip=tips)
+    dots = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=3 * size.font, opacity=0.8)
+        .encode(x, y, color, marker, tooltip=tips)
+    )
     front = data[data["on_pareto_front"]].sort_values(x_name)
     lines = (
         alt.Chart(front)
@@ -166,7 +195,7 @@ def pareto_chart(
     return alt.LayerChart(
         layer=[shade, edge, dots, lines],
         title=heading("Throughput per device against speed per user", caption, size),
-        width=size.width - size.left - 120,
+        width=panel_width(size, 1, 120),
         height=size.panel_height * 1.6,
     )
 
@@ -192,12 +221,18 @@ def request_time_chart(
     decode (latency minus TTFT), a panel per device (at its smallest tp that fits) and mode."""
     size, work = size_of(width), Workload.of(ds, model, weight_dtype)
     data = _split(ds, work)
+    batches = sorted(int(b) for b in data["batch"].unique())
+    panel = panel_width(size, 2, 160)
     phases = alt.Scale(domain=[PREFILL, DECODE], range=[COLORS[PREFILL], COLORS[DECODE]])
     bars = (
         alt.Chart(data)
         .mark_bar()
         .encode(
-            x=alt.X("batch:O", title=title("batch")),
+            x=alt.X(
+                "batch:O",
+                title=fit_title(title("batch"), panel + 16, size.font + 1),
+                axis=alt.Axis(labelAngle=0, values=band_ticks(batches, panel, size.font)),
+            ),
             y=alt.Y("s:Q", title=title("request_latency_s"), stack="zero"),
             color=alt.Color("phase:N", title="phase", scale=phases, sort=[PREFILL, DECODE]),
             order=alt.Order("phase_order:Q"),
@@ -211,7 +246,7 @@ def request_time_chart(
             ],
         )
         .transform_calculate(phase_order=f"datum.phase == '{PREFILL}' ? 0 : 1")
-        .properties(width=(size.width - size.left - 160) / 2, height=size.panel_height * 0.7)
+        .properties(width=panel, height=size.panel_height * 0.7)
     )
     caption = [
         work.caption(),
@@ -259,10 +294,11 @@ def _dates(plans: pl.DataFrame) -> list[str]:
 @themed
 def fleet_chart(
     ds: xr.Dataset, model: str | None = None, weight_dtype: str | None = None, width: str = "screen"
-) -> alt.HConcatChart:
+) -> alt.HConcatChart | alt.VConcatChart:
     """Devices [device] and cost per million output tokens [USD] against arrival rate
     [request/s]: the cheapest colocated and the cheapest disaggregated plan meeting the
-    objectives, each cost with the dates of its prices."""
+    objectives, each cost with the dates of its prices; side by side on a screen, stacked in a
+    print column."""
     size, work = size_of(width), Workload.of(ds, model, weight_dtype)
     plans = fleet_plans(ds, work)
     cost = "cost_per_million_output_tokens_usd"
@@ -293,7 +329,8 @@ def fleet_chart(
         alt.Tooltip("price_as_of:N", title="prices as of (prefill / decode)"),
     ]
     base = alt.Chart(data).mark_line(point=True).encode(x, color=alt.Color("mode:N", scale=modes))
-    panel = {"width": (size.width - size.left - 200) / 2, "height": size.panel_height}
+    across = size.legend == "right"  # on a screen side by side; in a print column stacked
+    panel = {"width": panel_width(size, 2 if across else 1, 200), "height": size.panel_height}
     devices = base.encode(
         y=alt.Y("devices:Q", title=title("devices"), scale=alt.Scale(type="log")), tooltip=tips
     ).properties(**panel)
@@ -306,7 +343,7 @@ def fleet_chart(
         "The cheapest plan of each mode meeting both objectives, idle capacity paid for; "
         f"catalog prices as of {dates}. A rate with no priced plan has no point.",
     ]
-    return alt.hconcat(devices, costs).properties(
+    return (alt.hconcat if across else alt.vconcat)(devices, costs).properties(
         title=heading("Devices and cost against arrival rate", caption, size)
     )
 

@@ -53,15 +53,19 @@ def cdf_chart(simulated: list[Any], metric: str, objective: float) -> Any:
     """The CDF chart of ``metric`` (``ttft`` or ``tpot``) with the objective as a rule."""
     import altair as alt
 
+    from .theme import series_scale
+
     frame = cdf_frame(simulated, metric).to_pandas()
     title = METRICS[metric][1]
+    plans = list(dict.fromkeys(str(p) for p in frame["plan"]))  # the colour-blind-safe hues
     lines = (
         alt.Chart(frame)
         .mark_line(interpolate="step-after")
         .encode(
             x=alt.X("value:Q", title=title),
             y=alt.Y("share:Q", title="Share of requests", scale=alt.Scale(domain=[0, 1])),
-            color=alt.Color("plan:N", title="Simulated plan"),
+            color=alt.Color("plan:N", title="Simulated plan", scale=series_scale(plans)),
+            strokeDash=alt.StrokeDash("plan:N", title="Simulated plan"),  # beside the hue
         )
     )
     rule = alt.Chart(alt.Data(values=[{"slo": objective}])).mark_rule(strokeDash=[4, 4])

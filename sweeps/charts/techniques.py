@@ -21,9 +21,19 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .lines import LOG_LABELS
 from .report import Figure
-from .serving import SCENARIO_DIMS
-from .theme import heading, number, size_of
+from .serving import SCENARIO_DIMS, panel_width
+from .theme import (
+    device_scale,
+    device_shapes,
+    heading,
+    number,
+    series_scale,
+    series_shapes,
+    size_of,
+)
+from .ticks import log_ticks, thinned
 
 SPECULATIVE, PREFIX = "speculative", "prefix"
 TECHNIQUES = frozenset({SPECULATIVE, PREFIX})
@@ -107,7 +117,13 @@ def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -
         f"k = {k}, {d}" for k, d in zip(frame.spec_tokens, frame.spec_draft, strict=True)
     ]
     size = size_of(width)
-    x = alt.X("batch:Q", scale=alt.Scale(type="log"), title="batch [sequence]")
+    batches = [int(b) for b in ds["batch"].values]
+    x = alt.X(
+        "batch:Q",
+        scale=alt.Scale(type="log", domain=[batches[0], batches[-1]], nice=False),
+        title="batch [sequence]",
+    )
+    columns = min(3, len(set(frame["panel"])))
     color = alt.Color("spec_acceptance:O", title="alpha")
     base = alt.Chart()
     lines = base.mark_line(point=True).encode(
@@ -119,6 +135,7 @@ def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -
     caption = [_caption(at, "context"), speedup_sentence(ds, model)]
     return (
         alt.layer(lines, one, marks, data=frame)  # one frame: the facet splits every layer
+        .properties(width=panel_width(size, columns, 80), height=size.panel_height)
         .facet(facet=alt.Facet("panel:N", title=None), columns=3)
         .properties(title=heading("Speedup of speculative decoding against batch", caption, size))
     )
@@ -150,17 +167,39 @@ def verify_roofline_chart(ds: xr.Dataset, model: str, width: str = "screen", **_
     lo = float(frame.verify_arithmetic_intensity.min()) / 2
     hi = max(float(frame.verify_arithmetic_intensity.max()) * 2, ridge * 4)
     roof = pd.DataFrame({"ai": [lo, ridge, hi], "roof": [peak * lo / ridge, peak, peak]})
-    x = alt.X("ai:Q", scale=alt.Scale(type="log"), title="arithmetic intensity [FLOP/byte]")
-    y = alt.Y("roof:Q", scale=alt.Scale(type="log"), title="attainable [FLOP/s]")
+    size = size_of(width)
+    plot, tall = panel_width(size, 1, 120), int(size.panel_height * 1.5)
+    spans = (lo, hi), (min(peak * lo / ridge, float(frame.attained.min())) / 1.5, peak * 1.5)
+    x = alt.X(
+        "ai:Q",
+        title="arithmetic intensity [FLOP/byte]",
+        scale=alt.Scale(type="log", domain=list(spans[0]), nice=False),
+        axis=alt.Axis(
+            labelExpr=LOG_LABELS,
+            values=thinned(log_ticks(spans[0]), spans[0], plot, size.font, True),
+        ),
+    )
+    y = alt.Y(
+        "roof:Q",
+        title="attainable [FLOP/s]",
+        scale=alt.Scale(type="log", domain=list(spans[1]), nice=False),
+        axis=alt.Axis(
+            format="~s", values=thinned(log_ticks(spans[1]), spans[1], tall, size.font, False)
+        ),
+    )
     roofs = alt.Chart(roof).mark_line(color="#555").encode(x=x, y=y)
+    batches = [int(frame.batch.min()), int(frame.batch.max())]  # two sizes: a short legend
     points = alt.Chart(frame).mark_point(filled=True).encode(
         x=alt.X("verify_arithmetic_intensity:Q"), y=alt.Y("attained:Q"),
-        color=alt.Color("spec_tokens:O", title="k"), size=alt.Size("batch:Q", title="batch"),
+        color=alt.Color("spec_tokens:O", title="k"),
+        size=alt.Size("batch:Q", title="batch", legend=alt.Legend(values=batches)),
         tooltip=["spec_tokens", "batch", "verify_arithmetic_intensity", "attained"],
     )  # fmt: skip
     caption = [_caption(at, "context"), verify_sentence(ds, model)]
     return alt.layer(roofs, points).properties(
-        title=heading("The verify step on the roofline", caption, size_of(width))
+        title=heading("The verify step on the roofline", caption, size),
+        width=plot,
+        height=tall,
     )
 
 
@@ -187,11 +226,13 @@ def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: An
     at = _at(ds, model, "prompt")
     sel = ds.sel(at).isel(batch=0)
     frame = sel[["prefix_ttft_s"]].to_dataframe().reset_index()
+    tiers = [str(t) for t in ds["kv_tier"].values]  # lines cross: a hue and a marker each
     recompute = pd.DataFrame({"ttft_s": [float(sel["ttft_s"])]})
     x = alt.X("prefix_hit_rate:Q", title="prefix hit rate [1]", axis=alt.Axis(format="%"))
     lines = alt.Chart(frame).mark_line(point=True).encode(
         x=x, y=alt.Y("prefix_ttft_s:Q", title="TTFT bound [s]"),
-        color=alt.Color("kv_tier:N", title="tier"),
+        color=alt.Color("kv_tier:N", title="tier", scale=series_scale(tiers)),
+        shape=alt.Shape("kv_tier:N", title="tier", scale=series_shapes(tiers)),
         tooltip=["kv_tier", "prefix_hit_rate", "prefix_ttft_s"],
     )  # fmt: skip
     rule = alt.Chart(recompute).mark_rule(strokeDash=[4, 4]).encode(y="ttft_s:Q")
@@ -199,8 +240,11 @@ def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: An
         _caption(at, "prompt") + " Dashed: recomputing the whole prompt.",
         prefix_sentence(ds, model),
     ]
+    size = size_of(width)
     return alt.layer(lines, rule).properties(
-        title=heading("Time to first token against prefix hit rate", caption, size_of(width))
+        title=heading("Time to first token against prefix hit rate", caption, size),
+        width=panel_width(size, 1, 120),
+        height=size.panel_height,
     )
 
 
@@ -260,6 +304,7 @@ def energy_chart(
     names = ["serving_output_tokens_per_joule", "tokens_per_s_per_user", "serving_feasible"]
     frame = ds[names].sel(at).to_dataframe().reset_index()
     frame = frame[frame.serving_feasible & np.isfinite(frame.serving_output_tokens_per_joule)]
+    devices = [str(h) for h in ds["hardware"].values]
     best = frame.serving_output_tokens_per_joule.max() if len(frame) else float("nan")
     sentence = (
         f"At most {number(float(best))} output tokens per joule (serial-prefill, devices at "
@@ -271,7 +316,8 @@ def energy_chart(
         x=alt.X("tokens_per_s_per_user:Q", scale=alt.Scale(type="log"),
                 title="tokens/s per user [token/s]"),
         y=alt.Y("serving_output_tokens_per_joule:Q", title="output tokens per joule [token/J]"),
-        color=alt.Color("hardware:N", title="device"),
+        color=alt.Color("hardware:N", title="device", scale=device_scale(devices)),
+        shape=alt.Shape("hardware:N", title="device", scale=device_shapes(devices)),
         tooltip=["hardware", "tp", "batch", "serving_output_tokens_per_joule"],
     )  # fmt: skip
     caption = [
@@ -279,6 +325,9 @@ def energy_chart(
         f"{at['output_tokens']} output tokens per request.",
         sentence,
     ]
+    size = size_of(width)
     return points.properties(
-        title=heading("Tokens per joule against speed per user", caption, size_of(width))
+        title=heading("Tokens per joule against speed per user", caption, size),
+        width=panel_width(size, 1, 120),
+        height=size.panel_height,
     )

@@ -23,20 +23,23 @@ import altair as alt
 
 from sweeps.grid.variables import BOTTLENECK_FLAGS, REGISTRY
 
+from .palette import PALETTE, SHAPES, device_colour, device_shape
+
 DOES_NOT_FIT = "does not fit"
 MEMORY_BOUND, COMPUTE_BOUND = BOTTLENECK_FLAGS
 DECODE, PREFILL = "decode", "prefill"
 
 COLORS: dict[str, str] = {
-    MEMORY_BOUND: "#e6862b",
-    COMPUTE_BOUND: "#3b6fb6",
-    DECODE: "#8e44ad",
-    PREFILL: "#2a9d6f",
+    MEMORY_BOUND: "#E69F00",
+    COMPUTE_BOUND: "#0072B2",
+    DECODE: "#CC79A7",
+    PREFILL: "#009E73",
     DOES_NOT_FIT: "#c9c9c9",
-    "colocated": "#1b6ca8",
-    "disaggregated": "#d1495b",
+    "colocated": "#56B4E9",
+    "disaggregated": "#D55E00",
 }
-"""Categorical colours, one meaning each across all charts."""
+"""Categorical colours, one meaning each across all charts: Okabe-Ito hues and a grey, every
+pair apart for colour-blind readers (``palette.MIN_DELTA_E``)."""
 
 INK = "#222222"
 """Annotations: ridge rules, outlines, labels."""
@@ -44,17 +47,9 @@ HALO = "#ffffff"
 """Drawn under an ``INK`` mark so that it stands out on every colour of a scale."""
 SEQUENTIAL: Final = "viridis"
 """Scheme of continuous quantities (fraction of the ceiling)."""
-SERIES: Final = (
-    "#1b6ca8",
-    "#d1495b",
-    "#2a9d6f",
-    "#edae49",
-    "#6a4c93",
-    "#00a6c0",
-    "#8c564b",
-    "#4d4d4d",
-)
-"""Distinct hues of the lines of one chart (contexts, devices): eight, then repeated."""
+SERIES: Final = PALETTE
+"""Distinct hues of the lines of one chart (contexts, tiers): six, then repeated; a
+device takes its own (``device_scale``)."""
 
 FONT = "DejaVu Sans, Liberation Sans, Helvetica, Arial, sans-serif"
 
@@ -209,13 +204,33 @@ def themed(builder: Callable[..., Any]) -> Callable[..., Any]:
     return build
 
 
+UNIT_WORDS: Final = frozenset({"s", "ms", "usd", "j", "w"})
+"""Last words of variable names that only say the unit (``step_time_s``): a title leaves them
+to its bracket, so the unit is written once ("step time [s]", not "step time s [s]")."""
+
+
 def title(name: str) -> str:
-    """Axis or legend title of a registry variable: its label, unit in brackets.
+    """Axis or legend title of a registry variable: its name in words, unit in brackets, the
+    unit written once ("cost per million output tokens [USD]"; "per s" spelled "per second").
 
     Categorical variables (unit ``-``) show no bracket.
     """
     entry = REGISTRY[name]
-    return entry.name.replace("_", " ") if entry.unit == "-" else entry.label
+    words = entry.name.split("_")
+    if len(words) > 1 and words[-1] in UNIT_WORDS and words[-2] != "per":
+        words = words[:-1]
+    text = " ".join(words).replace(" per s ", " per second ")
+    text = text[:-6] + " per second" if text.endswith(" per s") else text
+    return text if entry.unit == "-" else f"{text} [{entry.unit}]"
+
+
+def fit_title(text: str, room: float, font: float) -> str | list[str]:
+    """``text`` (a title), broken before its unit bracket into two lines where one line of
+    ``font`` [px] would be longer than ``room`` [px] (a narrow panel's axis) [-]."""
+    if "[" not in text or len(text) * 0.62 * font <= room:
+        return text
+    at = text.rindex(" [")
+    return [text[:at], text[at + 1 :]]
 
 
 def unit(name: str) -> str:
@@ -231,6 +246,23 @@ def category_scale(*names: str) -> alt.Scale:
 def series_scale(names: Sequence[str]) -> alt.Scale:
     """Nominal scale giving each of ``names`` its own hue of ``SERIES``."""
     return alt.Scale(domain=list(names), range=[SERIES[i % len(SERIES)] for i in range(len(names))])
+
+
+def series_shapes(names: Sequence[str]) -> alt.Scale:
+    """Nominal scale giving each of ``names`` its own marker of ``SHAPES``, beside its hue."""
+    return alt.Scale(domain=list(names), range=[SHAPES[i % len(SHAPES)] for i in range(len(names))])
+
+
+def device_scale(devices: Sequence[str], shown: Sequence[str] | None = None) -> alt.Scale:
+    """Nominal scale of the colour of each of ``devices`` (catalog ids), the same in every
+    study (``palette.DEVICE_ORDER``); ``shown``: the labels the chart writes for them (default
+    the ids)."""
+    return alt.Scale(domain=list(shown or devices), range=[device_colour(d) for d in devices])
+
+
+def device_shapes(devices: Sequence[str], shown: Sequence[str] | None = None) -> alt.Scale:
+    """Nominal scale of the marker of each of ``devices`` (catalog ids), as ``device_scale``."""
+    return alt.Scale(domain=list(shown or devices), range=[device_shape(d) for d in devices])
 
 
 def tooltip(name: str, fmt: str = "", field: str = "") -> alt.Tooltip:

@@ -34,8 +34,27 @@ def _pool(row: dict[str, Any], side: str) -> str:
     return f"{replicas}{row[f'{side}_hardware']} {layout}"
 
 
+def _techniques(row: dict[str, Any]) -> list[str]:
+    """A plan's speculation (``k``, the draft, at the acceptance) and prefix cache (the hit
+    rate, the tier), where the run has their axes: the draft is ``-`` at ``k = 0`` and the
+    tier at ``h = 0`` (neither is in the plan)."""
+    cells = []
+    if "spec_tokens" in row:
+        k = row["spec_tokens"]
+        cells += [
+            "-" if k is None else grouped(k),
+            "-" if not k else str(row["spec_draft"]),
+            "-" if row["spec_acceptance"] is None else f"{row['spec_acceptance']:g}",
+        ]
+    if "prefix_hit_rate" in row:
+        hit = row["prefix_hit_rate"]
+        cells += ["-" if hit is None else f"{hit:.0%}", "-" if not hit else str(row["kv_tier"])]
+    return cells
+
+
 def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
-    """The cheapest plan that meets the objectives per model, weights, workload and rate."""
+    """The cheapest plan that meets the objectives per model, weights, workload and rate;
+    with speculation or a prefix cache in the run, which ``k``, draft and tier it takes."""
     from rich.text import Text
 
     from sweeps.cli.console import table as new_table
@@ -49,6 +68,9 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
         rows = rows[:PLAN_ROWS]
     table = new_table(f"{title}: cheapest serving plans", "; ".join(notes))
     heads = ["model", "weights", "I", "O", "req/s", "plan", "prefill", "decode", "devices"]
+    first = rows[0] if rows else {}
+    heads += ["k", "draft", "accept"] if "spec_tokens" in first else []
+    heads += ["hit", "tier"] if "prefix_hit_rate" in first else []
     heads += ["$/M tok", "TTFT ms", "TPOT ms", "decode share"]
     for head in heads:
         table.add_column(Text(head), no_wrap=True, overflow="ellipsis")
@@ -64,6 +86,7 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
             _pool(row, "prefill") if found else "",
             _pool(row, "decode") if found else "",
             grouped(row["devices"]) if found and row["devices"] is not None else "",
+            *_techniques(row),
             _money(row["cost_per_million_output_tokens_usd"]),
             _ms(row["ttft_s"]),
             _ms(row["tpot_s"]),

@@ -150,11 +150,13 @@ from sweeps.physics.serving import (
     time_per_output_token,
 )
 from sweeps.physics.speculative import (
+    expected_square_tokens,
     expected_tokens,
     first_batch_at_most,
     mtp_layer_params,
     mtp_pass_bytes,
     mtp_pass_flops,
+    random_stalls,
     speculative_speedup,
     speculative_time_per_token,
     useful_share,
@@ -162,6 +164,7 @@ from sweeps.physics.speculative import (
     verify_bytes,
     verify_cached_layer_tokens,
     verify_flops_per_sequence,
+    verify_steps,
 )
 from sweeps.physics.textbook import classify_llm_phases, compute_arithmetic_intensity
 
@@ -200,6 +203,7 @@ __all__ = [
     "embedding_params",
     "energy_per_token",
     "expected_experts_touched",
+    "expected_square_tokens",
     "expected_tokens",
     "experts_touched_per_rank",
     "first_batch_at_most",
@@ -258,6 +262,7 @@ __all__ = [
     "prefill_time_share",
     "prefixes_held",
     "rank_share",
+    "random_stalls",
     "reload_bytes",
     "reload_time",
     "replica_devices",
@@ -292,6 +297,7 @@ __all__ = [
     "verify_bytes",
     "verify_cached_layer_tokens",
     "verify_flops_per_sequence",
+    "verify_steps",
     "weight_bytes",
     "weights_per_request",
     "weights_read_with_gather",

@@ -264,3 +264,74 @@ def mtp_pass_bytes(
     Pass bytes [byte]
     """
     return layer_weights_read + logit_bytes + batch * layer_cache_bytes
+
+
+def expected_square_tokens(draft_tokens: Array, acceptance: Array) -> Array:
+    """Second moment of the tokens one verification yields, ``E[X^2]``.
+
+    ``X`` is ``j`` with probability ``a^(j-1) (1 - a)`` for ``j <= k`` and ``k + 1`` with
+    ``a^k``; ``E[X^2] = sum_{j=1}^{k+1} (2 j - 1) a^(j-1)``, ``(k + 1)^2`` at ``a = 1``.
+
+    Parameters
+    ----------
+    draft_tokens : Draft tokens per verification, ``k >= 0`` [token]
+    acceptance : Per-token acceptance probability, ``0 <= a <= 1`` [1]
+
+    Returns
+    -------
+    ``E[X^2]`` [token**2]
+    """
+    rows = draft_tokens + 1
+    below = acceptance < 1
+    a = where(below, acceptance, 0.0)
+    weighted = (1 - (rows + 1) * a**rows + rows * a ** (rows + 1)) / (1 - a) ** 2
+    square = 2 * weighted - expected_tokens(draft_tokens, a)
+    return where(below, square, rows * rows)
+
+
+def verify_steps(tokens: Array, draft_tokens: Array, acceptance: Array) -> Array:
+    """Verification steps one sequence takes, on average, to produce ``n`` tokens.
+
+    Each step yields ``X`` tokens (``expected_tokens``), the last one cut to what the sequence
+    still needs, so the steps are the renewal count ``(n + overshoot) / E`` with the mean
+    overshoot ``E[X (X - 1)] / (2 E)`` of the lattice renewal theorem (exact on average over
+    ``n``; its error falls geometrically in ``n`` for ``0 < a < 1``). ``k = 0`` or ``a = 0``:
+    ``n`` exactly; 0 at ``n = 0``.
+
+    Parameters
+    ----------
+    tokens : Tokens to produce, ``n >= 0`` (``O - 1`` of a request) [token]
+    draft_tokens : Draft tokens per verification, ``k >= 0`` [token]
+    acceptance : Per-token acceptance probability, ``0 <= a <= 1`` [1]
+
+    Returns
+    -------
+    Verification steps [1]
+    """
+    e = expected_tokens(draft_tokens, acceptance)
+    overshoot = (expected_square_tokens(draft_tokens, acceptance) - e) / (2 * e)
+    return where(tokens > 0, (tokens + overshoot) / e, 0.0)
+
+
+def random_stalls(batch: Array, steps: Array, after_share: Array) -> Array:
+    """Prefills of other requests a slot's decode sees when slots finish at random steps.
+
+    With speculation a request takes a random number of verify steps (mean ``n``,
+    ``verify_steps``), so the ``B`` slots do not free in fixed groups: each other slot
+    finishes at a given step with probability about ``1 / n``, independently. Over a life of
+    ``n - 1`` steps after its first it sees ``(B - 1)(n - 1) / n`` of the others' prefills, and
+    of the ``(B - 1) / n`` that finished with its own predecessor the share ``after_share``
+    prefilled after it (``1/2`` one prompt a step; 0 prefilled together):
+    ``(B - 1)(1 - (1 - after_share) / n)``.
+
+    Parameters
+    ----------
+    batch : Slots, ``B`` [sequence]
+    steps : Verify steps of a request, ``n > 0`` [1]
+    after_share : Share of the prompts admitted at its own step prefilled after it [1]
+
+    Returns
+    -------
+    Prefills seen per request [1]
+    """
+    return (batch - 1) * (1 - (1 - after_share) / steps)

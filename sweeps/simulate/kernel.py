@@ -18,6 +18,14 @@ between steps; prefilled prompts wait for a slot, at most ``B`` of them), ``GREE
 decode, then the whole leftover budget to the waiting prompts in order, a prompt holding its
 slot from its first chunk: ``max_num_seqs = B``).
 
+With speculation (``rows = k + 1``) a decode slot's step is a verify of ``k + 1`` rows from its
+context (``decode_flops`` and ``verify_cache`` are then the verify step's tables, ``k + 1``
+tokens of the step's budget and weight reads), the draft's ``draft_passes`` rooflines run
+before it, and the slot advances by its next acceptance draw, cut to what it still needs. With
+a prefix hit a prompt starts at its ``cached`` tokens, its prefix reloaded over
+``tier_bandwidth`` overlapped with the step: ``max(roofline, reload)``
+(``sweeps.simulate.speculation``). ``rows = 1`` and no hit are the plain loop exactly.
+
 The loop is plain Python that numba compiles (``compiled``); without numba the same function
 runs interpreted, step by step, and gives the same numbers.
 """
@@ -60,19 +68,24 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
     arrival, prompt, output, closed, warm, decode_flops, cache, pairs, weights,
     token_flops, pair_flops, logit_flops, peak, bandwidth, slots, budget, scheduler, pace,
     admit, first, done, totals,
+    verify_cache, rows, draws, draw_start, draft_passes, draft_shift, draft_flops, draft_cache,
+    draft_weights, cached, tier_bandwidth,
 ):  # fmt: skip
     n = prompt.size
     # the decoding requests, packed in [0, active): context, decode tokens left, request
     slot_ctx = np.zeros(slots, np.int64)
     slot_left = np.zeros(slots, np.int64)
     slot_req = np.zeros(slots, np.int64)
+    slot_draw = np.zeros(slots, np.int64)  # the slot's next acceptance draw (speculation)
     held, active = 0, 0  # slots held (decoding, and prefilling for chunked-greedy), decoding
     t, busy, steps = 0.0, 0.0, 0
     arrived, nxt, progress, ready, finished, released = 0, 0, 0, 0, 0, closed
     credit = 0.0
+    begun = False  # whether prompt nxt has had its first chunk (chunked schedulers)
     for r in range(warm):  # a warm start: prefilled, decoding, their first token at 0
         admit[r], first[r] = 0.0, 0.0
         slot_req[active], slot_ctx[active], slot_left[active] = r, prompt[r] + 1, output[r] - 1
+        slot_draw[active] = draw_start[r]
         active += 1
     held, nxt, ready = active, warm, warm
     while finished < n:
@@ -83,6 +96,7 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
                 if output[ready] > 1:
                     slot_req[active], slot_ctx[active] = ready, prompt[ready] + 1
                     slot_left[active] = output[ready] - 1
+                    slot_draw[active] = draw_start[ready]
                     held += 1
                     active += 1
                 ready += 1
@@ -96,17 +110,26 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
             room = slots - held if scheduler == BATCHED else min(slots - held, 1)
             whole = min(room, arrived - nxt)
             decodes = whole == 0 and active > 0
-        flops, nbytes, tokens = 0.0, 0.0, 0
-        if decodes:
+        flops, nbytes, tokens, reload, drafted = 0.0, 0.0, 0, 0.0, 0.0
+        if decodes:  # a verify step of ``rows`` rows a slot (1: a plain decode)
             for s in range(active):
                 flops += decode_flops[slot_ctx[s]]
-                nbytes += cache[slot_ctx[s]]
-            tokens += active
+                nbytes += verify_cache[slot_ctx[s]]
+            tokens += active * rows
+            for j in range(draft_passes):  # the draft's passes, each its own roofline
+                draft_work, draft_bytes = 0.0, draft_weights[active]
+                for s in range(active):
+                    draft_work += draft_flops[slot_ctx[s] + draft_shift * j]
+                    draft_bytes += draft_cache[slot_ctx[s] + draft_shift * j]
+                drafted += _roofline_time(draft_work, draft_bytes, peak, bandwidth)
         start = nxt
         for r in range(nxt, nxt + whole):
-            flops += token_flops * prompt[r] + pair_flops * pairs[prompt[r]] + logit_flops
+            hit = cached[r]
+            flops += token_flops * (prompt[r] - hit) + logit_flops
+            flops += pair_flops * (pairs[prompt[r]] - pairs[hit])
             nbytes += cache[prompt[r]]
-            tokens += prompt[r]
+            reload += cache[hit]
+            tokens += prompt[r] - hit
             admit[r] = t
         held += whole
         nxt += whole
@@ -121,12 +144,15 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
                     allow = 1
             used = 0
             while allow > 0 and nxt < arrived:
-                if progress == 0:
+                if not begun:
                     if scheduler == GREEDY:
                         if held >= slots:
                             break
                         held += 1
                     admit[nxt] = t
+                    begun = True
+                    progress = cached[nxt]
+                    reload += cache[progress]
                 take = min(prompt[nxt] - progress, allow)
                 stop = progress + take
                 flops += token_flops * take + pair_flops * (pairs[stop] - pairs[progress])
@@ -140,6 +166,7 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
                 if progress == prompt[nxt]:
                     nxt += 1
                     progress = 0
+                    begun = False
             if scheduler == PACED:
                 credit = min(credit - used, pace)
         if tokens == 0:  # nothing to run: wait for the next arrival
@@ -148,19 +175,25 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
             t = max(t, arrival[arrived])
             continue
         nbytes += weights[tokens]
-        step = _roofline_time(flops, nbytes, peak, bandwidth)
+        # the reload from the prefix's tier overlapped with the step, the draft before it
+        step = max(_roofline_time(flops, nbytes, peak, bandwidth), reload / tier_bandwidth)
+        step += drafted
         t += step
         busy += step
         steps += 1
         if decodes:
             for s in range(active - 1, -1, -1):  # backwards: a finished one takes the last's place
-                slot_ctx[s] += 1
-                slot_left[s] -= 1
+                advance = 1
+                if rows > 1:  # the accepted drafts and the target's own token, cut to what is left
+                    advance = min(draws[slot_draw[s]], slot_left[s])
+                    slot_draw[s] += 1
+                slot_ctx[s] += advance
+                slot_left[s] -= advance
                 if slot_left[s] == 0:
                     done[slot_req[s]] = t
                     active -= 1
                     slot_req[s], slot_ctx[s] = slot_req[active], slot_ctx[active]
-                    slot_left[s] = slot_left[active]
+                    slot_left[s], slot_draw[s] = slot_left[active], slot_draw[active]
                     held -= 1
                     finished += 1
                     if released < n:  # a closed loop's client sends its next request
@@ -179,6 +212,7 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
             elif scheduler != PACED:
                 slot_req[active], slot_ctx[active] = r, prompt[r] + 1
                 slot_left[active] = output[r] - 1
+                slot_draw[active] = draw_start[r]
                 active += 1
     totals[0], totals[1], totals[2] = t, busy, steps
 

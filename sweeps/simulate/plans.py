@@ -31,6 +31,21 @@ WORKLOAD = (
     "arrival_rate",
 )  # fmt: skip
 SEED = 0
+TECHNIQUES = (
+    "spec_tokens",
+    "spec_acceptance",
+    "spec_draft",
+    "prefix_hit_rate",
+    "kv_tier",
+    "ep",
+    "dp_attention",
+    "pp",
+)
+"""The speculative, prefix and parallel dims a plan carries where the sweep has them: the
+simulated replica verifies and hits as the plan does (``sweeps.simulate.speculation``), on
+its parallel layout's grid point."""
+SCENARIO = ("spec_acceptance", "prefix_hit_rate")
+"""What a workload meets beside its lengths and rate: one cheapest plan each."""
 
 _V = Variable
 SIMULATED: tuple[Variable, ...] = (
@@ -41,11 +56,26 @@ SIMULATED: tuple[Variable, ...] = (
     _V("prompt_tokens", "token", "Mean prompt tokens per request, I", "int64"),
     _V("output_tokens", "token", "Mean output tokens per request, O", "int64"),
     _V("arrival_rate", "request/s", "Poisson arrival rate of the workload", "float64"),
+    _V(
+        "spec_acceptance",
+        "1",
+        "Draft acceptance the workload meets (null: no speculation axes)",
+        "float64",
+    ),
+    _V(
+        "prefix_hit_rate",
+        "1",
+        "Prefix hit rate the workload meets (null: no prefix axes)",
+        "float64",
+    ),
     _V("hardware", "-", "Device of the plan", "str"),
     _V("tp", "device", "Devices of one replica", "int64"),
     _V("batch", "sequence", "Slots of one replica, B", "int64"),
     _V("replicas", "replica", "Replicas of the plan", "int64"),
     _V("scheduler", "-", "Named scheduler simulated (docs/serving.md section 3)", "str"),
+    _V("spec_tokens", "token", "Draft tokens of the plan, k (null: no speculation axes)", "int64"),
+    _V("spec_draft", "-", "Draft of the plan (null: no speculation axes)", "str"),
+    _V("kv_tier", "-", "Tier of the plan's cached prefixes (null: no prefix axes)", "str"),
     _V("requests", "request", "Requests simulated", "int64"),
     _V("seed", "-", "Seed of the arrivals and lengths", "int64"),
     *(
@@ -105,8 +135,13 @@ def cheapest_plans(pools: Any) -> Any:
     ranked = usable.sort(
         ["cost_per_million_output_tokens_usd", "devices"], nulls_last=True, maintain_order=True
     )
-    keys = list(WORKLOAD)
+    keys = [*WORKLOAD, *(c for c in SCENARIO if c in pools.columns)]
     return ranked.group_by(keys, maintain_order=True).first().sort(keys, maintain_order=True)
+
+
+def _plain(value: Any) -> Any:
+    """A frame's value as the axis labels have it (categories as text)."""
+    return value if value is None or isinstance(value, int | float) else str(value)
 
 
 def _index(values: Any, wanted: Any, key: str) -> int:
@@ -120,6 +155,7 @@ def _index(values: Any, wanted: Any, key: str) -> int:
 
 def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
     """The grid indices of a plan's replica in ``sweep``."""
+    from sweeps.axes import AXES
     from sweeps.config import NATIVE
 
     model = _index([m.id for m in sweep.models], plan["model"], "model")
@@ -135,19 +171,11 @@ def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
         ),
         "hardware": _index([h.id for h in sweep.hardware], plan["hardware"], "hardware"),
         "tp": _index(list(sweep.tp), plan["tp"], "tp"),
-        **_layout(sweep, plan),
-    }
-
-
-def _layout(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
-    """The grid indices of a plan's parallel layout (none without the parallel axes)."""
-    if "ep" not in plan:
-        return {}
-    flags = ["true" if v else "false" for v in sweep.dp_attention]
-    return {
-        "ep": _index(list(sweep.ep), plan["ep"], "ep"),
-        "dp_attention": _index(flags, str(plan["dp_attention"]), "dp_attention"),
-        "pp": _index(list(sweep.pp), plan["pp"], "pp"),
+        **{
+            axis.dim: _index(axis.labels(sweep), plan[axis.dim], axis.dim)
+            for axis in AXES
+            if axis.dim in TECHNIQUES and plan.get(axis.dim) is not None
+        },
     }
 
 
@@ -168,7 +196,7 @@ def simulate_plans(pools: Any, sweep: Any, lengths: Lengths | None = None) -> li
             "batch": int(found["decode_batch"]),
             "replicas": int(found["decode_replicas"]),
             "scheduler": MODE_ALIASES.get(mode, mode),
-            **{d: found[d] for d in ("ep", "dp_attention", "pp") if d in found},
+            **{d: _plain(found[d]) for d in TECHNIQUES if d in found},
         }
         if plan["scheduler"] not in SCHEDULER_CODES:
             continue

@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from sweeps import physics
 from sweeps.errors import ConfigError
 from sweeps.simulate.costs import StepCosts, step_costs
 from sweeps.simulate.kernel import CHUNKED, SCHEDULER_CODES, replica_loop
+from sweeps.simulate.speculation import Techniques, techniques
 from sweeps.simulate.workload import Arrivals, Lengths, Requests, draw_requests
 
 NO_BUDGET = 2**62
@@ -95,12 +97,13 @@ def _check(scheduler: str, batch: int, budget: int, replicas: int) -> int:
     return code
 
 
-def _max_tokens(code: int, batch: int, budget: int, prompt: np.ndarray) -> int:
-    """The largest step a scheduler can run on these prompts [token]."""
+def _max_tokens(code: int, batch: int, budget: int, prompt: np.ndarray, rows: int = 1) -> int:
+    """The largest step a scheduler can run on these prompts, ``rows`` tokens a decode
+    (``k + 1`` with speculation) [token]."""
     if code in CHUNKED:
-        return int(min(budget, batch + int(prompt.sum())))
+        return int(max(min(budget, batch * rows + int(prompt.sum())), batch * rows))
     largest = np.sort(prompt)[-batch:]
-    return int(max(batch, int(largest.sum())))
+    return int(max(batch * rows, int(largest.sum())))
 
 
 def _split(requests: Requests, arrivals: Arrivals, replicas: int, seed: int) -> np.ndarray:
@@ -112,10 +115,15 @@ def _split(requests: Requests, arrivals: Arrivals, replicas: int, seed: int) -> 
     return np.arange(n) % replicas
 
 
-def pace(batch: int, prompt: float, output: float) -> float:
+def pace(batch: int, prompt: float, output: float, rows: int = 1, acceptance: float = 0.0) -> float:
     """Prompt tokens a paced step carries on average, ``B I / (O - 1)`` at the workload's mean
-    lengths (``inf`` at ``O = 1``: the whole budget) [token]."""
-    return batch * prompt / (output - 1) if output > 1 else float("inf")
+    lengths (``inf`` at ``O = 1``: the whole budget) [token]; with speculation ``B I / n``,
+    ``n`` the verify steps of ``O - 1`` tokens (``sweeps.physics.verify_steps``)."""
+    if output <= 1:
+        return float("inf")
+    if rows == 1:
+        return batch * prompt / (output - 1)
+    return batch * prompt / float(physics.verify_steps(output - 1, rows - 1, acceptance))
 
 
 def mean_lengths(
@@ -131,17 +139,29 @@ def mean_lengths(
 
 def _run_replica(
     costs: StepCosts, req: Requests, code: int, batch: int, budget: int, paced: float,
-    use_numba: bool,
+    use_numba: bool, extra: Techniques | None, seed: int,
 ) -> tuple[np.ndarray, ...]:  # fmt: skip
     n = req.prompt.size
     admit, first, done = np.full(n, -1.0), np.full(n, -1.0), np.full(n, -1.0)
     totals = np.zeros(3)
     arrival = req.arrival.copy()
+    if extra is None or (extra.rows == 1 and extra.hit_rate == 0):  # plain: the grid's tables
+        step, cache, rows, passes, shift = costs.decode_flops, costs.cache, 1, 0, 0
+        draft = (np.zeros(1), np.zeros(1), np.zeros(1))
+        draws, starts = np.zeros(0, np.int64), np.zeros(n, np.int64)
+        cached, tier = np.zeros(n, np.int64), np.inf
+    else:
+        step, cache, rows = extra.verify_flops, extra.verify_cache, extra.rows
+        passes, shift = extra.draft_passes, extra.draft_shift
+        draft = (extra.draft_flops, extra.draft_cache, extra.draft_weights)
+        draws, starts = extra.draws(req.output, seed)
+        cached, tier = extra.cached(req.prompt), extra.tier_bandwidth
     replica_loop(use_numba)(
-        arrival, req.prompt, req.output, req.released, req.warm, costs.decode_flops, costs.cache,
+        arrival, req.prompt, req.output, req.released, req.warm, step, costs.cache,
         costs.pairs, costs.weights, costs.token_flops, costs.pair_flops, costs.logit_flops,
         costs.peak, costs.bandwidth, batch, budget, code, paced,
         admit, first, done, totals,
+        cache, rows, draws, starts, passes, shift, *draft, cached, tier,
     )  # fmt: skip
     return arrival, admit, first, done, totals
 
@@ -160,12 +180,15 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
     replicas: int = 1,
     seed: int = 0,
     use_numba: bool = True,
+    extra: Techniques | None = None,
 ) -> Timeline:
     """Simulate ``requests`` requests on ``replicas`` replicas running ``scheduler``.
 
     ``point`` is the grid's inputs at one point (``point_inputs``) or ``StepCosts`` large
     enough for the requests. ``budget`` is the token budget ``tau`` (0: none; the chunked
     schedulers need one above ``batch``). ``prompt`` and ``output`` are the lengths' means.
+    Speculation and prefix hits (``sweeps.simulate.speculation``) are the point's own where
+    it has their axes; with ready ``StepCosts`` they are ``extra`` (None: plain).
     """
     tau = int(budget) if budget > 0 else NO_BUDGET
     code = _check(scheduler, batch, tau, replicas)
@@ -174,12 +197,18 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
         raise ConfigError(msg)
     lengths = lengths or Lengths()
     req = draw_requests(arrivals, lengths, prompt, output, requests, seed)
-    paced = pace(batch, *mean_lengths(arrivals, lengths, prompt, output))
     if isinstance(point, StepCosts):
         costs = point
     else:
         context = int((req.prompt + req.output).max())
-        costs = step_costs(point, context, _max_tokens(code, batch, tau, req.prompt))
+        extra = techniques(point, context, batch)
+        tokens = _max_tokens(code, batch, tau, req.prompt, extra.rows)
+        costs = step_costs(point, context, tokens)
+    rows, alpha = (extra.rows, extra.acceptance) if extra is not None else (1, 0.0)
+    mean_prompt, mean_output = mean_lengths(arrivals, lengths, prompt, output)
+    hit = extra.hit_rate if extra is not None else 0.0
+    computed = mean_prompt if hit == 0 else max(mean_prompt * (1 - hit), 1.0)
+    paced = pace(batch, computed, mean_output, rows, alpha)
     which = _split(req, arrivals, replicas, seed)
     n = req.prompt.size
     out = {k: np.empty(n) for k in ("arrival", "admit", "first", "done")}
@@ -192,7 +221,7 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
         warm = min(int(np.count_nonzero(mine < req.warm)), batch)
         part = Requests(req.arrival[mine], req.prompt[mine], req.output[mine], released, warm)
         arrival, admit, first, done, totals[r] = _run_replica(
-            costs, part, code, batch, tau, paced, use_numba
+            costs, part, code, batch, tau, paced, use_numba, extra, seed + r
         )
         for key, values in zip(out, (arrival, admit, first, done), strict=True):
             out[key][mine] = values

@@ -14,14 +14,15 @@ from typing import Any
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Inputs
+from sweeps.grid.analyses.split import attention_ratio, splits
 from sweeps.grid.analyses.steps import weights_read
 from sweeps.physics._array import where
 
 
-def _mtp(x: Inputs, k: Any, context: Any) -> tuple[Any, Any, Any]:
-    """``k`` passes of one MTP head at ``context``: time [s], weights held [byte], one
-    sequence's head cache at ``context + k`` [byte]."""
-    tp, batch, wb = x["tp"], x["batch"], x["weight_bytes_per_param"]
+def _mtp(x: Inputs, k: Any, context: Any, batch: Any) -> tuple[Any, Any, Any]:
+    """``k`` passes of one MTP head at ``context`` for ``batch`` sequences: time [s], weights
+    held [byte], one sequence's head cache at ``context + k`` [byte]."""
+    tp, wb = x["tp"], x["weight_bytes_per_param"]
     vocab, width, layers = x["vocab_size"], x["hidden_size"], x["layers"]
     embedding = physics.embedding_params(vocab, width, x["tied_embeddings"])
     total = physics.mtp_layer_params(x["params"], embedding, layers)
@@ -38,11 +39,11 @@ def _mtp(x: Inputs, k: Any, context: Any) -> tuple[Any, Any, Any]:
     return time, total * wb / tp, layer_cache * (context + k)
 
 
-def _draft_model(x: Inputs, k: Any, context: Any, exact: bool) -> tuple[Any, Any, Any]:
-    """``k`` decode steps of the draft model from ``context``: time [s] (summed exactly over
-    integer contexts when ``exact``, else ``k`` steps at the mean one), weights held [byte],
-    one sequence's cache at ``context + k`` [byte]."""
-    tp, batch, wb, kb = x["tp"], x["batch"], x["weight_bytes_per_param"], x["kv_bytes"]
+def _draft_model(x: Inputs, k: Any, context: Any, exact: bool, batch: Any) -> tuple[Any, Any, Any]:
+    """``k`` decode steps of the draft model from ``context`` for ``batch`` sequences: time
+    [s] (summed exactly over integer contexts when ``exact``, else ``k`` steps at the mean
+    one), weights held [byte], one sequence's cache at ``context + k`` [byte]."""
+    tp, wb, kb = x["tp"], x["weight_bytes_per_param"], x["kv_bytes"]
     vocab, width, tied = x["_draft_vocab_size"], x["_draft_hidden_size"], x["_draft_tied"]
     layers, local, window = x["_draft_layers"], x["_draft_local_layers"], x["_draft_window"]
     params, active = x["_draft_params"], x["_draft_active_params"]
@@ -72,11 +73,15 @@ def _draft_model(x: Inputs, k: Any, context: Any, exact: bool) -> tuple[Any, Any
     return time, params * wb / tp, per_token * held
 
 
-def draft(x: Inputs, k: Any, context: Any, exact: bool = False) -> tuple[Any, Any, Any]:
-    """The draft's time to propose ``k`` tokens from ``context`` [s], the weights it holds
-    [byte] and one sequence's cache [byte], per device, by kind (``ngram``: nothing)."""
+def draft(
+    x: Inputs, k: Any, context: Any, exact: bool = False, batch: Any = None
+) -> tuple[Any, Any, Any]:
+    """The draft's time to propose ``k`` tokens from ``context`` for ``batch`` sequences (the
+    point's batch where not given) [s], the weights it holds [byte] and one sequence's cache
+    [byte], per device, by kind (``ngram``: nothing)."""
     kind = x["_draft_kind"]
-    mtp, model = _mtp(x, k, context), _draft_model(x, k, context, exact)
+    batch = x["batch"] if batch is None else batch
+    mtp, model = _mtp(x, k, context, batch), _draft_model(x, k, context, exact, batch)
     return tuple(
         where(kind == 2, m, where(kind == 1, t, 0.0)) for t, m in zip(mtp, model, strict=True)
     )
@@ -90,7 +95,9 @@ def verify_coefficients(x: Inputs, batch: Any, k: Any) -> tuple[tuple[Any, ...],
     Full layers are exact: rows attend ``(k + 1) S + k (k + 1) / 2`` tokens, the cache read is
     ``S + k``. A local layer counts ``(k + 1) min(S, w)`` attended tokens (exact once ``S >= w``;
     below the window it leaves out ``k (k + 1) / 2``) and ``min(S, w) + k`` cached ones.
-    ``k = 0`` gives ``steps.step_coefficients`` [FLOP, byte per token].
+    ``k = 0`` gives ``steps.step_coefficients``. The FLOPs are as their time at the GEMM
+    peak (``analyses/split.py``): attention, the per-token terms and the triangle, times
+    the attention ratio where a device runs it at another peak [FLOP, byte per token].
     """
     tp, heads, rows = x["tp"], x["heads"], k + 1
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
@@ -107,4 +114,8 @@ def verify_coefficients(x: Inputs, batch: Any, k: Any) -> tuple[tuple[Any, ...],
     q0, q_full, q_loc = physics.context_coefficients(
         batch, weights_read(x, batch * rows), 0.0, per_token, layers, local
     )
-    return (f0 + triangle, f_full, f_loc), (q0 + batch * per_token * layers * k, q_full, q_loc)
+    nbytes = (q0 + batch * per_token * layers * k, q_full, q_loc)
+    if not splits(x):
+        return (f0 + triangle, f_full, f_loc), nbytes
+    ratio = attention_ratio(x)
+    return (f0 + ratio * triangle, ratio * f_full, ratio * f_loc), nbytes

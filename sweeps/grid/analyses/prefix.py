@@ -17,7 +17,8 @@ import numpy as np
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.prefill import DIMS as PREFILL_DIMS
-from sweeps.grid.analyses.steps import cache_bytes, hit_work
+from sweeps.grid.analyses.split import split_roof
+from sweeps.grid.analyses.steps import cache_bytes, hit_work, prefill_split
 from sweeps.physics._array import where
 
 DIMS = (*PREFILL_DIMS, "prefix_hit_rate", "kv_tier")
@@ -36,6 +37,11 @@ def _compute(x: Inputs) -> dict[str, Any]:
         max_batch=max_batch, peak=x["_peak"], bandwidth=x["_bandwidth"],
         ridge=x["ridge_point"], peak_flops=x["peak_flops"],
     )  # fmt: skip
+    # the GEMMs at the weight format's peak, attention at the attention format's
+    new = physics.tokens_recomputed(x["prompt"], x["prefix_hit_rate"])
+    gemm, attention = prefill_split(x, batch, new, flops)
+    device = (x["_peak"], x["_bandwidth"])
+    roof = split_roof(x, HIT_DIMS, (gemm, attention, nbytes, ai), device, roof)
     prefix = cache_bytes(x, x["prefix_hit_rate"] * x["prompt"])
     reload_bytes = physics.reload_bytes(batch, prefix)
     reload = physics.reload_time(reload_bytes, x["_tier_bandwidth"])

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses import served
+from sweeps.grid.analyses import bounds, served
 from sweeps.grid.analyses.base import Inputs
+from sweeps.grid.analyses.drafts import draft
 from sweeps.grid.analyses.split import timed_coefficients, timed_flops
 from sweeps.grid.analyses.steps import (
     cache_bytes,
@@ -72,24 +73,47 @@ class Terms:
         )
         self.prompt_flops = _timed_prefill(x, 1, self.prompt, prefill_work(x, 1, self.prompt)[0])
         self.prompt_cache = cache_bytes(x, self.prompt)
+        # the prompt tokens a prefill computes, those cached and the prefix each reloads
+        self.computed, self.cached, self.reload = self.prompt, 0.0, 0.0
+        self.plain_flops = self.prompt_flops
+        if served.caches_prefixes(x):
+            hit = served.hit_prompt(x, self.prompt)
+            self.computed, self.cached, self.reload = hit["computed"], hit["cached"], hit["reload"]
+            self.prompt_flops, self.prompt_cache = hit["flops"], hit["writes"]
+        # a slot's rows a step and its verify steps a request (O - 1 without speculation)
+        self.rows, self.random = served.rows(x), served.randomly_accepted(x)
+        self.steps = self.output - 1
+        if served.speculates(x):
+            self.steps = self.steps * served.steps_per_token(x, self.output)
+            verify = served.verify_sequence(x, self.context, self.local)
+            self.seq_flops = where(self.decodes, verify[0], 0.0)
+            self.seq_kv = where(self.decodes, verify[1], 0.0)
         # per token of a slot: the step, or (t_verify + t_draft) / E with speculation
         self.steady = served.token_time(
-            x, self.batch, self.context, self.local, self.flops, self.nbytes
+            x, self.batch, self.context, self.local, self.flops, self.nbytes, self.output
         )
         self.alone = prefill_time(x, 1, self.prompt)
 
     def mixed_step(self, decoders: Any, tokens: Any, prefix: Any, chunks: Any) -> Any:
         """A step of ``decoders`` decodes at the mean context and ``tokens`` prompt tokens in
-        ``chunks`` pieces, each re-reading a mean ``prefix`` of cached tokens [s]."""
-        x, share = self.x, tokens / self.prompt
+        ``chunks`` pieces, each re-reading a mean ``prefix`` of cached tokens [s]; with
+        speculation each decode a verify of ``k + 1`` rows after the draft, with a prefix hit
+        the prompts' reload from their tier overlapped with the step."""
+        x, share = self.x, tokens / self.computed
         flops = decoders * self.seq_flops + share * self.prompt_flops
         nbytes = (
-            weights_read(x, decoders + tokens)
+            weights_read(x, decoders * self.rows + tokens)
             + decoders * self.seq_kv
             + chunks * cache_bytes(x, prefix)
             + share * self.prompt_cache
         )
-        return physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
+        step = physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
+        if served.caches_prefixes(x):
+            reload = physics.reload_time(share * self.reload, x["_tier_bandwidth"])
+            step = np.maximum(step, reload)
+        if served.speculates(x):
+            step = step + draft(x, x["spec_tokens"], self.context, batch=decoders)[0]
+        return step
 
     def result(self, ttft: Any, tpot: Any, rate: Any, steady: Any, share: Any) -> dict[str, Any]:
         """A mode's terms from its TTFT, TPOT (NaN at O = 1), request rate and steady step."""
@@ -132,6 +156,8 @@ def bound(t: Terms) -> dict[str, Any]:
     flops = t.prompt_flops + (output - 1) * t.seq_flops
     traffic = t.prompt_cache + (output - 1) * t.seq_kv
     time = physics.bound_request_time(flops, weights, traffic, x["_peak"], x["_bandwidth"])
+    if served.speculates(x) or served.caches_prefixes(x):
+        return bounds.technique_bound(t)
     return t.result(t.alone, t.steady, 1 / time, t.steady, np.nan)
 
 
@@ -150,6 +176,9 @@ def serial_prefill(t: Terms) -> dict[str, Any]:
     """Each prompt prefilled alone, as its own step, when a slot frees (the old colocated)."""
     rate = physics.colocated_request_rate(t.batch, t.output, t.steady, t.alone)
     tpot = physics.serial_prefill_tpot(t.batch, t.output, t.steady, t.alone)
+    if served.speculates(t.x):  # slots free at random steps: the others' prefills as they come
+        stalls = physics.random_stalls(t.batch, np.maximum(t.steps, 1), 0.5)
+        tpot = where(t.random, t.steady + stalls * t.alone / np.maximum(t.output - 1, 1), tpot)
     share = physics.prefill_time_share(rate, t.alone)
     return t.result(t.alone, tpot, rate, t.steady, share)
 
@@ -163,36 +192,55 @@ def batched_prefill(t: Terms) -> dict[str, Any]:
     )
     rate = physics.batched_prefill_rate(t.batch, t.output, t.steady, prefills)
     tpot = physics.batched_prefill_tpot(t.output, t.steady, prefills, own)
+    if served.speculates(x):
+        # slots free at random steps, (B - 1) / n others with a request's predecessor: a
+        # prefill costs about t_p(1, I) a prompt (the others' as they come, its own group's
+        # at its size-biased mean), the rate as serial-prefill's
+        steps = np.maximum(t.steps, 1)
+        stalls = physics.random_stalls(t.batch, steps, 0.0)
+        tpot = where(t.random, t.steady + stalls * t.alone / np.maximum(cycle, 1), tpot)
+        serial = physics.colocated_request_rate(t.batch, t.output, t.steady, t.alone)
+        rate = where(t.random, serial, rate)
+        prefills = where(t.random, t.batch * t.alone, prefills)
+        own = where(t.random, prefill_time(x, 1 + (t.batch - 1) / steps, t.prompt), own)
     return t.result(own, tpot, rate, t.steady, rate * prefills / t.batch)
 
 
 def _chunked(t: Terms, decoders: Any, chunk: Any) -> dict[str, Any]:
     """A balanced chunked step, every step: ``decoders`` decodes and ``chunk`` prompt tokens,
-    the prompts streaming through (a step's first piece re-reads a mean ``I / 2`` prefix)."""
-    step = t.mixed_step(decoders, chunk, t.prompt / 2, 1.0)
-    rate = physics.chunked_request_rate(t.prompt, chunk, step)
-    ttft = physics.chunked_ttft(t.prompt, chunk, step)
-    out = t.result(ttft, step, rate, step, chunk / (decoders + chunk))
+    the prompts streaming through (a step's first piece re-reads a mean ``I / 2`` prefix, and
+    the cached ``h I`` before it with a prefix hit)."""
+    computed = t.computed
+    step = t.mixed_step(decoders, chunk, t.cached + computed / 2, 1.0)
+    rate = physics.chunked_request_rate(computed, chunk, step)
+    ttft = physics.chunked_ttft(computed, chunk, step)
+    tpot = step * served.steps_per_token(t.x, t.output)
+    out = t.result(ttft, tpot, rate, step, chunk / (decoders * t.rows + chunk))
     return {**out, "chunk": chunk}
 
 
 def chunked_paced(t: Terms) -> dict[str, Any]:
-    """Sarathi-Serve: each step the decodes and the chunk that keeps them fed (balanced)."""
-    decoders = physics.balanced_decoders(t.batch, t.prompt, t.output, t.budget)
-    chunk = physics.paced_chunk(decoders, t.prompt, t.output, t.budget)
-    out = _chunked(t, decoders, chunk)
-    return {**out, "limited": physics.budget_limited(t.batch, t.prompt, t.output, t.budget)}
+    """Sarathi-Serve: each step the decodes and the chunk that keeps them fed (balanced).
+
+    In rows: a slot's ``k + 1`` rows a step over its ``n`` verify steps are the ``O - 1``
+    decode tokens of a plain slot, so the balanced state is the plain one of ``B (k + 1)``
+    slots and ``n (k + 1) + 1`` output tokens, its prompts the ``(1 - h) I`` tokens computed."""
+    slots, rows = t.batch * t.rows, t.steps * t.rows + 1
+    decoders = physics.balanced_decoders(slots, t.computed, rows, t.budget)
+    chunk = physics.paced_chunk(decoders, t.computed, rows, t.budget)
+    out = _chunked(t, decoders / t.rows, chunk)
+    return {**out, "limited": physics.budget_limited(slots, t.computed, rows, t.budget)}
 
 
 def _greedy_one_at_a_time(t: Terms, steps: Any) -> dict[str, Any]:
     """``chunked-greedy`` paced by its slots, one prompt at a time: a freed slot's prompt
     beside the ``B - 1`` other decodes over ``k`` steps of ``tau - B + 1`` prompt tokens (the
     last the rest), then ``O - 1`` decodes; the cycle's other steps decode all ``B``."""
-    batch, prompt, output = t.batch, t.prompt, t.output
+    batch, prompt, output, cached = t.batch, t.computed, t.output, t.cached
     room = t.budget - batch + 1
-    cut = where(steps > 1, 1.0, 0.0)
-    full = t.mixed_step(batch - 1, room, (steps - 2) / 2 * room, cut)
-    last = t.mixed_step(batch - 1, prompt - (steps - 1) * room, (steps - 1) * room, cut)
+    cut = where((steps > 1) | (cached > 0), 1.0, 0.0)  # a prefix to re-read
+    full = t.mixed_step(batch - 1, room, cached + (steps - 2) / 2 * room, cut)
+    last = t.mixed_step(batch - 1, prompt - (steps - 1) * room, cached + (steps - 1) * room, cut)
     own = (steps - 1) * full + last
     cycle = batch * own + (output - 1 + steps - batch * steps) * t.steady
     rate, tpot, ttft = physics.greedy_cycle(batch, output, cycle, own)
@@ -204,10 +252,10 @@ def _greedy_groups(t: Terms) -> dict[str, Any]:
     the slots free in the ``O - 1`` groups of a warm start, each group's prompts prefilled in
     the step after it finishes, beside the other slots' decodes; a cycle of ``O`` steps is
     those ``O - 1`` and one step of all ``B`` decodes."""
-    batch, prompt, output = t.batch, t.prompt, t.output
+    batch, prompt, output, cached = t.batch, t.computed, t.output, t.cached
     small, _ = physics.slot_groups(batch, output - 1)
-    large_step = t.mixed_step(batch - small - 1, (small + 1) * prompt, 0.0, small + 1)
-    small_step = t.mixed_step(batch - small, small * prompt, 0.0, small)
+    large_step = t.mixed_step(batch - small - 1, (small + 1) * prompt, cached, small + 1)
+    small_step = t.mixed_step(batch - small, small * prompt, cached, small)
     prefills, own = physics.grouped(batch, output - 1, large_step, small_step)
     cycle = prefills + where(t.decodes, t.steady, 0.0)
     rate, tpot, ttft = physics.greedy_cycle(batch, output, cycle, own)
@@ -218,8 +266,8 @@ def chunked_greedy(t: Terms) -> dict[str, Any]:
     """vLLM V1: decodes first, the whole leftover budget to the waiting prompts, ``B`` slots
     counting prefilling requests. Paced by its slots (a freed group's prompts whole in one
     step, or one prompt at a time over ``k`` steps) or by its budget (it fills every step:
-    the balanced state, as paced)."""
-    batch, prompt, output = t.batch, t.prompt, t.output
+    the balanced state, as paced). With a prefix hit its prompts are the tokens computed."""
+    batch, prompt, output = t.batch, t.computed, t.output
     steps = physics.greedy_prefill_steps(batch, prompt, t.budget)
     most = np.ceil(batch / np.maximum(output - 1, 1))
     grouped = batch - most + most * prompt <= t.budget

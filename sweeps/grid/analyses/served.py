@@ -18,7 +18,13 @@ from sweeps import physics
 from sweeps.grid.analyses.base import Inputs
 from sweeps.grid.analyses.drafts import draft, verify_coefficients
 from sweeps.grid.analyses.split import timed_flops
-from sweeps.grid.analyses.steps import cache_bytes, hit_work, prefill_split, prefill_work
+from sweeps.grid.analyses.steps import (
+    cache_bytes,
+    hit_work,
+    prefill_split,
+    prefill_work,
+    weights_read,
+)
 from sweeps.physics._array import where
 
 EXTRA_DIMS = (
@@ -45,6 +51,29 @@ def caches_prefixes(x: Inputs) -> bool:
     return "prefix_hit_rate" in x.values
 
 
+def computed_tokens(x: Inputs, prompt: Any) -> Any:
+    """Prompt tokens a request's prefill computes: ``I``, or ``(1 - h) I`` with a prefix hit
+    [token]."""
+    if not caches_prefixes(x):
+        return prompt
+    return physics.tokens_recomputed(prompt, x["prefix_hit_rate"])
+
+
+def hit_prefill(x: Inputs, batch: Any, prompt: Any) -> tuple[Any, Any]:
+    """The hit prefill of ``batch`` prompts: its compute time with the prefix in HBM, its
+    attention at its own peak (analyses/split.py), and the reload of the prefixes from their
+    tier [s, s]."""
+    hit = x["prefix_hit_rate"]
+    flops, read, kv_dev = hit_work(x, batch, prompt, hit)
+    new = physics.tokens_recomputed(prompt, hit)
+    flops = timed_flops(x, *prefill_split(x, batch, new, flops), flops)
+    compute = physics.roofline_time(
+        flops, physics.prefill_bytes(read, batch, kv_dev), x["_peak"], x["_bandwidth"]
+    )
+    moved = physics.reload_bytes(batch, cache_bytes(x, hit * prompt))
+    return compute, physics.reload_time(moved, x["_tier_bandwidth"])
+
+
 def prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
     """``t_p(B, I)``, or with a prefix hit the better of ``max(t_p_hit, t_reload)`` and
     recomputing [s]."""
@@ -56,29 +85,42 @@ def prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
     )
     if not caches_prefixes(x):
         return plain
-    hit = x["prefix_hit_rate"]
-    flops, read, kv_dev = hit_work(x, batch, prompt, hit)
-    compute = physics.roofline_time(
-        flops, physics.prefill_bytes(read, batch, kv_dev), x["_peak"], x["_bandwidth"]
-    )
-    moved = physics.reload_bytes(batch, cache_bytes(x, hit * prompt))
-    reload = physics.reload_time(moved, x["_tier_bandwidth"])
+    compute, reload = hit_prefill(x, batch, prompt)
     return np.minimum(physics.hit_time(compute, reload), plain)
 
 
-def token_time(x: Inputs, batch: Any, context: Any, local: Any, flops: Any, nbytes: Any) -> Any:
-    """The time a decode step takes per token of each slot at (mean) ``context`` [s]: the
-    plain step, or ``(t_verify + t_draft) / E`` with speculation."""
-    plain = physics.affine_step_time(context, local, flops, nbytes, x["_peak"], x["_bandwidth"])
-    if not speculates(x):
-        return plain
+def verify_time(x: Inputs, batch: Any, context: Any, local: Any) -> Any:
+    """A verify step of ``batch`` slots from (mean) ``context`` and the draft before it, its
+    attention at its own peak (analyses/split.py) [s]."""
     k = x["spec_tokens"]
     v_flops, v_bytes = verify_coefficients(x, batch, k)
     verify = physics.affine_step_time(context, local, v_flops, v_bytes, x["_peak"], x["_bandwidth"])
-    drafted, _, _ = draft(x, k, context)
-    return physics.speculative_time_per_token(
-        verify, drafted, physics.expected_tokens(k, x["spec_acceptance"])
-    )
+    drafted, _, _ = draft(x, k, context, batch=batch)
+    return verify + drafted
+
+
+def steps_per_token(x: Inputs, output: Any) -> Any:
+    """Verify steps a slot runs per output token after the first: ``n / (O - 1)`` with ``n``
+    the renewal count of ``sweeps.physics.verify_steps`` (the last step's drafts cut to what
+    is left), ``1 / E`` at ``O = 1``; 1 without speculation [1]."""
+    if not speculates(x):
+        return 1.0
+    k, alpha = x["spec_tokens"], x["spec_acceptance"]
+    decodes = output > 1
+    steps = physics.verify_steps(output - 1, k, alpha) / where(decodes, output - 1, 1)
+    return where(decodes, steps, 1 / physics.expected_tokens(k, alpha))
+
+
+def token_time(
+    x: Inputs, batch: Any, context: Any, local: Any, flops: Any, nbytes: Any, output: Any
+) -> Any:
+    """The time a decode step takes per token of each slot at (mean) ``context`` [s]: the
+    plain step, or with speculation ``(t_verify + t_draft)`` times the verify steps per
+    token (``steps_per_token``: ``1 / E`` and the last step's cut drafts)."""
+    plain = physics.affine_step_time(context, local, flops, nbytes, x["_peak"], x["_bandwidth"])
+    if not speculates(x):
+        return plain
+    return verify_time(x, batch, context, local) * steps_per_token(x, output)
 
 
 def static_decode(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) -> Any:
@@ -92,16 +134,12 @@ def static_decode(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) 
     v_flops, v_bytes = verify_coefficients(x, x["batch"], k)
     verify = physics.static_decode_time(prompt, output, v_flops, v_bytes, window, peak, bandwidth)
     drafted, _, _ = draft(x, k, physics.mean_context(prompt, output))
-    e = physics.expected_tokens(k, x["spec_acceptance"])
-    return (verify + (output - 1) * drafted) / e
+    return (verify + (output - 1) * drafted) * steps_per_token(x, output)
 
 
-UNMODELLED = {
-    "spec_tokens": ("bound", "chunked-paced", "chunked-greedy"),
-    "prefix_hit_rate": ("bound", "chunked-paced", "chunked-greedy"),
-}
-"""The modes not modelled with speculation (``k > 0``) or a prefix hit (``h > 0``): the bound
-and the chunked schedulers price their steps from a plain decode and a whole prompt."""
+UNMODELLED = {"spec_tokens": ("chunked-greedy",)}
+"""The modes not modelled with speculation (``k > 0``): ``chunked-greedy`` paced by its slots
+frees them in fixed groups of steps, which random verify steps do not keep."""
 
 
 def modelled(x: Inputs, mode: str, terms: dict[str, Any]) -> dict[str, Any]:
@@ -127,3 +165,43 @@ def held(x: Inputs, context: Any) -> tuple[Any, Any]:
         return 0.0, 0.0
     _, weights, cache = draft(x, x["spec_tokens"], context)
     return weights, cache
+
+
+def rows(x: Inputs) -> Any:
+    """Rows a decode slot runs a step: ``k + 1`` with speculation, else 1 [token]."""
+    return x["spec_tokens"] + 1 if speculates(x) else 1.0
+
+
+def randomly_accepted(x: Inputs) -> Any:
+    """Where a request's verify steps are random (``k > 0``, ``0 < alpha < 1``): its slot
+    frees at no fixed step; False without speculation."""
+    if not speculates(x):
+        return False
+    alpha = x["spec_acceptance"]
+    return (x["spec_tokens"] > 0) & (alpha > 0) & (alpha < 1)
+
+
+def verify_sequence(x: Inputs, context: Any, local: Any) -> tuple[Any, Any]:
+    """One slot's verify step from (mean) ``context``: its FLOPs as their time at the GEMM
+    peak and its cache bytes, the weights left out [FLOP, byte]."""
+    k = x["spec_tokens"]
+    flops, nbytes = verify_coefficients(x, 1.0, k)
+    kv = nbytes[0] - weights_read(x, k + 1) + nbytes[1] * context + nbytes[2] * local
+    return flops[0] + flops[1] * context + flops[2] * local, kv
+
+
+def hit_prompt(x: Inputs, prompt: Any) -> dict[str, Any]:
+    """One prompt's prefill with its prefix hit: the tokens it computes (at least one, the
+    logits row's), the cached ones, its FLOPs as their time at the GEMM peak, the KV it writes
+    and the prefix bytes it reloads from its tier [token, token, FLOP, byte, byte]."""
+    hit = x["prefix_hit_rate"]
+    flops, _, _ = hit_work(x, 1.0, prompt, hit)
+    new = physics.tokens_recomputed(prompt, hit)
+    prefix = cache_bytes(x, hit * prompt)
+    return {
+        "computed": np.maximum(new, 1.0),
+        "cached": hit * prompt,
+        "flops": timed_flops(x, *prefill_split(x, 1.0, new, flops), flops),
+        "writes": cache_bytes(x, prompt) - prefix,
+        "reload": prefix,
+    }

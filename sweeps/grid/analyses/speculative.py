@@ -18,6 +18,7 @@ from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.decode import DIMS as DECODE_DIMS
 from sweeps.grid.analyses.drafts import draft
+from sweeps.grid.analyses.split import split_roof
 from sweeps.grid.analyses.steps import weights_read
 
 DIMS = (*DECODE_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
@@ -26,10 +27,12 @@ DRAFT_KINDS = ("ngram", "mtp", "model")
 """The kinds of draft, by their code in ``_draft_kind``."""
 
 
-def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
+def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any, Any]:
     """The verify step per device: FLOPs per sequence [FLOP], one sequence's cache bytes
-    [byte] and the weight bytes the ``B (k + 1)`` rows read [byte], each in the decode
-    analysis's form term for term, so that ``k = 0`` is its step exactly."""
+    [byte], the weight bytes the ``B (k + 1)`` rows read [byte] and the GEMMs' share of the
+    FLOPs per sequence (the rest is attention, at its own peak: ``analyses/split.py``)
+    [FLOP], each in the decode analysis's form term for term, so that ``k = 0`` is its step
+    exactly."""
     tp, context = x["tp"], x["context"]
     shape = (x["layers"], x["local_layers"], x["_window"])
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
@@ -41,7 +44,8 @@ def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any]:
     f_seq = physics.verify_flops_per_sequence(k, linear, attention) / tp
     cached = physics.verify_cached_layer_tokens(context, k, *shape)
     cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], cached) / x["_shards"]
-    return f_seq, cache, weights_read(x, x["batch"] * (k + 1))
+    gemm = (k + 1) * linear / tp
+    return f_seq, cache, weights_read(x, x["batch"] * (k + 1)), gemm
 
 
 def _break_even(speedup: Any, batch: Any) -> Any:
@@ -61,7 +65,7 @@ def _break_even(speedup: Any, batch: Any) -> Any:
 def _compute(x: Inputs) -> dict[str, Any]:
     opt, batch, k, point = x.options, x["batch"], x["spec_tokens"], x.engine.pointwise
     e = physics.expected_tokens(k, x["spec_acceptance"])
-    f_seq, cache, weights = _verify(x, k)
+    f_seq, cache, weights, gemm = _verify(x, k)
     flops = physics.decode_flops(batch, f_seq)
     nbytes = point(physics.verify_bytes, DIMS, weights, batch, cache)
     ai = point(physics.arithmetic_intensity, DIMS, flops, nbytes)
@@ -74,6 +78,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
         max_batch=max_batch, peak=x["_peak"], bandwidth=x["_bandwidth"],
         ridge=x["ridge_point"], peak_flops=x["peak_flops"],
     )  # fmt: skip
+    # the GEMMs at the weight format's peak, attention at the attention format's
+    gemm = physics.decode_flops(batch, gemm)
+    work = (gemm, point(np.subtract, DIMS, flops, gemm), nbytes, ai)
+    roof = split_roof(x, DIMS, work, (x["_peak"], x["_bandwidth"]), roof)
     verify_time = roof["time"]
     per_token = physics.speculative_time_per_token(verify_time, draft_time, e)
     speedup = physics.speculative_speedup(x["step_time_s"], verify_time, draft_time, e)

@@ -1,0 +1,232 @@
+"""Print themes: every chart kind at 3.5 in and 7 in (and on screen) with no text box over
+another in its SVG, within its column, units written once, tick labels thinned, no empty decade on a roofline."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+import xarray as xr
+
+import sweeps
+from sweeps.charts import (
+    ai_vs_batch_chart,
+    bottleneck_chart,
+    ceiling_chart,
+    compare_chart,
+    roofline_chart,
+    techniques,
+)
+from sweeps.charts.lines import batch_ticks, spaced
+from sweeps.charts.output import slices, spec_of
+from sweeps.charts.rendering import render
+from sweeps.charts.serving import fleet_chart, pareto_chart, request_time_chart
+from sweeps.charts.sizes import model_size_chart, size_rows
+from sweeps.charts.theme import SIZES, fit_title, title
+from sweeps.charts.ticks import log_ticks, tight_span
+from sweeps.config import parse_config
+from sweeps.grid import build_grid
+from sweeps.grid.variables import REGISTRY
+from tests.svg_text import Box, boxes, overlapping, text_width
+from tests.test_charts_serving import AXES, SERVING
+from tests.test_charts_techniques import CONFIG as TECHNIQUES
+
+DECODE = """
+[sweep]
+name = "print"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm", "b200", "mi300x"]
+batch = { start = 1, stop = 1024, geometric = true }
+context = [512, 8192, 32768]
+kv_heads = ["native", 1]
+kv_dtype = ["bf16", "fp8"]
+"""
+WIDTHS = ("single-column", "double-column", "screen")
+PRINT = WIDTHS[:2]
+MODEL, TECH_MODEL = "llama-3-8b", "llama-3.1-70b"
+
+
+SIZES_STUDY = """
+[sweep]
+name = "print-sizes"
+[axes]
+model = ["llama-3.2-1b", "llama-3-8b", "llama-3.1-70b"]
+hardware = ["h100-sxm"]
+tp = [8]
+batch = { start = 1, stop = 1024, geometric = true }
+context = [2048, 8192, 32768, 131072]
+"""
+
+
+@pytest.fixture(scope="module")
+def grids() -> dict[str, xr.Dataset]:
+    return {
+        "decode": build_grid(parse_config(DECODE)),
+        "sizes": build_grid(parse_config(SIZES_STUDY)),
+        "serving": sweeps.run({"sweep": {"name": "print"}, "axes": AXES, "serving": SERVING}),
+        "techniques": build_grid(parse_config(TECHNIQUES)),
+    }
+
+
+KINDS: dict[str, Callable[[dict[str, xr.Dataset], str], Any]] = {
+    "ceiling": lambda g, w: ceiling_chart(g["decode"], MODEL, "h100-sxm", width=w),
+    "bottleneck": lambda g, w: bottleneck_chart(g["decode"], MODEL, "h100-sxm", width=w),
+    "ai-vs-batch": lambda g, w: ai_vs_batch_chart(g["decode"], MODEL, "h100-sxm", width=w),
+    "roofline": lambda g, w: roofline_chart(g["decode"], MODEL, "h100-sxm", width=w),
+    "roofline-devices": lambda g, w: compare_chart(g["decode"], MODEL, width=w),
+    "serving-pareto": lambda g, w: pareto_chart(g["serving"], width=w),
+    "serving-request-time": lambda g, w: request_time_chart(g["serving"], width=w),
+    "serving-fleet": lambda g, w: fleet_chart(g["serving"], width=w),
+    "serving-energy": lambda g, w: techniques.energy_chart(g["serving"], MODEL, width=w),
+    "speculative-speedup": lambda g, w: techniques.speedup_chart(
+        g["techniques"], TECH_MODEL, width=w
+    ),
+    "speculative-verify-roofline": lambda g, w: techniques.verify_roofline_chart(
+        g["techniques"], TECH_MODEL, width=w
+    ),
+    "model-size": lambda g, w: model_size_chart(
+        pl.concat([size_rows(one) for one in slices(g["sizes"])]), "h100-sxm", width=w
+    ),
+    "prefix-ttft": lambda g, w: techniques.prefix_ttft_chart(g["techniques"], TECH_MODEL, width=w),
+}
+"""Every chart kind the package draws (the simulated CDFs need a simulation: not here)."""
+
+
+@pytest.fixture(scope="module")
+def specs(grids: dict[str, xr.Dataset]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(k, w): spec_of(build(grids, w), w) for k, build in KINDS.items() for w in WIDTHS}
+
+
+@pytest.fixture(scope="module")
+def svgs(specs: dict[tuple[str, str], dict[str, Any]]) -> dict[tuple[str, str], str]:
+    """Each kind drawn once per print width (an SVG render is the slow part)."""
+    return {key: render(spec, "svg").decode("utf-8") for key, spec in specs.items()}
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_no_text_box_overlaps_another(
+    svgs: dict[tuple[str, str], str], kind: str, width: str
+) -> None:
+    svg = svgs[(kind, width)]
+    assert len(boxes(svg)) >= 8  # the measure found the chart's text
+    assert overlapping(svg) == []
+
+
+def test_the_measure_finds_overlaps_rotations_and_hidden_text() -> None:
+    text = '<text transform="translate({x},{y}){r}" font-size="10px"{o}>{s}</text>'
+    one = text.format(x=0, y=20, r="", o="", s="1632")
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg"><g transform="translate(5,5)">{one}%s</g></svg>'
+    near = text.format(x=text_width("1632", 10) - 2, y=20, r="", o="", s="64")
+    far = text.format(x=text_width("1632", 10) + 4, y=20, r="", o="", s="64")
+    hidden = text.format(x=3, y=20, r="", o=' opacity="0"', s="64")
+    below = text.format(x=0, y=34, r="", o="", s="1632")
+    assert overlapping(svg % near) == [("1632", "64")]
+    assert overlapping(svg % far) == []
+    assert overlapping(svg % hidden) == []
+    assert overlapping(svg % below) == []
+    turned = text.format(x=60, y=60, r=" rotate(-90)", o="", s="a long vertical title")
+    box: Box = boxes(svg % turned)[1]
+    spread = box.corners.max(axis=0) - box.corners.min(axis=0)
+    assert spread[1] > 5 * spread[0]  # rotated: tall, not wide
+    assert overlapping(svg % turned) == []  # and clear of the level label
+    crossing = text.format(x=10, y=60, r=" rotate(-90)", o="", s="a long vertical title")
+    assert overlapping(svg % crossing) == [("1632", "a long vertical title")]
+
+
+WIDER = {"ai-vs-batch"}
+"""Kinds still wider than a column where the grid has several KV-head settings: each panel
+keeps room for its end labels (one setting fits: 222 px of 252 at 3.5 in)."""
+
+
+@pytest.mark.parametrize("width", PRINT)
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="end labels per panel"))
+        if k in WIDER
+        else k
+        for k in KINDS
+    ],
+)
+def test_every_kind_fits_its_column(
+    svgs: dict[tuple[str, str], str], kind: str, width: str
+) -> None:
+    drawn = float(re.search(r'<svg[^>]*width="([0-9.]+)"', svgs[(kind, width)]).group(1))  # type: ignore[union-attr]
+    assert drawn <= SIZES[width].width + 12  # the theme's padding of 6 px a side
+
+
+UNIT_TWICE = re.compile(r"\b([A-Za-z/]+) \[([^\]]+)\]")
+
+
+def _titles(node: Any) -> list[str]:
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "title" and isinstance(value, str):
+                found.append(value)
+            elif key == "title" and isinstance(value, list):
+                found.append(" ".join(str(v) for v in value))
+            else:
+                found += _titles(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _titles(value)
+    return found
+
+
+def test_every_unit_is_written_once(specs: dict[tuple[str, str], dict[str, Any]]) -> None:
+    for key, spec in specs.items():
+        for text in _titles(spec):
+            for word, unit in UNIT_TWICE.findall(text):
+                assert word.lower() != unit.lower(), (key, text)  # no "s [s]", "usd [USD]"
+    assert title("step_time_s") == "step time [s]"
+    assert title("cost_per_million_output_tokens_usd") == "cost per million output tokens [USD]"
+    assert title("tokens_per_s") == "tokens per second [token/s]"
+    assert title("kv_heads") == "kv heads [head]"
+    for name in REGISTRY:
+        shown = title(name)
+        assert not re.search(r"\b(s|usd|j|w) \[", shown), shown
+
+
+def test_a_title_too_long_for_its_panel_breaks_before_its_unit() -> None:
+    assert fit_title("batch [sequence]", 200, 8) == "batch [sequence]"
+    assert fit_title("batch [sequence]", 60, 8) == ["batch", "[sequence]"]
+    assert fit_title("phase", 10, 8) == "phase"
+
+
+def test_tick_labels_are_thinned_where_they_would_touch() -> None:
+    powers = [2**k for k in range(11)]
+    assert batch_ticks(powers, 600, 11) == powers  # room: every label
+    narrow = batch_ticks(powers, 90, 7)
+    assert narrow[0] == 1
+    assert len(narrow) < len(powers)
+    positions = np.log2(np.array(narrow, dtype=float)) / 10 * 90
+    widths = np.array([len(str(b)) * 0.64 * 7 for b in narrow])
+    assert all(
+        positions[i + 1] - widths[i + 1] / 2 >= positions[i] + widths[i] / 2
+        for i in range(len(narrow) - 1)
+    )
+    assert spaced(np.array([0.0, 1.0, 2.0]), np.array([5.0, 5.0, 5.0]), 0.0) == [0]
+
+
+def test_roofline_axes_have_no_empty_decade(
+    specs: dict[tuple[str, str], dict[str, Any]], grids: dict[str, xr.Dataset]
+) -> None:
+    assert tight_span(np.array([3.0, 400.0])) == (2.0, 600.0)
+    assert log_ticks((2.0, 600.0)) == [10.0, 100.0]
+    assert log_ticks((2.0, 30.0)) == [2.0, 5.0, 10.0, 20.0]
+    for width in PRINT:
+        spec = specs[("roofline", width)]
+        points = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")
+        rows = spec["datasets"][points["data"]["name"]]
+        lo, hi = points["encoding"]["x"]["scale"]["domain"]
+        found = [r["arithmetic_intensity"] for r in rows if r["arithmetic_intensity"]]
+        assert lo * 10 > min(found)  # no decade below the least point
+        ridge = float(grids["decode"]["ridge_point"].sel(hardware="h100-sxm").max())
+        assert hi / 10 < max(max(found), ridge)  # nor above the last point or ridge
