@@ -83,8 +83,11 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "venv"
 
 
-EXTRAS = ("h5netcdf", "h5py", "duckdb", "dask", "distributed", "mkdocs", "material", "mkdocstrings")
-"""The top-level modules of the optional extras (netcdf, duckdb, dask, docs)."""
+EXTRAS = (
+    *("h5netcdf", "h5py", "duckdb", "dask", "distributed", "mkdocs", "material", "mkdocstrings"),
+    *("numba", "llvmlite"),
+)
+"""The top-level modules of the optional extras (netcdf, duckdb, dask, docs, fast)."""
 
 
 def test_init_and_run_from_an_empty_folder(venv: Path, tmp_path: Path) -> None:
@@ -143,6 +146,10 @@ def test_the_bare_core_runs_the_seed_study(venv: Path, tmp_path: Path) -> None:
         [python, "-c", "import duckdb"], capture_output=True, text=True, check=False, env=env
     )
     assert "No module named 'duckdb'" in hidden.stderr  # the extras are out of reach
+    compiled = subprocess.run(
+        [python, "-c", "import numba"], capture_output=True, text=True, check=False, env=env
+    )
+    assert "No module named 'numba'" in compiled.stderr  # the fast extra too
     sweeps = venv / "bin" / "sweeps"
     sh(sweeps, "init", "--study", "seed-llama3-8b-h100", cwd=tmp_path, env=env)
     ran = sh(sweeps, "run", "seed-llama3-8b-h100.toml", cwd=tmp_path, env=env)

@@ -84,6 +84,39 @@ def test_netcdf_writer_not_installed_is_said_before_any_work(tmp_path, monkeypat
     assert not (tmp_path / "out").exists()
 
 
+SERVING = """
+[serving]
+prompt_tokens = [512]
+output_tokens = [64]
+arrival_rate = [4.0]
+simulate = {requests}
+"""
+SIMULATED = SMALL + SERVING
+
+
+def test_a_large_simulation_without_numba_names_the_fast_extra_before_any_work(
+    tmp_path, monkeypatch
+) -> None:
+    config = tmp_path / "sim.toml"
+    config.write_text(SIMULATED.format(requests=10_001), "utf-8")
+    monkeypatch.setattr(extras, "installed", lambda module: module != "numba")
+    result = invoke("run", str(config), "--out", str(tmp_path / "out"))
+    assert result.exit_code == 2
+    line = one_error(result)
+    assert f"{config}: serving.simulate = 10001: needs the simulator's compiled loop" in line
+    assert "allowed without it: simulate <= 10000" in line
+    assert "pip install 'sweeps[fast]'" in line
+    assert not (tmp_path / "out").exists()
+    assert invoke("validate", str(config)).exit_code == 2
+
+
+def test_a_small_simulation_runs_interpreted_without_numba(tmp_path, monkeypatch) -> None:
+    config = tmp_path / "sim.toml"
+    config.write_text(SIMULATED.format(requests=10_000), "utf-8")
+    monkeypatch.setattr(extras, "installed", lambda module: module != "numba")
+    assert invoke("validate", str(config)).exit_code == 0  # the run itself: test_simulate_run
+
+
 def test_the_database_failing_puts_the_earlier_result_back(earlier, monkeypatch) -> None:
     config, out, before = earlier
 

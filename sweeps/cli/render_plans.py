@@ -26,7 +26,12 @@ def _ms(value: Any) -> str:
 def _pool(row: dict[str, Any], side: str) -> str:
     count = row[f"{side}_replicas"]
     replicas = "" if count is None else f"{grouped(count)} x "
-    return f"{replicas}{row[f'{side}_hardware']} tp{row[f'{side}_tp']}"
+    layout = f"tp{row[f'{side}_tp']}"
+    if (row.get("ep") or 1) > 1:  # the parallel axes: a replica of tp x ep x pp devices
+        layout += f" ep{row['ep']}" + ("+dp" if str(row.get("dp_attention")) == "true" else "")
+    if (row.get("pp") or 1) > 1:
+        layout += f" pp{row['pp']}"
+    return f"{replicas}{row[f'{side}_hardware']} {layout}"
 
 
 def _techniques(row: dict[str, Any]) -> list[str]:

@@ -81,6 +81,12 @@ class Sweep:
     """``axes.prefix_hit_rate``: cached shares of the prompt [1]; empty: no prefix caching."""
     kv_tier: tuple[KvTier, ...] = ()
     """``axes.kv_tier``: where cached prefixes live (``sweeps.config.techniques.KvTier``)."""
+    ep: tuple[int, ...] = ()
+    """``axes.ep``: expert-parallel ranks [device]; empty: no parallel study (``ep = 1``)."""
+    dp_attention: tuple[bool, ...] = ()
+    """``axes.dp_attention``: attention data-parallel over the ep ranks, or tensor-parallel."""
+    pp: tuple[int, ...] = ()
+    """``axes.pp``: pipeline stages [device]."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
 

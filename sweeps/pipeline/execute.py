@@ -30,6 +30,7 @@ from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
+from sweeps.pipeline.pieces import in_pieces, write_in_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.stream import Progress, configurations
 
@@ -170,16 +171,24 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     check_extras(sweep, settings.grid_format, settings.duckdb)  # before any work
     timings: dict[str, float] = {}
     ds = None
-    if not how.streamed:
+    pieces = not how.streamed and in_pieces(sweep)  # model by model into the writers
+    if not how.streamed and not pieces:
         settings.phase("computing the grid")
         start = time.perf_counter()
         ds = build_grid(sweep)
         timings["grid"] = time.perf_counter() - start
     with atomic_folder(target, force) as staging:
         start = time.perf_counter()
-        written, extra, skipped = _write_outputs(
-            how, ds, staging, settings, hooks, timings, progress, client
-        )
+        if pieces:
+            settings.phase("computing the grid and writing the tables")
+            written, ds = write_in_pieces(sweep, staging, how.layout, how.budget, progress)
+            timings["grid_and_tables"] = time.perf_counter() - start
+            extra: list[str] = []
+            skipped = _whole_grid_outputs(ds, sweep, staging, settings, hooks, timings, extra)
+        else:
+            written, extra, skipped = _write_outputs(
+                how, ds, staging, settings, hooks, timings, progress, client
+            )
         timings["outputs"] = time.perf_counter() - start
         files = [f for table in written.values() for f in table.files] + extra
         if settings.duckdb:  # written last in the staging folder, before the rename

@@ -2,9 +2,11 @@
 
 A config may ask for outputs that need a package outside the core: ``[outputs] duckdb =
 true`` needs DuckDB, ``[outputs] grid = "netcdf"`` needs the NetCDF writer (h5netcdf, on
-h5py). A run that found out only after computing would have spent its time for nothing, and
-used to leave a renamed result behind it; each need is declared here once, with the key that
-asks for it and the extra that brings it, and checked by ``validate`` and before every run.
+h5py), ``[serving] simulate`` above ``INTERPRETED_REQUESTS`` needs numba (the ``fast`` extra)
+for the simulator's compiled loop. A run that found out only after computing would have
+spent its time for nothing, and used to leave a renamed result behind it; each need is
+declared here once, with the key that asks for it and the extra that brings it, and checked
+by ``validate`` and before every run.
 """
 
 from __future__ import annotations
@@ -28,6 +30,20 @@ class Need:
     modules: tuple[str, ...]
     extra: str
     what: str
+    value: Callable[[Sweep], object] | None = None
+    """The value of ``key`` that asks for it, where the message names it."""
+
+
+INTERPRETED_REQUESTS = 10_000
+"""The most requests per plan ``[serving] simulate`` may ask for without numba. The simulator's
+loop runs interpreted without it, giving the same numbers 60-210x slower: 2,900-5,000
+saturated requests/s on one core (``sweeps bench``'s simulator line), so 1e4 requests take
+2-3.5 s per scheduler and plan, and the 1e5 of a thorough study minutes."""
+
+
+def _simulates_many(sweep: Sweep, grid: str, database: bool) -> bool:
+    serving = getattr(sweep, "serving", None)
+    return serving is not None and serving.simulate > INTERPRETED_REQUESTS
 
 
 NEEDS = (
@@ -38,6 +54,15 @@ NEEDS = (
         ("h5netcdf", "h5py"),
         "netcdf",
         "the NetCDF writer (h5netcdf, h5py)",
+    ),
+    Need(
+        "serving.simulate",
+        _simulates_many,
+        ("numba",),
+        "fast",
+        f"the simulator's compiled loop (numba) for more than {INTERPRETED_REQUESTS:,} "
+        f"requests per plan (allowed without it: simulate <= {INTERPRETED_REQUESTS})",
+        lambda sweep: getattr(sweep.serving, "simulate", 0),
     ),
 )
 """Every optional dependency a config can ask for (``DASK``: the CLI's cluster options)."""
@@ -69,8 +94,9 @@ def check_extras(sweep: Sweep, grid_format: str | None = None, duckdb: bool | No
     for need in NEEDS:
         missing = [m for m in need.modules if not installed(m)]
         if need.asks(sweep, grid, database) and missing:
+            key = need.key if need.value is None else f"{need.key} = {need.value(sweep)}"
             lines.append(
-                f"{sweep.path}: {need.key}: needs {need.what}, and {', '.join(missing)} is not "
+                f"{sweep.path}: {key}: needs {need.what}, and {', '.join(missing)} is not "
                 f"installed; install the {need.extra} extra: {install_hint(need.extra)}"
             )
     if lines:

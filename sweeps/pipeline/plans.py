@@ -50,9 +50,10 @@ COST = "cost_per_million_output_tokens_usd"
 SCENARIOS = ("spec_acceptance", "prefix_hit_rate")
 """Keys a sweep with speculation or prefix caching adds: the acceptance and the hit rate the
 workload meets (``docs/speculative.md``)."""
-CHOICES = ("spec_tokens", "spec_draft", "kv_tier")
-"""What such a sweep adds to a plan: whether it speculates (``k``, the draft) and the tier its
-cached prefixes live in; chosen with the devices."""
+CHOICES = ("spec_tokens", "spec_draft", "kv_tier", "ep", "dp_attention", "pp")
+"""What such a sweep adds to a plan: whether it speculates (``k``, the draft), the tier its
+cached prefixes live in, the replica's parallel layout (``ep``, ``dp_attention``, ``pp``);
+chosen with the devices."""
 
 
 def _keys(frame: pl.DataFrame) -> list[str]:

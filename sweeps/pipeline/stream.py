@@ -32,7 +32,7 @@ import threading
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sweeps.axes import categories
 from sweeps.config import Sweep
@@ -43,6 +43,13 @@ if TYPE_CHECKING:
     import polars as pl
     import xarray as xr
 
+
+class Keep(Protocol):
+    """Where a chunk's grid goes once built (a list; ``sweeps.pipeline.pieces.Join``)."""
+
+    def append(self, ds: xr.Dataset, /) -> None: ...
+
+
 Progress = Callable[[int, int], None]
 """Called after each chunk with (rows done, rows in all) [row]; may raise to abort."""
 
@@ -51,14 +58,19 @@ Written = tuple[int, dict[str, Any], list[str]]
 
 
 def chunk_tables(
-    chunk: Chunk, names: Sequence[str], enums: Mapping[str, Sequence[str]]
+    chunk: Chunk,
+    names: Sequence[str],
+    enums: Mapping[str, Sequence[str]],
+    keep: Keep | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The rows of each table in ``names`` over one chunk, from one grid of it, with the whole
-    sweep's Enum categories ``enums``."""
+    sweep's Enum categories ``enums``; the grid is appended to ``keep`` where given."""
     from sweeps.export.frame import table_frame
     from sweeps.grid.build import build_grid
 
     ds = build_grid(chunk.sweep)
+    if keep is not None:
+        keep.append(ds)
     return {name: table_frame(ds, name, enums) for name in names}
 
 
@@ -67,12 +79,13 @@ def chunk_frames(
     names: Sequence[str],
     enums: Mapping[str, Sequence[str]],
     client: Any = None,
+    keep: Keep | None = None,
 ) -> Generator[dict[str, pl.DataFrame], None, None]:
     """Each chunk's frames of ``names`` (``chunk_tables``), in order, one evaluated ahead.
 
     Here: a second thread evaluates chunk ``i + 1`` while the caller writes chunk ``i`` (closing
-    the iterator waits for that thread). On ``client``: every chunk is submitted and the
-    results taken in order.
+    the iterator waits for that thread), appending each chunk's grid to ``keep`` in order where
+    given. On ``client``: every chunk is submitted and the results taken in order.
     """
     if client is not None:
         futures = client.map(
@@ -87,9 +100,9 @@ def chunk_frames(
     with ThreadPoolExecutor(1, thread_name_prefix="sweeps-chunk") as pool:
         ahead: Future[dict[str, pl.DataFrame]] | None = None
         for index in range(len(chunks)):
-            current = ahead or pool.submit(chunk_tables, chunks[index], names, enums)
+            current = ahead or pool.submit(chunk_tables, chunks[index], names, enums, keep)
             ahead = (
-                pool.submit(chunk_tables, chunks[index + 1], names, enums)
+                pool.submit(chunk_tables, chunks[index + 1], names, enums, keep)
                 if index + 1 < len(chunks)
                 else None
             )
@@ -210,6 +223,7 @@ def _stream(
     enums: Mapping[str, Sequence[str]],
     client: Any,
     report: Callable[[int], None],
+    keep: Keep | None = None,
 ) -> dict[str, Written]:
     """Write the tables ``names`` over ``chunks`` into ``folder``: every file of one model (or
     of the whole sweep, ``single``) written at once, a writer each; ``report`` is told each
@@ -227,7 +241,7 @@ def _stream(
         writers.clear()
 
     keys = [chunk.model if layout == "partitioned" else "" for chunk in chunks]
-    with contextlib.closing(chunk_frames(chunks, names, enums, client)) as evaluated:
+    with contextlib.closing(chunk_frames(chunks, names, enums, client, keep)) as evaluated:
         try:
             for index, frames in enumerate(evaluated):
                 for name in names:
@@ -318,11 +332,13 @@ def stream_tables(
     layout: str,
     progress: Progress | None = None,
     client: Any = None,
+    keep: Keep | None = None,
 ) -> dict[str, Written]:
     """Write every analysis table of ``sweep`` into ``folder`` in ``layout``, chunk by chunk.
 
-    Each chunk's grid is built once for all the tables that are not ``whole``; those are then
-    written from one grid of their own. Returns, per table, its rows, its columns' units and
+    Each chunk's grid is built once for all the tables that are not ``whole`` (and appended to
+    ``keep``, in the chunks' order, where given); the ``whole`` tables are then written from
+    one grid of their own. Returns, per table, its rows, its columns' units and
     the files written (relative to ``folder``). ``progress`` is called after each chunk, with
     the rows of every table so far. Any failure (or an exception from ``progress``) stops the
     stream and propagates; the caller's atomic folder then removes the partial output.
@@ -343,7 +359,9 @@ def stream_tables(
         models = list(dict.fromkeys(chunk.model for chunk in chunks))
         chunks = sorted(chunks, key=lambda chunk: models.index(chunk.model))
     streamed = [table.name for table in tables(sweep) if not table.whole]
-    written = _stream(chunks, streamed, folder, layout, enums, client, report) if streamed else {}
+    written = (
+        _stream(chunks, streamed, folder, layout, enums, client, report, keep) if streamed else {}
+    )
     whole: list[Any] = []  # the one-piece grid of the whole analyses, built once if needed
     for table in tables(sweep):
         if table.whole:

@@ -54,14 +54,9 @@ SCHEDULER_CODES: dict[str, int] = {
 CHUNKED = (PACED, GREEDY)
 """The schedulers that mix decodes and prompt chunks in one step under a token budget."""
 
-numba: Any
-try:
-    import numba
-except ImportError:  # the same loop runs interpreted, over the same physics function
-    numba = None
-    _roofline_time = physics.roofline_time
-else:
-    _roofline_time = numba.njit(error_model="numpy", inline="always")(physics.roofline_time)
+_roofline_time: Any = physics.roofline_time
+"""The physics call of the loop: numba's compiled one once ``compiled`` has run (numba, the
+``fast`` extra, is imported only there: a run that simulates nothing never loads it)."""
 
 
 def loop(  # long: one event loop, its state in locals so that numba keeps it in registers
@@ -221,8 +216,12 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
 def compiled() -> Callable[..., Any] | None:
     """The loop compiled by numba (``nogil``, IEEE division, machine code cached on disk keyed
     by the physics sources), or None without numba."""
-    if numba is None:
+    global _roofline_time
+    try:
+        import numba
+    except ImportError:  # the same loop runs interpreted, over the same physics function
         return None
+    _roofline_time = numba.njit(error_model="numpy", inline="always")(physics.roofline_time)
     return numba.njit(nogil=True, error_model="numpy", cache=True)(loop)
 
 

@@ -33,9 +33,19 @@ WORKLOAD = (
 LOADS = ("arrival_rate", "concurrency")
 """A workload's load, the one of the two its pools table has."""
 SEED = 0
-TECHNIQUES = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
-"""The speculative and prefix dims a plan carries where the sweep has them: the simulated
-replica verifies and hits as the plan does (``sweeps.simulate.speculation``)."""
+TECHNIQUES = (
+    "spec_tokens",
+    "spec_acceptance",
+    "spec_draft",
+    "prefix_hit_rate",
+    "kv_tier",
+    "ep",
+    "dp_attention",
+    "pp",
+)
+"""The speculative, prefix and parallel dims a plan carries where the sweep has them: the
+simulated replica verifies and hits as the plan does (``sweeps.simulate.speculation``), on
+its parallel layout's grid point."""
 SCENARIO = ("spec_acceptance", "prefix_hit_rate")
 """What a workload meets beside its lengths and rate: one cheapest plan each."""
 

@@ -20,13 +20,23 @@ from sweeps.grid.analyses.base import (
 )
 from sweeps.grid.analyses.decode import DECODE
 from sweeps.grid.analyses.model import MODEL
+from sweeps.grid.analyses.parallel import PARALLEL
 from sweeps.grid.analyses.pools import POOLS
 from sweeps.grid.analyses.prefill import PREFILL
 from sweeps.grid.analyses.prefix import PREFIX
 from sweeps.grid.analyses.serving import SERVING
 from sweeps.grid.analyses.speculative import SPECULATIVE
 
-ANALYSES: tuple[Analysis, ...] = (MODEL, DECODE, PREFILL, SPECULATIVE, PREFIX, SERVING, POOLS)
+ANALYSES: tuple[Analysis, ...] = (
+    MODEL,
+    DECODE,
+    PREFILL,
+    PARALLEL,
+    SPECULATIVE,
+    PREFIX,
+    SERVING,
+    POOLS,
+)
 """Every analysis, each after those it needs."""
 
 BY_NAME: dict[str, Analysis] = {analysis.name: analysis for analysis in ANALYSES}

@@ -134,7 +134,7 @@ def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, A
 
 def _fleet(x: Inputs, prefill: Any, decode: Any) -> dict[str, Any]:
     """Both pools' replicas, devices, price an hour, board power and decode share."""
-    tp_p, tp_d = _side(x["tp"], "prefill"), _side(x["tp"], "decode")
+    tp_p, tp_d = _side(x["_devices"], "prefill"), _side(x["_devices"], "decode")
 
     def both(name: str) -> Any:
         return physics.fleet_price_per_hour(

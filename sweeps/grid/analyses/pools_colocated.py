@@ -102,7 +102,7 @@ def decode_time(output: Any, tpot: Any) -> Any:
 def _at_batch(x: Inputs, mode: str, load: Load, tables: dict[str, Any]) -> dict[str, Any]:
     """One scheduler's colocated plan at every batch: its replicas and figures."""
     serving, output = x.settings, x["output_tokens"]
-    capacity = mode_value(x, "output_tokens_per_s_per_device", mode) * x["tp"] / output
+    capacity = mode_value(x, "output_tokens_per_s_per_device", mode) * x["_devices"] / output
     tpot = mode_value(x, "tpot_s", mode)
     step = mode_value(x, "step_time_steady_s", mode)
     admitted = mode_value(x, "serving_ttft_s", mode)  # from admission
@@ -141,8 +141,8 @@ def _smallest(x: Inputs, plans: dict[str, Any]) -> dict[str, Any]:
     (the smaller batch on a tie); NaN where no batch is usable."""
     import xarray as xr
 
-    devices = plans["replicas"] * x["tp"]
-    fleet = physics.fleet_price_per_hour(plans["replicas"], x["tp"], x["price_per_hour"])
+    devices = plans["replicas"] * x["_devices"]
+    fleet = physics.fleet_price_per_hour(plans["replicas"], x["_devices"], x["price_per_hour"])
     probe = 0 * devices + 0 * fleet
     dims = (*(str(d) for d in probe.dims if d != "batch"), "batch")
     sizes = {d: int(probe.sizes[d]) for d in dims}
@@ -185,15 +185,15 @@ def colocated(x: Inputs, mode: str, load: Load, tables: dict[str, Any]) -> dict[
     return {
         "prefill": replicas,
         "decode": replicas,
-        "devices": replicas * x["tp"],
+        "devices": replicas * x["_devices"],
         "batch": plan["batch"],
         "rate": rate,
         "ttft": mean,
         **ttfts,
         **{f"tpot_{name}": plan[f"tpot_{name}"] for name in QUANTILES},
         "tpot": tpot,
-        "fleet": physics.fleet_price_per_hour(replicas, x["tp"], x["price_per_hour"]),
-        "power": replicas * x["tp"] * x["_board_power"],
+        "fleet": physics.fleet_price_per_hour(replicas, x["_devices"], x["price_per_hour"]),
+        "power": replicas * x["_devices"] * x["_board_power"],
         "decode_share": plan["share"],
         "slot_bound": plan["slot_bound"] == 1,
         "handoff": 0.0,

@@ -126,7 +126,9 @@ class Terms:
             "tpot": tpot,
             "latency": ttft + where(self.decodes, (self.output - 1) * tpot, 0.0),
             "steady": steady,
-            "per_device": physics.output_tokens_per_s_per_device(rate, self.output, self.x["tp"]),
+            "per_device": physics.output_tokens_per_s_per_device(
+                rate, self.output, self.x["_devices"]
+            ),
             "rate": rate,
             "share": share,
         }

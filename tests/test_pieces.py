@@ -1,0 +1,119 @@
+"""A grid held in memory computed model by model into the writers (issue 25, item 5): the same
+files, the same grid, the same manifest as computed in one piece."""
+
+from __future__ import annotations
+
+import polars as pl
+import pyarrow.parquet as pq
+import pytest
+import xarray as xr
+
+from sweeps.config import parse_config
+from sweeps.export import open_grid
+from sweeps.grid.build import build_grid
+from sweeps.pipeline import pieces, run_to_folder
+from sweeps.pipeline.pieces import Join, in_pieces
+
+CONFIG = """
+[sweep]
+name = "pieces"
+[axes]
+model = ["llama-3-8b", "mixtral-8x7b", "qwen2.5-7b"]
+hardware = ["h100-sxm", "l4"]
+batch = [1, 8, 64]
+context = [512, 4096]
+kv_heads = ["native", 2]
+kv_dtype = ["bf16", "fp8"]
+[outputs]
+charts = []
+grid = "zarr"
+[serving]
+prompt_tokens = [512]
+output_tokens = [64]
+arrival_rate = [2.0]
+"""
+
+
+@pytest.fixture(scope="module")
+def sweep():
+    return parse_config(CONFIG, "pieces.toml")
+
+
+@pytest.fixture(scope="module")
+def runs(sweep, tmp_path_factory):
+    """The sweep written in one piece and model by model, in both layouts."""
+    out = tmp_path_factory.mktemp("pieces")
+    done = {}
+    with pytest.MonkeyPatch.context() as patch:
+        for how in ("whole", "pieces"):
+            patch.setattr(pieces, "PIECES_FROM", 0 if how == "pieces" else 1 << 62)
+            for layout in ("single", "partitioned"):
+                done[how, layout] = run_to_folder(sweep, out / how / layout, layout=layout)
+    return done
+
+
+def test_small_grids_and_one_model_stay_in_one_piece(sweep) -> None:
+    assert not in_pieces(sweep)  # 1,152 rows: far below PIECES_FROM
+    one = parse_config(CONFIG.replace(', "mixtral-8x7b", "qwen2.5-7b"', ""), "one.toml")
+    assert len(one.models) == 1
+    assert not in_pieces(one)
+
+
+def test_the_models_grids_joined_are_the_whole_grid(sweep) -> None:
+    import dataclasses
+
+    join = Join(len(sweep.models))
+    for model in sweep.models:
+        join.append(build_grid(dataclasses.replace(sweep, models=[model])))
+    joined, whole = join.dataset(), build_grid(sweep)
+    xr.testing.assert_identical(joined, whole)
+    assert list(joined.variables) == list(whole.variables)  # in the same order
+    assert joined.attrs == whole.attrs
+    short = Join(2)
+    short.append(build_grid(dataclasses.replace(sweep, models=sweep.models[:1])))
+    with pytest.raises(RuntimeError, match="joined 1 of 2 models' grids"):
+        short.dataset()
+
+
+@pytest.mark.parametrize("layout", ["single", "partitioned"])
+def test_the_files_are_those_of_a_grid_in_one_piece(runs, layout) -> None:
+    whole, parts = runs["whole", layout], runs["pieces", layout]
+    assert parts.files == whole.files
+    assert parts.rows == whole.rows
+    assert "grid_and_tables" in parts.timings
+    assert "grid" not in parts.timings
+    assert "grid" in whole.timings  # the other path really ran
+    for name in whole.files:
+        if not name.endswith(".parquet"):
+            continue
+        ours, theirs = parts.folder / name, whole.folder / name
+        assert pl.read_parquet(ours).equals(pl.read_parquet(theirs)), name
+        assert pq.read_schema(ours) == pq.read_schema(theirs), name
+        assert pq.read_metadata(ours).num_row_groups == pq.read_metadata(theirs).num_row_groups
+    xr.testing.assert_identical(
+        open_grid(parts.folder / "grid.zarr").load(), open_grid(whole.folder / "grid.zarr").load()
+    )
+    assert (parts.folder / "report.html").is_file() is (whole.folder / "report.html").is_file()
+
+
+def test_the_result_holds_the_whole_grid_and_its_summary(runs, sweep) -> None:
+    parts, whole = runs["pieces", "single"], runs["whole", "single"]
+    assert parts.dataset is not None
+    xr.testing.assert_identical(parts.dataset, build_grid(sweep))
+    assert parts.skipped == []
+    assert parts.chunks == 1
+    summary, expected = parts.summary(), whole.summary()
+    assert summary is not None
+    assert expected is not None
+    assert summary.equals(expected)
+
+
+def test_the_acceptance_grid_is_computed_in_pieces_under_the_default_budget() -> None:
+    """Issue 25's 16.8 M-point run (planned only): model by model, and in one piece without
+    the models."""
+    from sweeps.bench.run_path import RUN_GRID, RUN_HARDWARE, RUN_MODELS
+
+    text = RUN_GRID.format(
+        models=RUN_MODELS, hardware=RUN_HARDWARE, batch=1024, context=32768
+    ).replace("'", '"')
+    assert in_pieces(parse_config(text, "run.toml"))
