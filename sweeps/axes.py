@@ -67,6 +67,8 @@ class Axis:
 
 
 def _label(value: Any) -> Any:
+    if isinstance(value, bool):  # axes.dp_attention: the TOML spelling, an Enum label
+        return "true" if value else "false"
     if isinstance(value, str | int | float):
         return value
     return getattr(value, "id", None) or value.name
@@ -177,6 +179,24 @@ AXES: tuple[Axis, ...] = (
         "Where a cached prefix lives: hbm, host, nvme or a [kv_tiers.*] table",
         "tier",
     ),
+    # expert, data-parallel attention and pipeline parallelism (axes.ep, .dp_attention, .pp)
+    Axis(
+        "ep",
+        "ep",
+        "size",
+        "device",
+        "Expert-parallel ranks: the routed experts split over them (a replica is tp x ep x pp)",
+        "ep",
+    ),
+    Axis(
+        "dp_attention",
+        "dp_attention",
+        "name",
+        "-",
+        "Attention data-parallel: each ep rank holds it whole and decodes its own sequences",
+        "dp attention",
+    ),
+    Axis("pp", "pp", "size", "device", "Pipeline stages of L / pp layers each", "pp"),
     # the serving workload ([serving]) and what the serving and pools tables enumerate
     Axis("prompt_tokens", "prompt_tokens", "size", "token", "Prompt tokens per request, I", "I"),
     Axis("output_tokens", "output_tokens", "size", "token", "Output tokens per request, O", "O"),
@@ -187,6 +207,14 @@ AXES: tuple[Axis, ...] = (
         "request/s",
         "Requests arriving per second (Poisson)",
         "rate",
+    ),
+    Axis(
+        "concurrency",
+        "concurrency",
+        "size",
+        "request",
+        "Closed-loop clients, each sending its next request when its last one ends",
+        "clients",
     ),
     Axis(
         "mode",

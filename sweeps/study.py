@@ -118,8 +118,9 @@ def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[
 SERVING = Study(
     name="serving",
     table="serving",
-    axes=("prompt_tokens", "output_tokens", "arrival_rate"),
+    axes=("prompt_tokens", "output_tokens", "arrival_rate", "concurrency"),
     attrs=("ttft_slo_s", "tpot_slo_s"),
+    defaults={"concurrency": ()},
     settings=lambda table: table.objectives(),
     check=_check_serving,
     description="Requests of I prompt and O output tokens: the serving and pools tables",
@@ -160,7 +161,68 @@ PREFIX = Study(
     records=_tier_records,
 )
 
-STUDIES: tuple[Study, ...] = (SERVING, SPECULATIVE, PREFIX)
+
+def _listed(value: Any) -> list[Any]:
+    """An axis's values, a range expanded."""
+    return list(value.values()) if hasattr(value, "values") else list(value)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _check_parallel(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[str, str]]:
+    """What must divide: every model's routed experts by each ``ep`` (a dense model takes only
+    ``ep = 1``), its query heads by each ``tp``, its layers by each ``pp``."""
+    problems: list[tuple[str, str]] = []
+    others = [k for k in ("spec_tokens", "prefix_hit_rate") if getattr(table, k, None) is not None]
+    if others:
+        problems.append(
+            (
+                "ep",
+                f"the parallel axes do not combine with {others} in one sweep (the drafts and "
+                "tiers are sized for a tp replica); allowed: one or the other per config",
+            )
+        )
+    models = axes.get("models", ())
+    wanted = {
+        "ep": _listed(PARALLEL.given(table, "ep")),
+        "tp": list(axes.get("tp", ())),
+        "pp": _listed(PARALLEL.given(table, "pp")),
+    }
+    for key, values in wanted.items():
+        for model in models:
+            whole = {
+                "ep": model.experts if model.is_moe else 1,
+                "tp": model.heads,
+                "pp": model.layers,
+            }[key]
+            what = {"ep": "routed experts", "tp": "query heads", "pp": "layers"}[key]
+            bad = [v for v in values if whole % v]
+            if bad:
+                dense = key == "ep" and not model.is_moe
+                what += " (a dense model: no experts to split)" if dense else ""
+                problems.append(
+                    (
+                        key,
+                        f"{bad} do not divide the {whole} {what} of model {model.id!r}; "
+                        f"allowed: {_divisors(whole)}",
+                    )
+                )
+    return problems
+
+
+PARALLEL = Study(
+    name="parallel",
+    table="axes",
+    axes=("ep", "dp_attention", "pp"),
+    check=_check_parallel,
+    description="Expert parallelism with data-parallel attention, pipeline stages: "
+    "parallel.parquet, every table per rank of a tp x ep x pp replica",
+    defaults={"ep": (1,), "dp_attention": (False,), "pp": (1,)},
+)
+
+STUDIES: tuple[Study, ...] = (SERVING, SPECULATIVE, PREFIX, PARALLEL)
 """Every study, in the order their tables are resolved."""
 
 BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}
@@ -175,8 +237,8 @@ MODE_ALIASES = {"colocated": "serial-prefill", "chunked": "chunked-paced"}
 SERVING_MODES = ("bound", "static", *SCHEDULERS)
 """The modes of the serving table: the bound over every scheduler, a static batch, the named
 schedulers; the chunked ones only with a token budget."""
-POOL_MODES = ("colocated", "disaggregated")
-"""The plans of the pools table."""
+POOL_MODES = (*SCHEDULERS, "disaggregated")
+"""The plans of the pools table: one pool run by a named scheduler, or two pools."""
 
 
 def serving_modes(sweep: Any) -> tuple[str, ...]:
@@ -195,5 +257,6 @@ def serving_modes(sweep: Any) -> tuple[str, ...]:
 
 
 def pool_modes(sweep: Any) -> tuple[str, ...]:
-    """The plans of the pools table."""
-    return POOL_MODES
+    """The plans of the pools table: the sweep's named schedulers, each on one pool, and
+    disaggregated."""
+    return (*(m for m in serving_modes(sweep) if m in SCHEDULERS), "disaggregated")

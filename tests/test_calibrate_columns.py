@@ -77,19 +77,39 @@ def test_gpus_must_make_whole_replicas(tmp_path: Path) -> None:
         load_measurements(_write(tmp_path, _row(tp=4, basis="system", gpus="6")))
 
 
-@pytest.mark.parametrize("parallel", ["ep+dp", "pp"])
-def test_a_parallelism_the_grid_cannot_bound_gets_a_reason_not_a_tp_reading(
-    tmp_path: Path, parallel: str
+@pytest.mark.parametrize(
+    ("parallel", "gpus", "reason"),
+    [
+        (
+            "ep+dp",
+            "4",
+            "ep+dp over 4 GPUs at tp 1 is ep 4, and llama-3-8b has no routed experts to split "
+            "that way",
+        ),
+        ("pp", "3", "pp over 3 GPUs at tp 1 is 3 stages of 32 layers"),
+    ],
+)
+def test_a_layout_the_grid_cannot_build_gets_a_reason_not_a_tp_reading(
+    tmp_path: Path, parallel: str, gpus: str, reason: str
 ) -> None:
-    frame = calibrate(_write(tmp_path, _row(gpus="4", parallel=parallel), _row()))
+    frame = calibrate(_write(tmp_path, _row(gpus=gpus, parallel=parallel), _row()))
     first = frame.row(0, named=True)
     assert first["bound"] is None
     assert first["ratio"] is None
     assert first["beats_bound"] is None
     assert first["status"] == "no bound"
-    assert first["reason"].startswith(f"needs {parallel} parallelism")
+    assert first["reason"] == reason
     assert not first["in_medians"]
     assert frame.row(1, named=True)["bound"] is not None
+
+
+def test_a_pipeline_row_is_bounded_over_all_its_gpus(tmp_path: Path) -> None:
+    # pp 4 of llama-3-8b's 32 layers: a replica of 4 devices, the per-device bound over 4
+    frame = calibrate(_write(tmp_path, _row(gpus="4", parallel="pp", basis="replica"),
+                             _row(gpus="4", parallel="pp")))  # fmt: skip
+    replica, device = frame["bound"].to_list()
+    assert device == pytest.approx(replica / 4)
+    assert frame["reason"].to_list() == ["", ""]
 
 
 def test_latency_under_load_is_flagged_and_kept_out_of_the_medians(tmp_path: Path) -> None:
@@ -137,7 +157,7 @@ def test_the_table_shows_the_basis_and_lists_the_rows_without_a_bound(tmp_path: 
     lines = result.stdout.splitlines()
     assert any(" rep " in line and line.lstrip().startswith("2") for line in lines)
     assert "1 row(s) without a bound" in result.stdout
-    assert any(line.lstrip().startswith("3") and "needs ep+dp" in line for line in lines)
+    assert any(line.lstrip().startswith("3") and "is ep 4" in line for line in lines)
 
 
 # --- files that try to break the reader --------------------------------------------------------
@@ -195,7 +215,7 @@ def test_a_column_given_twice_is_named(tmp_path: Path) -> None:
 
 
 def test_a_frame_with_only_unbounded_rows_still_has_typed_columns(tmp_path: Path) -> None:
-    frame = calibrate(_write(tmp_path, _row(parallel="pp", gpus="2")))
+    frame = calibrate(_write(tmp_path, _row(parallel="ep+dp", gpus="2")))
     assert frame.schema["bound"] == pl.Float64
     assert frame.schema["beats_bound"] == pl.Boolean
     assert summarize_efficiency(frame).height == 0

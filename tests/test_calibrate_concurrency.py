@@ -121,7 +121,7 @@ def _cases(n: int, seed: int = 23) -> list[tuple[str, str, int, int, int, int, s
 def test_the_simulator_in_closed_loop_never_beats_the_bound(tmp_path: Path) -> None:
     rows = []
     for model, hardware, clients, slots, prompt, output, scheduler in _cases(12):
-        key = (model, hardware, "1", "bf16", "bf16", "auto", "auto")
+        key = (model, hardware, "1", "bf16", "bf16", "auto", "auto", "")  # "": tp
         point = point_inputs(_sweep(key, [1], [prompt], [prompt]))  # calibrate's own options
         budget = slots + max(1, slots * prompt // 2) if scheduler.startswith("chunked") else 0
         n = 3 * max(clients, slots) + 10

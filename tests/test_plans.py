@@ -11,7 +11,11 @@ import xarray as xr
 
 import sweeps
 from sweeps.errors import ConfigError
-from sweeps.pipeline.plans import KEYS, NO_PLAN, NO_PRICE, PLAN, cheapest_plans
+from sweeps.pipeline import plans as summary
+from sweeps.pipeline.plans import NO_PLAN, NO_PRICE, PLAN, cheapest_plans
+
+KEYS = (*summary.KEYS, "arrival_rate")  # the workload's keys and its load
+ONE_POOL = pl.col("pool_mode").cast(pl.String) != "disaggregated"
 
 
 def grid(hardware: list[str], prompts: list[int]) -> xr.Dataset:
@@ -70,15 +74,16 @@ def test_the_cheapest_feasible_plan_per_workload_and_rate(priced: xr.Dataset) ->
         assert row["cost_per_million_output_tokens_usd"] == pytest.approx(cheapest, rel=1e-9)
         tied = ok.filter(pl.col("cost_per_million_output_tokens_usd") <= cheapest * (1 + 1e-9))
         assert row["devices"] == tied["devices"].min()
-        if (tied.filter(pl.col("devices") == row["devices"])["pool_mode"] == "colocated").any():
-            assert row["pool_mode"] == "colocated"  # a tie goes to one pool
+        if tied.filter(pl.col("devices") == row["devices"], ONE_POOL).height:
+            assert row["pool_mode"] != "disaggregated"  # a tie goes to one pool
+            assert row["scheduler"] == row["pool_mode"]
         # the chosen plan is a row of the pools table, with its prices' dates
         chosen = match.filter(*(pl.col(c) == row[c] for c in PLAN if row[c] is not None))
         assert chosen.height >= 1
         assert row["prefill_price_as_of"] is not None
         assert row["decode_price_as_of"] is not None
-        for mode in ("colocated", "disaggregated"):
-            best = ok.filter(pl.col("pool_mode") == mode)["cost_per_million_output_tokens_usd"]
+        for mode, rows in (("colocated", ONE_POOL), ("disaggregated", ~ONE_POOL)):
+            best = ok.filter(rows)["cost_per_million_output_tokens_usd"]
             assert row[f"cheapest_{mode}_usd"] == best.min()
         assert row["ttft_s"] <= 0.1
         assert row["tpot_s"] <= 0.05
@@ -152,15 +157,15 @@ def plan_row(
 def test_ties_go_to_fewer_devices_then_to_one_pool() -> None:
     rows = [
         plan_row("disaggregated", 4, 1.0 * (1 - 1e-13)),  # cheaper only by rounding
-        plan_row("colocated", 4, 1.0),
+        plan_row("serial-prefill", 4, 1.0),
         plan_row("disaggregated", 6, 1.0),
-        plan_row("colocated", 2, 0.5, feasible=False),  # cheaper, but misses the objectives
-        plan_row("colocated", 1, float("nan")),  # no price: never taken for zero
+        plan_row("chunked-paced", 2, 0.5, feasible=False),  # cheaper, but misses the objectives
+        plan_row("batched-prefill", 1, float("nan")),  # no price: never taken for zero
     ]
     plans = cheapest_plans(pl.DataFrame(rows))
     assert plans.height == 1
     best = plans.row(0, named=True)
-    assert best["pool_mode"] == "colocated"
+    assert best["pool_mode"] == "serial-prefill"
     assert best["devices"] == 4
     assert best["cost_per_million_output_tokens_usd"] == 1.0
     assert best["cheapest_colocated_usd"] == 1.0  # the best of each mode that meets the SLOs

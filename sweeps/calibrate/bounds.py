@@ -29,9 +29,14 @@ context where it says ``max``:
   own work, so ``t_p(1, I)``, ``t_d(1, S)`` and the static request latency at one sequence bound
   it under any load.
 
+A row with ``parallel = "ep+dp"`` is one replica of all its ``gpus``: ``ep = gpus / tp`` ranks
+with data-parallel attention (the grid's ``axes.ep`` and ``dp_attention``); ``pp`` is
+``pp = gpus / tp`` stages. Its per-device figure is over the replica's ``gpus`` devices (read
+``tp`` above as the replica's devices).
+
 A row gets no bound, and says why in ``reason``, where a bound would be wrong: a model that does
-not fit on the row's devices, and a parallelism other than tensor parallel (``ep+dp``, ``pp``:
-the grid's tp reading would understate it).
+not fit on the row's devices, and a layout the grid refuses (an ``ep`` that does not divide the
+experts, a ``pp`` the layers).
 
 At scale the rows of one configuration share grids: the distinct batches, contexts and prompts
 of its rows are cut into chunks whose grid stays under ``POINTS`` points, and each chunk's
@@ -87,8 +92,31 @@ def _context(m: Measurement) -> int:
     return m.prompt_tokens + m.output_tokens // 2
 
 
+def layout(m: Measurement) -> str:
+    """The parallel axes of ``m``'s grid, as ``[axes]`` lines ("" for tensor parallel)."""
+    if m.parallel == "ep+dp":
+        return f"ep = [{m.gpus // m.tp}]\ndp_attention = [true]\n"
+    if m.parallel == "pp":
+        return f"pp = [{m.gpus // m.tp}]\n"
+    return ""
+
+
+def _devices(m: Measurement) -> int:
+    """Devices of one replica of ``m`` [device]: tp, or every GPU of an ep+dp or pp row."""
+    return m.tp if m.parallel == "tp" else m.gpus
+
+
 def _group_key(m: Measurement, attention: str) -> tuple[str, ...]:
-    return (m.model, m.hardware, str(m.tp), m.weight_dtype, m.kv_dtype, m.compute_dtype, attention)
+    return (
+        m.model,
+        m.hardware,
+        str(m.tp),
+        m.weight_dtype,
+        m.kv_dtype,
+        m.compute_dtype,
+        attention,
+        layout(m),
+    )
 
 
 def _serving_table(rows: list[Measurement]) -> str:
@@ -114,14 +142,14 @@ def _sweep(
     prompts: Iterable[int],
     serving: str = "",
 ) -> Sweep:
-    model, hardware, tp, weight, kv, compute, attention = key
+    model, hardware, tp, weight, kv, compute, attention, parallel = key
     options = f'compute_dtype = "{compute}"\n' if compute != "auto" else ""
     options += f'attention_dtype = "{attention}"\n'
     text = (
         '[sweep]\nname = "calibrate"\n[axes]\n'
         f'model = ["{model}"]\nhardware = ["{hardware}"]\ntp = [{tp}]\n'
         f"batch = {sorted(set(batches))}\ncontext = {sorted(set(contexts))}\n"
-        f"prompt = {sorted(set(prompts))}\n"
+        f"prompt = {sorted(set(prompts))}\n{parallel}"
         f'kv_dtype = ["{kv}"]\nweight_dtype = ["{weight}"]\n'
         "[options]\nattention_flops = true\nmemory_reserve = 0.0\n"
         f"bandwidth_efficiency = 1.0\ncompute_efficiency = 1.0\n{options}{serving}"
@@ -161,12 +189,19 @@ def _no_bound(m: Measurement, reason: str) -> Bound:
 
 
 def _unbounded_reason(m: Measurement) -> str:
-    """Why a row cannot be bounded by the tensor-parallel grid ("" where it can)."""
-    if m.parallel != "tp":
+    """Why a row cannot be bounded by the grid ("" where it can)."""
+    from sweeps.catalog import load_catalog
+
+    model = load_catalog().lookup_model(m.model)
+    ranks = m.gpus // m.tp
+    if m.parallel == "ep+dp" and (not model.is_moe or model.experts % ranks):
+        routed = f"{model.experts} routed experts" if model.is_moe else "no routed experts"
         return (
-            f"needs {m.parallel} parallelism: the grid bounds tensor parallelism only, and "
-            f"reading {m.gpus} GPUs as tp would understate the bound"
+            f"ep+dp over {m.gpus} GPUs at tp {m.tp} is ep {ranks}, and {m.model} has {routed} "
+            "to split that way"
         )
+    if m.parallel == "pp" and model.layers % ranks:
+        return f"pp over {m.gpus} GPUs at tp {m.tp} is {ranks} stages of {model.layers} layers"
     return ""
 
 
@@ -181,9 +216,10 @@ def _walls(key: tuple[str, ...], rows: list[Measurement]) -> tuple[dict[int, int
 
 
 def _too_big(m: Measurement, weights: float, memory: float) -> str:
+    over = "" if m.parallel == "tp" else f" ({m.parallel} over {m.gpus} GPUs)"
     return (
         f"the model does not fit: {weights / 1e9:.1f} GB of weights per device at tp "
-        f"{m.tp} and one sequence's cache at context {_context(m)} exceed the "
+        f"{m.tp}{over} and one sequence's cache at context {_context(m)} exceed the "
         f"{memory / 1e9:.1f} GB of {m.hardware}"
     )
 
@@ -258,9 +294,10 @@ def _measured_bound(
     the decode step (time, flag), the prefill (TTFT, flag) and the serving table (the static
     request's latency and TTFT, the ``bound`` mode's output tokens/s per device)."""
     latency, first, served = request
-    replicas = {"device": 1 / m.tp, "replica": 1.0, "system": m.gpus / m.tp}[m.basis]
+    devices = _devices(m)
+    replicas = {"device": 1 / devices, "replica": 1.0, "system": m.gpus / devices}[m.basis]
     if m.metric == THROUGHPUT and m.concurrency is not None:
-        return served * m.tp * replicas, decode[1]
+        return served * devices * replicas, decode[1]
     if m.metric == REQUEST:
         return latency, prefill[1] if first >= latency - first else decode[1]
     if m.metric == "ttft_s":

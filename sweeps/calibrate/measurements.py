@@ -208,8 +208,9 @@ def _basis(row: _Row) -> str:
 
 def _gpus(row: _Row, tp: int, parallel: str) -> int:
     gpus = row.integer("gpus", default=tp)
-    if parallel == "tp" and gpus % tp:
-        error = row.fail("gpus", f"{gpus} GPUs do not make whole replicas of tp {tp}")
+    if gpus % tp:
+        whole = "replicas" if parallel == "tp" else f"{parallel} ranks or stages"
+        error = row.fail("gpus", f"{gpus} GPUs do not make whole {whole} of tp {tp}")
         raise error
     return gpus
 

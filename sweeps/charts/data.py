@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
+from sweeps.charts.layout import pick_layout
 from sweeps.errors import ConfigError
 from sweeps.grid.variables import BOTTLENECK_FLAGS
 
@@ -185,6 +186,8 @@ class Selection:
     max_cells: int
     size: Size = SCREEN
     notes: list[str] = field(default_factory=list)
+    layout: str = ""
+    """The replica's layout shown (``tp1 ep8+dp``) where the grid has the parallel axes."""
 
     @property
     def tp(self) -> int:
@@ -211,7 +214,7 @@ class Selection:
         kv = "/".join(str(v) for v in self.ds["kv_dtype"].values)
         return (
             f"{self.model} on {self.device_name}: {what} "
-            f"(weights {self.weight_dtype}, KV {kv}, tp {self.tp})"
+            f"(weights {self.weight_dtype}, KV {kv}, {self.layout or f'tp {self.tp}'})"
         )
 
 
@@ -254,10 +257,13 @@ def select(
     choice = choose(ds, chosen_model, device, tp=tp, weight_dtype=weight_dtype, pick=pick)
     notes += [choice.caption] if choice.caption else []
     limit = int(max_cells or ds.attrs.get("max_chart_cells", DEFAULT_MAX_CELLS))
+    shown = ds.sel(
+        model=chosen_model, hardware=device, tp=choice.tp, weight_dtype=choice.weight_dtype
+    )
+    shown, layout = pick_layout(shown, notes)
     return Selection(
-        ds=ds.sel(
-            model=chosen_model, hardware=device, tp=choice.tp, weight_dtype=choice.weight_dtype
-        ),
+        ds=shown,
+        layout=layout,
         model=chosen_model,
         hardware=device,
         choice=choice,

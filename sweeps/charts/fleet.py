@@ -23,8 +23,14 @@ def fleet_plans(ds: xr.Dataset, work: Workload, weight_dtype: str | None = None)
     from sweeps.pipeline.plans import cheapest_plans
 
     pools = frame(ds, "pools")
-    parts = [cheapest_plans(pools.filter(pl.col("pool_mode") == mode)) for mode in POOL_MODES]
-    every = pl.concat(parts)
+    apart = pl.col("pool_mode").cast(pl.String) == "disaggregated"
+    parts = [
+        cheapest_plans(pools.filter(~apart if mode == "colocated" else apart)).with_columns(
+            pl.when(pl.col("pool_mode").is_not_null()).then(pl.lit(mode)).alias("pool_mode")
+        )
+        for mode in POOL_MODES
+    ]
+    every = pl.concat(parts, how="vertical_relaxed")
     chosen = every.filter(
         *[
             pl.col(key).cast(pl.String) == str(work.at[key])

@@ -7,7 +7,10 @@ from collections.abc import Iterator
 
 import xarray as xr
 
-SERVING_DIMS = frozenset({"prompt_tokens", "output_tokens", "prefill_hardware", "decode_hardware"})
+SERVING_DIMS = frozenset(
+    {"prompt_tokens", "output_tokens", "arrival_rate", "concurrency", "prefill_hardware",
+     "decode_hardware"}
+)  # fmt: skip
 """Dimensions only the serving and pools analyses' variables have."""
 
 

@@ -23,10 +23,12 @@ METRICS = {
 
 
 def _label(row: dict[str, Any]) -> str:
+    clients = row.get("concurrency")
+    load = f"{row['arrival_rate']:g}/s" if clients is None else f"{clients} clients"
     return (
         f"{row['model']} {row['hardware']} tp{row['tp']} B{row['batch']} x{row['replicas']} "
         f"{row['scheduler']} I{row['prompt_tokens']} O{row['output_tokens']} "
-        f"{row['arrival_rate']:g}/s"
+        f"{load}"
     )
 
 

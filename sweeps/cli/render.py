@@ -79,7 +79,7 @@ def summary_rows(frame: Any) -> list[dict[str, Any]]:
     """
     rows = []
     for row in frame.iter_rows(named=True):
-        record = {dim: row[dim] for dim in CONFIGURATION if dim in row}
+        record = {dim: row[dim] for dim in (*CONFIGURATION, "parallel") if dim in row}
         record["ceiling"] = float(row["ceiling"])
         for name in BATCHES:
             value = row[name]
@@ -122,6 +122,15 @@ def _cell(name: str, row: Mapping[str, Any]) -> str:
     return str(value)
 
 
+def _title(dim: str) -> str:
+    """An axis's short title; ``parallel`` (the replica's layout) is no axis."""
+    return AXIS[dim].title if dim in AXIS else dim
+
+
+def _sized(dim: str) -> bool:
+    return dim in AXIS and AXIS[dim].kind == "size"
+
+
 def summary_table(
     rows: list[dict[str, Any]],
     title: str,
@@ -136,12 +145,13 @@ def summary_table(
     ``SUMMARY_ROWS`` configurations show their first ones and say that ``where`` has every
     one; a narrow terminal drops columns in ``DROP_ORDER`` and the caption says which.
     """
+    configuration = [d for d in (*CONFIGURATION, "parallel") if d in rows[0]]
     varying = [
         dim
-        for dim in CONFIGURATION
+        for dim in configuration
         if len({row[dim] for row in rows}) > 1 or dim in ("model", "hardware")
     ]
-    notes = [f"{AXIS[dim].title} {rows[0][dim]}" for dim in CONFIGURATION if dim not in varying]
+    notes = [f"{_title(dim)} {rows[0][dim]}" for dim in configuration if dim not in varying]
     if len(rows) > SUMMARY_ROWS:
         notes.append(
             f"first {SUMMARY_ROWS} of {len(rows):,} configurations; {where} has every one "
@@ -187,9 +197,9 @@ def _summary_grid(
         )
     table = new_table(f"{title}: decode summary", ", ".join(caption))
     for dim in varying:
-        right = AXIS[dim].kind == "size"
+        right = _sized(dim)
         table.add_column(
-            Text(AXIS[dim].title),
+            Text(_title(dim)),
             justify="right" if right else "left",
             no_wrap=True,
             overflow="ellipsis",
@@ -198,7 +208,7 @@ def _summary_grid(
         table.add_column(Text(header(name)), justify="right", no_wrap=True)
     table.add_column(Text(verdict), no_wrap=True, overflow="ellipsis")
     for row in rows:
-        cells = [f"{row[d]:,}" if AXIS[d].kind == "size" else str(row[d]) for d in varying]
+        cells = [f"{row[d]:,}" if _sized(d) else str(row[d]) for d in varying]
         cells += [_cell(name, row) for name in values]
         table.add_row(*(Text(cell) for cell in [*cells, _verdict(row)]))
     return table

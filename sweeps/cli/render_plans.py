@@ -26,7 +26,12 @@ def _ms(value: Any) -> str:
 def _pool(row: dict[str, Any], side: str) -> str:
     count = row[f"{side}_replicas"]
     replicas = "" if count is None else f"{grouped(count)} x "
-    return f"{replicas}{row[f'{side}_hardware']} tp{row[f'{side}_tp']}"
+    layout = f"tp{row[f'{side}_tp']}"
+    if (row.get("ep") or 1) > 1:  # the parallel axes: a replica of tp x ep x pp devices
+        layout += f" ep{row['ep']}" + ("+dp" if str(row.get("dp_attention")) == "true" else "")
+    if (row.get("pp") or 1) > 1:
+        layout += f" pp{row['pp']}"
+    return f"{replicas}{row[f'{side}_hardware']} {layout}"
 
 
 def _techniques(row: dict[str, Any]) -> list[str]:
@@ -62,8 +67,10 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
         notes.append(f"first {PLAN_ROWS} of {len(rows):,} plans")
         rows = rows[:PLAN_ROWS]
     table = new_table(f"{title}: cheapest serving plans", "; ".join(notes))
-    heads = ["model", "weights", "I", "O", "req/s", "plan", "prefill", "decode", "devices"]
     first = rows[0] if rows else {}
+    closed = "concurrency" in first
+    heads = ["model", "weights", "I", "O", "clients" if closed else "req/s", "plan"]
+    heads += ["prefill", "decode", "devices"]
     heads += ["k", "draft", "accept"] if "spec_tokens" in first else []
     heads += ["hit", "tier"] if "prefix_hit_rate" in first else []
     heads += ["$/M tok", "TTFT ms", "TPOT ms", "decode share"]
@@ -76,7 +83,7 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
             str(row["weight_dtype"]),
             grouped(row["prompt_tokens"]),
             grouped(row["output_tokens"]),
-            f"{row['arrival_rate']:g}",
+            grouped(row["concurrency"]) if closed else f"{row['arrival_rate']:g}",
             str(row["pool_mode"]) if found else str(row["reason"]),
             _pool(row, "prefill") if found else "",
             _pool(row, "decode") if found else "",

@@ -126,6 +126,7 @@ def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
     on = {s.name for s in STUDIES if s.present(getattr(config, s.table, None))}
     wanted = [a for a in ANALYSES if not a.study or a.study in on]
     present = {dim for analysis in wanted for dim in analysis.dims}
+    present |= {d for s in STUDIES if s.name in on for d in s.axes if lengths.get(d, 0) > 0}
     for analysis in wanted:
         dims = analysis.dims_over(present)
         points = math.prod(lengths[dim] for dim in dims)

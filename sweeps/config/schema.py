@@ -121,6 +121,19 @@ class Axes(Strict):
         description="Where a cached prefix lives: 'hbm', 'host' (the device's host link), "
         "'nvme', or a [kv_tiers.*] name",
     )
+    ep: CountAxis | None = Field(
+        default=None,
+        description="Expert-parallel ranks (MoE; each must divide every model's routed "
+        "experts); turns on parallel.parquet, a replica is tp x ep x pp devices",
+    )
+    dp_attention: Annotated[list[bool], AXIS_LENGTH] | None = Field(
+        default=None,
+        description="Attention data-parallel over the ep ranks (each its own sequences' "
+        "cache) or tensor-parallel over all tp x ep devices (false, the default)",
+    )
+    pp: CountAxis | None = Field(
+        default=None, description="Pipeline stages (each must divide every model's layers)"
+    )
 
 
 class Options(Strict):

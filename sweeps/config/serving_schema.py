@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from sweeps.config.types import (
     AXIS_LENGTH,
+    BatchAxis,
     PositiveFloat,
     Strict,
     TokenAxis,
@@ -120,8 +121,34 @@ class ServingTable(Serving):
         default=[128, 512], description="Output tokens per request (>= 1)"
     )
     arrival_rate: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
-        default=[1.0, 10.0], description="Arrival rates [request/s] (> 0)"
+        default=[1.0, 10.0],
+        description="Poisson arrival rates [request/s] (> 0); the default where concurrency "
+        "is not given either",
     )
+    concurrency: BatchAxis | None = Field(
+        default=None,
+        description="Closed-loop clients (each sends its next request when its last one ends, "
+        "no think time), an alternative to arrival_rate: give one of the two",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_load(cls, value: object) -> object:
+        """``arrival_rate`` or ``concurrency``, not both."""
+        if isinstance(value, dict) and "arrival_rate" in value and "concurrency" in value:
+            msg = (
+                "give either arrival_rate (Poisson arrivals) or concurrency (closed-loop "
+                "clients), not both"
+            )
+            raise ValueError(msg)
+        return value
+
+    @model_validator(mode="after")
+    def _closed_loop(self) -> ServingTable:
+        """With ``concurrency`` the load is closed-loop: no arrival-rate axis."""
+        if self.concurrency is not None:
+            object.__setattr__(self, "arrival_rate", [])
+        return self
 
     def objectives(self) -> Serving:
         """The resolved settings of the study (``Sweep.serving``): the table without its axes."""

@@ -65,7 +65,9 @@ class Sweep:
     output_tokens: tuple[int, ...] = ()
     """``serving.output_tokens``: tokens generated per request [token]."""
     arrival_rate: tuple[float, ...] = ()
-    """``serving.arrival_rate``: request arrival rates [request/s]."""
+    """``serving.arrival_rate``: request arrival rates [request/s]; empty with concurrency."""
+    concurrency: tuple[int, ...] = ()
+    """``serving.concurrency``: closed-loop clients [request]; empty with arrival rates."""
     studies: Mapping[str, Any] = field(default_factory=dict)
     """The settings of each study the config turns on, by name (``sweeps.study.STUDIES``)."""
     spec_tokens: tuple[int, ...] = ()
@@ -79,6 +81,12 @@ class Sweep:
     """``axes.prefix_hit_rate``: cached shares of the prompt [1]; empty: no prefix caching."""
     kv_tier: tuple[KvTier, ...] = ()
     """``axes.kv_tier``: where cached prefixes live (``sweeps.config.techniques.KvTier``)."""
+    ep: tuple[int, ...] = ()
+    """``axes.ep``: expert-parallel ranks [device]; empty: no parallel study (``ep = 1``)."""
+    dp_attention: tuple[bool, ...] = ()
+    """``axes.dp_attention``: attention data-parallel over the ep ranks, or tensor-parallel."""
+    pp: tuple[int, ...] = ()
+    """``axes.pp``: pipeline stages [device]."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
 

@@ -22,6 +22,16 @@ def order(variable: xr.Variable, dims: tuple[str, ...]) -> xr.Variable:
     return variable.transpose(*[d for d in dims if d in variable.dims])
 
 
+def with_extra(dims: tuple[str, ...], values: Any) -> tuple[str, ...]:
+    """``dims`` and after them the other dims ``values`` (Variables among them) carry, in the
+    canonical order of the axes: the dims an analysis takes on from the sweep (the parallel
+    axes) without naming them in each call."""
+    from sweeps.axes import canonical
+
+    extra = {str(d) for v in values if isinstance(v, xr.Variable) for d in v.dims} - set(dims)
+    return (*dims, *canonical(extra)) if extra else dims
+
+
 def pointwise(function: Callable[..., Any], dims: tuple[str, ...], *args: Any) -> xr.Variable:
     """``function(*args)`` with numpy broadcasting in the canonical order of ``dims``.
 
@@ -34,7 +44,7 @@ def pointwise(function: Callable[..., Any], dims: tuple[str, ...], *args: Any) -
     place.
     """
     variables = [a for a in args if isinstance(a, xr.Variable)]
-    present = [d for d in dims if any(d in v.dims for v in variables)]
+    present = [d for d in with_extra(dims, variables) if any(d in v.dims for v in variables)]
 
     def laid_out(a: Any) -> Any:
         if not isinstance(a, xr.Variable):
@@ -64,7 +74,7 @@ class GridEngine:
     ) -> dict[str, Any]:
         """See ``sweeps.grid.roof.roofline_outputs``."""
         return roofline_outputs(
-            dims,
+            with_extra(dims, inputs.values()),
             dict(self.sizes),
             with_tokens=with_tokens,
             use_kernel=self.use_kernel,

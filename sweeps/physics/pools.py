@@ -232,3 +232,28 @@ def cost_per_million_tokens(price_per_hour: Array, tokens_per_s: Array) -> Array
     """
     price = nan_for_none(price_per_hour)
     return TOKENS_PER_MILLION * price / (SECONDS_PER_HOUR * tokens_per_s)
+
+
+def gated_cycle(arrival_rate: Array, first: Array, slope: Array) -> Array:
+    """Cycle of a prefill server that prefills every waiting prompt together, ``T``.
+
+    Each batch holds the prompts that arrived during the one before (a gated server, in the
+    fluid limit): ``T = t_p(max(1, lambda T))`` with the prefill of ``k`` prompts on the chord
+    ``t_p(k) = t_1 + (k - 1) s`` (a roofline is convex in ``k``: the chord lies above it), so
+    ``T = t_1`` where ``lambda t_1 <= 1`` and ``(t_1 - s) / (1 - lambda s)`` beyond; inf where
+    ``lambda s >= 1`` (the server cannot keep up).
+
+    Parameters
+    ----------
+    arrival_rate : Prompts arriving at the server, ``lambda`` [request/s]
+    first : Prefill of one prompt, ``t_1 = t_p(1, I)`` [s]
+    slope : Time each further prompt of a batch adds, ``s`` [s]
+
+    Returns
+    -------
+    Cycle, ``T`` [s]
+    """
+    stable = arrival_rate * slope < 1
+    room = where(stable, 1 - arrival_rate * slope, 1.0)
+    grown = where(stable, (first - slope) / room, np.inf)
+    return where(arrival_rate * first <= 1, first, grown)

@@ -233,3 +233,73 @@ def paced_chunk(decoders: Array, prompt: Array, output: Array, budget: Array) ->
     """
     steps = output - 1
     return where(steps > 0, decoders * prompt / where(steps > 0, steps, 1), budget)
+
+
+def serial_prefill_tpot_quantile(
+    quantile: Array, batch: Array, output: Array, step_time_steady: Array, prefill_time: Array
+) -> Array:
+    """A quantile of the requests' TPOT in ``serial-prefill``, saturated [s].
+
+    A request's decode sees every other group's prefills and those of its own group prefilled
+    after it: ``B - 1 - k`` stalls at position ``k`` of its group. Over the ``n = O - 1``
+    groups of a cycle ``n`` requests hold each position below ``q`` and ``r`` position ``q``,
+    so the smallest TPOT that ``quantile`` of the requests do not exceed has
+    ``k = min(q, floor((1 - p) B / n))``. One value where ``B <= O - 1`` (every group one
+    slot: ``B - 1`` stalls each); NaN at ``O = 1``.
+
+    Parameters
+    ----------
+    quantile : Probability, ``0 < p < 1`` [1]
+    batch : Slots, ``B`` [sequence]
+    output : Output tokens of a request, ``O >= 1`` [token]
+    step_time_steady : Decode step at the mean context, ``t_d(B, S_mean)`` [s]
+    prefill_time : Prefill of one prompt, ``t_p(1, I)`` [s]
+
+    Returns
+    -------
+    TPOT [s]
+    """
+    steps = output - 1
+    n = np.maximum(steps, 1)
+    q, _ = slot_groups(batch, steps)
+    k = np.minimum(q, np.floor((1 - quantile) * batch / n))
+    stalls = batch - 1 - k
+    return where(steps > 0, step_time_steady + stalls * prefill_time / n, np.nan)
+
+
+def batched_prefill_tpot_quantile(
+    quantile: Array,
+    batch: Array,
+    output: Array,
+    step_time_steady: Array,
+    prefills: Array,
+    large: Array,
+    small: Array,
+) -> Array:
+    """A quantile of the requests' TPOT in ``batched-prefill``, saturated [s].
+
+    A request's decode is stalled by every group's prefill step but its own's: the
+    ``r (q + 1)`` requests of the larger groups by ``prefills - large``, the others by
+    ``prefills - small`` (one value where every group has one size); NaN at ``O = 1``.
+
+    Parameters
+    ----------
+    quantile : Probability, ``0 < p < 1`` [1]
+    batch : Slots, ``B`` [sequence]
+    output : Output tokens of a request, ``O >= 1`` [token]
+    step_time_steady : Decode step at the mean context [s]
+    prefills : The cycle's prefill steps (``grouped``'s total) [s]
+    large : The prefill of a group of ``q + 1``, ``t_p(q + 1, I)`` [s]
+    small : The prefill of a group of ``q``, ``t_p(q, I)`` (0 for none) [s]
+
+    Returns
+    -------
+    TPOT [s]
+    """
+    steps = output - 1
+    n = np.maximum(steps, 1)
+    q, r = slot_groups(batch, steps)
+    in_large = r * (q + 1) / batch  # share of requests in the larger groups
+    low, high = prefills - large, prefills - where(q > 0, small, large)
+    seen = where(quantile <= in_large, np.minimum(low, high), np.maximum(low, high))
+    return where(steps > 0, step_time_steady + seen / n, np.nan)

@@ -15,7 +15,7 @@ from typing import Any
 
 from sweeps.config import Sweep
 from sweeps.errors import ConfigError
-from sweeps.grid.analyses import dims_of, tables
+from sweeps.grid.analyses import table_rows, tables
 from sweeps.grid.chunks import plan_chunks
 from sweeps.grid.memory import BASE_BYTES, check_budget, default_budget, estimate_bytes
 
@@ -38,7 +38,7 @@ def resolve_layout(sweep: Sweep, layout: str = "auto") -> str:
         raise ConfigError(msg)
     if layout != "auto":
         return layout
-    largest = max(sweep.points(dims_of(table, sweep)) for table in tables(sweep))
+    largest = max(table_rows(table, sweep) for table in tables(sweep))
     return "partitioned" if largest > AUTO_PARTITION_ROWS else "single"
 
 
@@ -157,7 +157,7 @@ def plan(
         chunks = len(pieces)
     return Plan(
         sweep,
-        {table.name: sweep.points(dims_of(table, sweep)) for table in tables(sweep)},
+        {table.name: table_rows(table, sweep) for table in tables(sweep)},
         memory,
         budget,
         chunks,

@@ -19,11 +19,12 @@ import xarray as xr
 
 from sweeps.errors import ConfigError
 from sweeps.grid.analyses.pools import DIMS as POOL_DIMS
-from sweeps.grid.analyses.pools import PLAN_DIMS
+from sweeps.grid.analyses.pools import LOADS, PLAN_DIMS
 
 KEYS = tuple(d for d in POOL_DIMS if d not in PLAN_DIMS)
-"""One summary row per value of these: a model, its dtypes and a workload at one rate (the
-pools' dims but those that make the plan: the devices, their tp and the mode)."""
+"""One summary row per value of these and of the load (``LOADS``: a rate or a concurrency): a
+model, its dtypes and a workload (the pools' dims but those that make the plan: the devices,
+their tp and the mode)."""
 
 PLAN = (
     "pool_mode",
@@ -49,14 +50,16 @@ COST = "cost_per_million_output_tokens_usd"
 SCENARIOS = ("spec_acceptance", "prefix_hit_rate")
 """Keys a sweep with speculation or prefix caching adds: the acceptance and the hit rate the
 workload meets (``docs/speculative.md``)."""
-CHOICES = ("spec_tokens", "spec_draft", "kv_tier")
-"""What such a sweep adds to a plan: whether it speculates (``k``, the draft) and the tier its
-cached prefixes live in; chosen with the devices."""
+CHOICES = ("spec_tokens", "spec_draft", "kv_tier", "ep", "dp_attention", "pp")
+"""What such a sweep adds to a plan: whether it speculates (``k``, the draft), the tier its
+cached prefixes live in, the replica's parallel layout (``ep``, ``dp_attention``, ``pp``);
+chosen with the devices."""
 
 
 def _keys(frame: pl.DataFrame) -> list[str]:
-    """The keys of one summary row in ``frame``: ``KEYS``, and the scenarios it has."""
-    return [*KEYS, *(c for c in SCENARIOS if c in frame.columns)]
+    """The keys of one summary row in ``frame``: ``KEYS``, its load (an arrival rate or a
+    concurrency) and the scenarios it has."""
+    return [*KEYS, *(c for c in (*LOADS, *SCENARIOS) if c in frame.columns)]
 
 
 ENERGY = "energy_per_output_token_j"
@@ -68,6 +71,8 @@ def _plan(frame: pl.DataFrame) -> list[str]:
     """The plan's columns in ``frame``: ``PLAN`` after the choices it has, the energy beside
     the cost."""
     plan = list(PLAN)
+    if "scheduler" in frame.columns:
+        plan.append("scheduler")
     if ENERGY in frame.columns:
         plan.insert(plan.index(COST) + 1, ENERGY)
     return [*(c for c in CHOICES if c in frame.columns), *plan]
@@ -102,26 +107,33 @@ def _pools(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(COST).fill_nan(None))
 
 
+def _one_pool(mode: str) -> pl.Expr:
+    """The rows of ``mode``: ``colocated`` is every named scheduler's one-pool plan."""
+    apart = pl.col("pool_mode").cast(pl.String) == "disaggregated"
+    return ~apart if mode == "colocated" else apart
+
+
 def _best_per_mode(frame: pl.DataFrame, mode: str) -> pl.DataFrame:
     """The cheapest priced cost of ``mode`` per key among ``frame``'s plans, as
     ``cheapest_<mode>_usd``."""
     return (
-        frame.filter(pl.col("pool_mode") == mode, pl.col(COST).is_not_null())
+        frame.filter(_one_pool(mode), pl.col(COST).is_not_null())
         .group_by(_keys(frame))
         .agg(pl.col(COST).min().alias(f"cheapest_{mode}_usd"))
     )
 
 
 def cheapest_plans(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
-    """Per model, dtypes, workload and arrival rate: the cheapest plan that meets the SLOs.
+    """Per model, dtypes, workload and load: the cheapest plan that meets the SLOs.
 
     ``source`` is a grid (``sweeps.run`` of a sweep with ``[serving]``) or its pools frame
     (``sweeps.export.frames(ds)["pools"]``, or ``pools.parquet`` read back).
 
-    Returns one row per key of ``KEYS``, sorted by them: the plan's columns of ``PLAN``
-    (``pool_mode`` colocated or disaggregated, hardware and tp per phase, replicas, devices,
-    cost per million output tokens [USD] with its prices' dates, TTFT and TPOT [s], the share
-    of device time in decode [1]), ``cheapest_colocated_usd`` and
+    Returns one row per key of ``KEYS`` and load, sorted by them: the plan's columns of
+    ``PLAN`` (``pool_mode`` a named scheduler on one pool, or disaggregated; hardware and tp
+    per phase, replicas, devices, cost per million output tokens [USD] with its prices'
+    dates, TTFT and TPOT [s], the share of device time in decode [1], the scheduler),
+    ``cheapest_colocated_usd`` (over the one-pool plans) and
     ``cheapest_disaggregated_usd`` (the best of each mode meeting the SLOs, null where none
     is priced), and
     ``reason``: null when a priced plan was found, else why the cost is null.
@@ -143,7 +155,7 @@ def cheapest_plans(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
             ~tied.fill_null(False),
             pl.col(COST).is_null(),
             "devices",
-            pl.col("pool_mode") != "colocated",
+            pl.col("pool_mode").cast(pl.String) == "disaggregated",
             COST,
         ],
         nulls_last=True,

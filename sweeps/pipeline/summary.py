@@ -17,8 +17,12 @@ from sweeps.axes import AXIS
 from sweeps.config import NATIVE
 from sweeps.export.frame import shared_enum
 from sweeps.grid import REGISTRY
-from sweeps.grid.analyses.decode import CONFIGURATION as SUMMARY_DIMS
+from sweeps.grid.analyses.decode import CONFIGURATION
 from sweeps.grid.analyses.decode import SUMMARY as SUMMARY_VARIABLES
+from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS
+
+SUMMARY_DIMS = (*CONFIGURATION, *PARALLEL_DIMS)
+"""A configuration's dims: the decode dims but the batch, and the parallel axes a sweep has."""
 
 
 def summary_rows(ds: xr.Dataset) -> int:
@@ -66,6 +70,8 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
             columns[dim] = pl.Series(dim, names, dtype=shared_enum(dim, names))[codes]
         else:
             columns[dim] = labels[codes]
+    if "parallel" in ds.data_vars:  # which parallelism a row shows: tp8, tp1 ep8+dp, ...
+        columns["parallel"] = spread(ds["parallel"].variable).astype(str)
     for name, variable in variables.items():
         columns[name] = spread(variable)
     frame = pl.DataFrame(columns)

@@ -107,7 +107,7 @@ def _prefill_terms(x: Any) -> tuple[float, float, float]:
     token = physics.prefill_flops(1, 1, *common, 0.0, attention_on, embedding, 0.0)
     pair = physics.prefill_flops(1, 0, *common, 1.0, attention_on, embedding, 0.0)
     logit = physics.prefill_flops(1, 0, *common, 0.0, attention_on, embedding, logits)
-    tp = x["tp"]
+    tp = x["_stage_devices"]  # a prompt crosses the pipeline's stages in turn
     return float(token / tp), float(pair / tp), float(logit / tp)
 
 
@@ -116,7 +116,7 @@ def step_costs(x: Any, max_context: int, max_tokens: int) -> StepCosts:
     context of ``max_context`` and a step of ``max_tokens`` tokens."""
     from sweeps.grid.analyses.steps import weights_read
 
-    tp = x["tp"]
+    tp = x["_flop_devices"]  # a replica's devices: tp, or tp x ep x pp with the parallel axes
     context = np.arange(max_context + 1, dtype=np.float64)
     layer_tokens = _layer_tokens(x, context)
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
@@ -144,7 +144,7 @@ def step_costs(x: Any, max_context: int, max_tokens: int) -> StepCosts:
         token_flops=token,
         pair_flops=ratio * pair,
         logit_flops=logit,
-        tp=int(tp),
+        tp=int(x["_devices"]),
     )
 
 

@@ -1,13 +1,14 @@
 """``[serving] simulate = N``: the cheapest plan of every workload, simulated, as a table.
 
-For each workload of the pools table (model, KV and weight settings, ``I``, ``O``, rate; the
+For each workload of the pools table (model, KV and weight settings, ``I``, ``O``, load; the
 table as written, so a streamed run's plans are its whole table's) the cheapest feasible plan
-that one scheduler runs on one kind of device (the least cost, the
-fewest devices where no device has a price) is simulated with ``N`` requests: its replicas,
-batch and scheduler, Poisson arrivals at the workload's rate, the lengths of ``[serving]
-lengths``, seed 0. ``simulated.parquet`` has one row per plan, its columns declared once in
-``SIMULATED`` (units and descriptions go into the file's metadata as for every table); the
-TTFT and TPOT of every request feed the CDF charts (``sweeps.charts.simulated``).
+that one scheduler runs on one kind of device (the least cost, the fewest devices where no
+device has a price) is simulated with ``N`` requests: its replicas, batch and scheduler,
+Poisson arrivals at the workload's rate (a closed loop of its clients where the table has a
+concurrency), the lengths of ``[serving] lengths``, seed 0. ``simulated.parquet`` has one row
+per plan, its columns declared once in ``SIMULATED`` (units and descriptions go into the
+file's metadata as for every table); the TTFT and TPOT of every request feed the CDF
+charts (``sweeps.charts.simulated``).
 """
 
 from __future__ import annotations
@@ -23,17 +24,28 @@ from sweeps.simulate.costs import point_inputs
 from sweeps.simulate.kernel import SCHEDULER_CODES
 from sweeps.simulate.run import Timeline, simulate
 from sweeps.simulate.stats import summarize
-from sweeps.simulate.workload import Lengths, poisson, read_lengths
+from sweeps.simulate.workload import Lengths, closed_loop, poisson, read_lengths
 from sweeps.study import MODE_ALIASES
 
 WORKLOAD = (
     "model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens",
-    "arrival_rate",
 )  # fmt: skip
+LOADS = ("arrival_rate", "concurrency")
+"""A workload's load, the one of the two its pools table has."""
 SEED = 0
-TECHNIQUES = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
-"""The speculative and prefix dims a plan carries where the sweep has them: the simulated
-replica verifies and hits as the plan does (``sweeps.simulate.speculation``)."""
+TECHNIQUES = (
+    "spec_tokens",
+    "spec_acceptance",
+    "spec_draft",
+    "prefix_hit_rate",
+    "kv_tier",
+    "ep",
+    "dp_attention",
+    "pp",
+)
+"""The speculative, prefix and parallel dims a plan carries where the sweep has them: the
+simulated replica verifies and hits as the plan does (``sweeps.simulate.speculation``), on
+its parallel layout's grid point."""
 SCENARIO = ("spec_acceptance", "prefix_hit_rate")
 """What a workload meets beside its lengths and rate: one cheapest plan each."""
 
@@ -45,7 +57,18 @@ SIMULATED: tuple[Variable, ...] = (
     _V("weight_dtype", "-", "Weight number format", "str"),
     _V("prompt_tokens", "token", "Mean prompt tokens per request, I", "int64"),
     _V("output_tokens", "token", "Mean output tokens per request, O", "int64"),
-    _V("arrival_rate", "request/s", "Poisson arrival rate of the workload", "float64"),
+    _V(
+        "arrival_rate",
+        "request/s",
+        "Poisson arrival rate of the workload (null: a closed loop)",
+        "float64",
+    ),
+    _V(
+        "concurrency",
+        "request",
+        "Closed-loop clients of the workload (null: Poisson arrivals)",
+        "int64",
+    ),
     _V(
         "spec_acceptance",
         "1",
@@ -125,7 +148,7 @@ def cheapest_plans(pools: Any) -> Any:
     ranked = usable.sort(
         ["cost_per_million_output_tokens_usd", "devices"], nulls_last=True, maintain_order=True
     )
-    keys = [*WORKLOAD, *(c for c in SCENARIO if c in pools.columns)]
+    keys = [*WORKLOAD, *(c for c in (*LOADS, *SCENARIO) if c in pools.columns)]
     return ranked.group_by(keys, maintain_order=True).first().sort(keys, maintain_order=True)
 
 
@@ -177,7 +200,7 @@ def simulate_plans(pools: Any, sweep: Any, lengths: Lengths | None = None) -> li
     for found in cheapest_plans(pools).iter_rows(named=True):
         mode = str(found["pool_mode"])
         plan = {
-            **{k: found[k] for k in WORKLOAD},
+            **{k: found.get(k) for k in (*WORKLOAD, *LOADS)},
             "model": str(found["model"]),
             "kv_dtype": str(found["kv_dtype"]),
             "weight_dtype": str(found["weight_dtype"]),
@@ -198,9 +221,11 @@ def _simulated(sweep: Any, plan: dict[str, Any], lengths: Lengths) -> Simulated:
     """One plan simulated, and its row."""
     serving = sweep.serving
     chunked = plan["scheduler"].startswith("chunked")
+    clients = plan["concurrency"]
+    arrivals = poisson(plan["arrival_rate"]) if clients is None else closed_loop(clients)
     timeline = simulate(
         point_inputs(sweep, _point(sweep, plan)), plan["scheduler"], plan["batch"],
-        arrivals=poisson(plan["arrival_rate"]), requests=serving.simulate,
+        arrivals=arrivals, requests=serving.simulate,
         prompt=plan["prompt_tokens"], output=plan["output_tokens"], lengths=lengths,
         budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,
     )  # fmt: skip

@@ -20,13 +20,23 @@ from sweeps.grid.analyses.base import (
 )
 from sweeps.grid.analyses.decode import DECODE
 from sweeps.grid.analyses.model import MODEL
+from sweeps.grid.analyses.parallel import PARALLEL
 from sweeps.grid.analyses.pools import POOLS
 from sweeps.grid.analyses.prefill import PREFILL
 from sweeps.grid.analyses.prefix import PREFIX
 from sweeps.grid.analyses.serving import SERVING
 from sweeps.grid.analyses.speculative import SPECULATIVE
 
-ANALYSES: tuple[Analysis, ...] = (MODEL, DECODE, PREFILL, SPECULATIVE, PREFIX, SERVING, POOLS)
+ANALYSES: tuple[Analysis, ...] = (
+    MODEL,
+    DECODE,
+    PREFILL,
+    PARALLEL,
+    SPECULATIVE,
+    PREFIX,
+    SERVING,
+    POOLS,
+)
 """Every analysis, each after those it needs."""
 
 BY_NAME: dict[str, Analysis] = {analysis.name: analysis for analysis in ANALYSES}
@@ -45,15 +55,41 @@ def tables(sweep: Any) -> tuple[Analysis, ...]:
     return tuple(analysis for analysis in TABLES if analysis.wanted(sweep))
 
 
+def _present(sweep: Any) -> set[str]:
+    """The dims ``sweep`` has: those of the analyses it asks for, and the axes of its studies
+    that it gives values (``[serving] arrival_rate`` or ``concurrency``, one of the two)."""
+    from sweeps.axes import AXIS
+    from sweeps.study import STUDIES
+
+    own = {dim for analysis in applicable(sweep) for dim in analysis.dims}
+    studies = getattr(sweep, "studies", {})
+    given = {
+        dim
+        for study in STUDIES
+        if study.name in studies
+        for dim in study.axes
+        if AXIS[dim].size(sweep) > 0
+    }
+    return own | given
+
+
 def active_dims(sweep: Any) -> tuple[str, ...]:
     """Every dim of the analyses ``sweep`` asks for, in the canonical order of the axes."""
-    return canonical({dim for analysis in applicable(sweep) for dim in analysis.dims})
+    present = _present(sweep)
+    return canonical({dim for a in applicable(sweep) for dim in a.dims_over(present)})
 
 
 def dims_of(analysis: Analysis, sweep: Any) -> tuple[str, ...]:
     """The dims of ``analysis`` in ``sweep``'s grid: its own, and the extra dims it takes on
     that the sweep has (``Analysis.extra_dims``)."""
-    return analysis.dims_over({dim for other in applicable(sweep) for dim in other.dims})
+    return analysis.dims_over(_present(sweep))
+
+
+def table_rows(analysis: Analysis, sweep: Any) -> int:
+    """Rows of ``analysis``'s table in ``sweep``: what the run writes (``Analysis.count``
+    where its ``rows`` leave grid points out, else every point of its dims) [row]."""
+    dims = dims_of(analysis, sweep)
+    return analysis.count(sweep, dims) if analysis.count else int(sweep.points(dims))
 
 
 def owner(name: str) -> Analysis:
@@ -81,5 +117,6 @@ __all__ = [
     "applicable",
     "dims_of",
     "owner",
+    "table_rows",
     "tables",
 ]

@@ -140,6 +140,8 @@ class Analysis:
     applies : Whether a sweep asks for it, beyond having its study
     rows : A boolean variable of its own naming the grid points that are rows of its table
         (the others stand for nothing: a colocated plan on two different devices); "" for all
+    count : The rows its table has in a sweep over its dims there (``rows`` leaves some
+        points out: ``validate`` and the plan report what the run writes); None: every point
     whole : Its compute reduces over devices, tp or batch (the best batch, the Pareto front,
         pairs of devices), so a grid streamed in chunks computes it in one piece, never per
         chunk; it must not depend on the context or prompt axes, which that piece drops
@@ -162,6 +164,7 @@ class Analysis:
     whole: bool = False
     keeps: tuple[str, ...] = ()
     extra_dims: tuple[str, ...] = ()
+    count: Callable[[Any, tuple[str, ...]], int] | None = None
 
     def dims_over(self, present: Collection[str]) -> tuple[str, ...]:
         """Its dims, with those of ``extra_dims`` that are in ``present`` (the dims of the grid,

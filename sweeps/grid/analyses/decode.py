@@ -13,6 +13,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, parallel, step_times
 from sweeps.grid.analyses.split import split_roof, timed_flops
 from sweeps.grid.analyses.steps import weights_read
 from sweeps.physics._array import where
@@ -53,6 +54,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     kv_seq = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], layer_tokens)
     out["kv_bytes_per_sequence"] = kv_seq
     kv_dev = kv_seq / x["_shards"]
+    devices = x["_flop_devices"]
     out["kv_bytes_per_sequence_device"] = kv_dev
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     f_seq = (
@@ -62,7 +64,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
             attention_on,
             lookup,
         )
-        / tp
+        / devices
     )
     # per sequence a step reads its cache and its embedding row; the rest is shared
     per_sequence, shared = kv_dev + x["_gather"], x["_fixed"]
@@ -75,13 +77,17 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out.update(_batches(x, (shared, per_sequence), ridge, f_seq, max_batch))
     out["ceiling_reachable"] = out["ceiling_batch"] <= max_batch
     out["allreduce_bytes"] = physics.allreduce_bytes(
-        x["layers"], batch, x["hidden_size"], opt.activation_bytes, tp
+        x["layers"] / x["_pp"],
+        batch / physics.attention_replicas(x["_ep"], x["_dp"]),
+        x["hidden_size"],
+        opt.activation_bytes,
+        physics.dense_shards(tp, x["_ep"], x["_dp"]),
     )
-    gemm = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup) / tp
+    gemm = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup) / devices
     attention = attention_on * physics.attention_flops_per_token(
         x["heads"], x["attention_dim"], layer_tokens
     )
-    out["_split"] = (gemm, attention / tp)  # per sequence, per device [FLOP]
+    out["_split"] = (gemm, attention / devices)  # per sequence, per device [FLOP]
     out.update(_user_terms(x, (f_seq, *out["_split"]), kv_dev, peak, bandwidth, max_batch))
     out["tile_fill"] = physics.tile_fill(batch)
     out["compute_dtype"] = x["_compute_dtype"]
@@ -129,8 +135,9 @@ def _user_terms(
         work = physics.decode_flops(batch, f_seq)
         timed = timed_flops(x, batch * gemm, batch * attention, work)
         time = physics.roofline_time(timed, nbytes, peak, bandwidth)
-        out[f"token_time_{name}_s"] = time
-        out[f"device_tokens_per_s_{name}"] = batch / time / x["tp"]
+        bound, latency = step_times(x, batch, time)
+        out[f"token_time_{name}_s"] = latency
+        out[f"device_tokens_per_s_{name}"] = batch / bound / x["_devices"]
     fits = max_batch >= 1
     for name in ("token_time_wall_s", "device_tokens_per_s_wall"):
         out[name] = where(fits, out[name], np.nan)
@@ -153,7 +160,14 @@ def _roofline(
     gemm, attention = out["_split"]
     work = (point(np.multiply, DIMS, batch, gemm), point(np.multiply, DIMS, batch, attention))
     roof = split_roof(x, DIMS, (*work, step_bytes, ai), (peak, bandwidth), roof, tokens=batch)
+    if parallel(x):  # the link and the pipeline's hand-offs: no term at all without the axes
+        bound, latency = step_times(x, batch, roof["time"])
+        pre = roof["time"]
+        roof = {**roof, "time": latency, "tokens_per_s": point(np.divide, DIMS, batch, bound)}
+        roof.update(_bound=bound, _roof_time=pre)
+    extra = {k: roof[k] for k in ("_bound", "_roof_time") if k in roof}
     return {
+        **extra,
         "bytes": step_bytes,
         "arithmetic_intensity": ai,
         "fraction_of_ceiling": point(np.divide, DIMS, ai, out["ceiling"]),
@@ -163,14 +177,14 @@ def _roofline(
         "step_time_s": roof["time"],
         "tokens_per_s": roof["tokens_per_s"],
         "feasible": roof["feasible"],
-        **_energy(x, roof["time"], batch),
+        **_energy(x, roof.get("_bound", roof["time"]), batch),
     }
 
 
 def _energy(x: Inputs, step_time: Any, batch: Any) -> dict[str, Any]:
     """The tp devices at board power for the step, per token of the batch [J/token], and
     its inverse [token/J]: estimates, null where the catalog has no power."""
-    energy = physics.energy_per_token(x["_board_power"], x["tp"], step_time, batch)
+    energy = physics.energy_per_token(x["_board_power"], x["_devices"], step_time, batch)
     return {
         "energy_per_output_token_j": energy,
         "output_tokens_per_joule": physics.tokens_per_joule(energy),
@@ -342,6 +356,7 @@ DECODE = Analysis(
     ),
     compute=_compute,
     needs=("model",),
+    extra_dims=PARALLEL_DIMS,
     columns=(
         "flops",
         "bytes",

@@ -1,20 +1,18 @@
-"""Pools: how many devices a request rate needs, colocated or with disaggregated pools.
+"""Pools: how many devices a load needs, colocated per named scheduler or disaggregated.
 
-For every model, workload (``I``, ``O``), arrival rate ``lambda`` and dtype (docs/serving.md
-sections 4-5), per replica at ``lambda / N``:
+For every model, workload (``I``, ``O``), load and dtype (docs/serving.md sections 4-5); the
+load is Poisson arrivals at ``arrival_rate`` or a closed loop of ``concurrency`` clients
+(``pools_colocated.Load``: Little's law's fixed point gives its rate, ``requests_per_s``):
 
-- ``colocated``: one pool on one device does both phases, run by one of the sweep's named
-  schedulers. For every scheduler and usable batch (it fits at its mean occupancy and meets
-  TPOT), the replicas for the TTFT objective at ``[serving] slo_quantile`` (a prompt waits for
-  the prefill server, M/D/1 at the scheduler's prefill of one prompt, and for the mean
-  residual of the step in flight) and for the slots (utilization at most ``SLOT_LIMIT``, past
-  which slots, not prefills, are the queue: ``slot_bound``); the plan is the one with the
-  fewest devices, then the lowest cost (``scheduler`` and ``decode_batch`` say which).
+- one row per named scheduler of the sweep (``pool_mode`` its name): one pool on one device
+  and tp does both phases, run by that scheduler, at the batch with the fewest devices, then
+  the lowest cost (``pools_colocated``);
 - ``disaggregated``: a prefill pool (device, tp) and a decode pool (device, tp), every pair of
   the sweep's devices. Prefill replicas are M/D/1 queues with service ``D = t_p(1, I)`` sized
-  for the TTFT objective at the quantile, the KV hand-off counted (each decode device
-  receives its own shard over its own link); the decode batch is the largest that fits and
-  meets the TPOT objective, the decode replicas as many as the rate needs.
+  for the TTFT objective at ``[serving] slo_quantile``, or a batched prefill pool where it
+  needs fewer (``pools_prefill``; ``scheduler`` says which), the KV hand-off counted (each
+  decode device receives its own shard over its own link); the decode batch is the largest
+  that fits and meets the TPOT objective, the decode replicas as many as the rate needs.
 
 Costs are paid for idle capacity: fleet price over ``lambda O``. Counts are null where the
 objectives cannot be met. The plan is a reduction over the batch axis, so this analysis runs
@@ -29,7 +27,16 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs
+from sweeps.grid.analyses.pools_colocated import (
+    QUANTILES,
+    Load,
+    apply,
+    colocated,
+    decode_time,
+    mode_value,
+)
 from sweeps.grid.analyses.pools_columns import VARIABLES
+from sweeps.grid.analyses.pools_prefill import batched_pool
 from sweeps.grid.analyses.served import EXTRA_DIMS
 from sweeps.physics._array import where
 from sweeps.study import SCHEDULERS
@@ -41,7 +48,6 @@ DIMS = (
     "weight_dtype",
     "prompt_tokens",
     "output_tokens",
-    "arrival_rate",
     "prefill_hardware",
     "prefill_tp",
     "decode_hardware",
@@ -49,16 +55,12 @@ DIMS = (
     "pool_mode",
 )
 
+LOADS = ("arrival_rate", "concurrency")
+"""The load of a pools table, one of the two (``[serving]`` gives one): Poisson arrivals at a
+rate, or a closed loop of clients."""
+
 PLAN_DIMS = ("prefill_hardware", "prefill_tp", "decode_hardware", "decode_tp", "pool_mode")
 """The dims that make a plan of a workload at a rate: its devices, their tp and its mode."""
-
-SLOT_LIMIT = 0.9
-"""Largest slot utilization ``lambda_1 / r`` a colocated plan is sized for [1]: at 0.9 of a
-replica's capacity a simulated TTFT is up to 5.7x the M/D/1 figure on the prefill alone (16x
-at B = 1; issue 19), the queue being the slots."""
-
-QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
-"""The percentiles of TTFT and TPOT the pools table reports."""
 
 
 def _side(value: Any, side: str) -> Any:
@@ -71,131 +73,13 @@ def _side(value: Any, side: str) -> Any:
     return xr.Variable([names.get(str(d), str(d)) for d in value.dims], value.data)
 
 
-def _apply(function: Any, table: Any, *args: Any) -> Any:
-    """``function(table, *args)`` of a numpy-only function (the M/D/1 tables' interpolation)
-    on xarray Variables: broadcast by name, evaluated on the arrays, named again."""
-    import xarray as xr
-
-    variables = [a if isinstance(a, xr.Variable) else xr.Variable((), a) for a in args]
-    zero = sum((xr.zeros_like(v, dtype=np.float64) for v in variables), xr.Variable((), 0.0))
-    dims = zero.dims
-    arrays = [np.asarray((v + zero).transpose(*dims).values) for v in variables]
-    return xr.Variable(dims, np.asarray(function(table, *arrays)))
-
-
-def _mode(x: Inputs, name: str, mode: str) -> Any:
-    """The serving table's ``name`` at ``mode``."""
-    labels = [str(m) for m in np.asarray(x["mode"].values).reshape(-1)]
-    return x[name].isel(mode=labels.index(mode))
-
-
 def _tables(x: Inputs) -> dict[str, Any]:
     """The M/D/1 quantile tables: the objective's and the reported percentiles'."""
     wanted = {"slo": x.settings.slo_quantile, **QUANTILES}
     return {key: physics.md1_quantile_table(q) for key, q in wanted.items()}
 
 
-def _scheduler(x: Inputs, mode: str, rate: Any, tables: dict[str, Any]) -> dict[str, Any]:
-    """One scheduler's colocated plan at every batch: its replicas, devices and figures."""
-    serving, output = x.settings, x["output_tokens"]
-    capacity = _mode(x, "output_tokens_per_s_per_device", mode) * x["tp"] / output
-    tpot = _mode(x, "tpot_s", mode)
-    admitted = _mode(x, "serving_ttft_s", mode)  # from admission
-    residual = _mode(x, "step_time_steady_s", mode) / 2  # the step in flight, on average
-    # the prefill server: one prompt's share of the scheduler's prefill capacity
-    service = x["_prefill_alone"]
-    if mode.startswith("chunked"):
-        chunk = _mode(x, "chunk_tokens", mode)
-        service = x["prompt_tokens"] * _mode(x, "step_time_steady_s", mode) / chunk
-    slack = serving.ttft_slo_s - admitted - residual
-    bound = _apply(physics.md1_max_utilization, tables["slo"], slack / service)
-    by_ttft = np.ceil(rate * service / bound)
-    by_slots = np.ceil(rate / (SLOT_LIMIT * capacity))
-    replicas = np.maximum(by_ttft, by_slots)
-    tpot_ok = (output == 1) | (tpot <= serving.tpot_slo_s)
-    usable = _mode(x, "serving_feasible", mode) & tpot_ok & (bound > 0)
-    return {
-        "replicas": where(usable, replicas, np.nan),
-        "slot_bound": by_slots > by_ttft,
-        "service": service,
-        "admitted": admitted + residual,
-        "tpot": tpot,
-        "share": 1 - physics.prefill_time_share(capacity, service),
-    }
-
-
-def _full(values: list[Any], sizes: dict[str, int]) -> np.ndarray:
-    """One value per scheduler, each broadcast over ``sizes``: an array ``(scheduler, ...)``."""
-    import xarray as xr
-
-    out = []
-    for value in values:
-        v = value if isinstance(value, xr.Variable) else xr.Variable((), value)
-        out.append(np.asarray(v.set_dims(sizes).transpose(*sizes).values, dtype=np.float64))
-    return np.stack(out)
-
-
-def _colocated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, Any]:
-    """The fewest devices, then the lowest cost, over the sweep's schedulers and batches."""
-    import xarray as xr
-
-    present = [str(v) for v in np.asarray(x["mode"].values).reshape(-1)]
-    modes = [m for m in SCHEDULERS if m in present]
-    plans = [_scheduler(x, mode, rate, tables) for mode in modes]
-    price = [
-        physics.fleet_price_per_hour(p["replicas"], x["tp"], x["price_per_hour"]) for p in plans
-    ]
-    probe = sum((0 * p["replicas"] for p in plans), 0 * price[0] + 0 * x["batch"])
-    dims = (*(str(d) for d in probe.dims if d != "batch"), "batch")
-    sizes = {d: int(probe.sizes[d]) for d in dims}
-    devices = _full([p["replicas"] * x["tp"] for p in plans], sizes)
-    fleet = _full(price, sizes)
-    # one key orders every (scheduler, batch): devices first, then cost (unpriced last)
-    cost = np.where(np.isfinite(fleet), fleet, 0.0)
-    key = np.where(np.isfinite(devices), devices * 1e6 + cost / (1 + cost), np.inf)
-    shape = tuple(sizes.values())
-    key = np.moveaxis(key, 0, -2).reshape(*shape[:-1], -1)  # (..., scheduler x batch)
-    best = np.argmin(key, axis=-1)  # the first of equals: the earlier scheduler, smaller batch
-    found = np.isfinite(np.min(key, axis=-1))
-    rest = dims[:-1]
-
-    def at(values: list[Any]) -> Any:
-        flat = np.moveaxis(_full(values, sizes), 0, -2).reshape(key.shape)
-        picked = np.take_along_axis(flat, best[..., None], axis=-1)[..., 0]
-        return xr.Variable(rest, np.where(found, picked, np.nan))
-
-    def each(key_: str) -> Any:
-        return at([p[key_] for p in plans])
-
-    batch = at([x["batch"]] * len(modes))
-    labels = np.array(modes, dtype=object)
-    chosen = xr.Variable(rest, np.where(found, labels[best // shape[-1]], None))
-    replicas, service, admitted = each("replicas"), each("service"), each("admitted")
-    load = rate / replicas * service
-    ttft = {
-        f"ttft_{name}": admitted + _apply(physics.md1_quantile_wait, tables[name], load, service)
-        for name in QUANTILES
-    }
-    tpot = each("tpot")
-    return {
-        "prefill": replicas,
-        "decode": replicas,
-        "devices": replicas * x["tp"],
-        "batch": batch,
-        "ttft": admitted + physics.md1_waiting_time(load, service),
-        **ttft,
-        **{f"tpot_{name}": tpot for name in QUANTILES},
-        "tpot": tpot,
-        "fleet": physics.fleet_price_per_hour(replicas, x["tp"], x["price_per_hour"]),
-        "power": replicas * x["tp"] * x["_board_power"],
-        "decode_share": each("share"),
-        "slot_bound": each("slot_bound") == 1,
-        "handoff": 0.0,
-        "scheduler": chosen,
-    }
-
-
-def _disaggregated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, Any]:
+def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, Any]:
     serving, output = x.settings, x["output_tokens"]
     # a prefill replica that cannot hold the weights and one prompt's cache serves nothing
     fits = _side(x["_prefill_fits"], "prefill")
@@ -203,43 +87,90 @@ def _disaggregated(x: Inputs, rate: Any, tables: dict[str, Any]) -> dict[str, An
     # each decode device receives its own shard of the prompt's cache over its own link
     handoff = _side(x["_prompt_cache"], "decode") / serving.kv_link_bandwidth
     slack = physics.ttft_slack(serving.ttft_slo_s, service, handoff)
-    bound = _apply(physics.md1_max_utilization, tables["slo"], slack / service)
-    prefill = physics.prefill_replicas(rate, service, where(bound > 0, bound, np.nan))
-    load = rate * service / prefill
-    steady = _mode(x, "step_time_steady_s", "bound")  # t_d(B, I + O/2)
-    usable = _mode(x, "serving_feasible", "bound") & (steady <= serving.tpot_slo_s)
-    batch, steady = (_side(v, "decode") for v in _largest(x, usable, steady))
-    decode = physics.replicas_for_rate(rate, physics.decode_request_rate(batch, output, steady))
-    tp_p, tp_d = _side(x["tp"], "prefill"), _side(x["tp"], "decode")
-    fleet = physics.fleet_price_per_hour(
-        prefill, tp_p, _side(x["price_per_hour"], "prefill")
-    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["price_per_hour"], "decode"))
-    devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
-    power = physics.fleet_price_per_hour(
-        prefill, tp_p, _side(x["_board_power"], "prefill")
-    ) + physics.fleet_price_per_hour(decode, tp_d, _side(x["_board_power"], "decode"))
-    ttft = {
-        f"ttft_{name}": service
+    bound = apply(physics.md1_max_utilization, tables["slo"], slack / service)
+    steady = mode_value(x, "step_time_steady_s", "bound")  # t_d(B, I + O/2)
+    usable = mode_value(x, "serving_feasible", "bound") & (steady <= serving.tpot_slo_s)
+    batch, steady = (_side(v, "decode") for v in _decode_batch(x, usable, steady, load))
+    decode_s = decode_time(output, steady)
+    peak = load.peak(service + handoff + decode_s)
+    prefill = physics.prefill_replicas(peak, service, where(bound > 0, bound, np.nan))
+    per_decode = physics.decode_request_rate(batch, output, steady)
+    decode = physics.replicas_for_rate(peak, per_decode)
+    if load.closed:  # every client in a decode slot: none waits for one
+        decode = np.maximum(decode, np.ceil(load.value / batch))
+    rate = load.rate(service + handoff + decode_s, service, prefill, decode * per_decode)
+    busy = rate * service / prefill
+    ttft = service + handoff + physics.md1_waiting_time(busy, service)
+    mean = load.mean_ttft(ttft, rate, decode_s)
+    ttfts = {
+        f"ttft_{name}": mean
+        - ttft
+        + service
         + handoff
-        + _apply(physics.md1_quantile_wait, tables[name], load, service)
+        + apply(physics.md1_quantile_wait, tables[name], busy, service)
         for name in QUANTILES
     }
+    scheduler: Any = "serial-prefill"
+    if not load.closed:  # the batched prefill pool, where it needs fewer replicas
+        batched = batched_pool(x, rate, handoff)
+        fewer = batched["replicas"] < where(np.isfinite(prefill), prefill, np.inf)
+        prefill = where(fewer, batched["replicas"], prefill)
+        mean = where(fewer, batched["ttft"], mean)
+        ttfts = {k: where(fewer, batched[k], v) for k, v in ttfts.items()}
+        scheduler = _names(fewer, "batched-prefill", "serial-prefill")
+    return {
+        **_fleet(x, prefill, decode),
+        "batch": batch,
+        "rate": rate,
+        "ttft": mean,
+        **ttfts,
+        **{f"tpot_{name}": steady for name in QUANTILES},
+        "tpot": steady,
+        "slot_bound": False,
+        "handoff": handoff,
+        "scheduler": scheduler,
+    }
+
+
+def _fleet(x: Inputs, prefill: Any, decode: Any) -> dict[str, Any]:
+    """Both pools' replicas, devices, price an hour, board power and decode share."""
+    tp_p, tp_d = _side(x["_devices"], "prefill"), _side(x["_devices"], "decode")
+
+    def both(name: str) -> Any:
+        return physics.fleet_price_per_hour(
+            prefill, tp_p, _side(x[name], "prefill")
+        ) + physics.fleet_price_per_hour(decode, tp_d, _side(x[name], "decode"))
+
+    devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
     return {
         "prefill": prefill,
         "decode": decode,
         "devices": devices,
-        "batch": batch,
-        "ttft": service + handoff + physics.md1_waiting_time(load, service),
-        **ttft,
-        **{f"tpot_{name}": steady for name in QUANTILES},
-        "tpot": steady,
-        "fleet": fleet,
-        "power": power,
+        "fleet": both("price_per_hour"),
+        "power": both("_board_power"),
         "decode_share": decode * tp_d / devices,
-        "slot_bound": False,
-        "handoff": handoff,
-        "scheduler": "serial-prefill",
     }
+
+
+def _names(cond: Any, yes: str, no: str) -> Any:
+    """``yes`` where ``cond`` holds, else ``no``: a Variable of names on ``cond``'s dims."""
+    import xarray as xr
+
+    return xr.Variable(cond.dims, np.where(np.asarray(cond.values), yes, no).astype(object))
+
+
+def _decode_batch(x: Inputs, usable: Any, value: Any, load: Load) -> tuple[Any, Any]:
+    """The decode pool's batch and ``value`` there: the largest usable (a closed loop: the
+    smallest usable that holds every client, the largest where none does)."""
+    if not load.closed:
+        return _largest(x, usable, value)
+    batch = x["batch"]
+    holds = usable & (batch >= load.value)
+    small = where(holds, batch, np.inf).min("batch")
+    picked = where(batch == small, value, np.inf).min("batch")
+    found = np.isfinite(small)
+    large, at = _largest(x, usable, value)
+    return where(found, small, large), where(found, picked, at)
 
 
 def _largest(x: Inputs, usable: Any, value: Any) -> tuple[Any, Any]:
@@ -251,39 +182,54 @@ def _largest(x: Inputs, usable: Any, value: Any) -> tuple[Any, Any]:
     return where(found, best, np.nan), where(found, picked, np.nan)
 
 
-def _compute(x: Inputs) -> dict[str, Any]:
+def _scheduler_names(x: Inputs, split: Any, feasible: Any) -> Any:
+    """The ``scheduler`` column: a colocated row's mode, a disaggregated row's prefill pool's
+    scheduler (``split``: its name, or a Variable of names), null where no plan is found."""
     import xarray as xr
 
-    rate, output, mode = x["arrival_rate"], x["output_tokens"], x["pool_mode"]
+    mode = x["pool_mode"]
+    dims = POOLS.dims_over(set(x.values) & {*feasible.dims, *mode.dims})
+    sizes = {d: int(np.asarray(x[d].values).size) for d in dims}
+
+    def full(value: Any) -> np.ndarray:
+        v = value if isinstance(value, xr.Variable) else xr.Variable((), value)
+        return np.array(v.set_dims(sizes).transpose(*dims).values, dtype=object)
+
+    names = full(xr.Variable(mode.dims, np.asarray(mode.values, dtype=object)))
+    apart = full(mode == "disaggregated").astype(bool)
+    names[apart] = full(split)[apart]
+    names[~full(feasible).astype(bool)] = None
+    return xr.Variable(dims, names)
+
+
+def _compute(x: Inputs) -> dict[str, Any]:
+    output, mode, load = x["output_tokens"], x["pool_mode"], Load.of(x)
     tables = _tables(x)
-    together = {k: _side(v, "decode") for k, v in _colocated(x, rate, tables).items()}
-    plans = {"colocated": together, "disaggregated": _disaggregated(x, rate, tables)}
+    labels = [str(m) for m in np.asarray(mode.values).reshape(-1)]
+    plans = {
+        name: {k: _side(v, "decode") for k, v in colocated(x, name, load, tables).items()}
+        for name in labels
+        if name in SCHEDULERS
+    }
+    plans["disaggregated"] = _disaggregated(x, load, tables)
 
     def pick(key: str, empty: Any = np.nan) -> Any:
-        split = where(mode == "colocated", plans["colocated"][key], empty)
-        return where(mode == "disaggregated", plans["disaggregated"][key], split)
+        chosen = empty
+        for name, plan in plans.items():
+            chosen = where(mode == name, plan[key], chosen)
+        return chosen
 
-    devices = pick("devices")
+    devices, rate = pick("devices"), pick("rate")
     same = (x["prefill_hardware"] == x["decode_hardware"]) & (x["prefill_tp"] == x["decode_tp"])
     feasible = np.isfinite(devices) & np.isfinite(pick("ttft"))
-    named = together["scheduler"]
-    # the table's dims with the speculative and prefix axes the sweep has (extra_dims)
-    dims = POOLS.dims_over({*named.dims, *feasible.dims})
-    sizes = {d: int(np.asarray(x[d].values).size) for d in dims}
-    scheduler = xr.Variable(named.dims, named.values).set_dims(sizes).transpose(*dims)
-    split = np.asarray((mode == "disaggregated").set_dims(sizes).transpose(*dims).values)
-    ok = np.asarray(feasible.transpose(*dims).values)
-    names = np.array(scheduler.values, dtype=object)
-    names[split] = "serial-prefill"
-    named_ok = np.vectorize(lambda v: isinstance(v, str), otypes=[bool])(names) & ok
-    names[~named_ok] = None
-    scheduler = xr.Variable(dims, names)
+    scheduler = _scheduler_names(x, plans["disaggregated"]["scheduler"], feasible)
     out = {
         "prefill_replicas": pick("prefill"),
         "decode_replicas": pick("decode"),
         "devices": devices,
         "decode_batch": pick("batch"),
         "pools_scheduler": scheduler,
+        "pools_request_rate": rate,
         "pools_ttft_s": pick("ttft"),
         **{f"pools_ttft_{n}_s": pick(f"ttft_{n}") for n in QUANTILES},
         "pools_tpot_s": pick("tpot"),
@@ -307,6 +253,17 @@ def _compute(x: Inputs) -> dict[str, Any]:
     return out
 
 
+def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
+    """Rows of the pools table: each one-pool plan on one device and tp, and every pair of
+    them for the disaggregated plan (``pools_row``)."""
+    from sweeps.axes import AXIS, points
+
+    one_pool = len(AXIS["pool_mode"].labels(sweep)) - 1  # the schedulers, disaggregated apart
+    devices = len(sweep.hardware) * len(sweep.tp)
+    rest = [d for d in dims if d not in PLAN_DIMS]
+    return int(points(sweep, rest)) * (one_pool * devices + devices**2)
+
+
 POOLS = Analysis(
     name="pools",
     dims=DIMS,
@@ -316,6 +273,7 @@ POOLS = Analysis(
     columns=tuple(v.name for v in VARIABLES if v.name != "pools_row"),
     study="serving",
     rows="pools_row",
+    count=_rows,
     whole=True,
-    extra_dims=EXTRA_DIMS,
+    extra_dims=(*EXTRA_DIMS, *LOADS),
 )

@@ -12,8 +12,7 @@ def _percentiles(prefix: str, what: str) -> tuple[Variable, ...]:
         _V(
             f"pools_{prefix}_{name}_s",
             "s",
-            f"{what}, its {name} under Poisson arrivals (expected value of the plan's "
-            "scheduler at roofline step costs)",
+            f"{what}, its {name} (expected value of the plan's scheduler at roofline step costs)",
             column=f"{prefix}_{name}_s",
             rank="full",
         )
@@ -48,9 +47,18 @@ VARIABLES: tuple[Variable, ...] = (
     _V(
         "pools_scheduler",
         "-",
-        "The named scheduler the plan runs (disaggregated: its prefill pool's, serial-prefill)",
+        "The named scheduler the plan runs (disaggregated: its prefill pool's, serial-prefill "
+        "or batched-prefill; null: no plan)",
         "str",
         column="scheduler",
+        rank="full",
+    ),
+    _V(
+        "pools_request_rate",
+        "request/s",
+        "Requests per second the plan serves: the arrival rate, or a closed loop's by "
+        "Little's law, concurrency / (TTFT + (O - 1) TPOT) at its fixed point",
+        column="requests_per_s",
         rank="full",
     ),
     _V(
@@ -61,7 +69,7 @@ VARIABLES: tuple[Variable, ...] = (
         column="ttft_s",
         rank="full",
     ),
-    *_percentiles("ttft", "Time to first token"),
+    *_percentiles("ttft", "Time to first token under the load (M/D/1 waits)"),
     _V(
         "pools_tpot_s",
         "s",
@@ -69,7 +77,12 @@ VARIABLES: tuple[Variable, ...] = (
         column="tpot_s",
         rank="full",
     ),
-    *_percentiles("tpot", "Time per output token (the saturated closed form: no spread)"),
+    *_percentiles(
+        "tpot",
+        "Time per output token over the requests, saturated: serial- and batched-prefill "
+        "spread by a request's place in its slot group (none where B <= O - 1); chunked and "
+        "disaggregated decode run one step for every token, so no spread (each equals the mean)",
+    ),
     _V(
         "goodput_tokens_per_s_per_device",
         "token/s",

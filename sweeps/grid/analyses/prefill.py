@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
 from sweeps.grid.analyses.split import split_roof
 from sweeps.grid.analyses.steps import prefill_split, prefill_work
 
@@ -20,7 +23,9 @@ DIMS = ("model", "hardware", "tp", "batch", "prompt", "kv_heads", "kv_dtype", "w
 def _compute(x: Inputs) -> dict[str, Any]:
     opt, batch, prompt, ridge = x.options, x["batch"], x["prompt"], x["ridge_point"]
     flops, weights_read, kv_dev = prefill_work(x, batch, prompt)
-    max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)
+    # a prefill writes every stage's cache in turn; a device holds its stage's
+    held = kv_dev / x["_pp"]
+    max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], held)
     point = x.engine.pointwise
     nbytes = point(physics.prefill_bytes, DIMS, weights_read, batch, kv_dev)
     ai = point(physics.arithmetic_intensity, DIMS, flops, nbytes)
@@ -32,6 +37,11 @@ def _compute(x: Inputs) -> dict[str, Any]:
     gemm, attention = prefill_split(x, batch, prompt, flops)
     device = (x["_peak"], x["_bandwidth"])
     roof = split_roof(x, DIMS, (gemm, attention, nbytes, ai), device, roof)
+    if parallel(x):  # every stage in turn (the path's bytes and FLOPs), plus the hand-offs
+        path = batch * prompt * x["_pp"]  # every stage's tokens: the path's layers
+        handoff = physics.known(handoff_time(x, path))
+        ttft = physics.step_bound(roof["time"], physics.known(link_time(x, path)))
+        roof = {**roof, "time": point(np.add, DIMS, ttft, (x["_pp"] - 1) * handoff)}
     return {
         "prefill_flops": flops,
         "prefill_bytes": nbytes,
@@ -113,6 +123,7 @@ PREFILL = Analysis(
     ),
     compute=_compute,
     needs=("model", "decode"),
+    extra_dims=PARALLEL_DIMS,
     columns=(
         "ridge_point",
         "prefill_flops",

@@ -30,6 +30,9 @@ from sweeps.grid.analyses.steps import (
 )
 from sweeps.physics._array import where
 
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+"""The percentiles of TTFT and TPOT the pools table reports."""
+
 
 def prefill_time(x: Inputs, batch: Any, prompt: Any) -> Any:
     """``t_p(B, I)``: the roofline time of ``batch`` prompts of ``prompt`` tokens (0: none) [s];
@@ -123,7 +126,9 @@ class Terms:
             "tpot": tpot,
             "latency": ttft + where(self.decodes, (self.output - 1) * tpot, 0.0),
             "steady": steady,
-            "per_device": physics.output_tokens_per_s_per_device(rate, self.output, self.x["tp"]),
+            "per_device": physics.output_tokens_per_s_per_device(
+                rate, self.output, self.x["_devices"]
+            ),
             "rate": rate,
             "share": share,
         }
@@ -178,16 +183,25 @@ def serial_prefill(t: Terms) -> dict[str, Any]:
         stalls = physics.random_stalls(t.batch, np.maximum(t.steps, 1), 0.5)
         tpot = where(t.random, t.steady + stalls * t.alone / np.maximum(t.output - 1, 1), tpot)
     share = physics.prefill_time_share(rate, t.alone)
-    return t.result(t.alone, tpot, rate, t.steady, share)
+    spread = _spread(
+        t,
+        tpot,
+        {
+            f"tpot_{name}": physics.serial_prefill_tpot_quantile(
+                q, t.batch, t.output, t.steady, t.alone
+            )
+            for name, q in QUANTILES.items()
+        },
+    )
+    return {**t.result(t.alone, tpot, rate, t.steady, share), **spread}
 
 
 def batched_prefill(t: Terms) -> dict[str, Any]:
     """The waiting prompts with a free slot prefilled together, one step per slot group."""
     x, cycle = t.x, t.output - 1
     small, _ = physics.slot_groups(t.batch, cycle)
-    prefills, own = physics.grouped(
-        t.batch, cycle, prefill_time(x, small + 1, t.prompt), prefill_time(x, small, t.prompt)
-    )
+    large, less = prefill_time(x, small + 1, t.prompt), prefill_time(x, small, t.prompt)
+    prefills, own = physics.grouped(t.batch, cycle, large, less)
     rate = physics.batched_prefill_rate(t.batch, t.output, t.steady, prefills)
     tpot = physics.batched_prefill_tpot(t.output, t.steady, prefills, own)
     if served.speculates(x):
@@ -199,9 +213,30 @@ def batched_prefill(t: Terms) -> dict[str, Any]:
         tpot = where(t.random, t.steady + stalls * t.alone / np.maximum(cycle, 1), tpot)
         serial = physics.colocated_request_rate(t.batch, t.output, t.steady, t.alone)
         rate = where(t.random, serial, rate)
-        prefills = where(t.random, t.batch * t.alone, prefills)
+        prefills_random = where(t.random, t.batch * t.alone, prefills)
         own = where(t.random, prefill_time(x, 1 + (t.batch - 1) / steps, t.prompt), own)
-    return t.result(own, tpot, rate, t.steady, rate * prefills / t.batch)
+    else:
+        prefills_random = prefills
+    spread = _spread(
+        t,
+        tpot,
+        {
+            f"tpot_{name}": physics.batched_prefill_tpot_quantile(
+                q, t.batch, t.output, t.steady, prefills, large, less
+            )
+            for name, q in QUANTILES.items()
+        },
+    )
+    out = t.result(own, tpot, rate, t.steady, rate * prefills_random / t.batch)
+    return {**out, **spread}
+
+
+def _spread(t: Terms, tpot: Any, spread: dict[str, Any]) -> dict[str, Any]:
+    """The TPOT percentiles of the slot groups, or ``tpot`` itself where slots free at random
+    steps (speculation: no groups, the spread not modelled)."""
+    if not served.speculates(t.x):
+        return spread
+    return {key: where(t.random, tpot, value) for key, value in spread.items()}
 
 
 def _chunked(t: Terms, decoders: Any, chunk: Any) -> dict[str, Any]:

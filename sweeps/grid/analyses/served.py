@@ -27,8 +27,18 @@ from sweeps.grid.analyses.steps import (
 )
 from sweeps.physics._array import where
 
-EXTRA_DIMS = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
-"""The dims the serving and pools analyses take on when the sweep has them."""
+EXTRA_DIMS = (
+    "spec_tokens",
+    "spec_acceptance",
+    "spec_draft",
+    "prefix_hit_rate",
+    "kv_tier",
+    "ep",
+    "dp_attention",
+    "pp",
+)
+"""The dims the serving and pools analyses take on when the sweep has them (the parallel
+axes: every term per device of a tp x ep x pp replica, ``_devices`` of them)."""
 
 
 def speculates(x: Inputs) -> bool:

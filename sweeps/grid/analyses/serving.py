@@ -25,7 +25,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.grid.analyses import served
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.schedulers import PRICED, Terms, serial_prefill
+from sweeps.grid.analyses.schedulers import PRICED, QUANTILES, Terms, serial_prefill
 from sweeps.grid.analyses.steps import cache_bytes
 from sweeps.physics._array import where
 
@@ -134,6 +134,12 @@ def _compute(x: Inputs) -> dict[str, Any]:
     out["on_pareto_front"] = _front(
         x, out["output_tokens_per_s_per_device"], out["tokens_per_s_per_user"], out["meets_slo"]
     )
+    # the requests' TPOT at the pools' percentiles: a spread where the slots free in groups
+    # (serial- and batched-prefill), else every token at the mode's one TPOT
+    for name in QUANTILES:
+        key = f"tpot_{name}"
+        spread = {m: got.get(key, got["tpot"]) for m, got in modes.items()}
+        out[f"_{key}"] = where(output > 1, _by_mode(mode, spread), np.nan)
     serial = modes.get("serial-prefill") or serial_prefill(terms)
     out["_prefill_alone"] = terms.alone
     out["_colocated_steady"] = terms.steady

@@ -18,17 +18,32 @@ from sweeps import physics
 from sweeps.grid.analyses.base import Inputs
 
 
+def path_weights_read(x: Inputs, tokens: Any) -> Any:
+    """Weight bytes a pass of ``tokens`` tokens (the replica's, all at once) reads per device
+    through every pipeline stage [byte]: the experts they touch (MoE; a rank's share of
+    those the global batch touches), the embedding rows its own tokens gather."""
+    wb, tp, ep, dp = x["weight_bytes_per_param"], x["tp"], x["_ep"], x["_dp"]
+    shape = (x["params"], x["active_params"], x["experts"], x["experts_per_token"])
+    params = physics.params_read(*shape, tokens)
+    routed = physics.routed_params_read(*shape, tokens)
+    d = physics.dense_shards(tp, ep, dp)
+    own = tokens / physics.attention_replicas(ep, dp)
+    read = physics.weights_read_with_gather(
+        (params - routed * (1 - d / (tp * ep))) * wb,
+        x["vocab_size"],
+        x["hidden_size"],
+        x["tied_embeddings"],
+        wb,
+        own,
+    )
+    return read / d
+
+
 def weights_read(x: Inputs, tokens: Any) -> Any:
     """Weight bytes a step of ``tokens`` tokens reads per device [byte]: the experts they
-    touch (MoE) and the embedding rows they gather."""
-    wb = x["weight_bytes_per_param"]
-    params = physics.params_read(
-        x["params"], x["active_params"], x["experts"], x["experts_per_token"], tokens
-    )
-    read = physics.weights_read_with_gather(
-        params * wb, x["vocab_size"], x["hidden_size"], x["tied_embeddings"], wb, tokens
-    )
-    return read / x["tp"]
+    touch (MoE) and the embedding rows they gather; with ``pp`` stages a step is ``pp``
+    micro-batches of ``tokens / pp``, each reading its stage's weights."""
+    return path_weights_read(x, tokens / x["_pp"])
 
 
 def cache_bytes(x: Inputs, context: Any) -> Any:
@@ -41,6 +56,12 @@ def cache_bytes(x: Inputs, context: Any) -> Any:
     )
 
 
+def path_cache_bytes(x: Inputs, context: Any) -> Any:
+    """KV bytes of one sequence at ``context`` tokens that a prefill writes per device through
+    every pipeline stage, one after another [byte] (``cache_bytes`` times ``pp``)."""
+    return cache_bytes(x, context) * x["_pp"]
+
+
 def prefill_work(x: Inputs, batch: Any, prompt: Any) -> tuple[Any, Any, Any]:
     """FLOPs of ``batch`` prompts of ``prompt`` tokens, the weight bytes they read and one
     prompt's new cache, per device [FLOP, byte, byte] (the bytes of the prefill are
@@ -51,7 +72,7 @@ def prefill_work(x: Inputs, batch: Any, prompt: Any) -> tuple[Any, Any, Any]:
     """
     vocab, width, tied = x["vocab_size"], x["hidden_size"], x["tied_embeddings"]
     window = x["_window"]
-    kv_dev = cache_bytes(x, prompt)
+    kv_dev = path_cache_bytes(x, prompt)
     pairs = physics.prefill_attention_pairs(prompt, x["layers"], x["local_layers"], window)
     flops = (
         physics.prefill_flops(
@@ -65,9 +86,9 @@ def prefill_work(x: Inputs, batch: Any, prompt: Any) -> tuple[Any, Any, Any]:
             physics.embedding_params(vocab, width, tied),
             physics.logit_params(vocab, width),
         )
-        / x["tp"]
+        / x["_stage_devices"]
     )
-    return flops, weights_read(x, batch * prompt), kv_dev
+    return flops, path_weights_read(x, batch * prompt), kv_dev
 
 
 def prefill_split(x: Inputs, batch: Any, prompt: Any, flops: Any) -> tuple[Any, Any]:
@@ -86,7 +107,7 @@ def prefill_split(x: Inputs, batch: Any, prompt: Any, flops: Any) -> tuple[Any, 
             physics.embedding_params(vocab, width, tied),
             physics.logit_params(vocab, width),
         )
-        / x["tp"]
+        / x["_stage_devices"]
     )
     return gemm, flops - gemm
 
@@ -111,15 +132,16 @@ def hit_work(x: Inputs, batch: Any, prompt: Any, hit: Any) -> tuple[Any, Any, An
             physics.embedding_params(vocab, width, tied),
             physics.logit_params(vocab, width),
         )
-        / x["tp"]
+        / x["_stage_devices"]
     )
-    return flops, weights_read(x, np.maximum(batch * new, batch)), cache_bytes(x, prompt)
+    read = path_weights_read(x, np.maximum(batch * new, batch))
+    return flops, read, path_cache_bytes(x, prompt)
 
 
 def step_coefficients(x: Inputs, batch: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """A decode step of ``batch`` sequences as ``(FLOPs, bytes)`` coefficients in the cache
     length, per device (``sweeps.physics.context_coefficients``) [FLOP, byte per token]."""
-    tp, heads = x["tp"], x["heads"]
+    tp, heads = x["_flop_devices"], x["heads"]
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     linear = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup) / tp
     attention = (
