@@ -285,6 +285,7 @@ def request_time_chart(
 ) -> alt.FacetChart:
     """Seconds per request [s] against batch [sequence], stacked: prefill (the TTFT) under
     decode (latency minus TTFT), a panel per device (at its smallest tp that fits) and mode."""
+    # long: the bars' phase, status and selector share one frame, one caption
     size, work = size_of(width), Workload.of(ds, model, weight_dtype)
     data = _split(ds, work, weight_dtype)
     options, default = labels(ds, weight_dtype), work.label()
