@@ -176,5 +176,5 @@ def test_serving_and_pools_grids_are_capped_too() -> None:
         "x batch 10 x kv_heads 1 x kv_dtype 1 x weight_dtype 1 x prompt_tokens 1,000,000 x "
         "output_tokens 1,000,000 x mode 6)"
     )
-    assert lines[1].startswith("s.toml: serving: the pools grid has 4,000,000,000,000 points")
+    assert lines[1].startswith("s.toml: serving: the pools grid has 10,000,000,000,000 points")
     assert len(lines) == 2
