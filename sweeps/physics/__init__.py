@@ -178,6 +178,7 @@ from sweeps.physics.speculative import (
     verify_flops_per_sequence,
     verify_steps,
 )
+from sweeps.physics.speculative_steps import max_verify_steps, verify_steps_cdf
 from sweeps.physics.textbook import classify_llm_phases, compute_arithmetic_intensity
 
 __all__ = [
@@ -248,6 +249,7 @@ __all__ = [
     "lookup_params",
     "max_batch",
     "max_utilization",
+    "max_verify_steps",
     "md1_max_utilization",
     "md1_quantile_table",
     "md1_quantile_wait",
@@ -321,6 +323,7 @@ __all__ = [
     "verify_cached_layer_tokens",
     "verify_flops_per_sequence",
     "verify_steps",
+    "verify_steps_cdf",
     "weight_bytes",
     "weights_per_request",
     "weights_read_with_gather",

@@ -165,13 +165,17 @@ def bound(t: Terms) -> dict[str, Any]:
 
 
 def static(t: Terms) -> dict[str, Any]:
-    """``B`` requests start together: TTFT ``t_p(B, I)``, then the decode steps summed."""
+    """``B`` requests start together: TTFT ``t_p(B, I)``, then the decode steps summed. With
+    speculation the mean request's steps give TPOT and latency, the slowest one's the batch's
+    cycle and so the rate (``served.static_cycle``)."""
     x = t.x
     ttft = prefill_time(x, t.batch, t.prompt)
     decode = served.static_decode(x, t.prompt, t.output, t.flops, t.nbytes)
     latency = physics.request_latency(ttft, decode)
+    slowest = served.static_cycle(x, t.prompt, t.output, t.flops, t.nbytes)
+    cycle = physics.request_latency(ttft, slowest)
     tpot = physics.time_per_output_token(decode, t.output)
-    out = t.result(ttft, tpot, t.batch / latency, tpot, ttft / latency)
+    out = t.result(ttft, tpot, t.batch / cycle, tpot, ttft / cycle)
     return {**out, "latency": latency}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import xarray as xr
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Inputs
@@ -135,6 +136,20 @@ def static_decode(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) 
     verify = physics.static_decode_time(prompt, output, v_flops, v_bytes, window, peak, bandwidth)
     drafted, _, _ = draft(x, k, physics.mean_context(prompt, output))
     return (verify + (output - 1) * drafted) * steps_per_token(x, output)
+
+
+def static_cycle(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) -> Any:
+    """The decode of a static batch until its slowest request is done [s]: ``static_decode``,
+    with speculation its mean request's steps ``n`` scaled to the expected steps of the
+    slowest of ``B``, ``E[max_B N] / n`` (``sweeps.physics.max_verify_steps``; the steps after
+    the others are done priced as full ones)."""
+    decode = static_decode(x, prompt, output, flops, nbytes)
+    if not speculates(x):
+        return decode
+    k, alpha, tokens = x["spec_tokens"], x["spec_acceptance"], np.maximum(output - 1, 0)
+    slowest = xr.apply_ufunc(physics.max_verify_steps, tokens, k, alpha, x["batch"])
+    mean = physics.verify_steps(tokens, k, alpha)
+    return decode * where(tokens > 0, slowest / where(tokens > 0, mean, 1), 1.0)
 
 
 UNMODELLED = {"spec_tokens": ("chunked-greedy",)}
