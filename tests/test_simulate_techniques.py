@@ -170,11 +170,28 @@ def test_closed_forms_with_speculation_and_hits_match_the_simulator(
         assert s["tpot_mean_s"] == pytest.approx(tpot, rel=min(TOLERANCE, tpot_error))
 
 
-def test_chunked_paced_tpot_with_speculation_leaves_out_the_wait_for_a_slot() -> None:
-    # random verify steps free the slots at random: prompts prefilled ahead wait for one
-    # (at most B of them), a wait inside the simulated TPOT the closed form leaves out
+@pytest.mark.parametrize(
+    "point", [{"alpha": 0.0}, {"alpha": 1.0}, {"draft": "mtp", "k": 2, "alpha": 1.0}]
+)
+def test_chunked_paced_tpot_with_deterministic_acceptance_matches(point: dict[str, Any]) -> None:
+    # every draft rejected, or every one accepted (ceil(128 / (k + 1)) steps exactly): the
+    # slots free on schedule, no prompt waits for one
+    rate, tpot = closed("chunked-paced", **point)
+    s = saturated("chunked-paced", **point)
+    assert s["requests_per_s"] == pytest.approx(rate, rel=1e-5)
+    assert s["tpot_mean_s"] == pytest.approx(tpot, rel=1e-5)
+
+
+def test_chunked_paced_tpot_with_random_acceptance_adds_the_wait_for_a_slot() -> None:
+    # TPOT is (done - first) / (O - 1): a prompt's first token comes at the end of its
+    # prefill, and a prompt prefilled ahead then waits for a slot, inside its TPOT. Random
+    # verify steps free the slots at random while the pace feeds prompts at exactly their
+    # mean rate, B / n a step: the ready queue is a driftless walk between 0 and B, so the
+    # wait is a transient of the run, not a steady state a closed form could pin (measured at
+    # 6000 requests, seeds 0-4: +7 % to +30 % on TPOT, the rate within 0.2 %; the deciles of
+    # one 300 000-request run +13 % to +58 %). The closed form leaves it out: a floor.
     _, tpot = closed("chunked-paced")
-    assert saturated("chunked-paced", requests=2000)["tpot_mean_s"] > tpot
+    assert saturated("chunked-paced", requests=2000)["tpot_mean_s"] > tpot * (1 + TOLERANCE)
 
 
 def _margin(k: int, alpha: float, requests: int, output: int) -> float:

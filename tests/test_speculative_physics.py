@@ -309,11 +309,9 @@ def test_verify_steps_is_the_renewal_count(n: int, k: int, alpha: float) -> None
 def test_verify_steps_without_speculation_is_the_tokens() -> None:
     np.testing.assert_array_equal(physics.verify_steps(np.array([0, 1, 255]), 0, 0.7), [0, 1, 255])
     assert physics.verify_steps(128, 5, 0.0) == 128
-    # alpha = 1: k + 1 tokens a step, the last cut: (n + k / 2) / (k + 1) on average over n
-    mean = np.mean([math.ceil(n / 4) for n in range(100, 140)])
-    assert np.mean([physics.verify_steps(n, 3, 1.0) for n in range(100, 140)]) == pytest.approx(
-        mean, rel=1e-12
-    )
+    # alpha = 1: k + 1 tokens a step, the last cut: ceil(n / (k + 1)) at every n
+    expected = [math.ceil(n / 4) for n in range(100, 140)]
+    np.testing.assert_array_equal(physics.verify_steps(np.arange(100, 140), 3, 1.0), expected)
 
 
 def test_random_stalls_hand_value() -> None:

@@ -296,7 +296,9 @@ def verify_steps(tokens: Array, draft_tokens: Array, acceptance: Array) -> Array
     still needs, so the steps are the renewal count ``(n + overshoot) / E`` with the mean
     overshoot ``E[X (X - 1)] / (2 E)`` of the lattice renewal theorem (exact on average over
     ``n``; its error falls geometrically in ``n`` for ``0 < a < 1``). ``k = 0`` or ``a = 0``:
-    ``n`` exactly; 0 at ``n = 0``.
+    ``n`` exactly; ``a = 1``: ``ceil(n / (k + 1))`` exactly, every step ``k + 1`` tokens (the
+    lattice's own period, where the renewal mean is off by up to ``k / (2 (k + 1))``); 0 at
+    ``n = 0``.
 
     Parameters
     ----------
@@ -310,7 +312,8 @@ def verify_steps(tokens: Array, draft_tokens: Array, acceptance: Array) -> Array
     """
     e = expected_tokens(draft_tokens, acceptance)
     overshoot = (expected_square_tokens(draft_tokens, acceptance) - e) / (2 * e)
-    return where(tokens > 0, (tokens + overshoot) / e, 0.0)
+    whole = np.ceil(tokens / (draft_tokens + 1))  # a = 1: k + 1 tokens every step
+    return where(tokens > 0, where(acceptance < 1, (tokens + overshoot) / e, whole), 0.0)
 
 
 def random_stalls(batch: Array, steps: Array, after_share: Array) -> Array:
