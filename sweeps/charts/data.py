@@ -7,6 +7,7 @@ selects, thins (above ``max_cells``) and flattens into a tidy Polars frame.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -327,22 +328,42 @@ def kv_heads_labels(ds: xr.Dataset) -> list[str]:
     ]
 
 
-def kv_facets(chart: Any, sel: Selection, rows: str = "", spacing: int = 12) -> Any:
+def _facet_labels(ds: xr.Dataset, dim: str) -> list[str]:
+    """A KV facet's labels in the grid's order [-]."""
+    return kv_heads_labels(ds) if dim == "kv_heads" else [str(v) for v in ds[dim].values]
+
+
+def kv_facets(
+    chart: Any, sel: Selection, rows: str = "", spacing: int = 12, columns: int = 0
+) -> Any:
     """``chart`` once per KV setting: a column per KV-head setting, a row per KV dtype; a
-    setting the grid has one value of is no facet (the title names it) [-]."""
+    setting the grid has one value of is no facet (the title names it). ``columns`` fewer
+    than the KV-head settings (those do not fit side by side): one facet over every setting
+    instead, wrapped at ``columns``, each panel headed by its KV heads and dtype [-]."""
     from .theme import title
 
+    dims = [d for d in KV_FACETS if sel.ds.sizes.get(d, 1) > 1]
+    if 0 < columns < sel.ds.sizes.get("kv_heads", 1):
+        order = itertools.product(*[_facet_labels(sel.ds, d) for d in dims])
+        setting = alt.Facet(
+            "kv:N", title=", ".join(title(d) for d in dims), sort=[", ".join(o) for o in order]
+        )
+        return (
+            chart.facet(facet=setting, columns=columns, spacing=spacing)
+            .transform_calculate(kv=" + ', ' + ".join(f"datum.{d}" for d in dims))
+            .resolve_scale(x="shared", y="shared")
+        )
     facets: dict[str, Any] = {}
     if sel.ds.sizes.get("kv_heads", 1) > 1:
         facets["column"] = alt.Column(
-            "kv_heads:N", title=title("kv_heads"), sort=kv_heads_labels(sel.ds)
+            "kv_heads:N", title=title("kv_heads"), sort=_facet_labels(sel.ds, "kv_heads")
         )
     if sel.ds.sizes.get("kv_dtype", 1) > 1:
         facets["row"] = alt.Row(
             "kv_dtype:N",
             title=rows or title("kv_dtype"),
             header=alt.Header(labelAngle=0, labelAlign="left"),
-            sort=[str(v) for v in sel.ds["kv_dtype"].values],
+            sort=_facet_labels(sel.ds, "kv_dtype"),
         )
     if not facets:
         return chart
