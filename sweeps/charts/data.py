@@ -1,5 +1,4 @@
-"""From the grid to what a chart draws: the facets chosen, one model and device selected,
-thinned, flattened, and the one rule of "reached".
+"""From the grid to what a chart draws: facets, one model and device, thinned, flattened.
 
 No physics here: every number is a variable of the Dataset; this module only chooses,
 selects, thins (above ``max_cells``) and flattens into a tidy Polars frame.
@@ -328,23 +327,18 @@ def kv_heads_labels(ds: xr.Dataset) -> list[str]:
     ]
 
 
-def _facet_labels(ds: xr.Dataset, dim: str) -> list[str]:
-    """A KV facet's labels in the grid's order [-]."""
-    return kv_heads_labels(ds) if dim == "kv_heads" else [str(v) for v in ds[dim].values]
-
-
 def kv_facets(
     chart: Any, sel: Selection, rows: str = "", spacing: int = 12, columns: int = 0
 ) -> Any:
     """``chart`` once per KV setting: a column per KV-head setting, a row per KV dtype; a
-    setting the grid has one value of is no facet (the title names it). ``columns`` fewer
-    than the KV-head settings (those do not fit side by side): one facet over every setting
-    instead, wrapped at ``columns``, each panel headed by its KV heads and dtype [-]."""
+    setting the grid has one value of is no facet (the title names it). ``columns`` fewer than
+    the KV-head settings (not fitting side by side): one facet over every setting, wrapped [-]."""
     from .theme import title
 
     dims = [d for d in KV_FACETS if sel.ds.sizes.get(d, 1) > 1]
     if 0 < columns < sel.ds.sizes.get("kv_heads", 1):
-        order = itertools.product(*[_facet_labels(sel.ds, d) for d in dims])
+        kv = {"kv_heads": kv_heads_labels(sel.ds)}
+        order = itertools.product(*[kv.get(d) or [str(v) for v in sel.ds[d].values] for d in dims])
         setting = alt.Facet(
             "kv:N", title=", ".join(title(d) for d in dims), sort=[", ".join(o) for o in order]
         )
@@ -356,14 +350,14 @@ def kv_facets(
     facets: dict[str, Any] = {}
     if sel.ds.sizes.get("kv_heads", 1) > 1:
         facets["column"] = alt.Column(
-            "kv_heads:N", title=title("kv_heads"), sort=_facet_labels(sel.ds, "kv_heads")
+            "kv_heads:N", title=title("kv_heads"), sort=kv_heads_labels(sel.ds)
         )
     if sel.ds.sizes.get("kv_dtype", 1) > 1:
         facets["row"] = alt.Row(
             "kv_dtype:N",
             title=rows or title("kv_dtype"),
             header=alt.Header(labelAngle=0, labelAlign="left"),
-            sort=_facet_labels(sel.ds, "kv_dtype"),
+            sort=[str(v) for v in sel.ds["kv_dtype"].values],
         )
     if not facets:
         return chart
