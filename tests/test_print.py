@@ -139,26 +139,28 @@ def test_the_measure_finds_overlaps_rotations_and_hidden_text() -> None:
     assert overlapping(svg % crossing) == [("1632", "a long vertical title")]
 
 
-WIDER = {"ai-vs-batch"}
-"""Kinds still wider than a column where the grid has several KV-head settings: each panel
-keeps room for its end labels (one setting fits: 222 px of 252 at 3.5 in)."""
-
-
 @pytest.mark.parametrize("width", PRINT)
-@pytest.mark.parametrize(
-    "kind",
-    [
-        pytest.param(k, marks=pytest.mark.xfail(strict=True, reason="end labels per panel"))
-        if k in WIDER
-        else k
-        for k in KINDS
-    ],
-)
+@pytest.mark.parametrize("kind", list(KINDS))
 def test_every_kind_fits_its_column(
     svgs: dict[tuple[str, str], str], kind: str, width: str
 ) -> None:
     drawn = float(re.search(r'<svg[^>]*width="([0-9.]+)"', svgs[(kind, width)]).group(1))  # type: ignore[union-attr]
     assert drawn <= SIZES[width].width + 12  # the theme's padding of 6 px a side
+
+
+def test_kv_head_panels_that_do_not_fit_side_by_side_wrap_in_print_only(
+    specs: dict[tuple[str, str], dict[str, Any]],
+) -> None:
+    """Two KV-head settings, each panel with its end labels: side by side on screen (KV heads
+    columns, KV dtype rows), one panel per setting stacked in a print column."""
+    screen = specs[("ai-vs-batch", "screen")]
+    assert set(screen["facet"]) == {"column", "row"}
+    assert "columns" not in screen
+    for width in PRINT:
+        spec = specs[("ai-vs-batch", width)]
+        assert spec["columns"] == 1
+        assert spec["facet"]["field"] == "kv"
+        assert spec["facet"]["sort"] == ["native (8), bf16", "native (8), fp8", "1, bf16", "1, fp8"]
 
 
 UNIT_TWICE = re.compile(r"\b([A-Za-z/]+) \[([^\]]+)\]")

@@ -1,5 +1,4 @@
-"""From the grid to what a chart draws: the facets chosen, one model and device selected,
-thinned, flattened, and the one rule of "reached".
+"""From the grid to what a chart draws: facets, one model and device, thinned, flattened.
 
 No physics here: every number is a variable of the Dataset; this module only chooses,
 selects, thins (above ``max_cells``) and flattens into a tidy Polars frame.
@@ -7,6 +6,7 @@ selects, thins (above ``max_cells``) and flattens into a tidy Polars frame.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -327,11 +327,26 @@ def kv_heads_labels(ds: xr.Dataset) -> list[str]:
     ]
 
 
-def kv_facets(chart: Any, sel: Selection, rows: str = "", spacing: int = 12) -> Any:
+def kv_facets(
+    chart: Any, sel: Selection, rows: str = "", spacing: int = 12, columns: int = 0
+) -> Any:
     """``chart`` once per KV setting: a column per KV-head setting, a row per KV dtype; a
-    setting the grid has one value of is no facet (the title names it) [-]."""
+    setting the grid has one value of is no facet (the title names it). ``columns`` fewer than
+    the KV-head settings (not fitting side by side): one facet over every setting, wrapped [-]."""
     from .theme import title
 
+    dims = [d for d in KV_FACETS if sel.ds.sizes.get(d, 1) > 1]
+    if 0 < columns < sel.ds.sizes.get("kv_heads", 1):
+        kv = {"kv_heads": kv_heads_labels(sel.ds)}
+        order = itertools.product(*[kv.get(d) or [str(v) for v in sel.ds[d].values] for d in dims])
+        setting = alt.Facet(
+            "kv:N", title=", ".join(title(d) for d in dims), sort=[", ".join(o) for o in order]
+        )
+        return (
+            chart.facet(facet=setting, columns=columns, spacing=spacing)
+            .transform_calculate(kv=" + ', ' + ".join(f"datum.{d}" for d in dims))
+            .resolve_scale(x="shared", y="shared")
+        )
     facets: dict[str, Any] = {}
     if sel.ds.sizes.get("kv_heads", 1) > 1:
         facets["column"] = alt.Column(

@@ -95,12 +95,27 @@ def _ends(frame: pl.DataFrame, last: int, decades: float, sel: Selection) -> pl.
     return pl.concat(parts, how="diagonal_relaxed")
 
 
-def _panel_width(sel: Selection) -> int:
-    columns = sel.ds.sizes.get("kv_heads", 1)
-    labels = 9 * sel.size.font  # the end labels right of each panel
+def _room(sel: Selection, columns: int) -> float:
+    """Width of each of ``columns`` panels side by side that fills the figure, less the end
+    labels right of each [px]."""
+    labels = 9 * sel.size.font
     room = sel.size.width - sel.size.left - (140 if sel.size.legend == "right" else 0)
-    least = int(0.8 * sel.size.panel_height)  # wider than tall: a figure with many columns grows
-    return int(max(least, min(340, (room - 16 * (columns - 1)) / columns - labels)))
+    return (room - 16 * (columns - 1)) / columns - labels
+
+
+def _columns(sel: Selection) -> int:
+    """KV-head panels side by side: on screen every one (a figure with many grows); in print
+    as many as fit the column at the least panel width, the rest wrapped below [1]."""
+    heads = sel.ds.sizes.get("kv_heads", 1)
+    if sel.size.name == "screen":
+        return heads
+    least = int(0.8 * sel.size.panel_height)
+    return next((c for c in range(heads, 1, -1) if _room(sel, c) >= least), 1)
+
+
+def _panel_width(sel: Selection) -> int:
+    least = int(0.8 * sel.size.panel_height)  # wider than tall
+    return int(max(least, min(340, _room(sel, _columns(sel)))))
 
 
 LOG_LABELS = "datum.value >= 1000 ? format(datum.value, '~s') : format(datum.value, '~g')"
@@ -228,7 +243,8 @@ def ai_vs_batch_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
 ) -> Any:
     """Decode arithmetic intensity [FLOP/byte] against batch [sequence] (log-log), one line per
-    context in its own hue, labelled at its end, faceted KV heads (columns) x KV dtype (rows).
+    context in its own hue, labelled at its end, faceted KV heads (columns) x KV dtype (rows);
+    in print, KV-head columns that do not fit side by side wrap below (one panel per setting).
 
     Dashed: each context's asymptotic ceiling; black dashes: the device's ridge point; a black
     bar at each line's memory wall (max batch); dotted: batches that do not fit.
@@ -242,7 +258,12 @@ def ai_vs_batch_chart(
         [frame.with_columns(mark=pl.lit("cell")), ends], how="diagonal_relaxed"
     ).with_columns(pl.col("context").cast(pl.String))
     base = alt.Chart().properties(width=_panel_width(sel), height=sel.size.panel_height)
-    chart = kv_facets(alt.layer(*_layers(base, x, y, color, sel), data=rows), sel, spacing=16)
+    chart = kv_facets(
+        alt.layer(*_layers(base, x, y, color, sel), data=rows),
+        sel,
+        spacing=16,
+        columns=_columns(sel),
+    )
     caption = [
         "Each line one context, labelled at the right with its memory wall (max batch; black "
         "bar: its last batch that fits); dotted: batches beyond the wall; dashed, same hue: "
