@@ -69,7 +69,9 @@ def test_failed_charts_are_skipped_with_one_line_each_and_the_run_is_written(
     assert lines[1].startswith(f"chart ai-vs-batch-{stem} failed: RuntimeError: forced")
     assert all(line.endswith("(the tables and the other figures are written)") for line in lines)
     charts = sorted(p.name for p in (folder / "charts").iterdir())
-    assert charts == [f"ceiling-{stem}.{fmt}" for fmt in ("html", "svg", "txt")]  # nothing of the failed
+    assert charts == [
+        f"ceiling-{stem}.{fmt}" for fmt in ("html", "svg", "txt")
+    ]  # nothing of the failed
     report = (folder / "report.html").read_text("utf-8")
     assert f"Not drawn: chart bottleneck-{stem} failed: ValueError" in report
     assert f"Not drawn: chart ai-vs-batch-{stem} failed: RuntimeError" in report

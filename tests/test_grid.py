@@ -181,7 +181,9 @@ def _moe_root(slope: float, m, wb: float, table: float) -> float:  # type: ignor
         if e <= k:
             return (m.params - table) * wb
         touched = e * (1 - (1 - k / e) ** b)
-        return (m.active_params - table + (m.params - m.active_params) * (touched - k) / (e - k)) * wb
+        return (
+            m.active_params - table + (m.params - m.active_params) * (touched - k) / (e - k)
+        ) * wb
 
     lo, hi = 0.0, (m.params - table) * wb / slope
     if e <= k:
