@@ -154,11 +154,21 @@ def colocated_candidates(
             else:
                 service = prefill_service(grid, hw, tp)
             ahead = float(at["serving_ttft_s"]) + step / 2
-            for n in range(1, 400):
+
+            def meets(
+                n: int, ahead: float = ahead, service: float = service, capacity: float = capacity
+            ) -> bool:
+                """Monotone in ``n``: more replicas, shorter waits and idler slots."""
                 ttft = ahead + p90_wait(rate, service, n)
-                if ttft <= TTFT_SLO and rate / n <= 0.9 * capacity:
-                    out.append((n * tp, mode, int(batch), ttft))
-                    break
+                return ttft <= TTFT_SLO and rate / n <= 0.9 * capacity
+
+            if not meets(399):
+                continue
+            low, high = 0, 399  # the fewest replicas from 1 to 399 that meet both, by halving
+            while high - low > 1:
+                middle = (low + high) // 2
+                low, high = (low, middle) if meets(middle) else (middle, high)
+            out.append((high * tp, mode, int(batch), ahead + p90_wait(rate, service, high)))
     return out
 
 
