@@ -35,6 +35,38 @@ def where(cond: Array, x: Array, y: Array) -> Array:
     return np.where(cond, x, y)
 
 
+def on_values(fn: Any, *args: Array) -> Array:
+    """``fn(*args)`` computed on the arguments' bare values, broadcast together.
+
+    For an iteration of many steps (``sweeps.physics.moe``): each arithmetic step on a
+    DataArray costs an alignment, on its values only the arithmetic. Where any argument is a
+    DataArray, the others are broadcast to the dims of all of them and the result carries
+    those dims and coordinates; with none, ``fn(*args)`` itself.
+
+    Parameters
+    ----------
+    fn : A function of arrays, elementwise in each [-]
+    args : Its arguments [any unit]
+    """
+    arrays = [a for a in args if hasattr(a, "dims")]
+    if not arrays:
+        return fn(*args)
+    sizes: dict[Any, int] = {}
+    for a in arrays:
+        sizes.update(zip(a.dims, a.shape, strict=True))
+    order = list(sizes)
+
+    def bare(a: Array) -> Array:
+        if not hasattr(a, "dims"):
+            return a
+        own = [d for d in order if d in a.dims]
+        shape = [sizes[d] if d in a.dims else 1 for d in order]
+        return a.transpose(*own).data.reshape(shape)
+
+    template = sum(0 * a for a in arrays).transpose(*order)  # the type, dims and coordinates
+    return template.copy(data=fn(*[bare(a) for a in args]))
+
+
 def nan_for_none(x: Array) -> Array:
     """``x`` with missing values as NaN: None itself, or None inside an object array.
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweeps.physics._array import Array, where
+from sweeps.physics._array import Array, on_values, where
 from sweeps.physics.decode import batch_for_fraction, knee_batch, ridge_batch
 
 NEWTON_STEPS = 60
@@ -89,6 +89,18 @@ def batch_at_slope(
     -------
     Batch (continuous), ``F / s`` for a dense model [sequence]
     """
+    args = (slope, active_bytes, all_bytes, experts, experts_per_token)
+    return on_values(_newton, *args)
+
+
+def _newton(
+    slope: Array,
+    active_bytes: Array,
+    all_bytes: Array,
+    experts: Array,
+    experts_per_token: Array,
+) -> Array:
+    """``batch_at_slope`` on bare arrays: ``NEWTON_STEPS`` steps from ``F / s`` [sequence]."""
     routes, spare, log_keep = _routing(experts, experts_per_token)
     routed = where(routes, all_bytes - active_bytes, 0.0)
     batch = all_bytes / slope
