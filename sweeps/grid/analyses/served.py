@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Inputs
@@ -26,7 +25,7 @@ from sweeps.grid.analyses.steps import (
     prefill_work,
     weights_read,
 )
-from sweeps.physics._array import where
+from sweeps.physics._array import on_values, where
 
 EXTRA_DIMS = (
     "spec_tokens",
@@ -147,7 +146,7 @@ def static_cycle(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) -
     if not speculates(x):
         return decode
     k, alpha, tokens = x["spec_tokens"], x["spec_acceptance"], np.maximum(output - 1, 0)
-    slowest = xr.apply_ufunc(physics.max_verify_steps, tokens, k, alpha, x["batch"])
+    slowest = on_values(physics.max_verify_steps, tokens, k, alpha, x["batch"])
     mean = physics.verify_steps(tokens, k, alpha)
     return decode * where(tokens > 0, slowest / where(tokens > 0, mean, 1), 1.0)
 
