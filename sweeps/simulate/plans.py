@@ -20,6 +20,7 @@ from typing import Any
 
 from sweeps.errors import ConfigError
 from sweeps.grid.analyses.base import Variable
+from sweeps.grid.analyses.served import EXTRA_DIMS
 from sweeps.simulate.costs import point_inputs
 from sweeps.simulate.kernel import SCHEDULER_CODES
 from sweeps.simulate.run import Timeline, simulate
@@ -33,19 +34,10 @@ WORKLOAD = (
 LOADS = ("arrival_rate", "concurrency")
 """A workload's load, the one of the two its pools table has."""
 SEED = 0
-TECHNIQUES = (
-    "spec_tokens",
-    "spec_acceptance",
-    "spec_draft",
-    "prefix_hit_rate",
-    "kv_tier",
-    "ep",
-    "dp_attention",
-    "pp",
-)
-"""The speculative, prefix and parallel dims a plan carries where the sweep has them: the
-simulated replica verifies and hits as the plan does (``sweeps.simulate.speculation``), on
-its parallel layout's grid point."""
+TECHNIQUES = EXTRA_DIMS
+"""The speculative, prefix and parallel dims a plan carries where the sweep has them (the
+serving analyses' own, declared once in ``served``): the simulated replica verifies and hits
+as the plan does (``sweeps.simulate.speculation``), on its parallel layout's grid point."""
 SCENARIO = ("spec_acceptance", "prefix_hit_rate")
 """What a workload meets beside its lengths and rate: one cheapest plan each."""
 
