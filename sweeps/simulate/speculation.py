@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
+from sweeps.grid.analyses.drafts import mtp_head
 
 
 @dataclass(frozen=True)
@@ -84,20 +85,10 @@ def _value(x: Any, key: str, default: float) -> float:
 def _mtp(x: Any, context: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, ...]:
     """One MTP head pass of one slot at ``context``: FLOPs, cache bytes; and the weight bytes
     of a pass of ``slots`` slots (``analyses/drafts.py`` ``_mtp``) [FLOP, byte, byte]."""
-    tp, wb = x["tp"], x["weight_bytes_per_param"]
-    vocab, width, layers = x["vocab_size"], x["hidden_size"], x["layers"]
-    embedding = physics.embedding_params(vocab, width, x["tied_embeddings"])
-    total = physics.mtp_layer_params(x["params"], embedding, layers)
-    active = physics.mtp_layer_params(x["active_params"], embedding, layers)
-    read = physics.params_read(total, active, x["experts"], x["experts_per_token"], slots) * wb
-    attention = x["_attention_on"] * physics.attention_flops_per_token(
-        x["heads"], x["attention_dim"], context
-    )
-    logits = physics.logit_params(vocab, width)
-    layer_cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], 1) / x["_shards"]
-    flops = physics.mtp_pass_flops(1, active, logits, attention) / tp
-    weights = physics.mtp_pass_bytes(read / tp, logits * wb / tp, 0.0, 0.0)
-    return flops, layer_cache * context, weights
+    tp, wb, head = x["tp"], x["weight_bytes_per_param"], mtp_head(x, context, slots)
+    flops = physics.mtp_pass_flops(1, head.active, head.logits, head.attention) / tp
+    weights = physics.mtp_pass_bytes(head.read / tp, head.logits * wb / tp, 0.0, 0.0)
+    return flops, head.layer_cache * context, weights
 
 
 def _draft_model(x: Any, context: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, ...]:

@@ -10,6 +10,7 @@ analyses, whose contexts are means, take ``k`` steps at the mean context plus ``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sweeps import physics
@@ -19,10 +20,30 @@ from sweeps.grid.analyses.steps import weights_read
 from sweeps.physics._array import where
 
 
-def _mtp(x: Inputs, k: Any, context: Any, batch: Any) -> tuple[Any, Any, Any]:
-    """``k`` passes of one MTP head at ``context`` for ``batch`` sequences: time [s], weights
-    held [byte], one sequence's head cache at ``context + k`` [byte]."""
-    tp, wb = x["tp"], x["weight_bytes_per_param"]
+@dataclass(frozen=True)
+class MtpHead:
+    """One MTP head (the model's mean layer and the lm_head), per device unless said.
+
+    total : Parameters of the head's layer, all experts [1]
+    active : Its parameters one token runs [1]
+    read : Weight bytes of the layer a pass of the batch reads, before the tp split [byte]
+    attention : Attention FLOPs of one token at the context, ``0`` where attention is off [FLOP]
+    logits : Parameters of the lm_head [1]
+    layer_cache : KV bytes one token holds in one layer, per device [byte]
+    """
+
+    total: Any
+    active: Any
+    read: Any
+    attention: Any
+    logits: Any
+    layer_cache: Any
+
+
+def mtp_head(x: Inputs, context: Any, batch: Any) -> MtpHead:
+    """The ``MtpHead`` of the point's model at ``context`` for ``batch`` sequences; the grid's
+    ``_mtp`` and the simulator's tables (``sweeps/simulate/speculation.py``) both build on it."""
+    wb = x["weight_bytes_per_param"]
     vocab, width, layers = x["vocab_size"], x["hidden_size"], x["layers"]
     embedding = physics.embedding_params(vocab, width, x["tied_embeddings"])
     total = physics.mtp_layer_params(x["params"], embedding, layers)
@@ -33,10 +54,19 @@ def _mtp(x: Inputs, k: Any, context: Any, batch: Any) -> tuple[Any, Any, Any]:
     )
     logits = physics.logit_params(vocab, width)
     layer_cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], 1) / x["_shards"]
-    flops = physics.mtp_pass_flops(batch, active, logits, attention) / tp
-    nbytes = physics.mtp_pass_bytes(read / tp, logits * wb / tp, batch, layer_cache * context)
+    return MtpHead(total, active, read, attention, logits, layer_cache)
+
+
+def _mtp(x: Inputs, k: Any, context: Any, batch: Any) -> tuple[Any, Any, Any]:
+    """``k`` passes of one MTP head at ``context`` for ``batch`` sequences: time [s], weights
+    held [byte], one sequence's head cache at ``context + k`` [byte]."""
+    tp, wb, head = x["tp"], x["weight_bytes_per_param"], mtp_head(x, context, batch)
+    flops = physics.mtp_pass_flops(batch, head.active, head.logits, head.attention) / tp
+    nbytes = physics.mtp_pass_bytes(
+        head.read / tp, head.logits * wb / tp, batch, head.layer_cache * context
+    )
     time = k * physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
-    return time, total * wb / tp, layer_cache * (context + k)
+    return time, head.total * wb / tp, head.layer_cache * (context + k)
 
 
 def _draft_model(x: Inputs, k: Any, context: Any, exact: bool, batch: Any) -> tuple[Any, Any, Any]:
