@@ -191,7 +191,8 @@ def moe_ridge_batch(
     ridge : Ridge point of the device, ``R`` [FLOP/byte]
     active_bytes, all_bytes, experts, experts_per_token : The routing, apart from the
         per-sequence bytes (module doc) [byte, byte, 1, 1]
-    flops_per_sequence : FLOPs per sequence per step, ``F_seq`` [FLOP]
+    flops_per_sequence : FLOPs per sequence per step, ``F_seq``, as ``ridge_batch`` takes
+        them (attention's as their time at the GEMM peak) [FLOP]
     kv_seq : Bytes each sequence adds to a step (its cache) [byte]
 
     Returns
