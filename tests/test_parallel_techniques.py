@@ -273,3 +273,23 @@ def test_the_simulator_at_ep_8_verifies_and_drafts_as_the_speculative_table(draf
             costs.bandwidth,
         )
     assert drafted == pytest.approx(float(at["draft_time_s"]), rel=1e-12, abs=0.0)
+
+
+def test_at_pp_2_the_last_stage_drafts_both_micro_batches_with_the_whole_head() -> None:
+    # a dense model in two stages: the draft (MTP head, or a draft model) sits whole on the
+    # last stage and drafts its two micro-batches of B / 2 in turn: twice one stage's B / 2
+    ds = grid("llama-3.1-8b", PP + "\n" + spec(DRAFTS["llama-3.1-8b"]), False, "[32, 64]")
+    ds = ds.sel(spec_tokens=K).squeeze()
+    for draft in ("mtp", "llama-3.2-1b"):
+        at = ds.sel(spec_draft=draft)
+        two, one = at.sel(pp=2, batch=64), at.sel(pp=1, batch=32)
+        assert float(two["draft_time_s"]) == pytest.approx(
+            2 * float(one["draft_time_s"]), rel=1e-12
+        )
+        for held in ("draft_weight_bytes", "draft_kv_bytes_per_sequence"):
+            assert float(two[held]) == float(one[held]), held  # not halved with the layers
+    # the target's own weights and caches are halved per device
+    halves = ds.sel(spec_draft="ngram", batch=64)
+    assert float(halves["weight_bytes"].sel(pp=2)) == pytest.approx(
+        float(halves["weight_bytes"].sel(pp=1)) / 2, rel=1e-12
+    )
