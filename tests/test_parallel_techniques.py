@@ -24,6 +24,8 @@ import xarray as xr
 import sweeps
 from sweeps import physics
 from sweeps.config import parse_config
+from sweeps.grid.analyses import served
+from sweeps.grid.analyses.drafts import verify_coefficients
 from sweeps.grid.build import build_grid
 from sweeps.pipeline.mapping import sweep_from_mapping
 from sweeps.simulate import point_inputs, step_costs
@@ -273,6 +275,16 @@ def test_the_simulator_at_ep_8_verifies_and_drafts_as_the_speculative_table(draf
             costs.bandwidth,
         )
     assert drafted == pytest.approx(float(at["draft_time_s"]), rel=1e-12, abs=0.0)
+    # and the serving tables' verify step and draft, the same per-rank terms in closed form
+    local = physics.kv_cached_layer_tokens(1024.0, 1, 1, x["_window"])
+    served_step = served.verify_time(x, 32.0, 1024.0, local)
+    assert float(served_step) == pytest.approx(verify + drafted, rel=1e-12)
+    # the FLOPs too (a memory-bound step would hide them): one attention peak runs both here
+    assert float(x["_attention_ratio"]) == 1.0
+    flops, _ = verify_coefficients(x, 32.0, 3.0)
+    table = float(at["verify_flops"])
+    assert 32 * extra.verify_flops[1024] == pytest.approx(table, rel=1e-12)
+    assert float(flops[0] + flops[1] * 1024 + flops[2] * local) == pytest.approx(table, rel=1e-12)
 
 
 def test_at_pp_2_the_last_stage_drafts_both_micro_batches_with_the_whole_head() -> None:
