@@ -203,8 +203,8 @@ VARIABLES = (
     _V(
         "spec_energy_per_output_token_j",
         "J/token",
-        "Estimate: the tp devices at board power for one token's time of the batch (null: "
-        "power unknown)",
+        "Estimate: the replica's devices (tp x ep x pp) at board power for one token's time "
+        "of the batch (null: power unknown)",
         "nullable",
         column="energy_per_output_token_j",
         rank="full",
