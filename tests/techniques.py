@@ -45,6 +45,21 @@ capacity = 512e9
 """
 
 
-def same(a: Any, b: Any) -> None:
+def same(a: Any, b: Any, name: str = "") -> None:
     a, b = xr.broadcast(a, b)
-    np.testing.assert_array_equal(a.transpose(*b.dims).values, b.values)
+    np.testing.assert_array_equal(a.transpose(*b.dims).values, b.values, err_msg=name)
+
+
+SERVING_VARIABLES = (
+    "serving_ttft_s",
+    "tpot_s",
+    "request_latency_s",
+    "output_tokens_per_s_per_device",
+    "serving_feasible",
+    "meets_slo",
+    "pools_ttft_s",
+    "pools_tpot_s",
+    "devices",
+    "pools_cost_per_million_output_tokens_usd",
+)
+"""The serving and pools variables a technique at its neutral value leaves bit for bit."""

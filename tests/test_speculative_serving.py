@@ -11,6 +11,8 @@ from sweeps import physics
 from sweeps.config import parse_config
 from sweeps.grid.build import build_grid
 
+from .techniques import SERVING_VARIABLES
+
 # --- serving with speculation and prefix caching ---------------------------------------------
 
 SERVED = """
@@ -41,20 +43,6 @@ TECHNIQUES = (
 def served() -> tuple[xr.Dataset, xr.Dataset]:
     plain = build_grid(parse_config(SERVED.format(extra="")))
     return plain, build_grid(parse_config(SERVED.format(extra=TECHNIQUES)))
-
-
-SERVING_VARIABLES = (
-    "serving_ttft_s",
-    "tpot_s",
-    "request_latency_s",
-    "output_tokens_per_s_per_device",
-    "serving_feasible",
-    "meets_slo",
-    "pools_ttft_s",
-    "pools_tpot_s",
-    "devices",
-    "pools_cost_per_million_output_tokens_usd",
-)
 
 
 def test_k0_and_h0_reproduce_plain_serving_exactly(served: tuple[xr.Dataset, xr.Dataset]) -> None:
