@@ -34,7 +34,8 @@ from sweeps.physics._array import where
 HEADROOM = 3.0
 """The free slots, in standard deviations of its decodes, below which a budget-paced
 ``chunked-greedy`` with random verify steps is not held to its balanced state (null):
-measured at 3.1 within 0.06-0.4 % on TPOT, at 0.7 3 % high (``sweeps.physics.balanced_headroom``)."""
+measured at 3.1 within 0.06-0.4 % on TPOT, at 0.7 3 % high
+(``sweeps.physics.balanced_headroom``)."""
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 """The percentiles of TTFT and TPOT the pools table reports."""
