@@ -238,3 +238,11 @@ def test_the_closed_form_never_beats_the_bound_over_a_grid() -> None:
     greedy, bound = rate.sel(mode=MODE), rate.sel(mode="bound")
     assert int(np.isfinite(greedy).sum()) > greedy.size // 2  # mostly numbers
     assert bool((greedy.fillna(0) <= bound * (1 + 1e-12)).all())
+
+
+def test_at_one_output_token_the_acceptance_does_not_matter() -> None:
+    # nothing decodes: every acceptance is the fixed schedule of prompts alone
+    random, fixed = closed(output=1), closed(output=1, alpha=0.0)
+    assert random[0] == fixed[0]
+    assert random[2] == fixed[2]
+    assert math.isfinite(random[0])

@@ -352,7 +352,7 @@ def chunked_greedy(t: Terms) -> dict[str, Any]:
     free = random_slots(t)
     randomly = t.result(free["ttft"], free["tpot"], free["rate"], free["steady"], free["share"])
     randomly = {**randomly, "chunk": free["chunk"], "limited": fixed["limited"]}
-    at_random = t.random & ~fixed["limited"]  # slots freeing at random pace it
+    at_random = t.random & t.decodes & ~fixed["limited"]  # slots freeing at random pace it
     # paced by its budget at random acceptance: balanced where its decodes keep off the slots
     headroom = physics.balanced_headroom(t.batch, fixed["decoders"])
     off = where(t.random & fixed["limited"] & (headroom < HEADROOM), np.nan, 0.0)
