@@ -48,8 +48,14 @@ def random_slots(t: Terms) -> dict[str, Any]:
     log_others = physics.binomial_log_first(batch - 1, share)
     mean, decode, own, spill = 0.0, 0.0, 0.0, 0.0
     mass_all, mass_others, previous = 0.0, 0.0, 0.0
-    top = min(int(np.max(np.asarray(batch))), CAP)
-    centre = float(np.max(np.asarray(batch * share)))
+    # only cells whose mean prompts a step fit may pass the spill test (Jensen:
+    # E[(m - fit)+] >= B p - fit); their sums reach 6 sd and 8 prompts past the fit
+    expected = batch * share
+    candidate = expected <= np.maximum(fit, 0.0) / (1 - SPILL)
+    reach = np.minimum(batch, np.maximum(fit, 0.0) + 6 * np.sqrt(expected) + 8)
+    reach = where(candidate, where(np.isfinite(reach), reach, batch), 0.0)
+    top = min(int(np.max(np.asarray(reach))), CAP)
+    centre = float(np.max(np.asarray(where(candidate, expected, 0.0))))
     for j in range(top + 1):
         w_all, w_others = np.exp(log_all), np.exp(log_others)
         step = t.mixed_step(batch - j, j * prompt, t.cached, float(j))
