@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 
 Hook = Callable[[xr.Dataset | Iterable[xr.Dataset], Sweep, Path], list[str]]
 """Extra outputs (charts, report): given the grid (or, for a streamed run or one computed
-model by model, its one-model-one-device grids one at a time), the sweep and the staging folder, write files there and return
-their paths relative to it. A hook with a ``notes`` list (of lines on what it skipped) has it
+model by model, its one-model-one-device grids one at a time), the sweep and the staging
+folder, write files there and return their paths relative to it. A hook with a ``notes``
+list (of lines on what it skipped) has it
 handed on in ``RunResult.notes``."""
 
 
