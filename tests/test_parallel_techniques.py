@@ -31,6 +31,8 @@ from sweeps.pipeline.mapping import sweep_from_mapping
 from sweeps.simulate import point_inputs, step_costs
 from sweeps.simulate.speculation import techniques
 
+from .techniques import SERVING_VARIABLES, same
+
 BASE = """
 [sweep]
 name = "parallel-techniques"
@@ -98,25 +100,7 @@ def techniques_of(case: str) -> str:
     return spec(DRAFTS[case]) + "\n" + PREFIX
 
 
-def same(a: Any, b: Any, name: str = "") -> None:
-    a, b = xr.broadcast(a, b)
-    np.testing.assert_array_equal(a.transpose(*b.dims).values, b.values, err_msg=name)
-
-
 CASES = ["deepseek-v3", "llama-3.1-8b"]
-
-SERVING_VARIABLES = (
-    "serving_ttft_s",
-    "tpot_s",
-    "request_latency_s",
-    "output_tokens_per_s_per_device",
-    "serving_feasible",
-    "meets_slo",
-    "pools_ttft_s",
-    "pools_tpot_s",
-    "devices",
-    "pools_cost_per_million_output_tokens_usd",
-)
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
+from sweeps.grid.analyses.drafts import mtp_head
 
 
 @dataclass(frozen=True)
@@ -86,31 +87,10 @@ def _mtp(x: Any, context: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, ..
     of a pass of ``slots`` slots (``analyses/drafts.py`` ``_mtp``, per rank of a ``tp x ep x
     pp`` replica: the last stage's ``pp`` micro-batches of ``slots / pp`` read the head's
     weights ``pp`` times) [FLOP, byte, byte]."""
-    tp, wb, ep, dp, pp = x["tp"], x["weight_bytes_per_param"], x["_ep"], x["_dp"], x["_pp"]
-    vocab, width, layers = x["vocab_size"], x["hidden_size"], x["layers"]
-    embedding = physics.embedding_params(vocab, width, x["tied_embeddings"])
-    total = physics.mtp_layer_params(x["params"], embedding, layers)
-    active = physics.mtp_layer_params(x["active_params"], embedding, layers)
-    shape = (total, active, x["experts"], x["experts_per_token"])
-    micro = slots / pp
-    read = physics.rank_share(
-        physics.params_read(*shape, micro) * wb,
-        physics.routed_params_read(*shape, micro) * wb,
-        tp,
-        ep,
-        dp,
-    )
-    attention = x["_attention_on"] * physics.attention_flops_per_token(
-        x["heads"], x["attention_dim"], context
-    )
-    logits = physics.logit_params(vocab, width)
-    layer_cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], 1) / (
-        x["_shards"] / pp
-    )
-    flops = physics.mtp_pass_flops(1, active, logits, attention) / x["_stage_devices"]
-    logit_bytes = logits * wb / physics.dense_shards(tp, ep, dp)
-    weights = physics.mtp_pass_bytes(read, logit_bytes, 0.0, 0.0) * pp
-    return flops, layer_cache * context, weights
+    head = mtp_head(x, context, slots)
+    flops = physics.mtp_pass_flops(1, head.active, head.logits, head.attention)
+    weights = physics.mtp_pass_bytes(head.read, head.logit_bytes, 0.0, 0.0) * x["_pp"]
+    return flops / x["_stage_devices"], head.layer_cache * context, weights
 
 
 def _draft_model(x: Any, context: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, ...]:

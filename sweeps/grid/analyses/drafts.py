@@ -10,6 +10,7 @@ analyses, whose contexts are means, take ``k`` steps at the mean context plus ``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sweeps import physics
@@ -20,17 +21,34 @@ from sweeps.grid.analyses.steps import weights_read
 from sweeps.physics._array import where
 
 
-def _mtp(x: Inputs, k: Any, context: Any, batch: Any, link: bool) -> tuple[Any, Any, Any]:
-    """``k`` passes of one MTP head at ``context`` for ``batch`` sequences: time [s], weights
-    held [byte], one sequence's head cache at ``context + k`` [byte], per device.
+@dataclass(frozen=True)
+class MtpHead:
+    """One MTP head (the model's mean layer and the lm_head) on a rank of a ``tp x ep x pp``
+    replica, for a pass of ``micro`` sequences (``_mtp``'s placement).
 
-    Per rank of a ``tp x ep x pp`` replica (``physics.parallel``): the head sits whole on the
-    last stage, which drafts its ``pp`` micro-batches of ``B / pp`` in turn; its routed
-    experts are split over the ``ep`` ranks like the target's, its attention and the lm_head
-    over the ``d`` devices of an attention copy, its FLOPs over the stage's ``tp ep`` devices,
-    and with ``link`` a pass's all-to-all (one MoE layer) bounds it with compute and memory (the
-    speculative table's; the serving tables leave every link out). At ``ep = pp =
-    1`` every factor is 1: a ``tp`` replica's head, bit for bit."""
+    total : Parameters of the head's layer, all experts [1]
+    active : Its parameters one token runs [1]
+    micro : Sequences of one micro-batch, ``B / pp`` [sequence]
+    read : Weight bytes of the layer a pass of ``micro`` reads, per device [byte]
+    attention : Attention FLOPs of one token at the context, ``0`` where attention is off [FLOP]
+    logits : Parameters of the lm_head [1]
+    logit_bytes : Bytes of the lm_head a device reads [byte]
+    layer_cache : KV bytes one token holds in the head's layer, per device [byte]
+    """
+
+    total: Any
+    active: Any
+    micro: Any
+    read: Any
+    attention: Any
+    logits: Any
+    logit_bytes: Any
+    layer_cache: Any
+
+
+def mtp_head(x: Inputs, context: Any, batch: Any) -> MtpHead:
+    """The ``MtpHead`` of the point's model at ``context`` for ``batch`` sequences; the grid's
+    ``_mtp`` and the simulator's tables (``sweeps/simulate/speculation.py``) both build on it."""
     tp, wb, ep, dp, pp = x["tp"], x["weight_bytes_per_param"], x["_ep"], x["_dp"], x["_pp"]
     vocab, width, layers = x["vocab_size"], x["hidden_size"], x["layers"]
     embedding = physics.embedding_params(vocab, width, x["tied_embeddings"])
@@ -54,15 +72,37 @@ def _mtp(x: Inputs, k: Any, context: Any, batch: Any, link: bool) -> tuple[Any, 
     layer_cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], 1) / (
         x["_shards"] / pp
     )
-    flops = physics.mtp_pass_flops(micro, active, logits, attention) / x["_stage_devices"]
     logit_bytes = logits * wb / physics.dense_shards(tp, ep, dp)
-    nbytes = physics.mtp_pass_bytes(read, logit_bytes, micro, layer_cache * context)
+    return MtpHead(total, active, micro, read, attention, logits, logit_bytes, layer_cache)
+
+
+def _mtp(x: Inputs, k: Any, context: Any, batch: Any, link: bool) -> tuple[Any, Any, Any]:
+    """``k`` passes of one MTP head at ``context`` for ``batch`` sequences: time [s], weights
+    held [byte], one sequence's head cache at ``context + k`` [byte], per device.
+
+    Per rank of a ``tp x ep x pp`` replica (``physics.parallel``): the head sits whole on the
+    last stage, which drafts its ``pp`` micro-batches of ``B / pp`` in turn; its routed
+    experts are split over the ``ep`` ranks like the target's, its attention and the lm_head
+    over the ``d`` devices of an attention copy, its FLOPs over the stage's ``tp ep`` devices,
+    and with ``link`` a pass's all-to-all (one MoE layer) bounds it with compute and memory (the
+    speculative table's; the serving tables leave every link out). At ``ep = pp =
+    1`` every factor is 1: a ``tp`` replica's head, bit for bit."""
+    head = mtp_head(x, context, batch)
+    micro = head.micro
+    flops = physics.mtp_pass_flops(micro, head.active, head.logits, head.attention)
+    flops = flops / x["_stage_devices"]
+    cache = head.layer_cache * context
+    nbytes = physics.mtp_pass_bytes(head.read, head.logit_bytes, micro, cache)
     roof = physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
     if link and parallel(x):  # the pass's tokens cross the expert all-to-all of its one MoE layer
         roof = physics.step_bound(roof, physics.known(_head_link(x, micro)))
-    time = k * roof * pp
-    held = physics.rank_share(total * wb, physics.routed_params(*shape) * wb, tp, ep, dp)
-    return time, held, layer_cache * (context + k)
+    time = k * roof * x["_pp"]
+    shape = (head.total, head.active, x["experts"], x["experts_per_token"])
+    wb = x["weight_bytes_per_param"]
+    held = physics.rank_share(
+        head.total * wb, physics.routed_params(*shape) * wb, x["tp"], x["_ep"], x["_dp"]
+    )
+    return time, held, head.layer_cache * (context + k)
 
 
 def _head_link(x: Inputs, tokens: Any) -> Any:
