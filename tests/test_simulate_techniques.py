@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import sweeps
 from sweeps import physics
 from sweeps.pipeline.mapping import sweep_from_mapping
-from sweeps.simulate import SCHEDULERS, backlog, point_inputs, poisson, simulate, summarize
+from sweeps.simulate import SCHEDULERS, backlog, kernel, point_inputs, poisson, simulate, summarize
 from sweeps.simulate.speculation import techniques
 
 B, PROMPT, OUTPUT, TAU = 32, 1024, 129, 4096
@@ -284,6 +284,10 @@ simulate = 200
     assert at[0.0, 0.5]["ttft_p50_s"] < at[0.0, 0.0]["ttft_p50_s"]
 
 
+@pytest.mark.skipif(
+    kernel.compiled() is None,
+    reason="numba (the fast extra) is not installed: no compiled loop to compare with",
+)
 @pytest.mark.parametrize("mode", ["batched-prefill", "chunked-greedy"])
 def test_the_interpreted_loop_gives_the_compiled_ones_numbers(mode: str) -> None:
     point = inputs(k=3, alpha=0.8, draft="llama-3.1-8b", hit=0.5, tier="host")

@@ -225,8 +225,24 @@ def compiled() -> Callable[..., Any] | None:
     return numba.njit(nogil=True, error_model="numpy", cache=True)(loop)
 
 
-def replica_loop(use_numba: bool = True) -> Callable[..., Any]:
-    """The loop to run: compiled where numba is installed and wanted, else interpreted (with
-    numba installed, its physics call is still the compiled one)."""
-    compiled_loop = compiled() if use_numba else None
-    return compiled_loop if compiled_loop is not None else loop
+def replica_loop(use_numba: bool | None = None) -> Callable[..., Any]:
+    """The loop to run: ``use_numba`` None: compiled where numba is installed, else
+    interpreted; False: interpreted (with numba installed, its physics call is still the
+    compiled one); True: compiled, and a ``MissingExtraError`` naming the ``fast`` extra
+    where numba is not installed (never the interpreted loop in its place, unsaid)."""
+    if use_numba is False:
+        return loop
+    compiled_loop = compiled()
+    if compiled_loop is not None:
+        return compiled_loop
+    if use_numba:
+        from sweeps.errors import MissingExtraError
+        from sweeps.pipeline.extras import install_hint
+
+        msg = (
+            "use_numba=True: the simulator's compiled loop needs numba, which is not "
+            f"installed; install the fast extra: {install_hint('fast')} (or leave use_numba "
+            "unset: compiled where numba is installed, else interpreted)"
+        )
+        raise MissingExtraError(msg)
+    return loop

@@ -139,7 +139,7 @@ def mean_lengths(
 
 def _run_replica(
     costs: StepCosts, req: Requests, code: int, batch: int, budget: int, paced: float,
-    use_numba: bool, extra: Techniques | None, seed: int,
+    use_numba: bool | None, extra: Techniques | None, seed: int,
 ) -> tuple[np.ndarray, ...]:  # fmt: skip
     n = req.prompt.size
     admit, first, done = np.full(n, -1.0), np.full(n, -1.0), np.full(n, -1.0)
@@ -179,7 +179,7 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
     budget: int = 0,
     replicas: int = 1,
     seed: int = 0,
-    use_numba: bool = True,
+    use_numba: bool | None = None,
     extra: Techniques | None = None,
 ) -> Timeline:
     """Simulate ``requests`` requests on ``replicas`` replicas running ``scheduler``.
@@ -189,9 +189,13 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
     schedulers need one above ``batch``). ``prompt`` and ``output`` are the lengths' means.
     Speculation and prefix hits (``sweeps.simulate.speculation``) are the point's own where
     it has their axes; with ready ``StepCosts`` they are ``extra`` (None: plain).
+    ``use_numba``: None runs the compiled loop where numba (the ``fast`` extra) is installed,
+    else the interpreted one (the same numbers); False the interpreted one; True the compiled
+    one, a ``MissingExtraError`` where numba is not installed.
     """
     tau = int(budget) if budget > 0 else NO_BUDGET
     code = _check(scheduler, batch, tau, replicas)
+    replica_loop(use_numba)  # a compiled loop asked for without numba: said before any work
     if requests < 1 and arrivals.kind != "trace":
         msg = f"simulate = {requests!r} requests must be >= 1"
         raise ConfigError(msg)
