@@ -72,6 +72,13 @@ from sweeps.physics.moe import (
     moe_ridge_batch,
     moe_weights_read,
 )
+from sweeps.physics.paced import (
+    binomial_mean,
+    binomial_reach,
+    held_prefill_steps,
+    held_request_rate,
+    held_share,
+)
 from sweeps.physics.parallel import (
     all_to_all_bytes,
     attention_replicas,
@@ -198,6 +205,8 @@ __all__ = [
     "batched_prefill_rate",
     "batched_prefill_tpot",
     "batched_prefill_tpot_quantile",
+    "binomial_mean",
+    "binomial_reach",
     "bound_request_time",
     "break_even_bandwidth",
     "budget_limited",
@@ -235,6 +244,9 @@ __all__ = [
     "greedy_slot_bound",
     "grouped",
     "handoff_bytes",
+    "held_prefill_steps",
+    "held_request_rate",
+    "held_share",
     "hit_attention_pairs",
     "hit_time",
     "is_compute_bound",
