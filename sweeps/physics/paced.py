@@ -52,7 +52,9 @@ def held_share(prefill_steps: Array, verify_steps: Array) -> Array:
     return prefill_steps / (prefill_steps + verify_steps)
 
 
-def held_request_rate(batch: Array, prefill_steps: Array, verify_steps: Array, step: Array) -> Array:
+def held_request_rate(
+    batch: Array, prefill_steps: Array, verify_steps: Array, step: Array
+) -> Array:
     """Requests per second of one replica, ``B / ((p + n) E[t_step])``: each slot serves one
     request a cycle of ``p + n`` steps on average.
 

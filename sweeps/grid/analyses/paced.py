@@ -31,9 +31,7 @@ def held(t: Any, pace: Any) -> dict[str, Any]:
     chunk = computed / parts
     prefix = t.cached + (parts - 1) / 2 * chunk  # a chunk's mean prefix re-read
     reach = physics.binomial_reach(batch, share)
-    times = [
-        t.mixed_step(np.maximum(batch - m, 0), m * chunk, prefix, m) for m in range(reach + 2)
-    ]
+    times = [t.mixed_step(np.maximum(batch - m, 0), m * chunk, prefix, m) for m in range(reach + 2)]
     step = physics.binomial_mean(times[:-1], batch, share)
     seen = physics.binomial_mean(times[:-1], batch - 1, share)  # while the slot decodes
     own = physics.binomial_mean(times[1:], batch - 1, share)  # while it prefills
