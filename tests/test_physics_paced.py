@@ -19,8 +19,8 @@ from sweeps import physics
 
 
 def test_prefill_steps_and_share_by_hand() -> None:
-    # B = 32, I = 1024, n = 38.09 verify steps: pace 32 * 1024 / 38.09 = 860.3 -> 2 steps
-    pace = 32 * 1024 / 38.09
+    # B = 32, I = 1024, n = 43.78 verify steps (k = 3, alpha = 0.8, O = 129): pace 748.5 -> 2
+    pace = 32 * 1024 / 43.78
     assert physics.held_prefill_steps(1024, pace) == 2
     assert physics.held_prefill_steps(1024, 1024.0) == 1
     assert physics.held_prefill_steps(1025, 1024.0) == 2
