@@ -1,8 +1,9 @@
 """``sweeps.physics.paced``: chunked-paced's held slots, by hand and against plain loops.
 
 - The prefill steps and the slot's prefilling share by hand.
-- The binomial mean against ``math.comb`` summed term by term (hypothesis), exactly the mean
-  ``N q`` for ``f(m) = m``; large ``N`` in logs without underflow; ``m > N`` weighs nothing.
+- The binomial weights against ``math.comb`` term by term (hypothesis), 0 outside
+  ``0 <= m <= N``; their mean ``N q``; large ``N`` in logs without underflow; ``log x!``
+  against ``math.lgamma``.
 - The rate ``B / ((p + n) t)`` by hand; numpy broadcasting.
 """
 
@@ -30,39 +31,39 @@ def test_prefill_steps_and_share_by_hand() -> None:
     assert physics.held_request_rate(32, 2, 38.0, 0.010) == pytest.approx(80.0)
 
 
-def _plain(values: list[float], count: int, share: float) -> float:
-    weights = [
-        math.comb(count, m) * share**m * (1 - share) ** (count - m) for m in range(count + 1)
-    ]
-    return sum(w * v for w, v in zip(weights, values, strict=False)) / sum(weights[: len(values)])
-
-
 @settings(max_examples=30, deadline=None)
-@given(
-    st.integers(0, 60),
-    st.floats(0.0, 0.95),
-    st.lists(st.floats(-5.0, 5.0), min_size=61, max_size=61),
-)
-def test_binomial_mean_is_the_sum_over_m(count: int, share: float, values: list[float]) -> None:
-    got = physics.binomial_mean(values[: count + 1], count, share)
-    assert got == pytest.approx(_plain(values[: count + 1], count, share), rel=1e-9, abs=1e-9)
-    # values past N weigh nothing
-    assert physics.binomial_mean(values, count, share) == pytest.approx(got, rel=1e-9, abs=1e-9)
+@given(st.integers(0, 80), st.floats(0.0, 0.95))
+def test_binomial_pmf_is_math_comb_term_by_term(count: int, share: float) -> None:
+    m = np.arange(-2, count + 3, dtype=np.float64)
+    got = physics.binomial_pmf(count, share, m)
+    expected = [
+        math.comb(count, j) * share**j * (1 - share) ** (count - j) if 0 <= j <= count else 0.0
+        for j in range(-2, count + 3)
+    ]
+    np.testing.assert_allclose(got, expected, rtol=1e-11, atol=1e-200)  # q floored at 1e-300
+
+
+def test_log_factorial_by_hand() -> None:
+    x = np.array([0.0, 1.0, 2.0, 5.0, 20.0, 170.0, 1e4])
+    expected = [math.lgamma(v + 1) for v in x]
+    np.testing.assert_allclose(physics.log_factorial(x), expected, rtol=1e-14, atol=1e-13)
 
 
 def test_binomial_mean_of_m_is_n_q_and_large_counts_stay_finite() -> None:
     for count, share in ((32, 0.05), (2000, 0.5), (4096, 0.02), (1, 0.5), (0, 0.3)):
-        reach = physics.binomial_reach(count, share)
-        assert reach <= count
-        mean = physics.binomial_mean([float(m) for m in range(reach + 1)], count, share)
-        assert mean == pytest.approx(count * share, rel=1e-12, abs=1e-12)
+        m = np.arange(physics.binomial_reach(count, share) + 1, dtype=np.float64)
+        assert m[-1] <= count
+        weights = physics.binomial_pmf(count, share, m)
+        assert weights.sum() == pytest.approx(1.0, rel=1e-10)  # logs of ~1e3 at N = 4096
+        assert (weights * m).sum() == pytest.approx(count * share, rel=1e-10, abs=1e-12)
     assert physics.binomial_reach(32, 0.05) == math.ceil(1.6 + 10 * math.sqrt(1.6 * 0.95) + 10)
     assert physics.binomial_reach(np.array([8, 32]), 0.5) == 32  # each capped at its count
 
 
-def test_binomial_mean_broadcasts() -> None:
+def test_binomial_pmf_broadcasts() -> None:
     counts, shares = np.array([4.0, 16.0, 64.0]), np.array([[0.1], [0.3]])
-    values = [np.full((2, 3), float(m)) ** 2 for m in range(65)]
-    got = physics.binomial_mean(values, counts, shares)
+    m = np.arange(65, dtype=np.float64)[:, None, None]
+    weights = physics.binomial_pmf(counts, shares, m)
+    assert weights.shape == (65, 2, 3)
     expected = counts * shares * (1 - shares) + (counts * shares) ** 2  # E m^2
-    np.testing.assert_allclose(got, expected, rtol=1e-10)
+    np.testing.assert_allclose((weights * m**2).sum(axis=0), expected, rtol=1e-10)

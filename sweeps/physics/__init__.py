@@ -73,11 +73,12 @@ from sweeps.physics.moe import (
     moe_weights_read,
 )
 from sweeps.physics.paced import (
-    binomial_mean,
+    binomial_pmf,
     binomial_reach,
     held_prefill_steps,
     held_request_rate,
     held_share,
+    log_factorial,
 )
 from sweeps.physics.parallel import (
     all_to_all_bytes,
@@ -205,7 +206,7 @@ __all__ = [
     "batched_prefill_rate",
     "batched_prefill_tpot",
     "batched_prefill_tpot_quantile",
-    "binomial_mean",
+    "binomial_pmf",
     "binomial_reach",
     "bound_request_time",
     "break_even_bandwidth",
@@ -257,6 +258,7 @@ __all__ = [
     "kv_handoff_time",
     "kv_shards",
     "link_time",
+    "log_factorial",
     "logit_params",
     "lookup_params",
     "max_batch",

@@ -271,7 +271,7 @@ def chunked_paced(t: Terms) -> dict[str, Any]:
     limited = physics.budget_limited(slots, t.computed, rows, t.budget)
     if served.speculates(t.x):  # slots freed at random: each prompt holds its slot (paced.py)
         hold = t.random & ~limited
-        slotted = paced.held(t, chunk)
+        slotted = paced.held(t, chunk, hold)
         out = {key: where(hold, slotted[key], value) for key, value in out.items()}
     return {**out, "limited": limited}
 
