@@ -121,7 +121,9 @@ def test_the_70b_chart_no_longer_says_every_context(
     text = crossing_text(sel)
     assert "every context" not in text
     assert "in 26 of 45 settings" in text
-    assert "never for 26 of 45 settings" in ridge_text(sel)
+    # one setting (an fp8 cache, bf16 weights: attention at twice the GEMM peak) has its
+    # ceiling below the ridge point and still turns compute-bound at the split roof
+    assert "never for 25 of 45 settings" in ridge_text(sel)
 
 
 def test_the_ridge_sentence_is_the_span_and_the_settings_without_a_bar(
