@@ -82,6 +82,14 @@ from sweeps.physics.moe import (
     moe_ridge_batch,
     moe_weights_read,
 )
+from sweeps.physics.paced import (
+    binomial_pmf,
+    binomial_reach,
+    held_prefill_steps,
+    held_request_rate,
+    held_share,
+    log_factorial,
+)
 from sweeps.physics.parallel import (
     all_to_all_bytes,
     attention_replicas,
@@ -211,6 +219,8 @@ __all__ = [
     "batched_prefill_tpot_quantile",
     "binomial_log_first",
     "binomial_log_next",
+    "binomial_pmf",
+    "binomial_reach",
     "bound_request_time",
     "break_even_bandwidth",
     "budget_limited",
@@ -249,6 +259,9 @@ __all__ = [
     "greedy_slot_bound",
     "grouped",
     "handoff_bytes",
+    "held_prefill_steps",
+    "held_request_rate",
+    "held_share",
     "hit_attention_pairs",
     "hit_time",
     "is_compute_bound",
@@ -259,6 +272,7 @@ __all__ = [
     "kv_handoff_time",
     "kv_shards",
     "link_time",
+    "log_factorial",
     "logit_params",
     "lookup_params",
     "max_batch",

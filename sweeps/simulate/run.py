@@ -20,7 +20,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.errors import ConfigError
 from sweeps.simulate.costs import StepCosts, step_costs
-from sweeps.simulate.kernel import CHUNKED, SCHEDULER_CODES, replica_loop
+from sweeps.simulate.kernel import CHUNKED, HELD, PACED, SCHEDULER_CODES, replica_loop
 from sweeps.simulate.speculation import Techniques, techniques
 from sweeps.simulate.workload import Arrivals, Lengths, Requests, draw_requests
 
@@ -126,6 +126,19 @@ def pace(batch: int, prompt: float, output: float, rows: int = 1, acceptance: fl
     return batch * prompt / float(physics.verify_steps(output - 1, rows - 1, acceptance))
 
 
+def held_slots(code: int, batch: int, budget: int, paced: float, rows: int, alpha: float) -> int:
+    """``chunked-paced``'s loop: ``HELD`` where its slots free at random (``k > 0``,
+    ``0 < alpha < 1``) and its pace fits the budget beside every slot's rows (not
+    budget-limited, ``B (k + 1) + pace <= tau``): prompts fed at the mean rate into slots that
+    free at random would queue for them after their first token, a driftless walk; a prompt
+    that holds its slot from its first chunk cannot wait for one (docs/serving.md). Else the
+    code as given."""
+    random = rows > 1 and 0.0 < alpha < 1.0
+    if code == PACED and random and batch * rows + paced <= budget:
+        return HELD
+    return code
+
+
 def mean_lengths(
     arrivals: Arrivals, lengths: Lengths, prompt: int, output: int
 ) -> tuple[float, float]:
@@ -213,6 +226,7 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
     hit = extra.hit_rate if extra is not None else 0.0
     computed = mean_prompt if hit == 0 else max(mean_prompt * (1 - hit), 1.0)
     paced = pace(batch, computed, mean_output, rows, alpha)
+    code = held_slots(code, batch, tau, paced, rows, alpha)
     which = _split(req, arrivals, replicas, seed)
     n = req.prompt.size
     out = {k: np.empty(n) for k in ("arrival", "admit", "first", "done")}

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses import bounds, served
+from sweeps.grid.analyses import bounds, paced, served
 from sweeps.grid.analyses.base import Inputs
 from sweeps.grid.analyses.drafts import draft
 from sweeps.grid.analyses.greedy import random_slots
@@ -268,12 +268,19 @@ def chunked_paced(t: Terms) -> dict[str, Any]:
 
     In rows: a slot's ``k + 1`` rows a step over its ``n`` verify steps are the ``O - 1``
     decode tokens of a plain slot, so the balanced state is the plain one of ``B (k + 1)``
-    slots and ``n (k + 1) + 1`` output tokens, its prompts the ``(1 - h) I`` tokens computed."""
+    slots and ``n (k + 1) + 1`` output tokens, its prompts the ``(1 - h) I`` tokens computed.
+    Where the slots free at random and the budget does not bind, each prompt holds its slot
+    from its first chunk (``analyses/paced.py``)."""
     slots, rows = t.batch * t.rows, t.steps * t.rows + 1
     decoders = physics.balanced_decoders(slots, t.computed, rows, t.budget)
     chunk = physics.paced_chunk(decoders, t.computed, rows, t.budget)
     out = _chunked(t, decoders / t.rows, chunk)
-    return {**out, "limited": physics.budget_limited(slots, t.computed, rows, t.budget)}
+    limited = physics.budget_limited(slots, t.computed, rows, t.budget)
+    if served.speculates(t.x):  # slots freed at random: each prompt holds its slot (paced.py)
+        hold = t.random & ~limited
+        slotted = paced.held(t, chunk, hold)
+        out = {key: where(hold, slotted[key], value) for key, value in out.items()}
+    return {**out, "limited": limited}
 
 
 def _greedy_one_at_a_time(t: Terms, steps: Any, n: Any, decode: Any) -> dict[str, Any]:
