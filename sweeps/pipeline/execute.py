@@ -30,7 +30,7 @@ from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
-from sweeps.pipeline.pieces import Join, in_pieces, write_pieces
+from sweeps.pipeline.pieces import Join, in_pieces, model_device_slices, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.stream import Progress, configurations
 
@@ -41,8 +41,7 @@ Hook = Callable[[xr.Dataset | Iterable[xr.Dataset], Sweep, Path], list[str]]
 """Extra outputs (charts, report): given the grid (or, for a streamed run or one computed
 model by model, its one-model-one-device grids one at a time), the sweep and the staging
 folder, write files there and return their paths relative to it. A hook with a ``notes``
-list (of lines on what it skipped) has it
-handed on in ``RunResult.notes``."""
+list (of lines on what it skipped) has it handed on in ``RunResult.notes``."""
 
 
 def run(
@@ -76,17 +75,16 @@ def run(
 class RunResult:
     """What ``run_to_folder`` wrote: the folder, the grid, row counts and timings [s].
 
-    ``dataset`` is the whole grid when it is held in memory (``grid``: computed model by
-    model, it is joined on first access; ``held`` is it where already one dataset); for a
-    streamed result
-    it is ``None``: the grid never existed in memory at once. ``configurations`` is then the
-    grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
+    ``dataset`` is the whole grid when it is held in memory (``grid``: computed model by model,
+    it is joined on first access; ``held`` is it where already one dataset); for a streamed
+    result it is ``None``: the grid never existed in memory at once. ``configurations`` is then
+    the grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
     summary, or ``None`` where even that was over the memory budget; ``skipped`` names the
-    outputs asked for that need the whole grid and were not written (the grid file, the
-    hooks by name). ``layout`` is the files' (``single`` or ``partitioned``), ``chunks`` how
-    many pieces the grid was computed in. ``seconds`` is the run's wall time: ``timings``
-    overlap (tables, grid file and hooks are written side by side), so their sum is more.
-    ``notes`` are the hooks' lines on what they skipped (a chart that failed, and why).
+    outputs asked for that need the whole grid and were not written (the grid file, the hooks by
+    name). ``layout`` is the files' (``single`` or ``partitioned``), ``chunks`` how many pieces
+    the grid was computed in. ``seconds`` is the run's wall time: ``timings`` overlap (tables,
+    grid file and hooks are written side by side), so their sum is more. ``notes`` are the
+    hooks' lines on what they skipped (a chart that failed, and why).
     """
 
     folder: Path
@@ -281,10 +279,7 @@ def _slices(how: Plan) -> Iterator[xr.Dataset]:
     big for memory), as views of grids built a few devices at a time (``slice_groups``, each
     under half the budget: the hook holds what it keeps of the slices before)."""
     for piece in slice_groups(how.sweep, how.budget // 2):
-        ds = build_grid(piece)
-        for i in range(ds.sizes["model"]):
-            for j in range(ds.sizes["hardware"]):
-                yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
+        yield from model_device_slices(build_grid(piece))
 
 
 def _lazy_grid_file(

@@ -76,10 +76,10 @@ class Join:
         """The one-model-one-device grids, in the whole grid's order, as views of the models'
         grids (``sweeps.charts.output.slices`` of the joined grid, without joining it)."""
         if self._joined is not None:
-            yield from _slices(self._joined)
+            yield from model_device_slices(self._joined)
             return
         for piece in self._pieces:
-            yield from _slices(piece)
+            yield from model_device_slices(piece)
 
     def dataset(self) -> xr.Dataset:
         """The joined grid: the first model's variables' dims, attrs and order, every model's
@@ -171,7 +171,8 @@ def write_in_pieces(
     return written, join
 
 
-def _slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
+def model_device_slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
+    """``ds`` one model and one device at a time, as views, model by model."""
     for i in range(ds.sizes["model"]):
         for j in range(ds.sizes["hardware"]):
             yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
