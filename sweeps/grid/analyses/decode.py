@@ -186,8 +186,8 @@ def _roofline(
 
 
 def _energy(x: Inputs, step_time: Any, batch: Any) -> dict[str, Any]:
-    """The tp devices at board power for the step, per token of the batch [J/token], and
-    its inverse [token/J]: estimates, null where the catalog has no power."""
+    """The replica's devices (tp x ep x pp) at board power for the step, per token of the batch
+    [J/token], and its inverse [token/J]: estimates, null where the catalog has no power."""
     energy = physics.energy_per_token(x["_board_power"], x["_devices"], step_time, batch)
     return {
         "energy_per_output_token_j": energy,
@@ -347,7 +347,8 @@ DECODE = Analysis(
         _V(
             "energy_per_output_token_j",
             "J/token",
-            "Estimate: the tp devices at board power for the step, per token (null: power unknown)",
+            "Estimate: the replica's devices (tp x ep x pp) at board power for the step, per token "
+            "(null: power unknown)",
             "nullable",
             rank="full",
         ),
