@@ -3,8 +3,8 @@
 - ``<!-- generated: config-reference -->`` becomes the config files' reference, generated
   from their schema (``sweeps.config.reference``);
 - ``<!-- generated: columns -->`` becomes every output table's columns with unit and meaning,
-  generated through the real export (``sweeps.export.columns``), so columns that analyses add
-  appear without an edit here;
+  generated from the declarations the export checks its columns against
+  (``sweeps.export.columns``), so columns that analyses add appear without an edit here;
 - a page of ``docs/`` that the nav does not name is added under "More", so the site always
   holds every page.
 """

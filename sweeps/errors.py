@@ -30,3 +30,8 @@ class MeasurementsError(SweepsError, ValueError):
 class WriteError(SweepsError, OSError):
     """An output file could not be written (a full disk, a writer's own failure): names the
     file; the run failed, its input was fine."""
+
+
+class MissingExtraError(SweepsError, ImportError):
+    """Something asked for needs an optional dependency that is not installed: names what
+    asked, the extra and how to install it (a config's own need is a ``ConfigError``)."""

@@ -175,15 +175,6 @@ def _check_parallel(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple
     """What must divide: every model's routed experts by each ``ep`` (a dense model takes only
     ``ep = 1``), its query heads by each ``tp``, its layers by each ``pp``."""
     problems: list[tuple[str, str]] = []
-    others = [k for k in ("spec_tokens", "prefix_hit_rate") if getattr(table, k, None) is not None]
-    if others:
-        problems.append(
-            (
-                "ep",
-                f"the parallel axes do not combine with {others} in one sweep (the drafts and "
-                "tiers are sized for a tp replica); allowed: one or the other per config",
-            )
-        )
     models = axes.get("models", ())
     wanted = {
         "ep": _listed(PARALLEL.given(table, "ep")),

@@ -87,6 +87,7 @@ def test_bench_quick_json_reports_every_key():
         assert path["ratio"] > 0
         assert path["polars_s"]["total"] > 0
         assert set(path["polars_s"]) >= {"decode", "prefill"}
+        assert len(path["load"]) == 2  # the machine's load beside the figures
     assert "grid.zarr" in paths["in_memory"]["polars_s"]  # xarray's own write of the grid file
     assert {"grid", "table_decode", "grid_file", "figures"} <= set(paths["in_memory"]["split_s"])
     assert "grid.zarr" in paths["in_memory"]["bytes"]

@@ -68,3 +68,41 @@ def test_prefix_sentence_names_the_tiers_that_beat_recomputing(ds: xr.Dataset) -
     assert pays == ["host"]  # 64 GB/s clears it, 1.75 GB/s of a shared drive does not
     assert sentence.endswith("recomputing the prompt: host.")
     assert f"{float(at['break_even_bandwidth']) / 1e9:.3g}" in sentence
+
+
+PARALLEL = """
+[sweep]
+name = "techniques-dep"
+
+[axes]
+model = ["deepseek-v3"]
+hardware = ["h200"]
+tp = [1]
+ep = [1, 8]
+dp_attention = [true]
+batch = [1, 64]
+context = [2048]
+prompt = [2048]
+kv_dtype = ["fp8"]
+weight_dtype = ["fp8"]
+spec_tokens = [0, 2]
+spec_acceptance = [0.8]
+spec_draft = ["mtp"]
+prefix_hit_rate = [0.0, 0.5]
+kv_tier = ["hbm"]
+"""
+
+
+@pytest.mark.parametrize("name", list(techniques.BUILDERS))
+def test_with_the_parallel_axes_a_technique_chart_draws_one_layout(name: str) -> None:
+    # tp 1 at ep 1 does not fit DeepSeek-V3: the chart draws the DEP rank and names it
+    ds = build_grid(parse_config(PARALLEL))
+    _, has, builder = techniques.BUILDERS[name]
+    assert has(ds)
+    spec = builder(ds, "deepseek-v3").to_dict()
+    assert "tp1 ep8+dp" in spec["title"]["subtitle"][0]
+    rows = next(iter(spec["datasets"].values()))
+    assert {row.get("ep", 8) for row in rows} == {8}  # one layout's rows, not both mixed
+    if name == "speedup":
+        dep = ds.sel(ep=8, spec_tokens=2, batch=1).squeeze()
+        assert f"{float(dep['speedup']):.2f}x" in techniques.speedup_sentence(ds, "deepseek-v3")

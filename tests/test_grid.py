@@ -229,7 +229,9 @@ def _scalar_point(m, hw, tp, b, s, label, kv, weight, reserve, attention):  # ty
     attainable = min(ai * bw, flops / compute)
     ceiling = f_seq / own
     max_b = max(math.floor((hw.memory * (1 - reserve) - weights) / kv_seq), 0)
-    margin = f_seq - ridge * own
+    # the ridge batch at the split roof: attention's FLOPs as their time at the GEMM peak
+    timed_seq = gemm_seq + attention_seq * peak / _attention_peak(hw, kv)
+    margin = timed_seq - ridge * own
     step = max(compute, nbytes / bw)
     return {
         "flops": flops,

@@ -154,7 +154,6 @@ def test_an_ep_that_does_not_divide_the_experts_exits_2_naming_axes_ep(tmp_path:
     ("extra", "match"),
     [
         ("pp = [2]", r"axes\.pp: \[2\] do not divide the 61 layers .* allowed: \[1, 61\]"),
-        ("ep = [2]\nspec_tokens = [2]", r"axes\.ep: the parallel axes do not combine"),
     ],
 )
 def test_other_layouts_the_grid_cannot_build_are_named(extra: str, match: str) -> None:

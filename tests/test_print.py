@@ -148,6 +148,18 @@ def test_every_kind_fits_its_column(
     assert drawn <= SIZES[width].width + 12  # the theme's padding of 6 px a side
 
 
+PAGE_HEIGHT = 648
+"""A print figure's tallest [px = pt]: 9 in, a page's text height (stacked ai-vs-batch panels
+were 702 pt at 3.5 in and 885 at 7 in before the wrapped panels got shorter)."""
+
+
+@pytest.mark.parametrize("width", PRINT)
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_every_kind_fits_a_page(svgs: dict[tuple[str, str], str], kind: str, width: str) -> None:
+    drawn = float(re.search(r'<svg[^>]*height="([0-9.]+)"', svgs[(kind, width)]).group(1))  # type: ignore[union-attr]
+    assert drawn <= PAGE_HEIGHT
+
+
 def test_kv_head_panels_that_do_not_fit_side_by_side_wrap_in_print_only(
     specs: dict[tuple[str, str], dict[str, Any]],
 ) -> None:
@@ -161,6 +173,11 @@ def test_kv_head_panels_that_do_not_fit_side_by_side_wrap_in_print_only(
         assert spec["columns"] == 1
         assert spec["facet"]["field"] == "kv"
         assert spec["facet"]["sort"] == ["native (8), bf16", "native (8), fp8", "1, bf16", "1, fp8"]
+        # stacked, each panel is shorter than the size's own and still wider than tall
+        panel = spec["spec"]
+        assert panel["height"] == int(0.6 * SIZES[width].panel_height)
+        assert panel["width"] > panel["height"]
+    assert screen["spec"]["height"] == SIZES["screen"].panel_height
 
 
 UNIT_TWICE = re.compile(r"\b([A-Za-z/]+) \[([^\]]+)\]")

@@ -7,12 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sweeps.errors import ConfigError
+from sweeps.errors import ConfigError, MissingExtraError
 from sweeps.simulate import (
     Arrivals,
     Lengths,
     closed_loop,
     draw_requests,
+    kernel,
     poisson,
     read_lengths,
     read_trace,
@@ -44,6 +45,10 @@ def test_same_seed_same_numbers(scheduler: str) -> None:
     assert first != other
 
 
+@pytest.mark.skipif(
+    kernel.compiled() is None,
+    reason="numba (the fast extra) is not installed: no compiled loop to compare with",
+)
 def test_same_seed_same_numbers_with_numba_or_without() -> None:
     kw = {"arrivals": poisson(20.0), "requests": 60, "prompt": 300, "output": 20}
     compiled = simulate(point(), "chunked-paced", 8, budget=256, use_numba=True, **kw)  # type: ignore[arg-type]
@@ -140,3 +145,29 @@ def test_bad_files_are_named(tmp_path: Path) -> None:
         read_lengths(tmp_path / "missing.csv")
     with pytest.raises(ConfigError, match=r"row 1: prompt_tokens = 0 must be >= 1"):
         Arrivals("trace", times=np.zeros(1), prompts=np.zeros(1, np.int64), outputs=np.ones(1))
+
+
+def test_use_numba_unset_is_compiled_where_numba_is_and_interpreted_where_not(monkeypatch) -> None:
+    kw = {"arrivals": poisson(20.0), "requests": 40, "prompt": 300, "output": 20}
+    compiled = kernel.compiled()
+    assert kernel.replica_loop() is (compiled or kernel.loop)
+    assert kernel.replica_loop(False) is kernel.loop
+    auto = simulate(point(), "chunked-paced", 8, budget=256, **kw)  # type: ignore[arg-type]
+    monkeypatch.setattr(kernel, "compiled", lambda: None)  # as without numba installed
+    assert kernel.replica_loop() is kernel.loop
+    plain = simulate(point(), "chunked-paced", 8, budget=256, **kw)  # type: ignore[arg-type]
+    np.testing.assert_array_equal(auto.done, plain.done)
+
+
+def test_use_numba_true_without_numba_names_the_fast_extra(monkeypatch) -> None:
+    monkeypatch.setattr(kernel, "compiled", lambda: None)  # as without numba installed
+    drawn = []
+    monkeypatch.setattr(
+        "sweeps.simulate.run.draw_requests", lambda *a, **k: drawn.append(a) or None
+    )
+    with pytest.raises(MissingExtraError, match=r"use_numba=True: .*numba.*fast extra: pip "
+                       r"install 'sweeps\[fast\]'"):  # fmt: skip
+        simulate(point(), "chunked-paced", 8, budget=256, use_numba=True,
+                 arrivals=poisson(20.0), requests=40)  # type: ignore[arg-type]  # fmt: skip
+    assert drawn == []  # said before any work
+    assert isinstance(MissingExtraError("x"), ImportError)

@@ -73,4 +73,11 @@ def test_the_expected_maximum_agrees_with_a_plain_monte_carlo(
     n: int, k: int, a: float, b: int, seed: int
 ) -> None:
     mean, error = _monte_carlo(n, k, a, b, 300, seed)
-    assert float(physics.max_verify_steps(n, k, a, b)) == pytest.approx(mean, abs=5 * error + 1e-9)
+    # a slowest count rarer than 1 in 300 batches may never be drawn, so the sample can show no
+    # spread (n = 2, k = 1, alpha = 0.3, B = 16: 0.3**16 of the batches take one step, the mean is
+    # 2 - 4e-9 and all 300 samples read 2): then its share of the mean is at most 3/300 x n
+    # steps (the rule of three); where the sample has spread, its standard error covers it
+    unseen = 3 * n / 300 if error == 0 else 1e-9
+    assert float(physics.max_verify_steps(n, k, a, b)) == pytest.approx(
+        mean, abs=5 * error + unseen
+    )

@@ -16,6 +16,7 @@ of issue 14 in memory, and the end-to-end grid of (e) streamed.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -118,8 +119,10 @@ def measure_run_path(
     then each timing of the manifest: the grid, each table, the grid file and each hook,
     which overlap, and ``outputs``, their wall time together), ``polars_s`` (per table and
     ``grid.zarr``, xarray's write, and ``total``), ``ratio`` (the run over the libraries'
-    writes of the same outputs), the rows and the bytes of each file.
+    writes of the same outputs), the rows, the bytes of each file and ``load``, the
+    machine's one-minute load average before and after (the figures are worth as much).
     """
+    load = [os.getloadavg()[0]]  # the machine's load beside the figures: others' work too
     with tempfile.TemporaryDirectory(prefix="sweeps-run-path-") as scratch:
         out = Path(scratch) / "out"
         command = ["-c", RUN, str(config), str(out), str(memory_budget or 0), grid_format or ""]
@@ -138,6 +141,7 @@ def measure_run_path(
         polars_folder.mkdir()
         arguments = [str(config), str(polars_folder), str(memory_budget or 0), grid_format or ""]
         _, printed = _python(["-c", POLARS_WRITE, *arguments])
+    load.append(os.getloadavg()[0])
     polars = json.loads(printed)
     polars["total"] = sum(polars.values())
     # the tables, the grid file and the hooks overlap: "outputs" is their wall time together
@@ -152,6 +156,7 @@ def measure_run_path(
         "layout": document["layout"]["kind"],
         "chunks": document["layout"].get("chunks", 1),
         "bytes": sizes,
+        "load": load,
     }
 
 
@@ -168,10 +173,11 @@ def format_run_path(result: dict[str, Any]) -> str:
     if "grid.zarr" in result["polars_s"]:
         zarr = result["polars_s"]["grid.zarr"]
         libraries += f" + xarray's to_zarr of its grid ({zarr:.2f} s)"
+    load = "-".join(f"{value:.1f}" for value in result.get("load", []))
     return (
         f"cold sweeps run of {points:,} rows {result['run_s']:.2f} s = {result['ratio']:.2f}x "
         f"{libraries} ({result['polars_s']['total']:.2f} s), target {TARGET}x {verdict}; "
-        f"{result['layout']} layout, {how}; split [s]: {split}"
+        f"{result['layout']} layout, {how}; load {load or '?'}; split [s]: {split}"
     )
 
 

@@ -31,7 +31,7 @@ attention_flops = true
 BATCH, PROMPT, OUTPUT, TAU = 256, 2048, 256, 4096
 
 
-def _time(point: Any, scheduler: str, requests: int, use_numba: bool, rounds: int) -> float:
+def _time(point: Any, scheduler: str, requests: int, use_numba: bool | None, rounds: int) -> float:
     """Best of ``rounds`` simulations of ``requests`` saturated requests [s]."""
     from sweeps.bench.timing import timed
     from sweeps.simulate import backlog, simulate
@@ -48,8 +48,9 @@ def _time(point: Any, scheduler: str, requests: int, use_numba: bool, rounds: in
 def measure_simulated(
     requests: int = 100_000, interpreted: int = 2_000, rounds: int = 3
 ) -> dict[str, Any]:
-    """Time every named scheduler on ``requests`` requests compiled, and the slowest of them
-    on ``interpreted`` requests without numba.
+    """Time every named scheduler on ``requests`` requests compiled (interpreted where numba
+    is not installed: ``numba`` says which), and the slowest of them on ``interpreted``
+    requests without numba.
 
     Returns ``requests`` [1], ``seconds`` per scheduler [s], ``requests_per_s`` per scheduler
     [1/s], ``slowest`` (its name), ``interpreted_requests_per_s`` [1/s], ``numba_speedup``
@@ -57,10 +58,12 @@ def measure_simulated(
     """
     from sweeps.config import parse_config
     from sweeps.simulate import SCHEDULERS, point_inputs
+    from sweeps.simulate.kernel import compiled
 
     point = point_inputs(parse_config(CONFIG, "<bench>"))
-    _time(point, "chunked-paced", 2 * BATCH, True, 1)  # compile (or load) the loop
-    seconds = {s: _time(point, s, requests, True, rounds) for s in SCHEDULERS}
+    _time(point, "chunked-paced", 2 * BATCH, None, 1)  # compile (or load) the loop
+    # compiled where numba is installed (the fast extra), else the interpreted loop, said so
+    seconds = {s: _time(point, s, requests, None, rounds) for s in SCHEDULERS}
     slowest = max(seconds, key=seconds.__getitem__)
     plain = _time(point, slowest, interpreted, False, 1)
     rate = {s: requests / t for s, t in seconds.items()}
@@ -74,14 +77,16 @@ def measure_simulated(
         "numba_speedup": rate[slowest] * plain / interpreted,
         "budget_s": budget,
         "within_budget": bool(seconds[slowest] <= budget),
+        "numba": compiled() is not None,
     }
 
 
 def format_simulated(result: dict[str, Any]) -> str:
     """The line ``sweeps bench`` prints for ``measure_simulated``."""
     each = ", ".join(f"{s} {t:.3f} s" for s, t in result["seconds"].items())
+    how = "" if result.get("numba", True) else " (numba not installed: interpreted)"
     return (
-        f"simulator: {result['requests']:,} saturated requests (I {PROMPT}, O {OUTPUT}, "
+        f"simulator{how}: {result['requests']:,} saturated requests (I {PROMPT}, O {OUTPUT}, "
         f"B {BATCH}) per scheduler: {each}; slowest {result['slowest']} "
         f"{result['requests_per_s'][result['slowest']] / 1e3:,.0f} k requests/s; "
         f"without numba {result['interpreted_requests_per_s']:,.0f} requests/s "

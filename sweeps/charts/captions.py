@@ -94,8 +94,17 @@ def crossing_text(sel: Selection) -> str:
     n, m = int(by_context.sum()), by_context.size
     if n == 0:
         return f"{ceilings} stays above {ridge} at {every}."
+    # where attention runs at another peak than the weights' GEMMs (mixed formats), decode can
+    # turn compute-bound (a finite ``ridge_batch``) with its ceiling below the ridge point
+    turns = int((below & _settings(ds["ridge_batch"]).notnull()).sum())
+    but = (
+        f" (attention timed at its own peak, {turns} of these {n} settings turn compute-bound "
+        "all the same)"
+        if turns
+        else ""
+    )
     if n == m:
-        return f"{ceilings} is below {ridge} at {every}: decode never turns compute-bound."
+        return f"{ceilings} is below {ridge} at {every}: decode never turns compute-bound{but}."
     all_below: np.ndarray = np.asarray(by_context.all(axis=1))
     suffix = bool(all_below.any()) and bool(all_below[int(np.argmax(all_below)) :].all())
     first = contexts[int(np.argmax(all_below))] if suffix else None
@@ -103,20 +112,21 @@ def crossing_text(sel: Selection) -> str:
         if suffix and int(all_below.sum()) == n:
             return (
                 f"{ceilings} drops below {ridge} from {first:,} tokens on: decode stays "
-                "memory-bound there at any batch."
+                f"memory-bound there at any batch{but}."
             )
         at = _contexts([c for c, b in zip(contexts, all_below, strict=True) if b])
-        return f"{ceilings} is below {ridge} at {at} tokens: decode stays memory-bound there."
+        return f"{ceilings} is below {ridge} at {at} tokens: decode stays memory-bound there{but}."
     tail = f"; in every KV setting from {first:,} tokens on" if suffix else ""
     return (
         f"{ceilings} is below {ridge} in {n} of {m} settings (context x KV heads x KV dtype): "
-        f"decode stays memory-bound there at any batch{tail}."
+        f"decode stays memory-bound there at any batch{tail}{but}."
     )
 
 
 def ridge_text(sel: Selection) -> str:
     """Where decode turns compute-bound (``ridge_batch``): its span, the settings where it
-    never does (the ceiling is below the ridge point: ``crossing_text`` counts the same) and
+    never does (a null ``ridge_batch``; ``crossing_text`` counts the ceiling below the ridge point,
+    and those of its settings that turn compute-bound all the same) and
     those where it does only beyond the memory wall, so no bar is drawn; '' where it never
     does anywhere [-]."""
     ridge = _settings(sel.ds["ridge_batch"]).values.reshape(-1)

@@ -87,7 +87,7 @@ def _ends(frame: pl.DataFrame, last: int, decades: float, sel: Selection) -> pl.
             .otherwise(context),
         )
     )
-    gap = LABEL_GAP * sel.size.font * decades / sel.size.panel_height
+    gap = LABEL_GAP * sel.size.font * decades / _panel_height(sel)
     parts = [walls]
     for _, part in labels.group_by(KV_FACETS, maintain_order=True):
         logs = np.log10(part["arithmetic_intensity"].to_numpy())
@@ -116,6 +116,20 @@ def _columns(sel: Selection) -> int:
 def _panel_width(sel: Selection) -> int:
     least = int(0.8 * sel.size.panel_height)  # wider than tall
     return int(max(least, min(340, _room(sel, _columns(sel)))))
+
+
+WRAPPED_HEIGHT = 0.6
+"""Share of the size's panel height a print panel keeps where the KV-head panels wrap [1]."""
+
+
+def _panel_height(sel: Selection) -> int:
+    """Height of each panel [px]: the size's own, and ``WRAPPED_HEIGHT`` of it in print where
+    the KV-head panels wrap (one setting a panel, stacked), so that four settings stacked stay
+    within a page: 702 -> 526 px at 3.5 in, 885 -> 629 px at 7 in."""
+    heads = sel.ds.sizes.get("kv_heads", 1)
+    if sel.size.name == "screen" or _columns(sel) >= heads:
+        return sel.size.panel_height
+    return int(WRAPPED_HEIGHT * sel.size.panel_height)
 
 
 LOG_LABELS = "datum.value >= 1000 ? format(datum.value, '~s') : format(datum.value, '~g')"
@@ -185,7 +199,7 @@ def _encodings(
     )
     y = alt.Y(
         "arithmetic_intensity:Q",
-        title=fit_title(title("arithmetic_intensity"), sel.size.panel_height, sel.size.font + 1),
+        title=fit_title(title("arithmetic_intensity"), _panel_height(sel), sel.size.font + 1),
         scale=alt.Scale(type="log", domain=list(span), nice=False),
         axis=alt.Axis(values=decade_ticks(span), labelExpr=LOG_LABELS),
     )
@@ -257,7 +271,7 @@ def ai_vs_batch_chart(
     rows = pl.concat(
         [frame.with_columns(mark=pl.lit("cell")), ends], how="diagonal_relaxed"
     ).with_columns(pl.col("context").cast(pl.String))
-    base = alt.Chart().properties(width=_panel_width(sel), height=sel.size.panel_height)
+    base = alt.Chart().properties(width=_panel_width(sel), height=_panel_height(sel))
     chart = kv_facets(
         alt.layer(*_layers(base, x, y, color, sel), data=rows),
         sel,

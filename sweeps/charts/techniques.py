@@ -22,6 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from .failures import built
+from .layout import pick_layout
 from .lines import LOG_LABELS
 from .report import Figure
 from .serving import SCENARIO_DIMS, panel_width
@@ -45,6 +46,8 @@ TECHNIQUE_DIMS = frozenset({"spec_tokens", "prefix_hit_rate"})
 
 ALSO = ("step_time_s", "arithmetic_intensity", "ridge_point", "peak_flops", "bandwidth", "ttft_s")
 """Variables of the decode and prefill analyses the charts read beside them."""
+LAYOUT = ("max_batch", "parallel", "replica_devices")
+"""What picks the parallel layout a chart shows (``charts.layout``), where the grid has it."""
 
 
 def has_speculative(ds: xr.Dataset) -> bool:
@@ -60,7 +63,7 @@ def has_prefix(ds: xr.Dataset) -> bool:
 def technique_part(one: xr.Dataset) -> xr.Dataset:
     """A copy of what the technique charts read of one slice, so the rest is not held."""
     names = [str(n) for n, v in one.data_vars.items() if TECHNIQUE_DIMS.intersection(v.dims)]
-    names += [n for n in ALSO if n in one]
+    names += [n for n in (*ALSO, *LAYOUT) if n in one]
     return one[names].copy(deep=True)
 
 
@@ -77,9 +80,17 @@ def _at(ds: xr.Dataset, model: str, length: str) -> dict[str, Any]:
     }
 
 
-def _caption(at: dict[str, Any], length: str) -> str:
+def _view(ds: xr.Dataset, at: dict[str, Any]) -> tuple[xr.Dataset, str]:
+    """``ds`` at ``at`` and, where the grid has the parallel axes, at one layout: the
+    smallest replica where the model fits (``charts.layout.pick_layout``), and its label."""
+    sel = ds.sel(at)
+    return pick_layout(sel, []) if "ep" in sel.dims else (sel, "")
+
+
+def _caption(at: dict[str, Any], length: str, layout: str = "") -> str:
+    shown = layout or f"tp {at['tp']}"
     return (
-        f"{at['model']} on {at['hardware']}, tp {at['tp']}, {at['weight_dtype']} weights, "
+        f"{at['model']} on {at['hardware']}, {shown}, {at['weight_dtype']} weights, "
         f"{at['kv_dtype']} cache, {length} {at[length]}."
     )
 
@@ -87,7 +98,7 @@ def _caption(at: dict[str, Any], length: str) -> str:
 def speedup_sentence(ds: xr.Dataset, model: str) -> str:
     """Where speculation pays most at batch 1 and up to which batch, from the data [-]."""
     at = _at(ds, model, "context")
-    sel = ds.sel(at)
+    sel, _ = _view(ds, at)
     best = sel["speedup"].isel(batch=0).where(sel["spec_tokens"] > 0)
     if not np.isfinite(best.values).any():
         return "No speculative setting with k > 0 on this grid."
@@ -112,7 +123,8 @@ def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -
     1 and each line's break-even batch marked."""
     at = _at(ds, model, "context")
     drafted = [int(k) for k in ds["spec_tokens"].values if k > 0]
-    sel = ds[["speedup", "break_even_batch"]].sel(at).sel(spec_tokens=drafted)
+    shown, layout = _view(ds, at)
+    sel = shown[["speedup", "break_even_batch"]].sel(spec_tokens=drafted)
     frame = sel.to_dataframe().reset_index()
     frame["panel"] = [
         f"k = {k}, {d}" for k, d in zip(frame.spec_tokens, frame.spec_draft, strict=True)
@@ -135,7 +147,7 @@ def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -
     )
     one = base.mark_rule(strokeDash=[4, 4], color="#555").encode(y=alt.datum(1.0))
     marks = base.mark_rule(opacity=0.6).encode(x="break_even_batch:Q", color=color)
-    caption = [_caption(at, "context"), speedup_sentence(ds, model)]
+    caption = [_caption(at, "context", layout), speedup_sentence(ds, model)]
     return (
         alt.layer(lines, one, marks, data=frame)  # one frame: the facet splits every layer
         .properties(width=panel_width(size, columns, 80), height=size.panel_height)
@@ -147,7 +159,7 @@ def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -
 def verify_sentence(ds: xr.Dataset, model: str) -> str:
     """How far the verify step moves decode up the roofline, from the data [-]."""
     at = _at(ds, model, "context")
-    sel = ds.sel(at)
+    sel, _ = _view(ds, at)
     k = int(sel["spec_tokens"].max())
     batch = int(ds["batch"].values[0])
     plain = float(sel["arithmetic_intensity"].isel(batch=0))
@@ -162,7 +174,8 @@ def verify_sentence(ds: xr.Dataset, model: str) -> str:
 def verify_roofline_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
     """The verify steps of each ``k`` (every batch) on the device's roofline."""
     at = _at(ds, model, "context")
-    sel = ds.sel(at).isel(spec_acceptance=0, spec_draft=0)
+    shown, layout = _view(ds, at)
+    sel = shown.isel(spec_acceptance=0, spec_draft=0)
     frame = sel[["verify_arithmetic_intensity", "verify_flops", "verify_time_s"]].to_dataframe()
     frame = frame.reset_index()
     frame["attained"] = frame.verify_flops / frame.verify_time_s
@@ -198,7 +211,7 @@ def verify_roofline_chart(ds: xr.Dataset, model: str, width: str = "screen", **_
         size=alt.Size("batch:Q", title="batch", legend=alt.Legend(values=batches)),
         tooltip=["spec_tokens", "batch", "verify_arithmetic_intensity", "attained"],
     )  # fmt: skip
-    caption = [_caption(at, "context"), verify_sentence(ds, model)]
+    caption = [_caption(at, "context", layout), verify_sentence(ds, model)]
     return alt.layer(roofs, points).properties(
         title=heading("The verify step on the roofline", caption, size),
         width=plot,
@@ -209,7 +222,7 @@ def verify_roofline_chart(ds: xr.Dataset, model: str, width: str = "screen", **_
 def prefix_sentence(ds: xr.Dataset, model: str) -> str:
     """Which tiers beat recomputing the prompt, from the data [-]."""
     at = _at(ds, model, "prompt")
-    sel = ds.sel(at).isel(batch=0)
+    sel = _view(ds, at)[0].isel(batch=0)
     hit = sel["prefix_hit_rate"].where(sel["prefix_hit_rate"] > 0, drop=True)
     if hit.size == 0:
         return "No hit rate above 0 on this grid."
@@ -227,7 +240,8 @@ def prefix_sentence(ds: xr.Dataset, model: str) -> str:
 def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
     """TTFT against hit rate, a line per tier, the recompute time dashed."""
     at = _at(ds, model, "prompt")
-    sel = ds.sel(at).isel(batch=0)
+    shown, layout = _view(ds, at)
+    sel = shown.isel(batch=0)
     frame = sel[["prefix_ttft_s"]].to_dataframe().reset_index()
     tiers = [str(t) for t in ds["kv_tier"].values]  # lines cross: a hue and a marker each
     recompute = pd.DataFrame({"ttft_s": [float(sel["ttft_s"])]})
@@ -240,7 +254,7 @@ def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: An
     )  # fmt: skip
     rule = alt.Chart(recompute).mark_rule(strokeDash=[4, 4]).encode(y="ttft_s:Q")
     caption = [
-        _caption(at, "prompt") + " Dashed: recomputing the whole prompt.",
+        _caption(at, "prompt", layout) + " Dashed: recomputing the whole prompt.",
         prefix_sentence(ds, model),
     ]
     size = size_of(width)

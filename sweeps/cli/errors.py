@@ -66,6 +66,7 @@ def _exit_code(error: SweepsError) -> int:
         ConfigError,
         ImportModelError,
         MeasurementsError,
+        MissingExtraError,
         OutputExistsError,
     )
 
@@ -75,6 +76,7 @@ def _exit_code(error: SweepsError) -> int:
         CatalogError,
         ImportModelError,
         MeasurementsError,
+        MissingExtraError,
         OutputExistsError,
     )
     return EXIT_BAD_INPUT if isinstance(error, bad_input) else EXIT_FAILED

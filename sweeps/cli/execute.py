@@ -121,10 +121,11 @@ def _plans(result: Any) -> list[dict[str, Any]]:
     its grid or, for a streamed run, its pools table."""
     from sweeps.pipeline import cheapest_plans
 
-    if result.dataset is not None:
-        if "pools_feasible" not in result.dataset:
+    if result.held is not None:  # the grid in one piece (a grid held model by model is not
+        # joined for this: its pools table is written)
+        if "pools_feasible" not in result.held:
             return []
-        return list(cheapest_plans(result.dataset).to_dicts())
+        return list(cheapest_plans(result.held).to_dicts())
     files = sorted(result.folder.glob("pools.parquet")) + sorted(
         result.folder.glob("pools/*.parquet")
     )

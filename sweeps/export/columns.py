@@ -1,39 +1,55 @@
-"""The output files' column reference (the docs' tables), generated through the real export.
+"""The output files' column reference (the docs' tables), generated from the declarations.
 
-The tables are built from an actual (tiny) result, so they list exactly the columns and units
-that the Parquet files carry; the documentation site renders them at build time
-(``scripts/mkdocs_hooks.py``), so they never fall behind the declarations.
+Every table is listed with every column it can have: its axis columns (its own dims and the
+extra dims it takes on where the sweep has them, ``Analysis.extra_dims``), then its value
+columns, each with the unit and meaning the export writes into the file
+(``sweeps.export.parquet.declared_columns``, the lookup ``column_info`` checks every written
+column against), and ``simulated.parquet`` from ``sweeps.simulate.plans.SIMULATED``. The
+documentation site renders them at build time (``scripts/mkdocs_hooks.py``), so they never
+fall behind the declarations.
+
+An earlier version rendered the columns of one tiny run; a run has either ``arrival_rate`` or
+``concurrency`` and only the studies its config names, so ``concurrency`` and the
+speculative, prefix and parallel tables and columns never reached the page.
 """
 
 from __future__ import annotations
 
-TINY = """
-[sweep]
-name = "columns"
-[axes]
-model = ["llama-3-8b"]
-hardware = ["h100-sxm"]
-batch = [1]
-context = [512]
-[serving]
-prompt_tokens = [512]
-output_tokens = [128]
-arrival_rate = [1.0]
-"""
+from collections.abc import Iterable
+
+CONDITIONAL = "(only where the sweep has this axis)"
+"""Appended to the meaning of a column that a table has only where the sweep has its axis."""
+
+
+def _rows(entries: Iterable[tuple[str, str, str]]) -> list[str]:
+    rows = ["| column | unit | meaning |", "|---|---|---|"]
+    rows += [f"| `{column}` | {unit} | {meaning} |" for column, unit, meaning in entries]
+    return rows
+
+
+def _table_columns(table: str) -> list[tuple[str, str, str]]:
+    """``(column, unit, meaning)`` of every column ``table`` can have, in the export's order."""
+    from sweeps.axes import AXIS
+    from sweeps.export.parquet import declared_columns
+    from sweeps.grid.analyses import BY_NAME
+
+    declared = declared_columns(table)
+    extra = BY_NAME[table].extra_dims if table in BY_NAME else ()
+    optional = {AXIS[dim].column_name for dim in extra}
+    return [
+        (column, v.unit, f"{v.description} {CONDITIONAL}" if column in optional else v.description)
+        for column, v in declared.items()
+    ]
 
 
 def column_reference() -> str:
     """Markdown tables of every output file's columns with unit and meaning."""
-    from sweeps.config import parse_config
-    from sweeps.export.parquet import column_info, frames
-    from sweeps.grid import build_grid
+    from sweeps.export.parquet import TABLES
+    from sweeps.simulate.plans import SIMULATED
 
-    tables = frames(build_grid(parse_config(TINY)))
     parts = []
-    for name, frame in tables.items():
-        parts.append(f"**`{name}.parquet`**\n")
-        parts.append("| column | unit | meaning |\n|---|---|---|")
-        for column, info in column_info(frame, name).items():
-            parts.append(f"| `{column}` | {info['unit']} | {info['description']} |")
-        parts.append("")
+    for name in TABLES:
+        parts += [f"**`{name}.parquet`**\n", *_rows(_table_columns(name)), ""]
+    simulated = [(v.column_name, v.unit, v.description) for v in SIMULATED]
+    parts += ["**`simulated.parquet`**\n", *_rows(simulated), ""]
     return "\n".join(parts).rstrip() + "\n"

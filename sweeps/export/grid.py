@@ -10,7 +10,9 @@ shuffle), which HDF5 does in one thread holding it. docs/performance.md gives th
 
 from __future__ import annotations
 
+import math
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +28,19 @@ MIN_CHUNKED = 1 << 16
 """Variables of fewer elements are one chunk: cutting them costs more than it saves."""
 
 
-def chunk_shape(variable: xr.Variable | xr.DataArray) -> tuple[int, ...]:
+def chunk_shape(
+    variable: xr.Variable | xr.DataArray, shape: tuple[int, ...] | None = None
+) -> tuple[int, ...]:
     """The chunk of ``variable`` in the grid file: one per model and device when large; a
-    dask-backed variable's own blocks (each written whole, by one task)."""
+    dask-backed variable's own blocks (each written whole, by one task). ``shape`` is the
+    variable's in the file where ``variable`` is only part of it (one model's grid)."""
     if variable.chunks:
         return tuple(int(sizes[0]) for sizes in variable.chunks)
-    cut = variable.size >= MIN_CHUNKED
+    shape = variable.shape if shape is None else shape
+    cut = math.prod(shape) >= MIN_CHUNKED
     return tuple(
         1 if cut and dim in BLOCK_DIMS else max(1, n)
-        for dim, n in zip(variable.dims, variable.shape, strict=True)
+        for dim, n in zip(variable.dims, shape, strict=True)
     )
 
 
@@ -64,18 +70,29 @@ ZARR_COMPRESSION_LEVEL = 1
 bitshuffle 2.17 s and 343 MB."""
 
 
+def zarr_encoding(
+    ds: xr.Dataset, shapes: Mapping[str, tuple[int, ...]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The Zarr encoding of ``ds``'s data variables: chunks (``chunk_shape``, of the shapes in
+    ``shapes`` where given) and zstd at ``ZARR_COMPRESSION_LEVEL``."""
+    from zarr.codecs import ZstdCodec
+
+    compressors = [ZstdCodec(level=ZARR_COMPRESSION_LEVEL)]
+    return {
+        str(name): {
+            "chunks": chunk_shape(variable, (shapes or {}).get(str(name))),
+            "compressors": compressors,
+        }
+        for name, variable in ds.data_vars.items()
+        if variable.ndim
+    }
+
+
 def to_zarr(ds: xr.Dataset, path: str | Path) -> None:
     """Write ``ds`` to ``path`` as a Zarr v3 store, chunked, compressed with zstd at
     ``ZARR_COMPRESSION_LEVEL``, with consolidated metadata so that opening it reads one file,
     not one per variable."""
-    from zarr.codecs import ZstdCodec
-
-    compressors = [ZstdCodec(level=ZARR_COMPRESSION_LEVEL)]
-    encoding = {
-        str(name): {"chunks": chunk_shape(variable), "compressors": compressors}
-        for name, variable in ds.data_vars.items()
-        if variable.ndim
-    }
+    encoding = zarr_encoding(ds)
     with warnings.catch_warnings():
         # consolidated metadata is zarr-python's extension to the v3 format: what xarray
         # opens by default, and read by every zarr-python 3

@@ -43,13 +43,14 @@ def _axis_entries(dims: tuple[str, ...]) -> list[Variable]:
 
 
 def declared_columns(table: str) -> dict[str, Variable]:
-    """The registry entry behind each column of ``table`` (one of ``TABLES``), by column."""
+    """The registry entry behind each column ``table`` (one of ``TABLES``) can have, by column,
+    in the order a table with every one of its extra dims is written."""
     if table in _SPEC_DIMS:
         dim, specs = _SPEC_DIMS[table]
         entries = [REGISTRY[dim], *(REGISTRY[spec.name] for spec in specs)]
     else:
-        analysis = BY_NAME[table]
-        dims = (*analysis.dims, *analysis.extra_dims)
+        analysis = BY_NAME[table]  # every dim it can have, in a written table's order
+        dims = analysis.dims_over(analysis.extra_dims)
         entries = [*_axis_entries(dims), *(REGISTRY[n] for n in analysis.columns)]
     return {entry.column_name: entry for entry in entries}
 

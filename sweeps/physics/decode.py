@@ -123,7 +123,9 @@ def ridge_batch(
     ----------
     ridge : Ridge point of the device [FLOP/byte]
     weight_bytes : Weight bytes [byte]
-    flops_per_sequence : FLOPs per sequence per step [FLOP]
+    flops_per_sequence : FLOPs per sequence per step as their time at the peak of ``ridge``:
+        ``F_gemm + r F_att`` where attention runs at another peak (docs/cost-model.md 5.1),
+        so the result is where the split roof's bottleneck turns [FLOP]
     kv_seq : KV-cache bytes of one sequence [byte]
 
     Returns

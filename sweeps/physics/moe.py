@@ -16,6 +16,16 @@ negative at ``B = 0`` (``W(0)`` is the bytes no routed expert holds) and has one
 found by Newton's method from ``F / s`` (above the root: ``W <= F``), which never overshoots
 a convex function's root. For a dense model (``E <= k``) ``W = F`` and each function returns
 the dense closed form of ``sweeps.physics.decode``, bit for bit.
+
+Every function takes the routing as the same four parameters (their one description):
+
+- ``active_bytes``: bytes a step of one token reads, ``A`` [byte]
+- ``all_bytes``: bytes a step reads when it touches every expert, ``F`` [byte]
+- ``experts``: routed experts per MoE layer, ``E`` (1 for dense) [1]
+- ``experts_per_token``: experts each token is routed to, ``k`` (1 for dense) [1]
+
+The batch functions count in ``A`` and ``F`` the bytes the whole batch shares, apart from the
+per-sequence bytes (``kv_seq``: the cache, the embedding row).
 """
 
 from __future__ import annotations
@@ -52,10 +62,8 @@ def moe_weights_read(
 
     Parameters
     ----------
-    active_bytes : Bytes a step of one token reads, ``A`` [byte]
-    all_bytes : Bytes a step reads when it touches every expert, ``F`` [byte]
-    experts : Routed experts per MoE layer, ``E`` (1 for dense) [1]
-    experts_per_token : Experts each token is routed to, ``k`` (1 for dense) [1]
+    active_bytes, all_bytes, experts, experts_per_token : The routing (module doc) [byte,
+        byte, 1, 1]
     tokens : Tokens in the step, ``T`` (the batch for decode) [token]
 
     Returns
@@ -80,10 +88,8 @@ def batch_at_slope(
     Parameters
     ----------
     slope : Bytes per sequence the batch must outweigh, ``s`` (> 0) [byte/sequence]
-    active_bytes : Bytes a step of one token reads, ``A`` [byte]
-    all_bytes : Bytes a step reads when it touches every expert, ``F`` [byte]
-    experts : Routed experts per MoE layer, ``E`` (1 for dense) [1]
-    experts_per_token : Experts each token is routed to, ``k`` (1 for dense) [1]
+    active_bytes, all_bytes, experts, experts_per_token : The routing (module doc) [byte,
+        byte, 1, 1]
 
     Returns
     -------
@@ -127,10 +133,8 @@ def moe_knee_batch(
 
     Parameters
     ----------
-    active_bytes : Bytes a step of one token reads, apart from per-sequence bytes [byte]
-    all_bytes : Bytes a step reads when it touches every expert, likewise [byte]
-    experts : Routed experts per MoE layer (1 for dense) [1]
-    experts_per_token : Experts each token is routed to (1 for dense) [1]
+    active_bytes, all_bytes, experts, experts_per_token : The routing, apart from the
+        per-sequence bytes (module doc) [byte, byte, 1, 1]
     kv_seq : Bytes each sequence adds to a step (its cache) [byte]
 
     Returns
@@ -154,10 +158,8 @@ def moe_batch_for_fraction(
     Parameters
     ----------
     fraction : Target share of the ceiling, 0 < f < 1 [1]
-    active_bytes : Bytes a step of one token reads, apart from per-sequence bytes [byte]
-    all_bytes : Bytes a step reads when it touches every expert, likewise [byte]
-    experts : Routed experts per MoE layer (1 for dense) [1]
-    experts_per_token : Experts each token is routed to (1 for dense) [1]
+    active_bytes, all_bytes, experts, experts_per_token : The routing, apart from the
+        per-sequence bytes (module doc) [byte, byte, 1, 1]
     kv_seq : Bytes each sequence adds to a step (its cache) [byte]
 
     Returns
@@ -187,11 +189,10 @@ def moe_ridge_batch(
     Parameters
     ----------
     ridge : Ridge point of the device, ``R`` [FLOP/byte]
-    active_bytes : Bytes a step of one token reads, apart from per-sequence bytes [byte]
-    all_bytes : Bytes a step reads when it touches every expert, likewise [byte]
-    experts : Routed experts per MoE layer (1 for dense) [1]
-    experts_per_token : Experts each token is routed to (1 for dense) [1]
-    flops_per_sequence : FLOPs per sequence per step, ``F_seq`` [FLOP]
+    active_bytes, all_bytes, experts, experts_per_token : The routing, apart from the
+        per-sequence bytes (module doc) [byte, byte, 1, 1]
+    flops_per_sequence : FLOPs per sequence per step, ``F_seq``, as ``ridge_batch`` takes
+        them (attention's as their time at the GEMM peak) [FLOP]
     kv_seq : Bytes each sequence adds to a step (its cache) [byte]
 
     Returns
@@ -219,10 +220,8 @@ def moe_fraction_of_ceiling(
     Parameters
     ----------
     batch : Sequences decoded together [sequence]
-    active_bytes : Bytes a step of one token reads, apart from per-sequence bytes [byte]
-    all_bytes : Bytes a step reads when it touches every expert, likewise [byte]
-    experts : Routed experts per MoE layer (1 for dense) [1]
-    experts_per_token : Experts each token is routed to (1 for dense) [1]
+    active_bytes, all_bytes, experts, experts_per_token : The routing, apart from the
+        per-sequence bytes (module doc) [byte, byte, 1, 1]
     kv_seq : Bytes each sequence adds to a step (its cache) [byte]
 
     Returns

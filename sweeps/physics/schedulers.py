@@ -250,10 +250,8 @@ def serial_prefill_tpot_quantile(
     Parameters
     ----------
     quantile : Probability, ``0 < p < 1`` [1]
-    batch : Slots, ``B`` [sequence]
-    output : Output tokens of a request, ``O >= 1`` [token]
-    step_time_steady : Decode step at the mean context, ``t_d(B, S_mean)`` [s]
-    prefill_time : Prefill of one prompt, ``t_p(1, I)`` [s]
+    batch, output, step_time_steady, prefill_time : As ``serial_prefill_tpot`` [sequence,
+        token, s, s]
 
     Returns
     -------

@@ -30,7 +30,7 @@ from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
-from sweeps.pipeline.pieces import in_pieces, write_in_pieces
+from sweeps.pipeline.pieces import Join, in_pieces, model_device_slices, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.stream import Progress, configurations
 
@@ -38,10 +38,10 @@ if TYPE_CHECKING:
     import polars as pl
 
 Hook = Callable[[xr.Dataset | Iterable[xr.Dataset], Sweep, Path], list[str]]
-"""Extra outputs (charts, report): given the grid (or, for a streamed run, its one-model-one-
-device grids one at a time), the sweep and the staging folder, write files there and return
-their paths relative to it. A hook with a ``notes`` list (of lines on what it skipped) has it
-handed on in ``RunResult.notes``."""
+"""Extra outputs (charts, report): given the grid (or, for a streamed run or one computed
+model by model, its one-model-one-device grids one at a time), the sweep and the staging
+folder, write files there and return their paths relative to it. A hook with a ``notes``
+list (of lines on what it skipped) has it handed on in ``RunResult.notes``."""
 
 
 def run(
@@ -75,19 +75,21 @@ def run(
 class RunResult:
     """What ``run_to_folder`` wrote: the folder, the grid, row counts and timings [s].
 
-    ``dataset`` is the whole grid when it was computed in one piece; for a streamed result
-    it is ``None``: the grid never existed in memory at once. ``configurations`` is then the
-    grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
+    ``dataset`` is the whole grid when it is held in memory (``grid``: computed model by model,
+    it is joined on first access; ``held`` is it where already one dataset); for a streamed
+    result it is ``None``: the grid never existed in memory at once. ``configurations`` is then
+    the grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
     summary, or ``None`` where even that was over the memory budget; ``skipped`` names the
-    outputs asked for that need the whole grid and were not written (the grid file, the
-    hooks by name). ``layout`` is the files' (``single`` or ``partitioned``), ``chunks`` how
-    many pieces the grid was computed in. ``seconds`` is the run's wall time: ``timings``
-    overlap (tables, grid file and hooks are written side by side), so their sum is more.
-    ``notes`` are the hooks' lines on what they skipped (a chart that failed, and why).
+    outputs asked for that need the whole grid and were not written (the grid file, the hooks by
+    name). ``layout`` is the files' (``single`` or ``partitioned``), ``chunks`` how many pieces
+    the grid was computed in. ``seconds`` is the run's wall time: ``timings`` overlap (tables,
+    grid file and hooks are written side by side), so their sum is more. ``notes`` are the
+    hooks' lines on what they skipped (a chart that failed, and why).
     """
 
     folder: Path
-    dataset: xr.Dataset | None
+    grid: xr.Dataset | Callable[[], xr.Dataset] | None
+    """The whole grid, or what joins it on first access (``dataset``)."""
     rows: dict[str, int]
     timings: dict[str, float] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
@@ -98,11 +100,25 @@ class RunResult:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def dataset(self) -> xr.Dataset | None:
+        """The whole grid, ``None`` for a streamed result; a grid computed model by model is
+        joined on first access (``sweeps.pipeline.pieces.Join``)."""
+        if callable(self.grid):
+            self.grid = self.grid()
+        return self.grid
+
+    @property
+    def held(self) -> xr.Dataset | None:
+        """The whole grid where it is in memory as one dataset now, without joining it."""
+        return self.grid if isinstance(self.grid, xr.Dataset) else None
+
     def summary(self) -> pl.DataFrame | None:
-        """``sweeps.pipeline.summarize`` of the result, or ``None`` where no grid is held."""
+        """``sweeps.pipeline.summarize`` of the result, or ``None`` where no grid is held: from
+        the grid at one batch size where the whole grid is not joined (the same rows)."""
         from sweeps.pipeline.summary import summarize
 
-        grid = self.dataset if self.dataset is not None else self.configurations
+        grid = self.held if self.held is not None else self.configurations
         return None if grid is None else summarize(grid)
 
 
@@ -174,6 +190,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     check_extras(sweep, settings.grid_format, settings.duckdb)  # before any work
     timings: dict[str, float] = {}
     ds = None
+    join: Join | None = None
     pieces = not how.streamed and in_pieces(sweep)  # model by model into the writers
     if not how.streamed and not pieces:
         settings.phase("computing the grid")
@@ -184,10 +201,10 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         start = time.perf_counter()
         if pieces:
             settings.phase("computing the grid and writing the tables")
-            written, ds = write_in_pieces(sweep, staging, how.layout, how.budget, progress)
-            timings["grid_and_tables"] = time.perf_counter() - start
-            extra: list[str] = []
-            skipped = _whole_grid_outputs(ds, sweep, staging, settings, hooks, timings, extra)
+            written, join, extra = write_pieces(
+                sweep, how, staging, settings.grid_format, hooks, timings, progress
+            )
+            skipped: list[str] = []
         else:
             written, extra, skipped = _write_outputs(
                 how, ds, staging, settings, hooks, timings, progress, client
@@ -207,7 +224,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,
-        ds,
+        ds if join is None else join.dataset,
         rows,
         timings,
         files,
@@ -262,10 +279,7 @@ def _slices(how: Plan) -> Iterator[xr.Dataset]:
     big for memory), as views of grids built a few devices at a time (``slice_groups``, each
     under half the budget: the hook holds what it keeps of the slices before)."""
     for piece in slice_groups(how.sweep, how.budget // 2):
-        ds = build_grid(piece)
-        for i in range(ds.sizes["model"]):
-            for j in range(ds.sizes["hardware"]):
-                yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
+        yield from model_device_slices(build_grid(piece))
 
 
 def _lazy_grid_file(

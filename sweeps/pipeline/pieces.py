@@ -5,9 +5,10 @@ written (0.7-3 s idle, more on a loaded machine), while its tables' writers then
 of the development machine busy on their own. Computed one model at a time instead, the
 tables' writers start on the first model's rows while the next model is evaluated (the
 streamed run's machinery, ``sweeps.pipeline.stream``, whose files are those of a whole grid),
-and each model's grid is copied into its place in the whole grid (``Join``: value for value
-the grid computed in one piece), for the grid file, the figures, the report and the summary;
-what is held at once is the whole grid and the two models in flight. A model's grid alone
+each model's grid goes into its region of ``grid.zarr`` as it comes (``ZarrBlocks``, on a
+thread of its own), and the models' grids are held (``Join``) for the figures and report
+(their model-and-device slices) and joined into the whole grid (value for value the grid
+computed in one piece) only if the run's result is asked for it. A model's grid alone
 is also quicker to build than its share of the whole one (its arrays are smaller: measured 3.7-4.7
 s for four models one by one against 7.6-9.0 s in one piece, on a loaded machine).
 
@@ -17,16 +18,24 @@ a second and one piece is simplest.
 
 from __future__ import annotations
 
+import contextlib
+import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
 
 from sweeps.config import Sweep
+from sweeps.export.blocks import ZarrBlocks
 from sweeps.export.parquet import Written, write_frame
 from sweeps.grid.chunks import plan_chunks, table_points
 from sweeps.pipeline.stream import Progress, spec_tables, stream_tables
+
+if TYPE_CHECKING:
+    from sweeps.pipeline.execute import Hook
+    from sweeps.pipeline.plan import Plan
 
 PIECES_FROM = 1 << 21
 """Points (rows of every table together) from which a grid held in memory is computed model by
@@ -41,72 +50,96 @@ def in_pieces(sweep: Sweep) -> bool:
 class Join:
     """The grid of a whole sweep from its models' grids, appended in order, one model each.
 
-    Every variable with a ``model`` dimension is allocated whole when the first model's grid
-    comes and each model's values are copied into their place as it comes, so a model's grid
-    can be released once its tables are written: what is held at once is the whole grid and the
-    models in flight, never every model's grid beside their join. The variables without a
-    ``model`` dimension (devices' specs, the axes) are taken from the first grid, where every
-    model's grid has them equal; strings are joined at the end (their widths differ).
+    The models' grids are held as they come and joined only when ``dataset`` is asked for (the
+    run's ``RunResult.dataset``, on first access): the tables, the grid file (``ZarrBlocks``),
+    the figures and the summary are all written from the models' grids, so a run that never
+    asks for the joined grid never pays for it (3.5 s of copying, page faults mostly, for
+    16.8 M points on the development machine). Joining allocates every variable with a
+    ``model`` dimension whole and copies each model's values into their place, releasing each
+    model's grid once copied; the variables without a ``model`` dimension (devices' specs, the
+    axes) are taken from the first grid, where every model's grid has them equal; strings are
+    joined at the end (their widths differ).
     """
 
     def __init__(self, models: int) -> None:
         self.models = models
         self.count = 0
-        self._coords: list[str] = []
-        self._data: list[str] = []
-        self._attrs: dict[Any, Any] = {}
-        self._fixed: dict[str, xr.Variable] = {}  # no model dimension: the first grid's own
-        self._like: dict[str, tuple[Any, Any]] = {}  # a model dimension: dims and attrs
-        self._parts: dict[str, Any] = {}  # ... and the joined values (a list for strings)
-
-    def _start(self, piece: xr.Dataset) -> None:
-        self._coords = [str(name) for name in piece.coords]
-        self._data = [str(name) for name in piece.data_vars]
-        self._attrs = dict(piece.attrs)
-        for key, variable in piece.variables.items():
-            name = str(key)
-            if "model" not in variable.dims:
-                self._fixed[name] = variable
-                continue
-            self._like[name] = (variable.dims, dict(variable.attrs))
-            if variable.dtype.kind in "US":
-                self._parts[name] = []
-                continue
-            shape = list(variable.shape)
-            shape[variable.dims.index("model")] = self.models
-            self._parts[name] = np.empty(shape, variable.dtype)
+        self._pieces: list[xr.Dataset] = []
+        self._joined: xr.Dataset | None = None
 
     def append(self, piece: xr.Dataset) -> None:
-        """Copy the grid of the next model into its place."""
-        if self.count == 0:
-            self._start(piece)
-        for name, target in self._parts.items():
-            variable = piece.variables[name]
-            if isinstance(target, list):
-                target.append(variable.values)
-                continue
-            place = [slice(None)] * variable.ndim
-            place[variable.dims.index("model")] = slice(self.count, self.count + 1)
-            target[tuple(place)] = variable.values
+        """Hold the grid of the next model."""
+        self._pieces.append(piece)
         self.count += 1
 
-    def _variable(self, name: str) -> xr.Variable:
-        if name in self._fixed:
-            return self._fixed[name]
-        (dims, attrs), data = self._like[name], self._parts[name]
-        if isinstance(data, list):
-            data = np.concatenate(data, dims.index("model"))
-        return xr.Variable(dims, data, attrs)
+    def slices(self) -> Iterator[xr.Dataset]:
+        """The one-model-one-device grids, in the whole grid's order, as views of the models'
+        grids (``sweeps.charts.output.slices`` of the joined grid, without joining it)."""
+        if self._joined is not None:
+            yield from model_device_slices(self._joined)
+            return
+        for piece in self._pieces:
+            yield from model_device_slices(piece)
 
     def dataset(self) -> xr.Dataset:
         """The joined grid: the first model's variables' dims, attrs and order, every model's
         values."""
+        if self._joined is not None:
+            return self._joined
         if self.count != self.models:
             msg = f"joined {self.count} of {self.models} models' grids"
             raise RuntimeError(msg)
-        coords = {name: self._variable(name) for name in self._coords}
-        data = {name: self._variable(name) for name in self._data}
-        return xr.Dataset(data, coords, self._attrs)
+        first = self._pieces[0]
+        fixed = {str(k): v for k, v in first.variables.items() if "model" not in v.dims}
+        parts: dict[str, Any] = {}
+        for key, variable in first.variables.items():
+            if "model" not in variable.dims:
+                continue
+            if variable.dtype.kind in "USO":
+                parts[str(key)] = []
+                continue
+            shape = list(variable.shape)
+            shape[variable.dims.index("model")] = self.models
+            parts[str(key)] = np.empty(shape, variable.dtype)
+        for index in range(self.models):
+            piece = self._pieces[index]
+            for name, target in parts.items():
+                variable = piece.variables[name]
+                if isinstance(target, list):
+                    target.append(variable.values)
+                    continue
+                place = [slice(None)] * variable.ndim
+                place[variable.dims.index("model")] = slice(index, index + 1)
+                target[tuple(place)] = variable.values
+            self._pieces[index] = first if index == 0 else xr.Dataset()  # released: copied
+
+        def whole(name: str) -> xr.Variable:
+            if name in fixed:
+                return fixed[name]
+            like = first.variables[name]
+            data = parts[name]
+            if isinstance(data, list):
+                data = np.concatenate(data, like.dims.index("model"))
+            return xr.Variable(like.dims, data, like.attrs)
+
+        coords = {str(name): whole(str(name)) for name in first.coords}
+        data = {str(name): whole(str(name)) for name in first.data_vars}
+        self._joined = xr.Dataset(data, coords, first.attrs)
+        self._pieces = []
+        return self._joined
+
+
+class _Keep:
+    """Each model's grid as it is computed: to the ``Join``, and to the grid file's writer."""
+
+    def __init__(self, join: Join, blocks: ZarrBlocks | None) -> None:
+        self.join = join
+        self.blocks = blocks
+
+    def append(self, piece: xr.Dataset) -> None:
+        if self.blocks is not None:
+            self.blocks.append(piece)
+        self.join.append(piece)
 
 
 def write_in_pieces(
@@ -115,16 +148,69 @@ def write_in_pieces(
     layout: str,
     budget: int,
     progress: Progress | None = None,
-) -> tuple[dict[str, Written], xr.Dataset]:
+    blocks: ZarrBlocks | None = None,
+) -> tuple[dict[str, Written], Join]:
     """Write every table of ``sweep`` into ``staging`` in ``layout`` from its models' grids,
-    one model evaluated ahead of the writers; the tables written and the whole grid."""
-    from sweeps.grid.build import build_grid
+    one model evaluated ahead of the writers, each model's grid also handed to ``blocks``
+    (the grid file's writer) where given; the tables written and the models' grids.
 
+    On any failure ``blocks`` is stopped before the error propagates (the caller's atomic
+    folder then removes what was written); on success the caller closes it."""
     chunks = plan_chunks(sweep, budget)  # one per model: the whole sweep fits the budget
     join = Join(len(chunks))
-    streamed = stream_tables(sweep, chunks, staging, layout, progress, keep=join)
-    written = {name: Written(*entry) for name, entry in streamed.items()}
-    for name, table in spec_tables(sweep).items():
-        info = write_frame(table, staging / f"{name}.parquet", name)
-        written[name] = Written(table.height, info, [f"{name}.parquet"])
-    return written, join.dataset() if join.count == len(chunks) else build_grid(sweep)
+    try:
+        streamed = stream_tables(sweep, chunks, staging, layout, progress, keep=_Keep(join, blocks))
+        written = {name: Written(*entry) for name, entry in streamed.items()}
+        for name, table in spec_tables(sweep).items():
+            info = write_frame(table, staging / f"{name}.parquet", name)
+            written[name] = Written(table.height, info, [f"{name}.parquet"])
+    except BaseException:
+        if blocks is not None:
+            blocks.abort()
+        raise
+    return written, join
+
+
+def model_device_slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
+    """``ds`` one model and one device at a time, as views, model by model."""
+    for i in range(ds.sizes["model"]):
+        for j in range(ds.sizes["hardware"]):
+            yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
+
+
+def write_pieces(
+    sweep: Sweep,
+    how: Plan,
+    staging: Path,
+    grid_format: str,
+    hooks: tuple[Hook, ...],
+    timings: dict[str, float],
+    progress: Progress | None,
+) -> tuple[dict[str, Written], Join, list[str]]:
+    """A run's outputs from its models' grids: the tables and ``grid.zarr`` as each model's
+    grid is computed, then the hooks on its model-and-device slices while the grid file's last
+    blocks are written; (tables, models' grids, other files written). A NetCDF grid file
+    (``grid_format``) is written last, from the joined grid."""
+    from sweeps.export.grid import GRID_FILES, write_grid
+
+    start = time.perf_counter()
+    grid_file = GRID_FILES.get(grid_format)
+    blocks = None
+    if grid_format == "zarr":
+        blocks = ZarrBlocks(staging / GRID_FILES["zarr"], len(sweep.models))
+    written, join = write_in_pieces(sweep, staging, how.layout, how.budget, progress, blocks)
+    timings["grid_and_tables"] = time.perf_counter() - start
+    extra: list[str] = []
+    with blocks or contextlib.nullcontext():  # stops the grid file's writer if a hook fails
+        for hook in hooks:
+            begun = time.perf_counter()
+            extra += hook(join.slices(), sweep, staging)
+            timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - begun
+        if blocks is not None:
+            blocks.close()
+    if grid_file and blocks is None:
+        write_grid(join.dataset(), staging / grid_file, grid_format)
+    if grid_file:
+        timings["grid_file"] = time.perf_counter() - start  # from the first block on
+        extra.append(grid_file)
+    return written, join, extra

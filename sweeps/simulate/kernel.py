@@ -16,7 +16,11 @@ waiting prompt with a free slot prefilled together in one step), ``PACED`` (each
 every decode and ``min(tau - n_d, pace)`` prompt tokens on average, a token credit carried
 between steps; prefilled prompts wait for a slot, at most ``B`` of them), ``GREEDY`` (every
 decode, then the whole leftover budget to the waiting prompts in order, a prompt holding its
-slot from its first chunk: ``max_num_seqs = B``).
+slot from its first chunk: ``max_num_seqs = B``), ``HELD`` (``chunked-paced`` where random
+verify steps free its slots at random: a free slot takes the next waiting prompt, held from its
+first chunk, which rides ``p = ceil(I / pace)`` steps in chunks of ``ceil(I / p)`` beside every
+decode, the prompts prefilling together in order within the budget; no prompt waits for a slot
+after its first token).
 
 With speculation (``rows = k + 1``) a decode slot's step is a verify of ``k + 1`` rows from its
 context (``decode_flops`` and ``verify_cache`` are then the verify step's tables, ``k + 1``
@@ -40,7 +44,7 @@ import numpy as np
 
 from sweeps import physics
 
-STATIC, SERIAL, BATCHED, PACED, GREEDY = 0, 1, 2, 3, 4
+STATIC, SERIAL, BATCHED, PACED, GREEDY, HELD = 0, 1, 2, 3, 4, 5
 
 SCHEDULER_CODES: dict[str, int] = {
     "static": STATIC,
@@ -51,8 +55,9 @@ SCHEDULER_CODES: dict[str, int] = {
 }
 """The named schedulers of docs/serving.md section 3, by their mode names."""
 
-CHUNKED = (PACED, GREEDY)
-"""The schedulers that mix decodes and prompt chunks in one step under a token budget."""
+CHUNKED = (PACED, GREEDY, HELD)
+"""The schedulers that mix decodes and prompt chunks in one step under a token budget
+(``HELD``: ``chunked-paced`` where its slots free at random, ``sweeps.simulate.run``)."""
 
 _roofline_time: Any = physics.roofline_time
 """The physics call of the loop: numba's compiled one once ``compiled`` has run (numba, the
@@ -77,6 +82,11 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
     arrived, nxt, progress, ready, finished, released = 0, 0, 0, 0, 0, closed
     credit = 0.0
     begun = False  # whether prompt nxt has had its first chunk (chunked schedulers)
+    # HELD: the prompts prefilling in their held slots, in order, each with its chunk a step
+    pre_req = np.zeros(slots, np.int64)
+    pre_chunk = np.zeros(slots, np.int64)
+    pre = 0
+    done_to = np.zeros(n, np.int64)  # HELD: prompt tokens each prefilling request has done
     for r in range(warm):  # a warm start: prefilled, decoding, their first token at 0
         admit[r], first[r] = 0.0, 0.0
         slot_req[active], slot_ctx[active], slot_left[active] = r, prompt[r] + 1, output[r] - 1
@@ -95,6 +105,16 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
                     held += 1
                     active += 1
                 ready += 1
+        if scheduler == HELD:  # a free slot takes the next prompt, held from its first chunk
+            while held < slots and nxt < arrived:
+                computed = prompt[nxt] - cached[nxt]
+                parts = max(int(np.ceil(computed / pace)), 1)
+                pre_req[pre], pre_chunk[pre] = nxt, (computed + parts - 1) // parts
+                done_to[nxt] = cached[nxt]
+                admit[nxt] = t
+                pre += 1
+                held += 1
+                nxt += 1
         # what the step carries: every decode or none, whole prompts or chunks
         whole = 0
         decodes = active > 0
@@ -164,6 +184,23 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
                     begun = False
             if scheduler == PACED:
                 credit = min(credit - used, pace)
+        if scheduler == HELD:  # each prefilling prompt its own chunk, in order, within budget
+            allow = budget - tokens
+            for i in range(pre):
+                r = pre_req[i]
+                take = min(pre_chunk[i], prompt[r] - done_to[r], allow)
+                if take <= 0:
+                    continue
+                if done_to[r] == cached[r]:  # its first chunk: the prefix reloaded
+                    reload += cache[cached[r]]
+                stop = done_to[r] + take
+                flops += token_flops * take + pair_flops * (pairs[stop] - pairs[done_to[r]])
+                if stop == prompt[r]:
+                    flops += logit_flops
+                nbytes += cache[stop]
+                tokens += take
+                allow -= take
+                done_to[r] = stop
         if tokens == 0:  # nothing to run: wait for the next arrival
             if arrived >= n:
                 break
@@ -194,6 +231,28 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
                     if released < n:  # a closed loop's client sends its next request
                         arrival[released] = t
                         released += 1
+        if scheduler == HELD:  # the prompts this step prefilled decode in the slots they hold
+            kept = 0
+            for i in range(pre):
+                r = pre_req[i]
+                if done_to[r] < prompt[r]:
+                    pre_req[kept], pre_chunk[kept] = r, pre_chunk[i]
+                    kept += 1
+                    continue
+                first[r] = t
+                if output[r] == 1:
+                    done[r] = t
+                    finished += 1
+                    held -= 1
+                    if released < n:
+                        arrival[released] = t
+                        released += 1
+                else:
+                    slot_req[active], slot_ctx[active] = r, prompt[r] + 1
+                    slot_left[active] = output[r] - 1
+                    slot_draw[active] = draw_start[r]
+                    active += 1
+            pre = kept
         for r in range(start, nxt):  # the prompts whose prefill this step completed
             first[r] = t
             if output[r] == 1:
@@ -225,8 +284,24 @@ def compiled() -> Callable[..., Any] | None:
     return numba.njit(nogil=True, error_model="numpy", cache=True)(loop)
 
 
-def replica_loop(use_numba: bool = True) -> Callable[..., Any]:
-    """The loop to run: compiled where numba is installed and wanted, else interpreted (with
-    numba installed, its physics call is still the compiled one)."""
-    compiled_loop = compiled() if use_numba else None
-    return compiled_loop if compiled_loop is not None else loop
+def replica_loop(use_numba: bool | None = None) -> Callable[..., Any]:
+    """The loop to run: ``use_numba`` None: compiled where numba is installed, else
+    interpreted; False: interpreted (with numba installed, its physics call is still the
+    compiled one); True: compiled, and a ``MissingExtraError`` naming the ``fast`` extra
+    where numba is not installed (never the interpreted loop in its place, unsaid)."""
+    if use_numba is False:
+        return loop
+    compiled_loop = compiled()
+    if compiled_loop is not None:
+        return compiled_loop
+    if use_numba:
+        from sweeps.errors import MissingExtraError
+        from sweeps.pipeline.extras import install_hint
+
+        msg = (
+            "use_numba=True: the simulator's compiled loop needs numba, which is not "
+            f"installed; install the fast extra: {install_hint('fast')} (or leave use_numba "
+            "unset: compiled where numba is installed, else interpreted)"
+        )
+        raise MissingExtraError(msg)
+    return loop

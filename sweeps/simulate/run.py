@@ -20,7 +20,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.errors import ConfigError
 from sweeps.simulate.costs import StepCosts, step_costs
-from sweeps.simulate.kernel import CHUNKED, SCHEDULER_CODES, replica_loop
+from sweeps.simulate.kernel import CHUNKED, HELD, PACED, SCHEDULER_CODES, replica_loop
 from sweeps.simulate.speculation import Techniques, techniques
 from sweeps.simulate.workload import Arrivals, Lengths, Requests, draw_requests
 
@@ -126,6 +126,19 @@ def pace(batch: int, prompt: float, output: float, rows: int = 1, acceptance: fl
     return batch * prompt / float(physics.verify_steps(output - 1, rows - 1, acceptance))
 
 
+def held_slots(code: int, batch: int, budget: int, paced: float, rows: int, alpha: float) -> int:
+    """``chunked-paced``'s loop: ``HELD`` where its slots free at random (``k > 0``,
+    ``0 < alpha < 1``) and its pace fits the budget beside every slot's rows (not
+    budget-limited, ``B (k + 1) + pace <= tau``): prompts fed at the mean rate into slots that
+    free at random would queue for them after their first token, a driftless walk; a prompt
+    that holds its slot from its first chunk cannot wait for one (docs/serving.md). Else the
+    code as given."""
+    random = rows > 1 and 0.0 < alpha < 1.0
+    if code == PACED and random and batch * rows + paced <= budget:
+        return HELD
+    return code
+
+
 def mean_lengths(
     arrivals: Arrivals, lengths: Lengths, prompt: int, output: int
 ) -> tuple[float, float]:
@@ -139,7 +152,7 @@ def mean_lengths(
 
 def _run_replica(
     costs: StepCosts, req: Requests, code: int, batch: int, budget: int, paced: float,
-    use_numba: bool, extra: Techniques | None, seed: int,
+    use_numba: bool | None, extra: Techniques | None, seed: int,
 ) -> tuple[np.ndarray, ...]:  # fmt: skip
     n = req.prompt.size
     admit, first, done = np.full(n, -1.0), np.full(n, -1.0), np.full(n, -1.0)
@@ -179,7 +192,7 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
     budget: int = 0,
     replicas: int = 1,
     seed: int = 0,
-    use_numba: bool = True,
+    use_numba: bool | None = None,
     extra: Techniques | None = None,
 ) -> Timeline:
     """Simulate ``requests`` requests on ``replicas`` replicas running ``scheduler``.
@@ -189,9 +202,13 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
     schedulers need one above ``batch``). ``prompt`` and ``output`` are the lengths' means.
     Speculation and prefix hits (``sweeps.simulate.speculation``) are the point's own where
     it has their axes; with ready ``StepCosts`` they are ``extra`` (None: plain).
+    ``use_numba``: None runs the compiled loop where numba (the ``fast`` extra) is installed,
+    else the interpreted one (the same numbers); False the interpreted one; True the compiled
+    one, a ``MissingExtraError`` where numba is not installed.
     """
     tau = int(budget) if budget > 0 else NO_BUDGET
     code = _check(scheduler, batch, tau, replicas)
+    replica_loop(use_numba)  # a compiled loop asked for without numba: said before any work
     if requests < 1 and arrivals.kind != "trace":
         msg = f"simulate = {requests!r} requests must be >= 1"
         raise ConfigError(msg)
@@ -209,6 +226,7 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
     hit = extra.hit_rate if extra is not None else 0.0
     computed = mean_prompt if hit == 0 else max(mean_prompt * (1 - hit), 1.0)
     paced = pace(batch, computed, mean_output, rows, alpha)
+    code = held_slots(code, batch, tau, paced, rows, alpha)
     which = _split(req, arrivals, replicas, seed)
     n = req.prompt.size
     out = {k: np.empty(n) for k in ("arrival", "admit", "first", "done")}

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
+from sweeps.grid.analyses.drafts import mtp_head
 
 
 @dataclass(frozen=True)
@@ -83,34 +84,32 @@ def _value(x: Any, key: str, default: float) -> float:
 
 def _mtp(x: Any, context: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, ...]:
     """One MTP head pass of one slot at ``context``: FLOPs, cache bytes; and the weight bytes
-    of a pass of ``slots`` slots (``analyses/drafts.py`` ``_mtp``) [FLOP, byte, byte]."""
-    tp, wb = x["tp"], x["weight_bytes_per_param"]
-    vocab, width, layers = x["vocab_size"], x["hidden_size"], x["layers"]
-    embedding = physics.embedding_params(vocab, width, x["tied_embeddings"])
-    total = physics.mtp_layer_params(x["params"], embedding, layers)
-    active = physics.mtp_layer_params(x["active_params"], embedding, layers)
-    read = physics.params_read(total, active, x["experts"], x["experts_per_token"], slots) * wb
-    attention = x["_attention_on"] * physics.attention_flops_per_token(
-        x["heads"], x["attention_dim"], context
-    )
-    logits = physics.logit_params(vocab, width)
-    layer_cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], 1) / x["_shards"]
-    flops = physics.mtp_pass_flops(1, active, logits, attention) / tp
-    weights = physics.mtp_pass_bytes(read / tp, logits * wb / tp, 0.0, 0.0)
-    return flops, layer_cache * context, weights
+    of a pass of ``slots`` slots (``analyses/drafts.py`` ``_mtp``, per rank of a ``tp x ep x
+    pp`` replica: the last stage's ``pp`` micro-batches of ``slots / pp`` read the head's
+    weights ``pp`` times) [FLOP, byte, byte]."""
+    head = mtp_head(x, context, slots)
+    flops = physics.mtp_pass_flops(1, head.active, head.logits, head.attention)
+    weights = physics.mtp_pass_bytes(head.read, head.logit_bytes, 0.0, 0.0) * x["_pp"]
+    return flops / x["_stage_devices"], head.layer_cache * context, weights
 
 
 def _draft_model(x: Any, context: np.ndarray, slots: np.ndarray) -> tuple[np.ndarray, ...]:
     """One decode step of the draft model for one slot at ``context``: FLOPs, cache bytes; and
-    the weight bytes of a step of ``slots`` slots (``analyses/drafts.py``) [FLOP, byte, byte]."""
-    tp, wb, kb = x["tp"], x["weight_bytes_per_param"], x["kv_bytes"]
+    the weight bytes of a step of ``slots`` slots (``analyses/drafts.py``, per rank: a copy on
+    each of the ``r`` attention copies over ``d`` devices, the last stage's ``pp``
+    micro-batches in turn) [FLOP, byte, byte]."""
+    wb, kb, pp = x["weight_bytes_per_param"], x["kv_bytes"], x["_pp"]
+    tp = physics.dense_shards(x["tp"], x["_ep"], x["_dp"])
+    copies = physics.attention_replicas(x["_ep"], x["_dp"])
+    own = slots / pp / copies
     vocab, width, tied = x["_draft_vocab_size"], x["_draft_hidden_size"], x["_draft_tied"]
     read = physics.params_read(
         x["_draft_params"], x["_draft_active_params"], x["_draft_experts"],
-        x["_draft_experts_per_token"], slots,
+        x["_draft_experts_per_token"], own,
     )  # fmt: skip
-    weights = physics.weights_read_with_gather(read * wb, vocab, width, tied, wb, slots) / tp
+    weights = physics.weights_read_with_gather(read * wb, vocab, width, tied, wb, own) / tp * pp
     lookup = physics.lookup_params(vocab, width, tied)
+    # one slot's share of a copy's step: FLOPs and cache over the copy's devices, 1/r of them
     linear = physics.decode_flops_per_sequence(x["_draft_active_params"], 0.0, 0.0, lookup) / tp
     per_pair = x["_attention_on"] * physics.attention_flops_per_token(
         x["_draft_heads"], x["_draft_attention_dim"], 1
@@ -120,7 +119,8 @@ def _draft_model(x: Any, context: np.ndarray, slots: np.ndarray) -> tuple[np.nda
     layer_tokens = physics.kv_cached_layer_tokens(
         context, x["_draft_layers"], x["_draft_local_layers"], x["_draft_window"]
     )
-    return linear + per_pair / tp * layer_tokens, per_token * layer_tokens, weights
+    flops = (linear + per_pair / tp * layer_tokens) / copies
+    return flops, per_token * layer_tokens / copies, weights
 
 
 def techniques(x: Any, max_context: int, max_slots: int) -> Techniques:
@@ -140,7 +140,8 @@ def techniques(x: Any, max_context: int, max_slots: int) -> Techniques:
     # attention at its own peak (grid/analyses/split.py): its FLOPs as their time at the GEMM
     # peak, as the decode tables of ``costs`` take them
     ratio = float(x["_attention_ratio"])
-    verify = physics.verify_flops_per_sequence(k, linear, ratio * attention) / x["tp"]
+    # a step's FLOPs over the replica's devices (tp x ep x pp), as the grid's verify step
+    verify = physics.verify_flops_per_sequence(k, linear, ratio * attention) / x["_flop_devices"]
     cached = physics.verify_cached_layer_tokens(context, k, *shape)
     cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], cached) / x["_shards"]
     kind = int(_value(x, "_draft_kind", 0.0)) if k > 0 else 0

@@ -74,7 +74,14 @@ def _compute(x: Inputs) -> dict[str, Any]:
     ceiling = physics.asymptotic_ceiling(f_seq, per_sequence)
     out["ceiling"] = ceiling
     max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)
-    out.update(_batches(x, (shared, per_sequence), ridge, f_seq, max_batch))
+    gemm = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup) / devices
+    attention = attention_on * physics.attention_flops_per_token(
+        x["heads"], x["attention_dim"], layer_tokens
+    )
+    out["_split"] = (gemm, attention / devices)  # per sequence, per device [FLOP]
+    # the ridge batch at the split compute roof, as the bottleneck flag (``_roofline``) takes it
+    timed = timed_flops(x, gemm, attention / devices, f_seq)
+    out.update(_batches(x, (shared, per_sequence), ridge, timed, max_batch))
     out["ceiling_reachable"] = out["ceiling_batch"] <= max_batch
     out["allreduce_bytes"] = physics.allreduce_bytes(
         x["layers"] / x["_pp"],
@@ -83,11 +90,6 @@ def _compute(x: Inputs) -> dict[str, Any]:
         opt.activation_bytes,
         physics.dense_shards(tp, x["_ep"], x["_dp"]),
     )
-    gemm = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup) / devices
-    attention = attention_on * physics.attention_flops_per_token(
-        x["heads"], x["attention_dim"], layer_tokens
-    )
-    out["_split"] = (gemm, attention / devices)  # per sequence, per device [FLOP]
     out.update(_user_terms(x, (f_seq, *out["_split"]), kv_dev, peak, bandwidth, max_batch))
     out["tile_fill"] = physics.tile_fill(batch)
     out["compute_dtype"] = x["_compute_dtype"]
@@ -97,12 +99,14 @@ def _compute(x: Inputs) -> dict[str, Any]:
 
 
 def _batches(
-    x: Inputs, step: tuple[Any, Any], ridge: Any, f_seq: Any, max_batch: Any
+    x: Inputs, step: tuple[Any, Any], ridge: Any, timed: Any, max_batch: Any
 ) -> dict[str, Any]:
     """The batches that matter and the share of the ceiling at the memory wall, from a step's
     bytes ``step`` = (shared, per sequence) [byte]. A MoE step reads ``W(B)``, from the experts
     one token touches to all of them, and each batch solves for it (``physics.moe``; dense:
-    the closed forms ``W / KV_seq``)."""
+    the closed forms ``W / KV_seq``). The ridge batch takes one sequence's FLOPs as their time
+    at the GEMM peak, ``timed`` (``split.timed_flops``: the GEMMs' plus ``r`` times
+    attention's) [FLOP], so it is where the bottleneck flag turns compute-bound."""
     shared, per_sequence = step
     moe = (x["_fixed_active"], shared, x["experts"], x["experts_per_token"])
     fraction = x.options.ceiling_fraction
@@ -110,7 +114,7 @@ def _batches(
     return {
         "knee_batch": physics.moe_knee_batch(*moe, per_sequence),
         "ceiling_batch": physics.moe_batch_for_fraction(fraction, *moe, per_sequence),
-        "ridge_batch": physics.moe_ridge_batch(ridge, *moe, f_seq, per_sequence),
+        "ridge_batch": physics.moe_ridge_batch(ridge, *moe, timed, per_sequence),
         "max_batch": max_batch,
         "wall_fraction_of_ceiling": where(max_batch >= 1, wall, np.nan),
     }
@@ -245,7 +249,8 @@ DECODE = Analysis(
         _V(
             "ridge_batch",
             "sequence",
-            "Batch where decode turns compute-bound (null: never)",
+            "Batch where decode turns compute-bound: the bottleneck flag is compute-bound "
+            "from its ceiling on, attention at its own peak (null: never)",
             "nullable",
         ),
         _V(

@@ -16,6 +16,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
 from sweeps.grid.analyses.prefill import DIMS as PREFILL_DIMS
 from sweeps.grid.analyses.split import split_roof
 from sweeps.grid.analyses.steps import cache_bytes, hit_work, prefill_split
@@ -31,7 +32,9 @@ def _compute(x: Inputs) -> dict[str, Any]:
     flops, read, kv_dev = hit_work(x, x["batch"], x["prompt"], x["prefix_hit_rate"])
     nbytes = point(physics.prefill_bytes, HIT_DIMS, read, batch, kv_dev)
     ai = point(physics.arithmetic_intensity, HIT_DIMS, flops, nbytes)
-    max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], kv_dev)
+    # a prefill writes every stage's cache in turn; a device holds its stage's (the prefill's)
+    held = kv_dev / x["_pp"]
+    max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], held)
     roof = x.engine.roofline(
         HIT_DIMS, with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
         max_batch=max_batch, peak=x["_peak"], bandwidth=x["_bandwidth"],
@@ -42,6 +45,13 @@ def _compute(x: Inputs) -> dict[str, Any]:
     gemm, attention = prefill_split(x, batch, new, flops)
     device = (x["_peak"], x["_bandwidth"])
     roof = split_roof(x, HIT_DIMS, (gemm, attention, nbytes, ai), device, roof)
+    if parallel(x):  # the new tokens cross every stage in turn, as the prefill table's
+        path = batch * new * x["_pp"]
+        handoff = physics.known(handoff_time(x, path))
+        ttft = physics.step_bound(roof["time"], physics.known(link_time(x, path)))
+        roof = {**roof, "time": point(np.add, HIT_DIMS, ttft, (x["_pp"] - 1) * handoff)}
+    # each device reloads its own share of the prefixes: a stage's layers, an attention
+    # copy's sequences (``cache_bytes``), every stage at once
     prefix = cache_bytes(x, x["prefix_hit_rate"] * x["prompt"])
     reload_bytes = physics.reload_bytes(batch, prefix)
     reload = physics.reload_time(reload_bytes, x["_tier_bandwidth"])
@@ -160,4 +170,5 @@ PREFIX = Analysis(
         "prefixes_held",
     ),
     study="prefix",
+    extra_dims=PARALLEL_DIMS,
 )

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses import bounds, served
+from sweeps.grid.analyses import bounds, paced, served
 from sweeps.grid.analyses.base import Inputs
 from sweeps.grid.analyses.drafts import draft
+from sweeps.grid.analyses.greedy import random_slots
 from sweeps.grid.analyses.split import timed_coefficients, timed_flops
 from sweeps.grid.analyses.steps import (
     cache_bytes,
@@ -29,6 +30,12 @@ from sweeps.grid.analyses.steps import (
     weights_read,
 )
 from sweeps.physics._array import where
+
+HEADROOM = 3.0
+"""The free slots, in standard deviations of its decodes, below which a budget-paced
+``chunked-greedy`` with random verify steps is not held to its balanced state (null):
+measured at 3.1 within 0.06-0.4 % on TPOT, at 0.7 3 % high
+(``sweeps.physics.balanced_headroom``)."""
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 """The percentiles of TTFT and TPOT the pools table reports."""
@@ -261,65 +268,107 @@ def chunked_paced(t: Terms) -> dict[str, Any]:
 
     In rows: a slot's ``k + 1`` rows a step over its ``n`` verify steps are the ``O - 1``
     decode tokens of a plain slot, so the balanced state is the plain one of ``B (k + 1)``
-    slots and ``n (k + 1) + 1`` output tokens, its prompts the ``(1 - h) I`` tokens computed."""
+    slots and ``n (k + 1) + 1`` output tokens, its prompts the ``(1 - h) I`` tokens computed.
+    Where the slots free at random and the budget does not bind, each prompt holds its slot
+    from its first chunk (``analyses/paced.py``)."""
     slots, rows = t.batch * t.rows, t.steps * t.rows + 1
     decoders = physics.balanced_decoders(slots, t.computed, rows, t.budget)
     chunk = physics.paced_chunk(decoders, t.computed, rows, t.budget)
     out = _chunked(t, decoders / t.rows, chunk)
-    return {**out, "limited": physics.budget_limited(slots, t.computed, rows, t.budget)}
+    limited = physics.budget_limited(slots, t.computed, rows, t.budget)
+    if served.speculates(t.x):  # slots freed at random: each prompt holds its slot (paced.py)
+        hold = t.random & ~limited
+        slotted = paced.held(t, chunk, hold)
+        out = {key: where(hold, slotted[key], value) for key, value in out.items()}
+    return {**out, "limited": limited}
 
 
-def _greedy_one_at_a_time(t: Terms, steps: Any) -> dict[str, Any]:
+def _greedy_one_at_a_time(t: Terms, steps: Any, n: Any, decode: Any) -> dict[str, Any]:
     """``chunked-greedy`` paced by its slots, one prompt at a time: a freed slot's prompt
-    beside the ``B - 1`` other decodes over ``k`` steps of ``tau - B + 1`` prompt tokens (the
-    last the rest), then ``O - 1`` decodes; the cycle's other steps decode all ``B``."""
-    batch, prompt, output, cached = t.batch, t.computed, t.output, t.cached
-    room = t.budget - batch + 1
+    beside the ``B - 1`` other decodes (``r`` rows each) over ``s`` steps of ``tau - (B - 1) r``
+    prompt tokens (the last the rest), then its ``n`` decode steps (``O - 1``; verify steps
+    with speculation); the cycle's other steps decode all ``B`` (``decode`` each)."""
+    batch, prompt, cached = t.batch, t.computed, t.cached
+    room = t.budget - (batch - 1) * t.rows
     cut = where((steps > 1) | (cached > 0), 1.0, 0.0)  # a prefix to re-read
     full = t.mixed_step(batch - 1, room, cached + (steps - 2) / 2 * room, cut)
     last = t.mixed_step(batch - 1, prompt - (steps - 1) * room, cached + (steps - 1) * room, cut)
     own = (steps - 1) * full + last
-    cycle = batch * own + (output - 1 + steps - batch * steps) * t.steady
-    rate, tpot, ttft = physics.greedy_cycle(batch, output, cycle, own)
-    return {"rate": rate, "tpot": tpot, "ttft": ttft, "cycle": cycle, "steps": output - 1 + steps}
+    cycle = batch * own + (n + steps - batch * steps) * decode
+    rate, tpot, ttft = physics.greedy_cycle(batch, t.output, cycle, own)
+    return {"rate": rate, "tpot": tpot, "ttft": ttft, "cycle": cycle, "steps": n + steps}
 
 
-def _greedy_groups(t: Terms) -> dict[str, Any]:
+def _greedy_groups(t: Terms, n: Any, decode: Any) -> dict[str, Any]:
     """``chunked-greedy`` paced by its slots, each freed group's prompts whole in one step:
-    the slots free in the ``O - 1`` groups of a warm start, each group's prompts prefilled in
-    the step after it finishes, beside the other slots' decodes; a cycle of ``O`` steps is
-    those ``O - 1`` and one step of all ``B`` decodes."""
-    batch, prompt, output, cached = t.batch, t.computed, t.output, t.cached
-    small, _ = physics.slot_groups(batch, output - 1)
+    the slots free in the ``n`` groups of a warm start (``O - 1``; verify steps with
+    speculation), each group's prompts prefilled in the step after it finishes, beside the
+    other slots' decodes; a cycle of ``n + 1`` steps is those ``n`` and one step of all ``B``
+    decodes (``decode``)."""
+    batch, prompt, cached = t.batch, t.computed, t.cached
+    small, _ = physics.slot_groups(batch, n)
     large_step = t.mixed_step(batch - small - 1, (small + 1) * prompt, cached, small + 1)
     small_step = t.mixed_step(batch - small, small * prompt, cached, small)
-    prefills, own = physics.grouped(batch, output - 1, large_step, small_step)
-    cycle = prefills + where(t.decodes, t.steady, 0.0)
-    rate, tpot, ttft = physics.greedy_cycle(batch, output, cycle, own)
-    return {"rate": rate, "tpot": tpot, "ttft": ttft, "cycle": cycle, "steps": output}
+    prefills, own = physics.grouped(batch, n, large_step, small_step)
+    cycle = prefills + where(t.decodes, decode, 0.0)
+    rate, tpot, ttft = physics.greedy_cycle(batch, t.output, cycle, own)
+    return {"rate": rate, "tpot": tpot, "ttft": ttft, "cycle": cycle, "steps": n + 1}
 
 
-def chunked_greedy(t: Terms) -> dict[str, Any]:
-    """vLLM V1: decodes first, the whole leftover budget to the waiting prompts, ``B`` slots
-    counting prefilling requests. Paced by its slots (a freed group's prompts whole in one
-    step, or one prompt at a time over ``k`` steps) or by its budget (it fills every step:
-    the balanced state, as paced). With a prefix hit its prompts are the tokens computed."""
-    batch, prompt, output = t.batch, t.computed, t.output
-    steps = physics.greedy_prefill_steps(batch, prompt, t.budget)
-    most = np.ceil(batch / np.maximum(output - 1, 1))
-    grouped = batch - most + most * prompt <= t.budget
-    single = physics.greedy_slot_bound(batch, output, steps)
+def _greedy_fixed(t: Terms, n: Any, decode: Any, tokens: Any) -> dict[str, Any]:
+    """``chunked-greedy`` whose requests take ``n`` decode steps each, fixed (``O - 1``, or
+    with speculation at acceptance 0 or 1 its verify steps): paced by its slots (a freed
+    group's prompts whole in one step, or one prompt at a time over ``s`` steps) or by its
+    budget (it fills every step: the balanced state, as paced). ``decode`` is a step of all
+    ``B`` decodes, ``tokens`` the rows a request's decodes carry (``O - 1`` plain)."""
+    batch, prompt, rows = t.batch, t.computed, t.rows
+    steps = physics.greedy_prefill_steps((batch - 1) * rows + 1, prompt, t.budget)
+    most = np.ceil(batch / np.maximum(n, 1))
+    grouped = (batch - most) * rows + most * prompt <= t.budget
+    single = physics.greedy_slot_bound(batch, n + 1, steps)
     slots = grouped | single
-    decoders = np.minimum(batch, t.budget * (output - 1) / (prompt + output - 1))
-    full = _chunked(t, decoders, t.budget - decoders)
-    groups, one = _greedy_groups(t), _greedy_one_at_a_time(t, steps)
+    decoders = np.minimum(batch, t.budget * n / (prompt + n * rows))
+    full = _chunked(t, decoders, t.budget - decoders * rows)
+    groups, one = _greedy_groups(t, n, decode), _greedy_one_at_a_time(t, steps, n, decode)
     paced = {key: where(grouped, groups[key], one[key]) for key in groups}
-    share = prompt / (prompt + output - 1)
+    share = prompt / (prompt + tokens)
     steady = paced["cycle"] / paced["steps"]
     free = t.result(paced["ttft"], paced["tpot"], paced["rate"], steady, share)
     out = {key: where(slots, free[key], full[key]) for key in free}
     out["chunk"] = where(slots, batch * prompt / paced["steps"], full["chunk"])
-    return {**out, "limited": ~slots}
+    return {**out, "limited": ~slots, "decoders": decoders}
+
+
+def chunked_greedy(t: Terms) -> dict[str, Any]:
+    """vLLM V1: decodes first, the whole leftover budget to the waiting prompts, ``B`` slots
+    counting prefilling requests (``_greedy_fixed``). With a prefix hit its prompts are the
+    tokens computed. With speculation a request's verify steps are fixed at acceptance 0
+    (``O - 1``) and 1 (``ceil((O - 1) / (k + 1))``), the same schedule of ``k + 1`` rows a
+    slot; at random acceptance its slots free at random steps (``greedy.random_slots``:
+    freed prompts whole in the step after, null where they queue for the budget)."""
+    output = t.output
+    plain = _greedy_fixed(t, output - 1, t.steady, output - 1)
+    del plain["decoders"]
+    if not served.speculates(t.x):
+        return plain
+    x = t.x
+    k, alpha, tokens = x["spec_tokens"], x["spec_acceptance"], output - 1
+    fixed_steps = where(alpha >= 1, np.ceil(tokens / (k + 1)), tokens)  # a = 0 or 1
+    n = where(t.random, t.steps, fixed_steps)  # at random acceptance: its budget-paced state
+    fixed = _greedy_fixed(t, n, t.mixed_step(t.batch, 0.0, 0.0, 0.0), n * t.rows)
+    free = random_slots(t)
+    randomly = t.result(free["ttft"], free["tpot"], free["rate"], free["steady"], free["share"])
+    randomly = {**randomly, "chunk": free["chunk"], "limited": fixed["limited"]}
+    at_random = t.random & t.decodes & ~fixed["limited"]  # slots freeing at random pace it
+    # paced by its budget at random acceptance: balanced where its decodes keep off the slots
+    headroom = physics.balanced_headroom(t.batch, fixed["decoders"])
+    off = where(t.random & fixed["limited"] & (headroom < HEADROOM), np.nan, 0.0)
+    fixed = {
+        key: value + off if key not in ("limited", "decoders") else value
+        for key, value in fixed.items()
+    }
+    spec = {key: where(at_random, randomly[key], fixed[key]) for key in plain}
+    return {key: where(k > 0, spec[key], value) for key, value in plain.items()}
 
 
 PRICED = {

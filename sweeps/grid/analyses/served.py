@@ -151,9 +151,10 @@ def static_cycle(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) -
     return decode * where(tokens > 0, slowest / where(tokens > 0, mean, 1), 1.0)
 
 
-UNMODELLED = {"spec_tokens": ("chunked-greedy",)}
-"""The modes not modelled with speculation (``k > 0``): ``chunked-greedy`` paced by its slots
-frees them in fixed groups of steps, which random verify steps do not keep."""
+UNMODELLED: dict[str, tuple[str, ...]] = {}
+"""The modes not modelled where an axis is off its plain value (``k > 0``, ``h > 0``), by axis:
+none now (``chunked-greedy`` with speculation is modelled, null only where its own schedule
+does not hold, ``grid/analyses/greedy.py``)."""
 
 
 def modelled(x: Inputs, mode: str, terms: dict[str, Any]) -> dict[str, Any]:

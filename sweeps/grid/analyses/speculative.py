@@ -18,6 +18,7 @@ from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.decode import DIMS as DECODE_DIMS
 from sweeps.grid.analyses.drafts import draft
+from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, parallel, step_times
 from sweeps.grid.analyses.split import split_roof
 from sweeps.grid.analyses.steps import weights_read
 
@@ -33,7 +34,8 @@ def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any, Any]:
     FLOPs per sequence (the rest is attention, at its own peak: ``analyses/split.py``)
     [FLOP], each in the decode analysis's form term for term, so that ``k = 0`` is its step
     exactly."""
-    tp, context = x["tp"], x["context"]
+    # a step's FLOPs spread over the replica's devices, as the decode table's (tp x ep x pp)
+    tp, context = x["_flop_devices"], x["context"]
     shape = (x["layers"], x["local_layers"], x["_window"])
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     linear = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup)
@@ -69,7 +71,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     flops = physics.decode_flops(batch, f_seq)
     nbytes = point(physics.verify_bytes, DIMS, weights, batch, cache)
     ai = point(physics.arithmetic_intensity, DIMS, flops, nbytes)
-    draft_time, draft_weights, draft_cache = draft(x, k, x["context"], exact=True)
+    draft_time, draft_weights, draft_cache = draft(x, k, x["context"], exact=True, link=True)
     max_batch = physics.max_batch(
         x["memory"], opt.memory_reserve, x["weight_bytes"] + draft_weights, cache + draft_cache
     )
@@ -82,8 +84,12 @@ def _compute(x: Inputs) -> dict[str, Any]:
     gemm = physics.decode_flops(batch, gemm)
     work = (gemm, point(np.subtract, DIMS, flops, gemm), nbytes, ai)
     roof = split_roof(x, DIMS, work, (x["_peak"], x["_bandwidth"]), roof)
-    verify_time = roof["time"]
+    verify_time, bound = roof["time"], roof["time"]
+    if parallel(x):  # the link and the hand-offs of the B (k + 1) rows, as decode's step
+        bound, verify_time = step_times(x, batch * (k + 1), roof["time"])
     per_token = physics.speculative_time_per_token(verify_time, draft_time, e)
+    # throughput from the device's time a round (the bound), latency with the hand-offs
+    busy = physics.speculative_time_per_token(bound, draft_time, e) if parallel(x) else per_token
     speedup = physics.speculative_speedup(x["step_time_s"], verify_time, draft_time, e)
     out = {
         "expected_tokens": e,
@@ -98,14 +104,14 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "draft_weight_bytes": draft_weights,
         "draft_kv_bytes_per_sequence": draft_cache,
         "spec_time_per_output_token_s": per_token,
-        "spec_tokens_per_s": batch / per_token,
+        "spec_tokens_per_s": batch / busy,
         "speedup": speedup,
         "spec_ceiling": physics.asymptotic_ceiling(f_seq, cache + (k + 1) * x["_gather"]),
         "spec_max_batch": max_batch,
         "spec_feasible": roof["feasible"],
         "break_even_batch": _break_even(speedup, batch),
     }
-    energy = physics.energy_per_token(x["_board_power"], x["tp"], per_token, batch)
+    energy = physics.energy_per_token(x["_board_power"], x["_devices"], busy, batch)
     out["spec_energy_per_output_token_j"] = energy
     out["spec_output_tokens_per_joule"] = physics.tokens_per_joule(energy)
     return out
@@ -197,8 +203,8 @@ VARIABLES = (
     _V(
         "spec_energy_per_output_token_j",
         "J/token",
-        "Estimate: the tp devices at board power for one token's time of the batch (null: "
-        "power unknown)",
+        "Estimate: the replica's devices (tp x ep x pp) at board power for one token's time "
+        "of the batch (null: power unknown)",
         "nullable",
         column="energy_per_output_token_j",
         rank="full",
@@ -244,5 +250,6 @@ SPECULATIVE = Analysis(
         "spec_output_tokens_per_joule",
     ),
     study="speculative",
+    extra_dims=PARALLEL_DIMS,
     keeps=("batch",),
 )
