@@ -164,7 +164,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("fuzz")
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=documents())
 def test_a_config_is_a_sweep_or_a_config_error(folder: Path, text: str) -> None:
     path = folder / "fuzz.toml"
@@ -241,7 +241,7 @@ ROWS = st.lists(
 )
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(rows=ROWS, noise=st.text(max_size=20), where=st.integers(0, 400))
 def test_a_measurements_file_is_rows_or_a_measurements_error(rows, noise, where) -> None:
     from sweeps.calibrate.measurements import parse_measurements

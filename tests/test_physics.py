@@ -439,7 +439,7 @@ def test_second_round_functions_on_scalars_numpy_and_xarray(
     attention_peak=st.floats(1e12, 1e16),
     bandwidth=st.floats(1e11, 1e13),
 )
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 def test_split_roofline_time_against_a_step_by_step_run(
     gemm: float, attention: float, nbytes: float, peak: float, attention_peak: float,
     bandwidth: float,

@@ -85,9 +85,11 @@ def handoff(ds: xr.Dataset, tp: int) -> float:
     return cache / LINK
 
 
-def p90_wait(rate: float, service: float, replicas: float) -> float:
-    """The 0.9 quantile of the M/D/1 wait at ``rho = rate service / replicas`` [s]."""
-    return float(physics.md1_wait_quantile(0.9, rate * service / replicas, service))
+def p90_wait(rate: float, service: float, replicas: Any) -> Any:
+    """The 0.9 quantile of the M/D/1 wait at ``rho = rate service / replicas`` [s] (a float,
+    or an array over an array of replica counts)."""
+    wait = physics.md1_wait_quantile(0.9, rate * service / replicas, service)
+    return float(wait) if np.ndim(wait) == 0 else wait
 
 
 def decode_plan(ds: xr.Dataset, hardware: str, tp: int) -> tuple[float, float]:
@@ -154,21 +156,15 @@ def colocated_candidates(
             else:
                 service = prefill_service(grid, hw, tp)
             ahead = float(at["serving_ttft_s"]) + step / 2
-
-            def meets(
-                n: int, ahead: float = ahead, service: float = service, capacity: float = capacity
-            ) -> bool:
-                """Monotone in ``n``: more replicas, shorter waits and idler slots."""
-                ttft = ahead + p90_wait(rate, service, n)
-                return ttft <= TTFT_SLO and rate / n <= 0.9 * capacity
-
-            if not meets(399):
+            # every replica count from 1 to 399 at once (the M/D/1 quantile is vectorized):
+            # the fewest that meet both, with no assumption that the conditions are monotone
+            n = np.arange(1, 400)
+            ttft = ahead + p90_wait(rate, service, n)
+            meets = np.flatnonzero((ttft <= TTFT_SLO) & (rate / n <= 0.9 * capacity))
+            if meets.size == 0:
                 continue
-            low, high = 0, 399  # the fewest replicas from 1 to 399 that meet both, by halving
-            while high - low > 1:
-                middle = (low + high) // 2
-                low, high = (low, middle) if meets(middle) else (middle, high)
-            out.append((high * tp, mode, int(batch), ahead + p90_wait(rate, service, high)))
+            fewest = int(n[meets[0]])
+            out.append((fewest * tp, mode, int(batch), float(ttft[meets[0]])))
     return out
 
 

@@ -148,7 +148,7 @@ def test_static_decode_time_equals_the_step_loop(
     assert max(outputs) + prompt > model.window
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     coefs=st.lists(st.floats(0, 1e3), min_size=6, max_size=6),
     prompt=st.integers(0, 200),
@@ -420,7 +420,7 @@ def test_handoff_slack_and_utilization_bound() -> None:
     assert math.isnan(physics.prefill_replicas(10.0, 0.03, np.nan))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     rate=st.floats(0.1, 500),
     service=st.floats(1e-3, 2.0),
@@ -527,7 +527,7 @@ def test_pareto_front_small_example() -> None:
 values = st.sampled_from([0.0, 1.0, 2.0, 2.5, 3.0, 7.0, np.nan])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(points=st.lists(st.tuples(values, values, st.integers(0, 2)), max_size=40))
 def test_pareto_front_against_the_pairwise_reference(
     points: list[tuple[float, float, int]],

@@ -42,7 +42,7 @@ def test_expected_tokens_duck_typed() -> None:
     check_duck_typed(physics.expected_tokens, ([0, 1, 4, 8], 0.6))
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(k=st.integers(0, 16), alpha=st.floats(0, 1))
 def test_expected_tokens_is_the_mean_of_a_plain_loop(k: int, alpha: float) -> None:
     # E = sum over j of P(first j drafts accepted), j = 0..k
@@ -72,7 +72,7 @@ def _loop_union(s: int, k: int, layers: int, local: int, window: float) -> int:
     return (layers - local) * len(full) + local * len(windowed)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     s=st.integers(1, 300),
     k=st.integers(0, 8),
@@ -172,7 +172,7 @@ def test_useful_share() -> None:
 # --- break-even batch -----------------------------------------------------------------------
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(st.floats(0.2, 3.0), min_size=1, max_size=12), st.integers(0, 3))
 def test_break_even_batch_is_the_first_at_or_below_one(values: list[float], rows: int) -> None:
     batches = np.arange(1, len(values) + 1) * 4.0

@@ -15,6 +15,7 @@ gamma D``, anchored on the series at ``CUT``. Every function broadcasts.
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import numpy as np
 
@@ -98,12 +99,15 @@ def md1_wait_quantile(quantile: Array, utilization: Array, service_time: Array) 
     return where(stable, x * service_time, where(rho <= 0, 0.0 * service_time, np.inf))
 
 
+@cache
 def md1_quantile_table(quantile: float, points: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     """The ``quantile`` of the M/D/1 wait in service times over utilizations in ``(0, 1)``.
 
     Spaced evenly in ``log(1 - rho)`` from ``rho = 1e-4`` to ``1 - 1e-4``, where the wait grows
     fastest; ``numpy.interp`` on it gives the quantile at any utilization, or (the table is
-    increasing) the utilization at which it reaches a slack.
+    increasing) the utilization at which it reaches a slack. Computed once per ``(quantile,
+    points)``: every sweep with a serving table asks for the same few, so the arrays returned
+    are cached and read-only.
 
     Parameters
     ----------
@@ -115,7 +119,9 @@ def md1_quantile_table(quantile: float, points: int = 1024) -> tuple[np.ndarray,
     ``(rho, wait)``: utilizations [1] and the waits there [service times]
     """
     rho = 1 - np.geomspace(1 - 1e-4, 1e-4, points)
-    return rho, np.asarray(md1_wait_quantile(quantile, rho, 1.0))
+    wait = np.asarray(md1_wait_quantile(quantile, rho, 1.0))
+    rho.flags.writeable = wait.flags.writeable = False  # cached: shared by every caller
+    return rho, wait
 
 
 def md1_quantile_wait(
