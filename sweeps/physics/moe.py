@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from sweeps.physics._array import Array, on_values, where
-from sweeps.physics.decode import batch_for_fraction, knee_batch, ridge_batch
+from sweeps.physics.decode import batch_for_fraction, ridge_batch
 
 NEWTON_STEPS = 60
 """Newton iterations of ``batch_at_slope``: from ``F / s`` the error falls quadratically once
@@ -141,8 +141,8 @@ def moe_knee_batch(
     -------
     Knee batch (continuous), ``W / KV_seq`` for a dense model [sequence]
     """
-    found = batch_at_slope(kv_seq, active_bytes, all_bytes, experts, experts_per_token)
-    return where(experts > experts_per_token, found, knee_batch(all_bytes, kv_seq))
+    # f = 1/2: slope (1 - f) / f KV = KV, and the dense f / (1 - f) W / KV = W / KV, exactly
+    return moe_batch_for_fraction(0.5, active_bytes, all_bytes, experts, experts_per_token, kv_seq)
 
 
 def moe_batch_for_fraction(

@@ -25,6 +25,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.grid.analyses.drafts import mtp_head
+from sweeps.grid.analyses.speculative import verify_terms
 
 
 @dataclass(frozen=True)
@@ -130,20 +131,12 @@ def techniques(x: Any, max_context: int, max_slots: int) -> Techniques:
     k = int(_value(x, "spec_tokens", 0.0))
     alpha = _value(x, "spec_acceptance", 0.0)
     context = np.arange(max_context + 1, dtype=np.float64)
-    shape = (x["layers"], x["local_layers"], x["_window"])
-    lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
-    linear = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup)
-    attended = physics.verify_attended_layer_tokens(context, k, *shape)
-    attention = x["_attention_on"] * physics.attention_flops_per_token(
-        x["heads"], x["attention_dim"], attended
-    )
+    linear, attention, cache = verify_terms(x, context, k)
     # attention at its own peak (grid/analyses/split.py): its FLOPs as their time at the GEMM
     # peak, as the decode tables of ``costs`` take them
     ratio = float(x["_attention_ratio"])
     # a step's FLOPs over the replica's devices (tp x ep x pp), as the grid's verify step
     verify = physics.verify_flops_per_sequence(k, linear, ratio * attention) / x["_flop_devices"]
-    cached = physics.verify_cached_layer_tokens(context, k, *shape)
-    cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], cached) / x["_shards"]
     kind = int(_value(x, "_draft_kind", 0.0)) if k > 0 else 0
     slots = np.arange(max_slots + 1, dtype=np.float64)
     reach = np.arange(max_context + k + 1, dtype=np.float64)

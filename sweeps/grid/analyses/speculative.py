@@ -28,14 +28,11 @@ DRAFT_KINDS = ("ngram", "mtp", "model")
 """The kinds of draft, by their code in ``_draft_kind``."""
 
 
-def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any, Any]:
-    """The verify step per device: FLOPs per sequence [FLOP], one sequence's cache bytes
-    [byte], the weight bytes the ``B (k + 1)`` rows read [byte] and the GEMMs' share of the
-    FLOPs per sequence (the rest is attention, at its own peak: ``analyses/split.py``)
-    [FLOP], each in the decode analysis's form term for term, so that ``k = 0`` is its step
-    exactly."""
-    # a step's FLOPs spread over the replica's devices, as the decode table's (tp x ep x pp)
-    tp, context = x["_flop_devices"], x["context"]
+def verify_terms(x: Any, context: Any, k: Any) -> tuple[Any, Any, Any]:
+    """The verify step's terms before they are spread over devices: the GEMM FLOPs of one
+    row [FLOP], the attention FLOPs of one sequence's ``k + 1`` rows at first-row ``context``
+    [FLOP] and one sequence's cache bytes on a device [byte]; the grid's verify step and the
+    simulator's (``sweeps.simulate.speculation``) both take them from here."""
     shape = (x["layers"], x["local_layers"], x["_window"])
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     linear = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup)
@@ -43,9 +40,21 @@ def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any, Any]:
     attention = x["_attention_on"] * physics.attention_flops_per_token(
         x["heads"], x["attention_dim"], attended
     )
-    f_seq = physics.verify_flops_per_sequence(k, linear, attention) / tp
     cached = physics.verify_cached_layer_tokens(context, k, *shape)
     cache = physics.kv_bytes_per_sequence(x["_kv_elements"], x["kv_bytes"], cached) / x["_shards"]
+    return linear, attention, cache
+
+
+def _verify(x: Inputs, k: Any) -> tuple[Any, Any, Any, Any]:
+    """The verify step per device: FLOPs per sequence [FLOP], one sequence's cache bytes
+    [byte], the weight bytes the ``B (k + 1)`` rows read [byte] and the GEMMs' share of the
+    FLOPs per sequence (the rest is attention, at its own peak: ``analyses/split.py``)
+    [FLOP], each in the decode analysis's form term for term, so that ``k = 0`` is its step
+    exactly."""
+    # a step's FLOPs spread over the replica's devices, as the decode table's (tp x ep x pp)
+    tp = x["_flop_devices"]
+    linear, attention, cache = verify_terms(x, x["context"], k)
+    f_seq = physics.verify_flops_per_sequence(k, linear, attention) / tp
     gemm = (k + 1) * linear / tp
     return f_seq, cache, weights_read(x, x["batch"] * (k + 1)), gemm
 
