@@ -117,3 +117,69 @@ def test_the_acceptance_grid_is_computed_in_pieces_under_the_default_budget() ->
         models=RUN_MODELS, hardware=RUN_HARDWARE, batch=1024, context=32768
     ).replace("'", '"')
     assert in_pieces(parse_config(text, "run.toml"))
+
+
+def test_the_hooks_start_while_the_tables_are_still_being_written(sweep, tmp_path) -> None:
+    """The hooks are handed the models' grids once the last one is computed, before the spec
+    tables (written after every analysis table) are made; run after the tables, as before,
+    the patched spec tables would wait 10 s for a hook that never starts."""
+    import threading
+
+    started, seen = threading.Event(), []
+    real = pieces.spec_tables
+
+    def spec_tables(*args):
+        seen.append(started.wait(10))
+        return real(*args)
+
+    def hook(slices, _sweep, _staging):
+        started.set()
+        return [f"{len(list(slices))} slices"]  # every model's, on every device
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        patch.setattr(pieces, "spec_tables", spec_tables)
+        result = run_to_folder(sweep, tmp_path, hooks=(hook,))
+    assert seen == [True]
+    assert "6 slices" in result.files  # 3 models x 2 devices
+
+
+def test_a_failing_hook_fails_the_run_and_leaves_nothing(sweep, tmp_path) -> None:
+    def hook(slices, _sweep, staging):
+        (staging / "half.txt").write_text("half", "utf-8")
+        msg = "the hook broke"
+        raise RuntimeError(msg)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        with pytest.raises(RuntimeError, match="the hook broke"):
+            run_to_folder(sweep, tmp_path, hooks=(hook,))
+    assert not (tmp_path / "pieces").exists()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]  # no staging folder left
+
+
+def test_a_failing_table_waits_for_the_hooks_before_the_folder_goes(sweep, tmp_path) -> None:
+    """The tables fail while the hooks still write into the staging folder: the run raises the
+    tables' error only once the hooks are done, and nothing is left."""
+    import threading
+    import time
+
+    finished = threading.Event()
+
+    def spec_tables(*args):
+        msg = "the spec tables broke"
+        raise OSError(msg)
+
+    def hook(slices, _sweep, staging):
+        time.sleep(0.5)
+        (staging / "late.txt").write_text("late", "utf-8")
+        finished.set()
+        return ["late.txt"]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        patch.setattr(pieces, "spec_tables", spec_tables)
+        with pytest.raises(OSError, match="the spec tables broke"):
+            run_to_folder(sweep, tmp_path, hooks=(hook,))
+    assert finished.is_set()
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]

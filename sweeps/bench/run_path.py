@@ -98,9 +98,16 @@ TARGET = 1.3
 
 
 def _python(arguments: list[str]) -> tuple[float, str]:
-    """Run ``python arguments`` to completion; its wall time [s] and standard output."""
+    """Run ``python arguments`` to completion under the command's process settings
+    (``sweeps.cli.PROCESS_ENV``, where the environment does not set them); its wall time [s]
+    and standard output."""
+    from sweeps.cli import PROCESS_ENV
+
+    environment = {**PROCESS_ENV, **os.environ}
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, *arguments], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, *arguments], capture_output=True, text=True, check=False, env=environment
+    )
     wall = time.perf_counter() - start
     if done.returncode != 0:
         msg = f"{' '.join(arguments[:3])} failed ({done.returncode}): {done.stderr[-2000:]}"

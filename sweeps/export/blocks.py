@@ -70,16 +70,27 @@ class ZarrBlocks:
             if index == 0:
                 self._create(piece)
                 return
-            region = piece.drop_vars(
-                [k for k, v in piece.variables.items() if "model" not in v.dims or _text(v)]
+            self._write_region(piece, index)
+
+    def _write_region(self, piece: xr.Dataset, index: int) -> None:
+        """The numbers of the ``index``-th model's grid into their region of the arrays with a
+        ``model`` dimension: each variable encoded by xarray's own Zarr encoder (as the whole
+        grid's are: bools as int8, ...), then assigned to its array by zarr. xarray's
+        ``to_zarr(region=...)`` does the same with more around it: measured on issue 14's grid,
+        3.7 CPU-s for seven models' regions through it, 2.6 CPU-s straight into the arrays,
+        where zstd alone takes about 2.1."""
+        import zarr
+        from xarray.backends.zarr import encode_zarr_variable
+
+        group = zarr.open_group(self.path, mode="r+", zarr_format=3)
+        for key, variable in piece.variables.items():
+            if "model" not in variable.dims or _text(variable):
+                continue
+            encoded = encode_zarr_variable(variable, name=str(key), zarr_format=3)
+            place = tuple(
+                slice(index, index + 1) if d == "model" else slice(None) for d in variable.dims
             )
-            region.to_zarr(
-                self.path,
-                region={"model": slice(index, index + 1)},
-                mode="r+",
-                consolidated=False,
-                safe_chunks=False,  # one writer, in order: a chunk over several models is safe
-            )
+            cast(zarr.Array, group[str(key)])[place] = encoded.values
 
     def _create(self, piece: xr.Dataset) -> None:
         """The store from the first model's grid: its values, the whole grid's chunks."""

@@ -165,10 +165,16 @@ def _axis_column(
 _BOTTLENECK = pl.Enum(list(BOTTLENECK_FLAGS))
 
 
-def _label_series(name: str, values: np.ndarray) -> pl.Series:
-    """Labels (an object array) as a String column, null where a value is no label."""
-    labels = [v if isinstance(v, str) else None for v in np.asarray(values).reshape(-1)]
-    return pl.Series(name, labels, dtype=pl.String)
+def _label_spread(name: str, values: np.ndarray, own: Sequence[str], layout: _Layout) -> pl.Series:
+    """Labels (an object array over dims ``own``) as a String column for every row, null where
+    a value is no label: each distinct label made once and gathered by integer codes spread
+    as any number column is (a Python string per row cost 0.09 s per 2 M rows)."""
+    flat = [v if isinstance(v, str) else None for v in np.asarray(values).reshape(-1)]
+    distinct = list(dict.fromkeys(flat))
+    index = {label: code for code, label in enumerate(distinct)}
+    codes = np.fromiter((index[v] for v in flat), np.uint32, len(flat)).reshape(values.shape)
+    lookup = pl.Series(name, distinct, dtype=pl.String)
+    return _spread(codes, own, layout, lambda block: lookup.gather(block))
 
 
 def _count_series(name: str, values: np.ndarray) -> pl.Series:
@@ -189,7 +195,7 @@ def _column(ds: xr.Dataset, name: str, layout: _Layout) -> pl.Series:
     elif entry.dtype == "count":  # a whole number, null where there is none
         make = partial(_count_series, column)
     elif entry.dtype == "str":  # a label; the grid may hold NaN where there is none
-        make = partial(_label_series, column)
+        return _label_spread(column, da.transpose(*own).values, own, layout)
     return _spread(da.transpose(*own).values, own, layout, make)
 
 
