@@ -35,6 +35,17 @@ def _text(variable: xr.Variable) -> bool:
     return variable.dtype.kind in "USO"
 
 
+def _assign(group: Any, name: str, variable: xr.Variable, place: tuple[slice, ...]) -> None:
+    """``variable`` encoded by xarray's own Zarr encoder (as the whole grid's variables are:
+    bools as int8, strings by their values, ...) into ``place`` of the array ``name`` of the
+    open zarr ``group``."""
+    import zarr
+    from xarray.backends.zarr import encode_zarr_variable
+
+    encoded = encode_zarr_variable(variable, name=name, zarr_format=3)
+    cast(zarr.Array, group[name])[place] = encoded.values
+
+
 class ZarrBlocks:
     """The Zarr store at ``path`` of a grid of ``models`` models, written one model's grid at a
     time (``append``, in the models' order) on a thread of its own; ``close`` finishes it.
@@ -74,23 +85,19 @@ class ZarrBlocks:
 
     def _write_region(self, piece: xr.Dataset, index: int) -> None:
         """The numbers of the ``index``-th model's grid into their region of the arrays with a
-        ``model`` dimension: each variable encoded by xarray's own Zarr encoder (as the whole
-        grid's are: bools as int8, ...), then assigned to its array by zarr. xarray's
-        ``to_zarr(region=...)`` does the same with more around it: measured on issue 14's grid,
-        3.7 CPU-s for seven models' regions through it, 2.6 CPU-s straight into the arrays,
-        where zstd alone takes about 2.1."""
+        ``model`` dimension (``_assign``). xarray's ``to_zarr(region=...)`` does the same with
+        more around it: measured on issue 14's grid, 3.7 CPU-s for seven models' regions
+        through it, 2.6 CPU-s straight into the arrays, where zstd alone takes about 2.1."""
         import zarr
-        from xarray.backends.zarr import encode_zarr_variable
 
         group = zarr.open_group(self.path, mode="r+", zarr_format=3)
         for key, variable in piece.variables.items():
             if "model" not in variable.dims or _text(variable):
                 continue
-            encoded = encode_zarr_variable(variable, name=str(key), zarr_format=3)
             place = tuple(
                 slice(index, index + 1) if d == "model" else slice(None) for d in variable.dims
             )
-            cast(zarr.Array, group[str(key)])[place] = encoded.values
+            _assign(group, str(key), variable, place)
 
     def _create(self, piece: xr.Dataset) -> None:
         """The store from the first model's grid: its values, the whole grid's chunks."""
@@ -135,13 +142,10 @@ class ZarrBlocks:
         then written straight into their arrays (a region write leaves index coordinates
         alone and encodes strings by the array's type, missing ones as "nan")."""
         import zarr
-        from xarray.backends.zarr import encode_zarr_variable
 
         group = zarr.open_group(self.path, mode="r+", zarr_format=3)
         for name, parts in self._text.items():
-            whole = xr.Variable.concat(parts, "model")
-            encoded = encode_zarr_variable(whole, name=name, zarr_format=3)
-            cast(zarr.Array, group[name])[...] = encoded.values
+            _assign(group, name, xr.Variable.concat(parts, "model"), (slice(None),) * parts[0].ndim)
         self._text.clear()
 
     def abort(self) -> None:

@@ -229,12 +229,11 @@ def write_pieces(
         hooked: list[Future[list[str]]] = []
 
         def complete(join: Join) -> None:
-            if hooks:
-                hooked.append(pool.submit(run_hooks, join))
+            hooked.append(pool.submit(run_hooks, join))
 
         # on a failure, leaving the pool waits for the hooks before the folder is removed
         written, join = write_in_pieces(
-            sweep, staging, how.layout, how.budget, progress, blocks, complete
+            sweep, staging, how.layout, how.budget, progress, blocks, complete if hooks else None
         )
         timings["grid_and_tables"] = time.perf_counter() - start
         with blocks or contextlib.nullcontext():  # stops the grid file's writer if a hook fails
