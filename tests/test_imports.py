@@ -119,3 +119,22 @@ def test_the_simulator_imports_numba_only_to_compile_its_loop():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_run_hooks_import_altair_only_when_they_draw(tmp_path):
+    """A run's hooks are made before its grid (``output_hooks``) but import Altair only when
+    called, on the hooks' thread beside the writers: not on the way to the first model's
+    grid. Called, they do import it (so the first half can fail)."""
+    probe = (
+        "import sys\n"
+        "from sweeps.config import load_config\n"
+        "from sweeps.charts import output_hooks\n"
+        "from sweeps.pipeline import run_to_folder\n"
+        f"sweep = load_config({str(CONFIG)!r})\n"
+        "hooks = output_hooks(sweep)\n"
+        "print('altair' in sys.modules)\n"
+        f"run_to_folder(sweep, {str(tmp_path)!r}, hooks=hooks)\n"
+        "print('altair' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split()[-2:] == ["False", "True"]

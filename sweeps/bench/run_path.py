@@ -43,9 +43,12 @@ result = run_to_folder(
     grid_format=sys.argv[4] or None,
 )
 result.summary()
+from sweeps.cli import end_process
+
+end_process()
 """
 """What ``sweeps run CONFIG`` does, without the terminal: the run with the config's charts and
-report, then the summary it prints."""
+report, then the summary it prints, and the command's end of process."""
 
 POLARS_WRITE = r"""
 import json, sys, time

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 import xarray as xr
 
 from .drawing import start
-from .output import sweep_figures
-from .report import Figure
 
 if TYPE_CHECKING:
     from sweeps.config import Sweep
+
+    from .report import Figure
 
 
 def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
@@ -48,12 +48,17 @@ class FiguresHook:
     def __call__(
         self, ds: xr.Dataset | Iterable[xr.Dataset], sweep: Sweep, staging: Path
     ) -> list[str]:
+        # Altair is imported here, on the hooks' thread beside the writers, not before the grid
+        from .output import sweep_figures
+
         return sweep_figures(ds, sweep, staging, self.extra, self.notes)
 
 
 def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> dict[str, float]:
     """Seconds to write the figures and report of ``ds`` as ``sweep`` asks (into ``folder``, or a
     temporary one): ``{"figures": s}``, for ``sweeps bench``."""
+    from .output import sweep_figures
+
     with tempfile.TemporaryDirectory() as scratch:
         start = time.perf_counter()
         sweep_figures(ds, sweep, folder or Path(scratch))

@@ -20,3 +20,19 @@ libraries' own writes of the same outputs took the same time either way (7.6-7.7
 
 for _name, _value in PROCESS_ENV.items():
     os.environ.setdefault(_name, _value)
+
+
+def end_process() -> None:
+    """What the command does as it ends, once its outputs are written and closed:
+    ``gc.freeze()``, so that the interpreter's shutdown skips its last full collection.
+
+    Every object left then (the imported libraries', the last result's) dies with the
+    process, whose memory the system reclaims whole; the collection only spent time finding
+    the cycles among them. Measured on issue 14's 16.8 M-point run (2 December, idle two
+    cores): from the end of the run to the process's exit 0.75-1.03 s without, 0.20-0.22 s
+    with. Modules are still cleared and files still closed at shutdown as before: only
+    garbage inside reference cycles is left to the system.
+    """
+    import gc
+
+    gc.freeze()

@@ -389,9 +389,12 @@ def schema() -> None:
 
 def main() -> None:
     """Console-script entry point."""
+    from sweeps.cli import end_process
     from sweeps.cli.errors import quiet_broken_pipe
 
     try:
         cli()
     except BrokenPipeError:  # one raised outside a command (help text, click's own echo)
         quiet_broken_pipe()
+    finally:
+        end_process()
