@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 PIECES_FROM = 1 << 21
 """Points (rows of every table together) from which a grid held in memory is computed model by
-model into the writers (2,097,152, where the grid's own loop switches to numba)."""
+model into the writers (2,097,152)."""
 
 
 def in_pieces(sweep: Sweep) -> bool:
