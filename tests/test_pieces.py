@@ -11,8 +11,9 @@ import xarray as xr
 from sweeps.config import parse_config
 from sweeps.export import open_grid
 from sweeps.grid.build import build_grid
+from sweeps.grid.chunks import plan_chunks, split_first_device
 from sweeps.pipeline import pieces, run_to_folder
-from sweeps.pipeline.pieces import Join, in_pieces
+from sweeps.pipeline.pieces import Join, in_pieces, join_devices
 
 CONFIG = """
 [sweep]
@@ -34,9 +35,42 @@ arrival_rate = [2.0]
 """
 
 
-@pytest.fixture(scope="module")
-def sweep():
-    return parse_config(CONFIG, "pieces.toml")
+SPLIT = CONFIG[: CONFIG.index("[serving]")]
+"""Without the serving plans (whose dims pair every device with every other), the first model's
+first device is a piece of its own (``split_first_device``)."""
+
+
+@pytest.fixture(scope="module", params=["serving", "split"])
+def sweep(request):
+    return parse_config(CONFIG if request.param == "serving" else SPLIT, "pieces.toml")
+
+
+def test_the_first_model_is_cut_after_its_first_device_unless_devices_are_paired() -> None:
+    split, paired = parse_config(SPLIT, "split.toml"), parse_config(CONFIG, "paired.toml")
+    chunks = split_first_device(split, plan_chunks(split, 1 << 40))
+    assert [(c.index, c.model, [h.id for h in c.sweep.hardware]) for c in chunks] == [
+        (0, "llama-3-8b", ["h100-sxm"]),
+        (1, "llama-3-8b", ["l4"]),
+        (2, "mixtral-8x7b", ["h100-sxm", "l4"]),
+        (3, "qwen2.5-7b", ["h100-sxm", "l4"]),
+    ]
+    assert len(split_first_device(paired, plan_chunks(paired, 1 << 40))) == 3
+    one = parse_config(SPLIT.replace('["h100-sxm", "l4"]', '["l4"]'), "one.toml")
+    assert len(split_first_device(one, plan_chunks(one, 1 << 40))) == 3
+
+
+def test_a_models_parts_over_its_devices_join_to_its_grid() -> None:
+    import dataclasses
+
+    model = dataclasses.replace(parse_config(SPLIT, "split.toml"), models=[])
+    model = dataclasses.replace(model, models=parse_config(SPLIT, "s.toml").models[1:2])
+    parts = [
+        build_grid(dataclasses.replace(model, hardware=model.hardware[i : i + 1])) for i in (0, 1)
+    ]
+    joined, whole = join_devices(parts), build_grid(model)
+    xr.testing.assert_identical(joined, whole)
+    assert list(joined.variables) == list(whole.variables)
+    assert join_devices(parts[:1]) is parts[0]
 
 
 @pytest.fixture(scope="module")
