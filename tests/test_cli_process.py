@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from sweeps.cli import PROCESS_ENV
 
 
@@ -41,8 +43,11 @@ def test_command_ends_with_its_objects_frozen() -> None:
     assert bad.stdout.strip().splitlines()[-1] == "frozen True"
 
 
-def test_bench_runs_under_the_command_settings() -> None:
+def test_bench_runs_under_the_command_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its cold runs get ``PROCESS_ENV`` themselves, not through this process's environment
+    (which importing ``sweeps.cli`` has set)."""
     from sweeps.bench.run_path import _python as bench_python
 
+    monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
     _, printed = bench_python(["-c", "import os; print(os.environ['NUMPY_MADVISE_HUGEPAGE'])"])
     assert printed.strip() == os.environ.get("NUMPY_MADVISE_HUGEPAGE", "0")

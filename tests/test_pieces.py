@@ -62,8 +62,8 @@ def test_the_first_model_is_cut_after_its_first_device_unless_devices_are_paired
 def test_a_models_parts_over_its_devices_join_to_its_grid() -> None:
     import dataclasses
 
-    model = dataclasses.replace(parse_config(SPLIT, "split.toml"), models=[])
-    model = dataclasses.replace(model, models=parse_config(SPLIT, "s.toml").models[1:2])
+    split = parse_config(SPLIT, "split.toml")
+    model = dataclasses.replace(split, models=split.models[1:2])
     parts = [
         build_grid(dataclasses.replace(model, hardware=model.hardware[i : i + 1])) for i in (0, 1)
     ]

@@ -70,6 +70,11 @@ def _pieces(sweep: Sweep, budget: int, dims: tuple[str, ...]) -> Iterator[Sweep]
         yield cut(sweep, dim, start, start + step)
 
 
+def _kept(sweep: Sweep) -> set[str]:
+    """The dims some analysis of ``sweep`` reduces over along the way (``Analysis.keeps``)."""
+    return {dim for analysis in applicable(sweep) for dim in analysis.keeps}
+
+
 def plan_chunks(sweep: Sweep, budget: int) -> list[Chunk]:
     """Cut ``sweep`` into chunks, each estimated to fit ``budget`` [byte], one model each.
 
@@ -79,7 +84,7 @@ def plan_chunks(sweep: Sweep, budget: int) -> list[Chunk]:
     batch values can fit; it is then as small as the grid allows.
     """
     chunks: list[Chunk] = []
-    kept = {dim for analysis in applicable(sweep) for dim in analysis.keeps}
+    kept = _kept(sweep)
     first, below = SPLIT_DIMS[0], tuple(d for d in SPLIT_DIMS[1:] if d not in kept)
     for i in range(len(getattr(sweep, AXIS[first].field))):
         for part, piece in enumerate(_pieces(cut(sweep, first, i, i + 1), budget, below)):
@@ -101,18 +106,17 @@ def split_first_device(sweep: Sweep, chunks: list[Chunk]) -> list[Chunk]:
     has a dim of its own over them (the serving plans' prefill and decode devices pair every
     device with every other: a part's grid would pair only its own)."""
     analyses = applicable(sweep)
-    kept = {dim for analysis in analyses for dim in analysis.keeps}
     paired = {
         dim
         for analysis in analyses
         for dim in dims_of(analysis, sweep)
         if dim != "hardware" and AXIS[dim].field == "hardware"
     }
-    head = chunks[0].sweep
     whole = any(analysis.whole for analysis in analyses)
-    if "hardware" in kept or paired or whole or len(head.hardware) < 2:
-        return chunks
+    head = chunks[0].sweep
     devices = len(head.hardware)
+    if "hardware" in _kept(sweep) or paired or whole or devices < 2:
+        return chunks
     first = Chunk(0, chunks[0].part, cut(head, "hardware", 0, 1))
     second = Chunk(1, chunks[0].part + 1, cut(head, "hardware", 1, devices))
     rest = [dataclasses.replace(chunk, index=chunk.index + 1) for chunk in chunks[1:]]

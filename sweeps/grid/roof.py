@@ -29,7 +29,7 @@ import xarray as xr
 from sweeps import physics
 
 KERNEL_MIN_POINTS = 8_000_000
-"""Full-rank points of one pass from which the compiled kernel is used. The kernel's gain is
+"""Full-rank points of one pass [point] from which the compiled kernel is used. The kernel's gain is
 numpy's temporaries, and grows faster than the pass: measured on issue 14's grid (2 December,
 idle two cores, warm), numpy took 0.01 s longer for 2.1 M points, 0.04-0.08 s for 4.2 M,
 0.28-0.51 s for 8.4 M and 1.3-1.4 s for 16.8 M. Its first pass in a process costs 0.64 s more

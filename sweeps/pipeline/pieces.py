@@ -125,9 +125,7 @@ class Join:
                 data = np.concatenate(data, like.dims.index("model"))
             return xr.Variable(like.dims, data, like.attrs)
 
-        coords = {str(name): whole(str(name)) for name in first.coords}
-        data = {str(name): whole(str(name)) for name in first.data_vars}
-        self._joined = xr.Dataset(data, coords, first.attrs)
+        self._joined = _rebuilt(first, whole)
         self._pieces = []
         return self._joined
 
@@ -148,6 +146,12 @@ def join_devices(parts: list[xr.Dataset]) -> xr.Dataset:
         joined = np.concatenate(values, like.dims.index("hardware"))
         return xr.Variable(like.dims, joined, like.attrs)
 
+    return _rebuilt(first, whole)
+
+
+def _rebuilt(first: xr.Dataset, whole: Callable[[str], xr.Variable]) -> xr.Dataset:
+    """A dataset with ``first``'s coordinates, variables (in its order) and attrs, each
+    variable ``whole(name)``."""
     coords = {str(name): whole(str(name)) for name in first.coords}
     data = {str(name): whole(str(name)) for name in first.data_vars}
     return xr.Dataset(data, coords, first.attrs)
