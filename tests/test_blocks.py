@@ -68,6 +68,56 @@ def test_the_store_has_the_whole_writes_arrays_chunks_codecs_and_attrs(stores) -
     assert small.chunks == small.shape
 
 
+def test_each_array_is_written_whole_once_or_one_model_block_at_a_time(sweep, tmp_path) -> None:
+    """No write reads a chunk back: an array stored as one chunk over every model (or holding
+    strings) is written once, with every model's values, at close; the others one model's
+    block at a time, each array opened once for the region writes."""
+    from sweeps.export import blocks as module
+
+    writes: list[tuple[str, tuple[slice, ...]]] = []
+    opened: list[str] = []
+    real_assign, real_open = module._assign, zarr.open_group
+
+    def assign(group, name, variable, place):  # type: ignore[no-untyped-def]
+        writes.append((name, place))
+        real_assign(group, name, variable, place)
+
+    def open_group(*args, **kwargs):  # type: ignore[no-untyped-def]
+        opened.append(str(args[0]))
+        return real_open(*args, **kwargs)
+
+    models = len(sweep.models)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grid, "MIN_CHUNKED", 100)
+        patch.setattr(module, "_assign", assign)
+        patch.setattr(zarr, "open_group", open_group)
+        store = ZarrBlocks(tmp_path / "grid.zarr", models)
+        for model in sweep.models:
+            store.append(build_grid(dataclasses.replace(sweep, models=[model])))
+        store.close()
+        group = real_open(tmp_path / "grid.zarr")
+    assert models > 1
+    by_name: dict[str, list[tuple[slice, ...]]] = {}
+    for name, place in writes:
+        by_name.setdefault(name, []).append(place)
+    assert by_name["attainable_flops"]
+    assert by_name["bytes"]
+    for name, places in by_name.items():
+        array = group[name]
+        assert isinstance(array, zarr.Array)
+        axis = json.loads(array.attrs.get("_ARRAY_DIMENSIONS", "null") or "null") or [
+            str(d) for d in array.metadata.dimension_names
+        ]
+        model = axis.index("model")
+        text = array.dtype.kind in "USOT"  # strings: encoded from every model's values at once
+        if array.chunks[model] == 1 and not text:  # cut: each later model, in order, its block
+            assert [p[model] for p in places] == [slice(i, i + 1) for i in range(1, models)], (
+                name, array.chunks, array.dtype)
+        else:  # one chunk over every model, or strings: written once, whole
+            assert places == [(slice(None),) * array.ndim], name
+    assert len(opened) <= 4  # create, resize, the region writes' arrays, the held: not per model
+
+
 def test_a_short_or_failed_store_is_an_error(sweep, tmp_path) -> None:
     short = ZarrBlocks(tmp_path / "short.zarr", 2)
     short.append(build_grid(dataclasses.replace(sweep, models=sweep.models[:1])))

@@ -6,8 +6,10 @@ was written, with one core idle. ``ZarrBlocks`` writes the store while the table
 instead: the first model's grid creates it (every array with the whole grid's chunks,
 encoding and attributes: ``sweeps.export.grid.zarr_encoding`` of the whole grid's shapes),
 its arrays with a ``model`` dimension are then resized to every model, and each model's grid
-fills its region (``to_zarr(region=...)``), on a thread of its own, in order. The metadata is
-consolidated last. The store opens to the grid ``to_zarr`` writes of the whole grid, value for
+fills its region, on a thread of its own, in order. The arrays stored as one chunk over every
+model, and the strings, are held and written once at the end, every model's values together
+(a region write would read back, decompress and recompress that one chunk for each model:
+39 of issue 14's 59 arrays with a ``model`` dimension). The metadata is consolidated last. The store opens to the grid ``to_zarr`` writes of the whole grid, value for
 value, with the same chunks and codecs.
 """
 
@@ -20,7 +22,7 @@ from typing import Any, cast
 
 import xarray as xr
 
-from sweeps.export.grid import zarr_encoding
+from sweeps.export.grid import chunk_shape, zarr_encoding
 
 
 def _whole_shape(variable: xr.Variable, models: int) -> tuple[int, ...]:
@@ -35,10 +37,19 @@ def _text(variable: xr.Variable) -> bool:
     return variable.dtype.kind in "USO"
 
 
+def _held(variable: xr.Variable, models: int) -> bool:
+    """Whether a variable with a ``model`` dimension is held until ``close`` and written once,
+    every model's values together, rather than region by region: strings (``_write_held``)
+    and variables stored as one chunk over every model (``chunk_shape``), whose region write
+    would read, decompress, merge and recompress that chunk again for each model."""
+    chunks = chunk_shape(variable, _whole_shape(variable, models))
+    return _text(variable) or chunks[variable.dims.index("model")] != 1
+
+
 def _assign(group: Any, name: str, variable: xr.Variable, place: tuple[slice, ...]) -> None:
     """``variable`` encoded by xarray's own Zarr encoder (as the whole grid's variables are:
-    bools as int8, strings by their values, ...) into ``place`` of the array ``name`` of the
-    open zarr ``group``."""
+    bools as int8, strings by their values, ...) into ``place`` of the array ``name`` of
+    ``group`` (an open zarr group, or the arrays opened from one)."""
     import zarr
     from xarray.backends.zarr import encode_zarr_variable
 
@@ -61,7 +72,8 @@ class ZarrBlocks:
         self._count = 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="sweeps-grid-file")
         self._writes: list[Future[None]] = []
-        self._text: dict[str, list[xr.Variable]] = {}  # each model's strings, written last
+        self._held: dict[str, list[xr.Variable]] = {}  # each model's, written at close (_held)
+        self._arrays: dict[str, Any] = {}  # the open arrays written region by region
 
     def append(self, piece: xr.Dataset) -> None:
         """Queue the grid of the next model; raise a failed earlier write's error."""
@@ -75,8 +87,8 @@ class ZarrBlocks:
         from sweeps.export.failures import writing
 
         for key, variable in piece.variables.items():
-            if "model" in variable.dims and _text(variable):
-                self._text.setdefault(str(key), []).append(variable)
+            if "model" in variable.dims and _held(variable, self.models):
+                self._held.setdefault(str(key), []).append(variable)
         with writing(self.path):
             if index == 0:
                 self._create(piece)
@@ -87,17 +99,15 @@ class ZarrBlocks:
         """The numbers of the ``index``-th model's grid into their region of the arrays with a
         ``model`` dimension (``_assign``). xarray's ``to_zarr(region=...)`` does the same with
         more around it: measured on issue 14's grid, 3.7 CPU-s for seven models' regions
-        through it, 2.6 CPU-s straight into the arrays, where zstd alone takes about 2.1."""
-        import zarr
-
-        group = zarr.open_group(self.path, mode="r+", zarr_format=3)
+        through it, 2.6 CPU-s straight into the arrays, where zstd alone takes about 2.1. The
+        arrays are opened once, by ``_create`` (opening one reads and parses its metadata)."""
         for key, variable in piece.variables.items():
-            if "model" not in variable.dims or _text(variable):
+            if str(key) not in self._arrays:
                 continue
             place = tuple(
                 slice(index, index + 1) if d == "model" else slice(None) for d in variable.dims
             )
-            _assign(group, str(key), variable, place)
+            _assign(self._arrays, str(key), variable, place)
 
     def _create(self, piece: xr.Dataset) -> None:
         """The store from the first model's grid: its values, the whole grid's chunks."""
@@ -113,6 +123,12 @@ class ZarrBlocks:
         for name, variable in piece.variables.items():
             if "model" in variable.dims:
                 cast(zarr.Array, group[str(name)]).resize(shapes[str(name)])
+        group = zarr.open_group(self.path, mode="r+", zarr_format=3)  # the resized metadata
+        self._arrays = {
+            str(name): group[str(name)]
+            for name, variable in piece.variables.items()
+            if "model" in variable.dims and not _held(variable, self.models)
+        }
 
     def close(self) -> None:
         """Wait for every write, then consolidate the store's metadata; raise a write's error."""
@@ -129,14 +145,14 @@ class ZarrBlocks:
         from sweeps.export.failures import writing
 
         with writing(self.path):
-            self._write_text()
+            self._write_held()
         with writing(self.path), warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="Consolidated metadata is currently not")
             zarr.consolidate_metadata(self.path, zarr_format=3)
 
-    def _write_text(self) -> None:
-        """The string variables with a ``model`` dimension (the ``model`` labels among them),
-        every model's at once, encoded by xarray's own Zarr encoder as the whole grid's are
+    def _write_held(self) -> None:
+        """The variables held (``_held``), every model's at once. Strings (the ``model``
+        labels among them) are encoded by xarray's own Zarr encoder as the whole grid's are
         (strings are encoded from their values: missing ones become "" where the variable
         holds any string, a model's alone with nothing but ``None`` would be the text "None"),
         then written straight into their arrays (a region write leaves index coordinates
@@ -144,9 +160,9 @@ class ZarrBlocks:
         import zarr
 
         group = zarr.open_group(self.path, mode="r+", zarr_format=3)
-        for name, parts in self._text.items():
+        for name, parts in self._held.items():
             _assign(group, name, xr.Variable.concat(parts, "model"), (slice(None),) * parts[0].ndim)
-        self._text.clear()
+        self._held.clear()
 
     def abort(self) -> None:
         """Drop the writes not begun and wait for the one under way; raise nothing."""
