@@ -156,7 +156,7 @@ def _axis_column(
             codes, (dim,), layout, partial(_enum_series, column, enum=enum, checked=True)
         )
     if axis.kind == "heads":  # the effective head count, per model
-        counts = np.asarray(ds["kv_heads_count"].transpose("model", dim).values, np.int64)
+        counts = np.asarray(ds.variables["kv_heads_count"].transpose("model", dim).values, np.int64)
         return _spread(counts, ("model", dim), layout, partial(pl.Series, column))
     values = np.asarray(ds[dim].values, dtype=np.float64 if axis.kind == "value" else np.int64)
     return _spread(values, (dim,), layout, partial(pl.Series, column))
@@ -185,7 +185,7 @@ def _count_series(name: str, values: np.ndarray) -> pl.Series:
 def _column(ds: xr.Dataset, name: str, layout: _Layout) -> pl.Series:
     entry = REGISTRY[name]
     column = entry.column_name
-    da = ds[name]
+    da = ds.variables[name]  # the Variable: a DataArray would gather its coordinates first
     own = [d for d in layout.dims if d in da.dims]
     make: Make = partial(pl.Series, column)
     if entry.dtype == "flag":
