@@ -112,7 +112,10 @@ def test_each_array_is_written_whole_once_or_one_model_block_at_a_time(sweep, tm
         text = array.dtype.kind in "USOT"  # strings: encoded from every model's values at once
         if array.chunks[model] == 1 and not text:  # cut: each later model, in order, its block
             assert [p[model] for p in places] == [slice(i, i + 1) for i in range(1, models)], (
-                name, array.chunks, array.dtype)
+                name,
+                array.chunks,
+                array.dtype,
+            )
         else:  # one chunk over every model, or strings: written once, whole
             assert places == [(slice(None),) * array.ndim], name
     assert len(opened) <= 4  # create, resize, the region writes' arrays, the held: not per model

@@ -9,8 +9,9 @@ its arrays with a ``model`` dimension are then resized to every model, and each 
 fills its region, on a thread of its own, in order. The arrays stored as one chunk over every
 model, and the strings, are held and written once at the end, every model's values together
 (a region write would read back, decompress and recompress that one chunk for each model:
-39 of issue 14's 59 arrays with a ``model`` dimension). The metadata is consolidated last. The store opens to the grid ``to_zarr`` writes of the whole grid, value for
-value, with the same chunks and codecs.
+39 of issue 14's 59 arrays with a ``model`` dimension). The metadata is consolidated last.
+The store opens to the grid ``to_zarr`` writes of the whole grid, value for value, with the
+same chunks and codecs.
 """
 
 from __future__ import annotations
