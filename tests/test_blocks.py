@@ -105,10 +105,7 @@ def test_each_array_is_written_whole_once_or_one_model_block_at_a_time(sweep, tm
     for name, places in by_name.items():
         array = group[name]
         assert isinstance(array, zarr.Array)
-        axis = json.loads(array.attrs.get("_ARRAY_DIMENSIONS", "null") or "null") or [
-            str(d) for d in array.metadata.dimension_names
-        ]
-        model = axis.index("model")
+        model = list(array.metadata.dimension_names).index("model")
         text = array.dtype.kind in "USOT"  # strings: encoded from every model's values at once
         if array.chunks[model] == 1 and not text:  # cut: each later model, in order, its block
             assert [p[model] for p in places] == [slice(i, i + 1) for i in range(1, models)], (

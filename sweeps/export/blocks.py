@@ -73,8 +73,8 @@ class ZarrBlocks:
         self._count = 0
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="sweeps-grid-file")
         self._writes: list[Future[None]] = []
-        self._held: dict[str, list[xr.Variable]] = {}  # each model's, written at close (_held)
-        self._arrays: dict[str, Any] = {}  # the open arrays written region by region
+        self._arrays: dict[str, Any] = {}  # the open arrays written region by region (_create)
+        self._held: dict[str, list[xr.Variable]] = {}  # the others, each model's: at close
 
     def append(self, piece: xr.Dataset) -> None:
         """Queue the grid of the next model; raise a failed earlier write's error."""
@@ -87,14 +87,14 @@ class ZarrBlocks:
     def _write(self, piece: xr.Dataset, index: int) -> None:
         from sweeps.export.failures import writing
 
-        for key, variable in piece.variables.items():
-            if "model" in variable.dims and _held(variable, self.models):
-                self._held.setdefault(str(key), []).append(variable)
         with writing(self.path):
             if index == 0:
                 self._create(piece)
-                return
-            self._write_region(piece, index)
+            else:
+                self._write_region(piece, index)
+        for key, variable in piece.variables.items():  # the rest: written at close
+            if "model" in variable.dims and str(key) not in self._arrays:
+                self._held.setdefault(str(key), []).append(variable)
 
     def _write_region(self, piece: xr.Dataset, index: int) -> None:
         """The numbers of the ``index``-th model's grid into their region of the arrays with a

@@ -185,8 +185,8 @@ def _count_series(name: str, values: np.ndarray) -> pl.Series:
 def _column(ds: xr.Dataset, name: str, layout: _Layout) -> pl.Series:
     entry = REGISTRY[name]
     column = entry.column_name
-    da = ds.variables[name]  # the Variable: a DataArray would gather its coordinates first
-    own = [d for d in layout.dims if d in da.dims]
+    variable = ds.variables[name]  # not ds[name]: a DataArray would gather its coordinates
+    own = [d for d in layout.dims if d in variable.dims]
     make: Make = partial(pl.Series, column)
     if entry.dtype == "flag":
         make = partial(_enum_series, column, enum=_BOTTLENECK, checked=False)
@@ -195,8 +195,8 @@ def _column(ds: xr.Dataset, name: str, layout: _Layout) -> pl.Series:
     elif entry.dtype == "count":  # a whole number, null where there is none
         make = partial(_count_series, column)
     elif entry.dtype == "str":  # a label; the grid may hold NaN where there is none
-        return _label_spread(column, da.transpose(*own).values, own, layout)
-    return _spread(da.transpose(*own).values, own, layout, make)
+        return _label_spread(column, variable.transpose(*own).values, own, layout)
+    return _spread(variable.transpose(*own).values, own, layout, make)
 
 
 def _native_flag(ds: xr.Dataset, dim: str, layout: _Layout) -> pl.Series:
