@@ -191,6 +191,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     timings: dict[str, float] = {}
     ds = None
     join: Join | None = None
+    per_configuration: xr.Dataset | None = None  # the summary's grid (``configurations``)
     pieces = not how.streamed and in_pieces(sweep)  # model by model into the writers
     if not how.streamed and not pieces:
         settings.phase("computing the grid")
@@ -201,7 +202,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         start = time.perf_counter()
         if pieces:
             settings.phase("computing the grid and writing the tables")
-            written, join, extra = write_pieces(
+            written, join, extra, per_configuration = write_pieces(
                 sweep, how, staging, settings.grid_format, hooks, timings, progress
             )
             skipped: list[str] = []
@@ -221,7 +222,8 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         if settings.duckdb:  # in the staging folder: its views read paths relative to it
             settings.phase(f"writing {DATABASE}")
             write_database(staging, {name: table.files for name, table in written.items()})
-    per_configuration = ds if ds is not None else configurations(sweep, how.budget)
+    if not pieces:  # write_pieces computes it beside the last model's rows
+        per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,
         ds if join is None else join.dataset,

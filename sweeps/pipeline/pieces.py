@@ -34,7 +34,7 @@ from sweeps.config import Sweep
 from sweeps.export.blocks import ZarrBlocks
 from sweeps.export.parquet import Written, write_frame
 from sweeps.grid.chunks import plan_chunks, split_first_device, table_points
-from sweeps.pipeline.stream import Progress, spec_tables, stream_tables
+from sweeps.pipeline.stream import Progress, configurations, spec_tables, stream_tables
 
 if TYPE_CHECKING:
     from sweeps.pipeline.execute import Hook
@@ -196,30 +196,50 @@ def write_in_pieces(
     progress: Progress | None = None,
     blocks: ZarrBlocks | None = None,
     complete: Callable[[Join], None] | None = None,
-) -> tuple[dict[str, Written], Join]:
+) -> tuple[dict[str, Written], Join, xr.Dataset | None]:
     """Write every table of ``sweep`` into ``staging`` in ``layout`` from its models' grids,
     one model evaluated ahead of the writers, each model's grid also handed to ``blocks``
-    (the grid file's writer) where given; the tables written and the models' grids.
-    ``complete`` is called with the models' grids as soon as the last one is computed (while
-    its rows are still being written).
+    (the grid file's writer) where given; the tables written, the models' grids, and the
+    grid at the first batch and prompt (``configurations``: the summary's, None over
+    ``budget``). ``complete`` is called with the models' grids as soon as the last one is
+    computed (while its rows are still being written).
+
+    The small grids (the spec tables' and ``configurations``) are computed on a thread of
+    their own from that moment too, beside the last rows rather than after them (0.1 s of
+    issue 14's run on one core).
 
     On any failure ``blocks`` is stopped before the error propagates (the caller's atomic
     folder then removes what was written); on success the caller closes it."""
     # one per model (the whole sweep fits the budget), the first model's first device alone
     chunks = split_first_device(sweep, plan_chunks(sweep, budget))
     join = Join(len(sweep.models))
+    small: list[Future[tuple[dict[str, Any], xr.Dataset | None]]] = []
     try:
-        keep = _Keep(join, blocks, complete, len(sweep.hardware))
-        streamed = stream_tables(sweep, chunks, staging, layout, progress, keep=keep)
+        with ThreadPoolExecutor(1, thread_name_prefix="sweeps-small-grids") as pool:
+
+            def last(models: Join) -> None:
+                if complete is not None:
+                    complete(models)
+                small.append(pool.submit(_small_grids, sweep, budget))
+
+            keep = _Keep(join, blocks, last, len(sweep.hardware))
+            streamed = stream_tables(sweep, chunks, staging, layout, progress, keep=keep)
+            tables, per_configuration = small[0].result() if small else _small_grids(sweep, budget)
         written = {name: Written(*entry) for name, entry in streamed.items()}
-        for name, table in spec_tables(sweep).items():
+        for name, table in tables.items():
             info = write_frame(table, staging / f"{name}.parquet", name)
             written[name] = Written(table.height, info, [f"{name}.parquet"])
     except BaseException:
         if blocks is not None:
             blocks.abort()
         raise
-    return written, join
+    return written, join, per_configuration
+
+
+def _small_grids(sweep: Sweep, budget: int) -> tuple[dict[str, Any], xr.Dataset | None]:
+    """The spec tables of ``sweep`` and its grid at the first batch and prompt (None over
+    ``budget`` [byte])."""
+    return spec_tables(sweep), configurations(sweep, budget)
 
 
 def model_device_slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
@@ -237,11 +257,12 @@ def write_pieces(
     hooks: tuple[Hook, ...],
     timings: dict[str, float],
     progress: Progress | None,
-) -> tuple[dict[str, Written], Join, list[str]]:
+) -> tuple[dict[str, Written], Join, list[str], xr.Dataset | None]:
     """A run's outputs from its models' grids: the tables and ``grid.zarr`` as each model's
     grid is computed, and the hooks, on the models' model-and-device slices, on a thread of
     their own from the moment the last model's grid is computed, while its rows and the grid
-    file's last blocks are still being written; (tables, models' grids, other files written).
+    file's last blocks are still being written; (tables, models' grids, other files written,
+    the grid at the first batch and prompt: ``write_in_pieces``).
     A NetCDF grid file (``grid_format``) is written last, from the joined grid.
 
     The hooks used to start once every table was written: on issue 14's 16.8 M-point grid the
@@ -272,7 +293,7 @@ def write_pieces(
             hooked.append(pool.submit(run_hooks, join))
 
         # on a failure, leaving the pool waits for the hooks before the folder is removed
-        written, join = write_in_pieces(
+        written, join, per_configuration = write_in_pieces(
             sweep, staging, how.layout, how.budget, progress, blocks, complete if hooks else None
         )
         timings["grid_and_tables"] = time.perf_counter() - start
@@ -285,4 +306,4 @@ def write_pieces(
     if grid_file:
         timings["grid_file"] = time.perf_counter() - start  # from the first block on
         extra.append(grid_file)
-    return written, join, extra
+    return written, join, extra, per_configuration
