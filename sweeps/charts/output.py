@@ -106,11 +106,14 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
     """The figures of one model-and-device slice, each as soon as its spec is built (so that
     it can be drawn while the next is built): each kind's spec, or, where the model fits
     nowhere the settings allow, the one reason for all of them."""
+    kinds = [k for k in charts if k not in (SERVING, MODEL_SIZE) and k not in TECHNIQUES]
+    if not kinds:  # the report alone: no choice to make here (``_Kept.add`` makes its own)
+        return
     model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
     choice = choose(
         one, model, device, tp=settings.tp, weight_dtype=settings.weight_dtype, pick=settings.pick
     )
-    for kind in (k for k in charts if k not in (SERVING, MODEL_SIZE) and k not in TECHNIQUES):
+    for kind in kinds:
         stem = f"{kind}-{model}-{device}"
         if not choice.fits:
             yield Figure(stem, kind, model, device, None, choice.reason)
@@ -318,8 +321,14 @@ class _Kept:
 
     def add(self, one: xr.Dataset, charts: tuple[str, ...], settings: Settings) -> None:
         model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
-        sel = select(one, model, device, **settings.options())
-        self.condensed.append(condensed_row(one, model, sel.device_name, sel.choice))
+        if "roofline" in charts:  # the whole selection, kept for the cross-device roofline
+            sel = select(one, model, device, **settings.options())
+            choice, name = sel.choice, sel.device_name
+        else:  # the choice alone: selecting all ~100 variables would cost more than the row
+            options = {"tp": settings.tp, "weight_dtype": settings.weight_dtype}
+            choice = choose(one, model, device, pick=settings.pick, **options)
+            name = str(one["hardware_name"].values.reshape(-1)[0])
+        self.condensed.append(condensed_row(one, model, name, choice))
         if self.rows < FULL_ROWS:  # once the page's table is full, the rows are counted only
             summary = labels_as_text(full_rows(one))  # only what the page shows is kept
             self.full.append(summary.head(FULL_ROWS - self.rows))

@@ -67,12 +67,24 @@ CONDENSED = (
 )
 
 
+_CONDENSED_READS = (
+    "max_batch",
+    "wall_fraction_of_ceiling",
+    "ceiling",
+    "ridge_batch",
+    "fraction_of_ceiling",  # and feasible: first_reached_batch's
+    "feasible",
+)
+"""The variables ``condensed_row`` reads."""
+
+
 def condensed_row(one: xr.Dataset, model: str, device: str, choice: Choice) -> dict[str, str]:
     """The summary of one model and device at the tp and weight dtype its charts show; the
     threshold wording follows ``data.reached``, as the charts do."""
     if not choice.fits:
         return dict(zip(CONDENSED, [model, device, "does not fit", *["-"] * 5], strict=True))
-    sel = one.sel(tp=choice.tp, weight_dtype=choice.weight_dtype)
+    # its variables only, not all ~100 of the slice: a report has hundreds of slices
+    sel = one[list(_CONDENSED_READS)].sel(tp=choice.tp, weight_dtype=choice.weight_dtype)
     threshold = float(one.attrs.get("ceiling_fraction", 0.9))
     max_batch = sel["max_batch"].variable  # variables: no alignment, a report has hundreds
     wall = sel["wall_fraction_of_ceiling"].variable  # the MoE form for a mixture of experts
