@@ -165,3 +165,16 @@ def test_a_run_in_pieces_does_not_join_the_grid_unless_asked(sweep, tmp_path) ->
     assert result.dataset is not None
     assert result.held is result.dataset  # joined once, on first access
     assert result.timings["grid_file"] > 0
+
+
+def test_the_last_models_write_finishes_the_store_before_close(sweep, tmp_path) -> None:
+    """The held arrays and the consolidated metadata are written on the writer's thread
+    right after the last model's region (beside the tables' last rows), not by ``close``: the
+    store opens whole, consolidated, once the last write is done and before ``close``."""
+    blocks = ZarrBlocks(tmp_path / "grid.zarr", len(sweep.models))
+    for model in sweep.models:
+        blocks.append(build_grid(dataclasses.replace(sweep, models=[model])))
+    blocks._writes[-1].result()  # the last write done; close not called
+    back = xr.open_zarr(tmp_path / "grid.zarr", consolidated=True).load()
+    xr.testing.assert_identical(back, build_grid(sweep))
+    blocks.close()

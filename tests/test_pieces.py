@@ -217,3 +217,26 @@ def test_a_failing_table_waits_for_the_hooks_before_the_folder_goes(sweep, tmp_p
             run_to_folder(sweep, tmp_path, hooks=(hook,))
     assert finished.is_set()
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_the_small_grids_are_computed_beside_the_last_models_rows(sweep, tmp_path) -> None:
+    """The spec tables and the summary's grid (``configurations``) are computed on a thread
+    of their own once the last model's grid is, not after the tables' last rows on the
+    run's thread; the result's summary is the one-piece run's (above)."""
+    import threading
+
+    where: list[str] = []
+    real = pieces.spec_tables
+
+    def spec_tables(*args):
+        where.append(threading.current_thread().name)
+        return real(*args)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        patch.setattr(pieces, "spec_tables", spec_tables)
+        result = run_to_folder(sweep, tmp_path)
+    assert len(where) == 1
+    assert where[0].startswith("sweeps-small-grids")
+    assert result.configurations is not None
+    assert (tmp_path / "pieces" / "hardware.parquet").is_file()

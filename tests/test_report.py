@@ -460,3 +460,28 @@ def test_grids_built_one_model_and_device_at_a_time_give_the_same_files(tmp_path
     ours = (tmp_path / "pieces" / "report.html").read_text("utf-8")
     theirs = (tmp_path / "whole" / "report.html").read_text("utf-8")
     assert ours == theirs
+
+
+def test_the_report_alone_gives_the_rows_of_a_whole_selection(monkeypatch) -> None:
+    """Without a cross-device roofline the report's rows come from the choice alone (no
+    selection of every variable of each slice): the same rows as through ``select``, for
+    models that fit and one that fits nowhere, at several tp and weight dtypes."""
+    from sweeps.charts import output
+
+    grid = build_grid(load_config(MOE)).sel(tp=[1, 2], hardware=["h200"])
+    settings = output.Settings()
+    through_select = output._Kept()
+    for one in slices(grid):
+        through_select.add(one, ("roofline",), settings)
+
+    def no_select(*_: Any, **__: Any) -> None:
+        msg = "select called for the report alone"
+        raise AssertionError(msg)
+
+    monkeypatch.setattr(output, "select", no_select)
+    alone = output._Kept()
+    for one in slices(grid):
+        alone.add(one, (), settings)
+    assert alone.condensed == through_select.condensed
+    assert any(row["drawn at"] == "does not fit" for row in alone.condensed)
+    assert len({row["drawn at"] for row in alone.condensed}) > 1

@@ -325,8 +325,8 @@ class _Kept:
             sel = select(one, model, device, **settings.options())
             choice, name = sel.choice, sel.device_name
         else:  # the choice alone: selecting all ~100 variables would cost more than the row
-            options = {"tp": settings.tp, "weight_dtype": settings.weight_dtype}
-            choice = choose(one, model, device, pick=settings.pick, **options)
+            tp, dtype, pick = settings.tp, settings.weight_dtype, settings.pick
+            choice = choose(one, model, device, tp=tp, weight_dtype=dtype, pick=pick)
             name = str(one["hardware_name"].values.reshape(-1)[0])
         self.condensed.append(condensed_row(one, model, name, choice))
         if self.rows < FULL_ROWS:  # once the page's table is full, the rows are counted only

@@ -191,7 +191,6 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     timings: dict[str, float] = {}
     ds = None
     join: Join | None = None
-    per_configuration: xr.Dataset | None = None  # the summary's grid (``configurations``)
     pieces = not how.streamed and in_pieces(sweep)  # model by model into the writers
     if not how.streamed and not pieces:
         settings.phase("computing the grid")
@@ -206,7 +205,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
                 sweep, how, staging, settings.grid_format, hooks, timings, progress
             )
             skipped: list[str] = []
-        else:
+        else:  # the summary's grid (configurations) follows; write_pieces computes it beside
             written, extra, skipped = _write_outputs(
                 how, ds, staging, settings, hooks, timings, progress, client
             )
@@ -222,7 +221,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         if settings.duckdb:  # in the staging folder: its views read paths relative to it
             settings.phase(f"writing {DATABASE}")
             write_database(staging, {name: table.files for name, table in written.items()})
-    if not pieces:  # write_pieces computes it beside the last model's rows
+    if not pieces:
         per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,
