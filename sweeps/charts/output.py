@@ -20,7 +20,7 @@ import xarray as xr
 
 from sweeps.pipeline.summary import summary_rows
 
-from .data import Selection, choose, select
+from .data import Choice, Selection, choose, select
 from .failures import built, failed, skipped_line
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .kinds import DEVICES, MODEL_SIZE, SERVING, ChartKind
@@ -67,6 +67,12 @@ class Settings:
         f = sweep.figures
         return cls(f.pick, f.tp, f.weight_dtype, f.width, sweep.options.max_chart_cells)
 
+    def choice(self, one: xr.Dataset, model: str, device: str) -> Choice:
+        """The tp and weight dtype ``model`` on ``device`` is drawn at (``data.choose``)."""
+        return choose(
+            one, model, device, tp=self.tp, weight_dtype=self.weight_dtype, pick=self.pick
+        )
+
     def options(self) -> dict[str, Any]:
         """Keyword arguments of the builders."""
         return {
@@ -110,9 +116,7 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
     if not kinds:  # the report alone: no choice to make here (``_Kept.add`` makes its own)
         return
     model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
-    choice = choose(
-        one, model, device, tp=settings.tp, weight_dtype=settings.weight_dtype, pick=settings.pick
-    )
+    choice = settings.choice(one, model, device)
     for kind in kinds:
         stem = f"{kind}-{model}-{device}"
         if not choice.fits:
@@ -325,8 +329,7 @@ class _Kept:
             sel = select(one, model, device, **settings.options())
             choice, name = sel.choice, sel.device_name
         else:  # the choice alone: selecting all ~100 variables would cost more than the row
-            tp, dtype, pick = settings.tp, settings.weight_dtype, settings.pick
-            choice = choose(one, model, device, tp=tp, weight_dtype=dtype, pick=pick)
+            choice = settings.choice(one, model, device)
             name = str(one["hardware_name"].values.reshape(-1)[0])
         self.condensed.append(condensed_row(one, model, name, choice))
         if self.rows < FULL_ROWS:  # once the page's table is full, the rows are counted only

@@ -205,7 +205,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
                 sweep, how, staging, settings.grid_format, hooks, timings, progress
             )
             skipped: list[str] = []
-        else:  # the summary's grid (configurations) follows; write_pieces computes it beside
+        else:  # the summary's grid (configurations) below; write_pieces computes its own
             written, extra, skipped = _write_outputs(
                 how, ds, staging, settings, hooks, timings, progress, client
             )

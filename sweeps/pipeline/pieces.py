@@ -224,7 +224,7 @@ def write_in_pieces(
 
             keep = _Keep(join, blocks, last, len(sweep.hardware))
             streamed = stream_tables(sweep, chunks, staging, layout, progress, keep=keep)
-            tables, per_configuration = small[0].result() if small else _small_grids(sweep, budget)
+            tables, per_configuration = small[0].result()  # submitted with the last model
         written = {name: Written(*entry) for name, entry in streamed.items()}
         for name, table in tables.items():
             info = write_frame(table, staging / f"{name}.parquet", name)
