@@ -304,3 +304,50 @@ def test_two_studies_tables_concatenate_as_they_are(grid: xr.Dataset, tmp_path: 
         [pl.read_parquet(tmp_path / name / "models.parquet") for name in ("one", "two")]
     )
     assert decode.join(models, on="model").height == decode.height  # the key types agree
+
+
+def test_repeats_share_what_does_not_vary_with_the_model_and_change_nothing() -> None:
+    """``Repeats``: every model's frames equal those built alone, the columns that do not vary
+    with the model (axes, a device's ridge point, its compute dtype) are built for the first
+    model only, and a grid of other devices in the same layout gets its own columns."""
+    from sweeps.grid.chunks import plan_chunks
+
+    sweep = parse_config(SMALL.replace('["llama-3-8b", "qwen2.5-7b"]', MODELS))
+    other = parse_config(SMALL.replace('["h100-sxm", "h200"]', '["l4", "b200"]'))
+    grids = [build_grid(c.sweep) for c in plan_chunks(sweep, 1 << 40)]
+    grids.append(build_grid(plan_chunks(other, 1 << 40)[0].sweep))  # same shape, other devices
+    repeats = frame_module.Repeats()
+    spread = frame_module._spread
+    built: list[int] = []
+
+    def counted(*args: object) -> pl.Series:
+        built[-1] += 1
+        return spread(*args)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        _small_blocks(patch)  # blocks of 4 rows, as a big grid's frames are cut
+        patch.setattr(frame_module, "_spread", counted)
+        for ds in grids:
+            for table in ("decode", "prefill"):
+                built.append(0)
+                shared = frame_module.table_frame(ds, table, None, repeats)
+                built.append(0)
+                alone = frame_module.table_frame(ds, table)
+                assert shared.equals(alone, null_equal=True)
+                assert shared.schema == alone.schema
+                built.append(0)
+                frame_module.table_frame(ds, table, None, repeats)  # the same grid again
+    # per grid and table: spreads with repeats, alone, and with repeats again
+    first, alone, again = built[0:3]
+    assert alone == first > again > 0  # again: only what varies with the model is built
+    second, _, second_again = built[6:9]  # the second model's decode frame
+    assert second == second_again == again  # found what the first model built, holds no more
+    other_devices = built[-6]
+    assert other_devices > second  # their own ridge points, compute dtypes
+    assert all("model" not in key[3] for key in repeats._columns)
+    columns = {key[0] for key in repeats._columns}
+    assert {"batch", "ridge_point", "compute_dtype", "kv_dtype"} <= columns
+    assert not columns & {"model", "weight_bytes", "kv_heads", "max_batch"}
+
+
+MODELS = '["llama-3-8b", "mixtral-8x7b", "qwen2.5-7b"]'

@@ -142,10 +142,10 @@ def test_a_failure_stops_the_stream_and_propagates(monkeypatch, tmp_path, where)
 
         table_frame = frame.table_frame
 
-        def failing(ds, table, enums=None):
+        def failing(ds, table, enums=None, repeats=None):
             if table == "prefill":
                 third()
-            return table_frame(ds, table, enums)
+            return table_frame(ds, table, enums, repeats)
 
         monkeypatch.setattr(frame, "table_frame", failing)
     else:

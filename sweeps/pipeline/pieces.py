@@ -32,6 +32,7 @@ import xarray as xr
 
 from sweeps.config import Sweep
 from sweeps.export.blocks import ZarrBlocks
+from sweeps.export.frame import Repeats
 from sweeps.export.parquet import Written, write_frame
 from sweeps.grid.chunks import plan_chunks, split_first_device, table_points
 from sweeps.pipeline.stream import Progress, configurations, spec_tables, stream_tables
@@ -223,7 +224,9 @@ def write_in_pieces(
                 small.append(pool.submit(_small_grids, sweep, budget))
 
             keep = _Keep(join, blocks, last, len(sweep.hardware))
-            streamed = stream_tables(sweep, chunks, staging, layout, progress, keep=keep)
+            streamed = stream_tables(
+                sweep, chunks, staging, layout, progress, keep=keep, repeats=Repeats()
+            )
             tables, per_configuration = small[0].result()  # submitted with the last model
         written = {name: Written(*entry) for name, entry in streamed.items()}
         for name, table in tables.items():

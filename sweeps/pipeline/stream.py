@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     import polars as pl
     import xarray as xr
 
+    from sweeps.export.frame import Repeats
+
 
 class Keep(Protocol):
     """Where a chunk's grid goes once built (a list; ``sweeps.pipeline.pieces.Join``)."""
@@ -62,16 +64,18 @@ def chunk_tables(
     names: Sequence[str],
     enums: Mapping[str, Sequence[str]],
     keep: Keep | None = None,
+    repeats: Repeats | None = None,
 ) -> dict[str, pl.DataFrame]:
     """The rows of each table in ``names`` over one chunk, from one grid of it, with the whole
-    sweep's Enum categories ``enums``; the grid is appended to ``keep`` where given."""
+    sweep's Enum categories ``enums``; the grid is appended to ``keep`` where given, and the
+    columns that repeat between chunks shared through ``repeats`` where given."""
     from sweeps.export.frame import table_frame
     from sweeps.grid.build import build_grid
 
     ds = build_grid(chunk.sweep)
     if keep is not None:
         keep.append(ds)
-    return {name: table_frame(ds, name, enums) for name in names}
+    return {name: table_frame(ds, name, enums, repeats) for name in names}
 
 
 def chunk_frames(
@@ -80,6 +84,7 @@ def chunk_frames(
     enums: Mapping[str, Sequence[str]],
     client: Any = None,
     keep: Keep | None = None,
+    repeats: Repeats | None = None,
 ) -> Generator[dict[str, pl.DataFrame], None, None]:
     """Each chunk's frames of ``names`` (``chunk_tables``), in order, one evaluated ahead.
 
@@ -100,9 +105,9 @@ def chunk_frames(
     with ThreadPoolExecutor(1, thread_name_prefix="sweeps-chunk") as pool:
         ahead: Future[dict[str, pl.DataFrame]] | None = None
         for index in range(len(chunks)):
-            current = ahead or pool.submit(chunk_tables, chunks[index], names, enums, keep)
+            current = ahead or pool.submit(chunk_tables, chunks[index], names, enums, keep, repeats)
             ahead = (
-                pool.submit(chunk_tables, chunks[index + 1], names, enums, keep)
+                pool.submit(chunk_tables, chunks[index + 1], names, enums, keep, repeats)
                 if index + 1 < len(chunks)
                 else None
             )
@@ -224,6 +229,7 @@ def _stream(
     client: Any,
     report: Callable[[int], None],
     keep: Keep | None = None,
+    repeats: Repeats | None = None,
 ) -> dict[str, Written]:
     """Write the tables ``names`` over ``chunks`` into ``folder``: every file of one model (or
     of the whole sweep, ``single``) written at once, a writer each; ``report`` is told each
@@ -241,7 +247,7 @@ def _stream(
         writers.clear()
 
     keys = [chunk.model if layout == "partitioned" else "" for chunk in chunks]
-    with contextlib.closing(chunk_frames(chunks, names, enums, client, keep)) as evaluated:
+    with contextlib.closing(chunk_frames(chunks, names, enums, client, keep, repeats)) as evaluated:
         try:
             for index, frames in enumerate(evaluated):
                 for name in names:
@@ -333,12 +339,15 @@ def stream_tables(
     progress: Progress | None = None,
     client: Any = None,
     keep: Keep | None = None,
+    repeats: Repeats | None = None,
 ) -> dict[str, Written]:
     """Write every analysis table of ``sweep`` into ``folder`` in ``layout``, chunk by chunk.
 
     Each chunk's grid is built once for all the tables that are not ``whole`` (and appended to
-    ``keep``, in the chunks' order, where given); the ``whole`` tables are then written from
-    one grid of their own. Returns, per table, its rows, its columns' units and
+    ``keep``, in the chunks' order, where given; the columns that repeat from chunk to chunk
+    are built once and shared through ``repeats`` where given, which holds them as long as
+    it lives: for grids held in memory, not under a budget); the ``whole`` tables are then
+    written from one grid of their own. Returns, per table, its rows, its columns' units and
     the files written (relative to ``folder``). ``progress`` is called after each chunk, with
     the rows of every table so far. Any failure (or an exception from ``progress``) stops the
     stream and propagates; the caller's atomic folder then removes the partial output.
@@ -360,7 +369,9 @@ def stream_tables(
         chunks = sorted(chunks, key=lambda chunk: models.index(chunk.model))
     streamed = [table.name for table in tables(sweep) if not table.whole]
     written = (
-        _stream(chunks, streamed, folder, layout, enums, client, report, keep) if streamed else {}
+        _stream(chunks, streamed, folder, layout, enums, client, report, keep, repeats)
+        if streamed
+        else {}
     )
     whole: list[Any] = []  # the one-piece grid of the whole analyses, built once if needed
     for table in tables(sweep):
