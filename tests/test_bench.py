@@ -248,3 +248,43 @@ def test_validate_line_measures_the_library_and_the_cold_command() -> None:
     figures = measure_validate(values=1000)
     assert figures["values"] == 1000
     assert 0 < figures["parse_seconds"] < figures["command_seconds"]
+
+
+def test_run_path_spread_keeps_the_first_run_and_every_ratio(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``measure_spread``: the first run's figures as they were measured, then every run's
+    ratio, their median and how many met the target; one run has no spread."""
+    from sweeps.bench import run_path
+
+    ratios = iter([1.4, 1.2, 1.3, 1.25])
+    calls: list[object] = []
+
+    def measured(config: object, memory_budget: object = None) -> dict[str, object]:
+        calls.append((config, memory_budget))
+        ratio = next(ratios)
+        return {
+            "run_s": 10.0 * ratio, "ratio": ratio, "rows": {"decode": 4, "prefill": 4},
+            "split_s": {"import_and_startup": 0.8, "grid_and_tables": 9.0},
+            "polars_s": {"decode": 5.0, "prefill": 3.0, "grid.zarr": 2.0, "total": 10.0},
+            "layout": "single", "chunks": 1, "load": [0.1, 0.2],
+        }  # fmt: skip
+
+    monkeypatch.setattr(run_path, "measure_run_path", measured)
+    spread = run_path.measure_spread("run.toml", 3, 7)
+    assert calls == [("run.toml", 7)] * 3
+    assert spread["ratio"] == 1.4
+    assert spread["run_s"] == 14.0
+    assert spread["spread"] == {"ratios": [1.4, 1.2, 1.3], "median": 1.3, "met": 2}
+    line = run_path.format_run_path(spread)
+    assert "= 1.40x" in line
+    assert "target 1.3x missed" in line
+    assert line.endswith("; 3 cold runs: 1.40x, 1.20x, 1.30x (median 1.30x, within 1.3x in 2 of 3)")
+    one = run_path.measure_spread("run.toml", 1)
+    assert "spread" not in one
+    assert one["ratio"] == 1.25
+    assert "cold runs" not in run_path.format_run_path(one)
+
+
+def test_bench_runs_must_be_at_least_one() -> None:
+    result = CliRunner().invoke(cli, ["bench", "--runs", "0"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--runs': 0 is not in the range x>=1." in result.output

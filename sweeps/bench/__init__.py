@@ -26,7 +26,8 @@ e. an end-to-end ``run_to_folder`` of a larger grid, streamed under a memory bud
 f. the run path as users run it: a cold run in a fresh interpreter, its split (start-up,
    grid, each table, grid file, report) and its ratio to the libraries' own writes of the same
    outputs (Polars' write_parquet of the tables, xarray's to_zarr of the grid file),
-   for issue 14's grid in memory and for (e)'s grid streamed (``run_path``);
+   for issue 14's grid in memory and for (e)'s grid streamed, each once or more (the spread of
+   several runs' ratios beside the first run's figures; ``run_path``);
 g. validating a config whose context range has 1e5 values, in process and as a cold
    ``sweeps validate`` (``validate``);
 h. the Pareto front on 1e6 seeded points against its one-second budget (``pareto``);
@@ -60,9 +61,14 @@ POINT = (
 
 
 def run_bench(
-    quick: bool = False, e2e_budget: int = 2 * 2**30, progress: Callable[[str], None] | None = None
+    quick: bool = False,
+    e2e_budget: int = 2 * 2**30,
+    progress: Callable[[str], None] | None = None,
+    runs: int = 1,
 ) -> dict[str, Any]:
-    """Run the eleven measurements; a JSON-ready dict of figures (seconds, points, bytes)."""
+    """Run the eleven measurements; a JSON-ready dict of figures (seconds, points, bytes).
+    ``runs``: how many cold runs (f) makes of each of its grids (their spread beside the first
+    run's figures)."""
     import numpy as np
 
     from sweeps.bench.calibrated import measure_calibration
@@ -98,7 +104,7 @@ def run_bench(
         say("end to end")
         report["end_to_end"] = measure_end_to_end(e2e_text, quick, e2e_budget, Path(tmp))
         say("run path")
-        report["run_path"] = measure_run_paths(e2e_text, quick, e2e_budget, Path(tmp))
+        report["run_path"] = measure_run_paths(e2e_text, quick, e2e_budget, Path(tmp), runs)
     say("validate")
     report["validate"] = measure_validate(values=10_000 if quick else 100_000)
     say("pareto front")

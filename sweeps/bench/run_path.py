@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -171,7 +172,8 @@ def measure_run_path(
 
 
 def format_run_path(result: dict[str, Any]) -> str:
-    """One line: the run, its ratio to Polars' write, and its split."""
+    """One line: the run, its ratio to Polars' write, and its split; then, where the run was
+    measured more than once (``spread``), every run's ratio."""
     split = ", ".join(f"{name} {seconds:.2f}" for name, seconds in result["split_s"].items())
     points = sum(result["rows"].values())
     how = f"{result['chunks']} chunk(s)"
@@ -184,11 +186,39 @@ def format_run_path(result: dict[str, Any]) -> str:
         zarr = result["polars_s"]["grid.zarr"]
         libraries += f" + xarray's to_zarr of its grid ({zarr:.2f} s)"
     load = "-".join(f"{value:.1f}" for value in result.get("load", []))
-    return (
+    line = (
         f"cold sweeps run of {points:,} rows {result['run_s']:.2f} s = {result['ratio']:.2f}x "
         f"{libraries} ({result['polars_s']['total']:.2f} s), target {TARGET}x {verdict}; "
         f"{result['layout']} layout, {how}; load {load or '?'}; split [s]: {split}"
     )
+    if "spread" in result:
+        spread = result["spread"]
+        ratios = ", ".join(f"{r:.2f}x" for r in spread["ratios"])
+        line += (
+            f"; {len(spread['ratios'])} cold runs: {ratios} (median {spread['median']:.2f}x, "
+            f"within {TARGET}x in {spread['met']} of {len(spread['ratios'])})"
+        )
+    return line
+
+
+def measure_spread(
+    config: str | Path, runs: int, memory_budget: int | None = None
+) -> dict[str, Any]:
+    """``measure_run_path`` of ``config`` ``runs`` times, one after the other: the first run's
+    figures, with ``spread`` (every run's ``ratios``, their ``median``, and how many ``met``
+    the target) where ``runs`` is more than one. One run's ratio says how the run compares
+    with the libraries' writes beside it; on a noisy machine only the spread says how far
+    that holds."""
+    results = [measure_run_path(config, memory_budget) for _ in range(runs)]
+    first = dict(results[0])
+    if runs > 1:
+        ratios = [r["ratio"] for r in results]
+        first["spread"] = {
+            "ratios": ratios,
+            "median": statistics.median(ratios),
+            "met": sum(r <= TARGET for r in ratios),
+        }
+    return first
 
 
 RUN_GRID = """[sweep]
@@ -213,9 +243,12 @@ RUN_MODELS = ["llama-3-8b", "llama-3-70b", "mixtral-8x7b", "qwen2.5-7b", "gemma-
 RUN_HARDWARE = ["h100-sxm", "b200", "l4", "mi300x"]
 
 
-def measure_run_paths(e2e_text: str, quick: bool, budget: int, folder: Path) -> dict[str, Any]:
+def measure_run_paths(
+    e2e_text: str, quick: bool, budget: int, folder: Path, runs: int = 1
+) -> dict[str, Any]:
     """(f): ``measure_run_path`` of issue 14's grid in memory and of (e)'s grid streamed under
-    ``budget`` [byte] (quick: small grids, the streamed one just over the minimum budget)."""
+    ``budget`` [byte] (quick: small grids, the streamed one just over the minimum budget),
+    each ``runs`` times (``measure_spread``)."""
     from sweeps.bench.e2e import QUICK_HEADROOM
     from sweeps.grid.memory import BASE_BYTES
 
@@ -231,6 +264,8 @@ def measure_run_paths(e2e_text: str, quick: bool, budget: int, folder: Path) -> 
     streamed = folder / "run-path-streamed.toml"
     streamed.write_text(e2e_text, "utf-8")
     return {
-        "in_memory": measure_run_path(in_memory),
-        "streamed": measure_run_path(streamed, BASE_BYTES + QUICK_HEADROOM if quick else budget),
+        "in_memory": measure_spread(in_memory, runs),
+        "streamed": measure_spread(
+            streamed, runs, BASE_BYTES + QUICK_HEADROOM if quick else budget
+        ),
     }

@@ -21,6 +21,7 @@ from sweeps.cli.options import (
     Bounded,
     CatalogId,
     attention_option,
+    bench_options,
     budget,
     check_out,
     cluster_options,
@@ -286,23 +287,16 @@ def import_model(path: Path, model_id: str | None) -> None:
 
 
 @cli.command()
-@click.option("--quick", is_flag=True, help="A small grid: seconds, for tests and smoke checks.")
-@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-@click.option(
-    "--e2e-budget",
-    default="2GiB",
-    show_default=True,
-    metavar="SIZE",
-    help="Memory budget of the end-to-end run.",
-)
+@bench_options
 @handled
-def bench(quick: bool, as_json: bool, e2e_budget: str) -> None:
+def bench(quick: bool, as_json: bool, e2e_budget: str, runs: int) -> None:
     """Measure the engine: points/s, vs a scalar loop, vs the write limit, the export vs
     Polars, and an end-to-end streamed run with its peak RSS.
 
     \b
-    Example:
+    Examples:
       sweeps bench --json
+      sweeps bench --runs 5
     """
     import json
 
@@ -312,7 +306,7 @@ def bench(quick: bool, as_json: bool, e2e_budget: str) -> None:
         if not as_json:
             click.echo(f"measuring: {step}", err=True)
 
-    report = run_bench(quick=quick, e2e_budget=parse_size(e2e_budget), progress=say)
+    report = run_bench(quick=quick, e2e_budget=parse_size(e2e_budget), progress=say, runs=runs)
     click.echo(json.dumps(report, indent=2) if as_json else format_report(report))
 
 

@@ -208,6 +208,35 @@ def output_options(function: F) -> F:
     return wrapped  # type: ignore[return-value]
 
 
+def bench_options(function: F) -> F:
+    """``sweeps bench``'s options: ``--quick``, ``--json``, ``--e2e-budget`` and ``--runs``."""
+    options = (
+        click.option(
+            "--quick",
+            is_flag=True,
+            help="Smaller grids (about half a minute), for tests and smoke checks.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON."),
+        click.option(
+            "--e2e-budget",
+            default="2GiB",
+            show_default=True,
+            metavar="SIZE",
+            help="Memory budget of the end-to-end run.",
+        ),
+        click.option(
+            "--runs",
+            default=1,
+            show_default=True,
+            type=click.IntRange(min=1),
+            help="Cold runs of each run-path grid (f), for the spread of their ratios.",
+        ),
+    )
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
 def cluster_options(function: F) -> F:
     """``--scheduler ADDRESS`` and ``--workers N`` (they exclude each other)."""
     options = (
