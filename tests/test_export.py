@@ -344,7 +344,7 @@ def test_repeats_share_what_does_not_vary_with_the_model_and_change_nothing() ->
     assert second == second_again == again  # found what the first model built, holds no more
     other_devices = built[-6]
     assert other_devices > second  # their own ridge points, compute dtypes
-    assert all("model" not in key[3] for key in repeats._columns)
+    assert all("model" not in key[-4] for key in repeats._columns)  # own dims, then the values
     columns = {key[0] for key in repeats._columns}
     assert {"batch", "ridge_point", "compute_dtype", "kv_dtype"} <= columns
     assert not columns & {"model", "weight_bytes", "kv_heads", "max_batch"}

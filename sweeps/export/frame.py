@@ -213,7 +213,7 @@ def _axis_column(
         kind = np.float64 if axis.kind == "value" else np.int64
         values = np.asarray(ds[dim].values, dtype=kind)
         make, key = partial(pl.Series, column), (column, layout)
-    return _repeated(repeats, values, own, key, lambda: _spread(values, own, layout, make))
+    return _repeated(repeats, values, own, key, partial(_spread, values, own, layout, make))
 
 
 _BOTTLENECK = pl.Enum(list(BOTTLENECK_FLAGS))
@@ -253,9 +253,9 @@ def _column(
         make = partial(_count_series, column)
     elif entry.dtype == "str":  # a label; the grid may hold NaN where there is none
         build = partial(_label_spread, column, values, own, layout)
-        return _repeated(repeats, values, own, (column, layout), build)
-    build = partial(_spread, values, own, layout, make)
-    return _repeated(repeats, values, own, (column, layout), build)
+        return _repeated(repeats, values, own, (name, column, layout), build)
+    build = partial(_spread, values, own, layout, make)  # the variable's name: its make
+    return _repeated(repeats, values, own, (name, column, layout), build)
 
 
 def _native_flag(
