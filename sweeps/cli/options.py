@@ -12,7 +12,7 @@ import functools
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -202,10 +202,14 @@ def output_options(function: F) -> F:
     def wrapper(*args: Any, as_json: bool, quiet: bool, verbose: int, **kwargs: Any) -> Any:
         return function(*args, output=Output(as_json, quiet, verbose), **kwargs)
 
-    wrapped = functools.update_wrapper(wrapper, function)
+    return _stacked(functools.update_wrapper(wrapper, function), options)  # type: ignore[return-value]
+
+
+def _stacked(function: F, options: Sequence[Callable[[F], F]]) -> F:
+    """``function`` under every decorator of ``options``, the first listed first in ``--help``."""
     for option in reversed(options):
-        wrapped = option(wrapped)
-    return wrapped  # type: ignore[return-value]
+        function = option(function)
+    return function
 
 
 def bench_options(function: F) -> F:
@@ -232,9 +236,7 @@ def bench_options(function: F) -> F:
             help="Cold runs of each run-path grid (f), for the spread of their ratios.",
         ),
     )
-    for option in reversed(options):
-        function = option(function)
-    return function
+    return _stacked(function, options)
 
 
 def cluster_options(function: F) -> F:
@@ -254,9 +256,7 @@ def cluster_options(function: F) -> F:
             "(needs the dask extra).",
         ),
     )
-    for option in reversed(options):
-        function = option(function)
-    return function
+    return _stacked(function, options)
 
 
 def out_options(receives: str) -> Callable[[F], F]:
