@@ -51,3 +51,86 @@ def test_bench_runs_under_the_command_settings(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv("NUMPY_MADVISE_HUGEPAGE", raising=False)
     _, printed = bench_python(["-c", "import os; print(os.environ['NUMPY_MADVISE_HUGEPAGE'])"])
     assert printed.strip() == os.environ.get("NUMPY_MADVISE_HUGEPAGE", "0")
+
+
+_GLIBC = sys.platform.startswith("linux") and "glibc" in os.confstr("CS_GNU_LIBC_VERSION")
+_ALLOCATION = """
+import ctypes, sys, threading
+
+class Info(ctypes.Structure):  # glibc's struct mallinfo2: ten size_t fields
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+                 "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = Info
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+if sys.argv[1] == "start":
+    from sweeps.cli import start_process
+
+    start_process()
+before = libc.mallinfo2()
+block = libc.malloc(20 << 20)  # a model's array: 20 MiB
+mapped = libc.mallinfo2().hblkhd - before.hblkhd
+libc.free(block)
+kept = libc.mallinfo2().fordblks - before.fordblks
+held = []
+thread = threading.Thread(target=lambda: held.append(libc.malloc(1 << 20)))
+thread.start()
+thread.join()
+libc.malloc_stats()  # one "Arena N:" line per arena, to standard error
+print(mapped >> 20, kept >> 20)
+"""
+
+
+def _allocation(*arguments: str, **environment: str) -> tuple[int, int, int]:
+    """A 20 MiB block allocated and freed, then 1 MiB on a second thread, in a fresh process:
+    the MiB mapped for the block alone, the MiB free in the heap after it, the arenas."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ALLOCATION, *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")} | environment,
+    )
+    assert done.returncode == 0, done.stderr
+    mapped, kept = map(int, done.stdout.split())
+    return mapped, kept, done.stderr.count("Arena ")
+
+
+@pytest.mark.skipif(not _GLIBC, reason="the allocator settings are glibc's")
+def test_start_process_keeps_a_models_memory_in_one_arena() -> None:
+    """Without the settings, glibc maps a 20 MiB block apart and unmaps it when freed, and a
+    second thread gets an arena of its own; with them, the block comes from the heap and
+    stays there when freed (for the next model's arrays), in the one arena of every thread.
+    A setting the user gives at start-up is kept."""
+    assert _allocation("bare") == (20, 0, 2)
+    mapped, kept, arenas = _allocation("start")
+    assert (mapped, arenas) == (0, 1)
+    assert kept >= 20
+    user = _allocation("start", MALLOC_MMAP_THRESHOLD_="131072", MALLOC_ARENA_MAX="2")
+    assert (user[0], user[2]) == (20, 2)
+    tunables = _allocation("start", GLIBC_TUNABLES="glibc.malloc.arena_max=2")
+    assert (tunables[0], tunables[2]) == (20, 2)
+
+
+def test_the_command_and_the_bench_start_their_processes() -> None:
+    """The console script, the bench's cold run and its libraries' writes each call
+    ``start_process`` before any work (so the reference runs under the same settings)."""
+    from sweeps.bench.run_path import POLARS_WRITE, RUN
+
+    code = (
+        "import sys, sweeps.cli\n"
+        "sweeps.cli.start_process = lambda: print('started')\n"
+        "sys.argv = ['sweeps', '--version']\n"
+        "from sweeps.cli.main import main\n"
+        "main()\n"
+    )
+    done = _python(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "started"
+    for script in (RUN, POLARS_WRITE):
+        head = script[: script.index("\nstart_process()")]
+        assert "from sweeps.cli import" in head
+        assert "load_config" not in head  # before any work

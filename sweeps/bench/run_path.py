@@ -27,6 +27,9 @@ from typing import Any
 
 RUN = r"""
 import sys
+from sweeps.cli import end_process, start_process
+
+start_process()
 from sweeps.config import load_config
 from sweeps.charts.drawing import start
 
@@ -44,8 +47,6 @@ result = run_to_folder(
     grid_format=sys.argv[4] or None,
 )
 result.summary()
-from sweeps.cli import end_process
-
 end_process()
 """
 """What ``sweeps run CONFIG`` does, without the terminal: the run with the config's charts and
@@ -53,6 +54,9 @@ report, then the summary it prints, and the command's end of process."""
 
 POLARS_WRITE = r"""
 import json, sys, time
+from sweeps.cli import start_process
+
+start_process()  # the command's process settings, as the run has them
 from pathlib import Path
 from sweeps.config import load_config
 from sweeps.export.frame import frame, table_names

@@ -383,9 +383,10 @@ def schema() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    from sweeps.cli import end_process
+    from sweeps.cli import end_process, start_process
     from sweeps.cli.errors import quiet_broken_pipe
 
+    start_process()
     try:
         cli()
     except BrokenPipeError:  # one raised outside a command (help text, click's own echo)
