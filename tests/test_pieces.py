@@ -240,3 +240,25 @@ def test_the_small_grids_are_computed_beside_the_last_models_rows(sweep, tmp_pat
     assert where[0].startswith("sweeps-small-grids")
     assert result.configurations is not None
     assert (tmp_path / "pieces" / "hardware.parquet").is_file()
+
+
+def test_a_hook_reading_the_tables_is_known_through_its_wrappers() -> None:
+    """``tables_only`` is a class attribute of the simulated plans' hook; the command wraps
+    each hook (``functools.wraps`` copies only the instance's own attributes), and the
+    wrapper is still known to read the tables."""
+    import functools
+
+    from sweeps.pipeline.pieces import reads_tables
+
+    class Reads:
+        tables_only = True
+
+        def __call__(self, *args):
+            return []
+
+    hook = Reads()
+    wrapper = functools.wraps(hook)(lambda *args: hook(*args))
+    assert getattr(wrapper, "tables_only", False) is False  # what the run used to read
+    assert reads_tables(wrapper)
+    assert reads_tables(hook)
+    assert not reads_tables(functools.wraps(len)(lambda *args: []))

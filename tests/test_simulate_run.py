@@ -125,3 +125,58 @@ def test_a_streamed_run_simulates_the_same_plans(tmp_path: Path) -> None:
     one = pl.read_parquet(whole.folder / "simulated.parquet")
     assert one.height == 2
     assert one.equals(pl.read_parquet(streamed.folder / "simulated.parquet"))
+
+
+PLANS = CONFIG.replace('["llama-3-8b"]', '["llama-3-8b", "mistral-7b"]').replace(
+    'kv_heads = ["native"]\nkv_dtype = ["bf16"]',
+    'kv_heads = ["native", 1, 2, 4]\nkv_dtype = ["bf16", "fp8"]',
+)
+"""32 workloads (2 models x 4 KV-head settings x 2 KV dtypes x 2 output lengths), so 32 cheapest
+plans: more lines of 200 quantiles than one chart takes rows (Altair's 5,000)."""
+
+
+def test_a_grid_computed_model_by_model_simulates_the_same_plans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Computed model by model (``pieces``), the simulated plans' hook reads pools.parquet
+    once it is written (it is written after the last model's rows, so a hook run beside
+    them found no file), and 32 plans' CDFs fit the chart's rows (fewer quantiles each)."""
+    from sweeps.pipeline import pieces
+
+    monkeypatch.setattr(pieces, "PIECES_FROM", 1 << 62)
+    code, output, whole = run(tmp_path / "whole", PLANS)
+    assert code == 0, output
+    monkeypatch.setattr(pieces, "PIECES_FROM", 0)
+    code, output, folder = run(tmp_path / "pieces", PLANS)
+    assert code == 0, output
+    frame = pl.read_parquet(folder / "simulated.parquet")
+    assert frame.height == 32
+    assert frame.equals(pl.read_parquet(whole / "simulated.parquet"))
+    for metric in ("ttft", "tpot"):
+        assert (folder / "charts" / f"simulated-{metric}-cdf.html").exists()
+
+
+def test_the_cdfs_of_many_plans_keep_within_the_charts_rows() -> None:
+    """Each plan's line has ``POINTS`` quantiles, fewer (the same for every plan, at least 2)
+    where the plans' lines together would pass Altair's row limit; a line still runs from the
+    plan's least value to its greatest."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from sweeps.charts.simulated import POINTS, cdf_frame
+
+    def plan(index: int) -> SimpleNamespace:
+        row = {"concurrency": None, "arrival_rate": 1.0, "model": "m", "hardware": "h", "tp": 1,
+               "batch": index, "replicas": 1, "scheduler": "s", "prompt_tokens": 1,
+               "output_tokens": 2}  # fmt: skip
+        ttft = np.r_[np.arange(100.0) + index, np.nan]  # a missing value is left out
+        return SimpleNamespace(row=row, timeline=SimpleNamespace(ttft=ttft))
+
+    few = cdf_frame([plan(i) for i in range(3)], "ttft")
+    assert few.height == 3 * POINTS
+    many = cdf_frame([plan(i) for i in range(32)], "ttft")
+    assert many.height == 32 * (5000 // 32)  # 156 quantiles each, within 5,000 rows
+    last = many.filter(pl.col("plan") == many["plan"][-1])
+    assert (last["value"].min(), last["value"].max()) == (31.0, 130.0)
+    assert cdf_frame([plan(i) for i in range(4000)], "ttft").height == 4000 * 2

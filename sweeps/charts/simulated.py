@@ -33,21 +33,25 @@ def _label(row: dict[str, Any]) -> str:
 
 
 def cdf_frame(simulated: list[Any], metric: str) -> Any:
-    """``POINTS`` quantiles of ``metric`` of each plan: columns plan, value, share."""
+    """``POINTS`` quantiles of ``metric`` of each plan (fewer where the plans' lines would
+    pass Altair's row limit together, at least 2): columns plan, value, share."""
     import polars as pl
 
-    shares = np.linspace(0.0, 1.0, POINTS)
-    parts = []
-    for one in simulated:
-        values = getattr(one.timeline, METRICS[metric][0])
-        values = values[~np.isnan(values)]
-        if values.size == 0:
-            continue
-        parts.append(pl.DataFrame({
-            "plan": [_label(one.row)] * POINTS,
+    from .data import altair_row_limit
+
+    timelines = [getattr(one.timeline, METRICS[metric][0]) for one in simulated]
+    drawn = [(one, t[~np.isnan(t)]) for one, t in zip(simulated, timelines, strict=True)]
+    drawn = [(one, values) for one, values in drawn if values.size]
+    points = max(2, min(POINTS, altair_row_limit() // max(1, len(drawn))))
+    shares = np.linspace(0.0, 1.0, points)
+    parts = [
+        pl.DataFrame({
+            "plan": [_label(one.row)] * points,
             "value": np.quantile(values, shares),
             "share": shares,
-        }))  # fmt: skip
+        })
+        for one, values in drawn
+    ]  # fmt: skip
     return pl.concat(parts) if parts else pl.DataFrame({"plan": [], "value": [], "share": []})
 
 

@@ -30,7 +30,7 @@ from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
-from sweeps.pipeline.pieces import Join, in_pieces, model_device_slices, write_pieces
+from sweeps.pipeline.pieces import Join, in_pieces, model_device_slices, reads_tables, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.stream import Progress, configurations
 
@@ -40,8 +40,8 @@ if TYPE_CHECKING:
 Hook = Callable[[xr.Dataset | Iterable[xr.Dataset], Sweep, Path], list[str]]
 """Extra outputs (charts, report): given the grid (or, for a streamed run or one computed
 model by model, its one-model-one-device grids one at a time), the sweep and the staging
-folder, write files there and return their paths relative to it. A hook with a ``notes``
-list (of lines on what it skipped) has it handed on in ``RunResult.notes``."""
+folder, write files there and return their paths relative to it; ``notes`` (what it skipped)
+go to ``RunResult.notes``; ``tables_only``: it reads the tables written, once all are."""
 
 
 def run(
@@ -265,7 +265,7 @@ def _write_outputs(
         extra.append(GRID_FILES["zarr"])
         skipped.remove(GRID_FILES["zarr"])
     for hook in hooks if ds is None else ():  # after the tables: one thing at a time
-        if not (how.writes_figures or getattr(hook, "tables_only", False)):
+        if not (how.writes_figures or reads_tables(hook)):
             continue  # a hook that reads only the tables written (simulated) runs regardless
         start = time.perf_counter()
         extra += hook(_slices(how), how.sweep, staging)  # slices built only if it reads them

@@ -21,6 +21,7 @@ a second and one piece is simplest.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -245,6 +246,12 @@ def _small_grids(sweep: Sweep, budget: int) -> tuple[dict[str, Any], xr.Dataset 
     return spec_tables(sweep), configurations(sweep, budget)
 
 
+def reads_tables(hook: Hook) -> bool:
+    """Whether ``hook`` reads the tables written into the staging folder, not the grid's
+    slices (its ``tables_only``, through any ``functools.wraps`` wrappers around it)."""
+    return bool(getattr(inspect.unwrap(hook), "tables_only", False))
+
+
 def model_device_slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
     """``ds`` one model and one device at a time, as views, model by model."""
     for i in range(ds.sizes["model"]):
@@ -289,6 +296,9 @@ def write_pieces(
             timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - begun
         return extra
 
+    # a hook reading the tables written (the simulated plans read pools.parquet, written
+    # after the last model's rows) runs, with those after it, once every table is written
+    early = bool(hooks) and not any(reads_tables(hook) for hook in hooks)
     with ThreadPoolExecutor(1, thread_name_prefix="sweeps-hooks") as pool:
         hooked: list[Future[list[str]]] = []
 
@@ -297,9 +307,11 @@ def write_pieces(
 
         # on a failure, leaving the pool waits for the hooks before the folder is removed
         written, join, per_configuration = write_in_pieces(
-            sweep, staging, how.layout, how.budget, progress, blocks, complete if hooks else None
+            sweep, staging, how.layout, how.budget, progress, blocks, complete if early else None
         )
         timings["grid_and_tables"] = time.perf_counter() - start
+        if hooks and not early:
+            complete(join)
         with blocks or contextlib.nullcontext():  # stops the grid file's writer if a hook fails
             extra = hooked[0].result() if hooked else []
             if blocks is not None:
