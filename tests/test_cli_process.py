@@ -53,7 +53,14 @@ def test_bench_runs_under_the_command_settings(monkeypatch: pytest.MonkeyPatch) 
     assert printed.strip() == os.environ.get("NUMPY_MADVISE_HUGEPAGE", "0")
 
 
-_GLIBC = sys.platform.startswith("linux") and "glibc" in os.confstr("CS_GNU_LIBC_VERSION")
+def _libc() -> str:
+    try:
+        return os.confstr("CS_GNU_LIBC_VERSION") or ""
+    except (ValueError, OSError, AttributeError):
+        return ""
+
+
+_GLIBC = _libc().startswith("glibc")
 _ALLOCATION = """
 import ctypes, sys, threading
 

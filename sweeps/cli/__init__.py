@@ -46,10 +46,10 @@ def start_process() -> None:
     """What the command does as it starts: ``PROCESS_MALLOC``'s settings, where the C
     library is glibc (elsewhere, nothing), each unless the environment sets it."""
     try:
-        os.confstr("CS_GNU_LIBC_VERSION")  # glibc's own name for itself; others raise
-    except (ValueError, OSError, AttributeError):
-        return
-    if "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # glibc's own name for itself
+    except (ValueError, OSError, AttributeError):  # no such name here (not glibc, not Unix)
+        libc = ""
+    if not libc.startswith("glibc") or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
         return
     import ctypes
 
