@@ -60,7 +60,13 @@ def _libc() -> str:
         return ""
 
 
-_GLIBC = _libc().startswith("glibc")
+def _mallinfo2() -> bool:
+    import ctypes
+
+    return hasattr(ctypes.CDLL(None), "mallinfo2")  # glibc 2.33 and later
+
+
+_GLIBC = _libc().startswith("glibc") and _mallinfo2()
 _ALLOCATION = """
 import ctypes, sys, threading
 
@@ -106,7 +112,9 @@ def _allocation(*arguments: str, **environment: str) -> tuple[int, int, int]:
     return mapped, kept, done.stderr.count("Arena ")
 
 
-@pytest.mark.skipif(not _GLIBC, reason="the allocator settings are glibc's")
+@pytest.mark.skipif(
+    not _GLIBC, reason="the allocator settings are glibc's (read back by mallinfo2, glibc 2.33+)"
+)
 def test_start_process_keeps_a_models_memory_in_one_arena() -> None:
     """Without the settings, glibc maps a 20 MiB block apart and unmaps it when freed, and a
     second thread gets an arena of its own; with them, the block comes from the heap and
