@@ -180,3 +180,23 @@ def test_the_cdfs_of_many_plans_keep_within_the_charts_rows() -> None:
     last = many.filter(pl.col("plan") == many["plan"][-1])
     assert (last["value"].min(), last["value"].max()) == (31.0, 130.0)
     assert cdf_frame([plan(i) for i in range(4000)], "ttft").height == 4000 * 2
+
+
+def test_a_cdf_that_cannot_be_built_is_skipped_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A simulated plans' CDF that fails to build (here: patched to raise) is one figure
+    skipped, named with its reason in the run's output; the run and its tables go on."""
+    from sweeps.charts import simulated
+
+    def broken(*args):
+        msg = "too many plans to draw"
+        raise ValueError(msg)
+
+    monkeypatch.setattr(simulated, "cdf_chart", broken)
+    code, output, folder = run(tmp_path, CONFIG)
+    assert code == 0, output
+    assert "chart simulated-ttft-cdf failed" in output
+    assert "too many plans to draw" in output
+    assert pl.read_parquet(folder / "simulated.parquet").height == 2
+    assert not (folder / "charts" / "simulated-ttft-cdf.html").exists()

@@ -84,13 +84,17 @@ def cdf_chart(simulated: list[Any], metric: str, objective: float) -> Any:
 def cdf_figures(simulated: list[Any], sweep: Any) -> list[Any]:
     """The report's figures of the simulated plans: a TTFT and a TPOT CDF, the objectives of
     ``sweep`` drawn as rules (``charts/simulated-ttft-cdf``, ``-tpot-cdf``)."""
+    from sweeps.charts.failures import built
     from sweeps.charts.output import Settings, spec_of
-    from sweeps.charts.report import Figure
 
     settings = Settings.of(sweep)
-    figures = []
-    for metric, (_, _, key) in METRICS.items():
-        chart = cdf_chart(simulated, metric, float(getattr(sweep.serving, key)))
-        spec = spec_of(chart, settings.width)
-        figures.append(Figure(f"simulated-{metric}-cdf", KIND, "all", None, spec))
-    return figures
+
+    def spec(metric: str, objective: float) -> dict[str, Any]:
+        return spec_of(cdf_chart(simulated, metric, objective), settings.width)
+
+    # a chart that cannot be built is skipped, saying why, as the other figures are
+    return [
+        built(f"simulated-{metric}-cdf", KIND, "all", None, spec, metric,
+              float(getattr(sweep.serving, key)))
+        for metric, (_, _, key) in METRICS.items()
+    ]  # fmt: skip
