@@ -298,7 +298,7 @@ def write_pieces(
 
     # a hook reading the tables written (the simulated plans read pools.parquet, written
     # after the last model's rows) runs, with those after it, once every table is written
-    early = bool(hooks) and not any(reads_tables(hook) for hook in hooks)
+    late = any(reads_tables(hook) for hook in hooks)
     with ThreadPoolExecutor(1, thread_name_prefix="sweeps-hooks") as pool:
         hooked: list[Future[list[str]]] = []
 
@@ -307,10 +307,11 @@ def write_pieces(
 
         # on a failure, leaving the pool waits for the hooks before the folder is removed
         written, join, per_configuration = write_in_pieces(
-            sweep, staging, how.layout, how.budget, progress, blocks, complete if early else None
-        )
+            sweep, staging, how.layout, how.budget, progress, blocks,
+            complete if hooks and not late else None,
+        )  # fmt: skip
         timings["grid_and_tables"] = time.perf_counter() - start
-        if hooks and not early:
+        if late:
             complete(join)
         with blocks or contextlib.nullcontext():  # stops the grid file's writer if a hook fails
             extra = hooked[0].result() if hooked else []
