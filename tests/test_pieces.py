@@ -262,3 +262,164 @@ def test_a_hook_reading_the_tables_is_known_through_its_wrappers() -> None:
     assert reads_tables(wrapper)
     assert reads_tables(hook)
     assert not reads_tables(functools.wraps(len)(lambda *args: []))
+
+
+def test_a_feed_hands_on_each_models_slices_and_ends_after_the_last(sweep) -> None:
+    import dataclasses
+
+    from sweeps.pipeline.pieces import Feed, model_device_slices
+
+    grids = [build_grid(dataclasses.replace(sweep, models=[m])) for m in sweep.models]
+    feed = Feed(len(grids))
+    for grid in grids:
+        feed.append(grid)
+    got = list(feed.slices())  # ends by itself after the last model: no wait
+    expected = [one for grid in grids for one in model_device_slices(grid)]
+    assert len(got) == len(expected) == 6
+    for ours, theirs in zip(got, expected, strict=True):
+        xr.testing.assert_identical(ours, theirs)
+    dropped = Feed(2)
+    dropped.append(grids[0])
+    dropped.stop()  # the hook is done: what was not read, and what comes, is dropped
+    dropped.append(grids[1])
+    assert dropped._queue.empty()
+
+
+def test_a_feed_that_fails_stops_its_reader_with_the_cause(sweep) -> None:
+    import dataclasses
+
+    from sweeps.pipeline.pieces import Feed
+
+    feed = Feed(3)
+    feed.append(build_grid(dataclasses.replace(sweep, models=sweep.models[:1])))
+    cause = OSError("the disk is full")
+    feed.fail(cause)
+    slices = feed.slices()
+    assert next(slices).sizes["model"] == 1
+    assert next(slices).sizes["hardware"] == 1
+    with pytest.raises(RuntimeError, match="the run stopped after 1 of 3 models' grids") as info:
+        next(slices)
+    assert info.value.__cause__ is cause
+
+
+def _grids_watched(patch: pytest.MonkeyPatch) -> list:
+    """Weak references to each model's grid as the run hands it on (``join_devices``)."""
+    import weakref
+
+    made: list = []
+    real = pieces.join_devices
+
+    def join_devices(parts):
+        model = real(parts)
+        made.append(weakref.ref(model["arithmetic_intensity"].values))  # the model's own array
+        return model
+
+    patch.setattr(pieces, "join_devices", join_devices)
+    return made
+
+
+def test_the_hooks_get_each_model_as_it_comes_and_no_grid_outlives_the_run(sweep, tmp_path) -> None:
+    """Each hook (two here) is fed the models' slices as they are computed: the last model's
+    grid waits for a hook to have the first model's slices (run at the end, as before, it would
+    wait 10 s in vain). Nothing holds a model's grid once the run is done (it used to be held
+    to the end for the result), and the result's grid is the whole grid again, on demand."""
+    import gc
+    import threading
+
+    from sweeps.grid import build as grid_build
+
+    first_seen, waited = threading.Event(), []
+    real = grid_build.build_grid
+    last = sweep.models[-1].id
+
+    def build(chunk_sweep):
+        if [m.id for m in chunk_sweep.models] == [last]:
+            waited.append(first_seen.wait(10))
+        return real(chunk_sweep)
+
+    def hook(slices, _sweep, _staging):
+        count = 0
+        for one in slices:
+            first_seen.set()
+            count += one.sizes["hardware"]
+        return [f"{count} slices"]
+
+    def other(slices, _sweep, _staging):
+        return [f"{sum(1 for _ in slices)} slices again"]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        patch.setattr(grid_build, "build_grid", build)
+        made = _grids_watched(patch)
+        result = run_to_folder(sweep, tmp_path, hooks=(hook, other))
+    assert waited == [True]
+    assert {"6 slices", "6 slices again"} <= set(result.files)
+    gc.collect()
+    assert len(made) == len(sweep.models)
+    assert [ref() for ref in made] == [None] * len(made)
+    assert result.held is None
+    xr.testing.assert_identical(result.dataset, build_grid(sweep))
+
+
+def test_a_hook_reading_the_tables_gets_the_held_grids_after_them(sweep, tmp_path) -> None:
+    """A hook that reads the tables waits for them; the models' grids are then held for it
+    (``Join``) and the others after it, and the result's grid is their join."""
+
+    class Reads:
+        tables_only = True
+
+        def __call__(self, slices, _sweep, staging):
+            return [f"{len(list(slices))} slices after {len(list(staging.glob('*.parquet')))}"]
+
+    tables = len(run_to_folder(sweep, tmp_path / "first").rows)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        made = _grids_watched(patch)
+        result = run_to_folder(sweep, tmp_path / "second", hooks=(Reads(),))
+    assert f"6 slices after {tables}" in result.files
+    assert all(ref() is not None for ref in made)  # held by the result, to be joined
+    xr.testing.assert_identical(result.dataset, build_grid(sweep))
+
+
+def test_a_table_failing_midway_ends_a_hook_waiting_for_the_next_model(sweep, tmp_path) -> None:
+    """The second model's grid fails while the hook waits for it: the feed ends, the hook
+    stops with the cause, and the run raises the grid's error (it used to be a hook never fed
+    and a run never ending); the run is on a thread of its own so a hang fails the test."""
+    import threading
+
+    from sweeps.grid import build as grid_build
+
+    real, second = grid_build.build_grid, sweep.models[1].id
+    seen: list[BaseException] = []
+    raised: list[BaseException] = []
+
+    def build(chunk_sweep):
+        if [m.id for m in chunk_sweep.models] == [second]:
+            msg = "the grid broke"
+            raise OSError(msg)
+        return real(chunk_sweep)
+
+    def hook(slices, _sweep, _staging):
+        try:
+            return [str(sum(1 for _ in slices))]
+        except RuntimeError as error:
+            seen.append(error)
+            raise
+
+    def run() -> None:
+        try:
+            run_to_folder(sweep, tmp_path, hooks=(hook,))
+        except BaseException as error:  # handed to the test's thread
+            raised.append(error)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        patch.setattr(grid_build, "build_grid", build)
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(60)
+    assert not thread.is_alive()
+    assert [str(e) for e in raised] == ["the grid broke"]
+    assert len(seen) == 1
+    assert "of 3 models' grids" in str(seen[0])
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]

@@ -30,7 +30,7 @@ from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
-from sweeps.pipeline.pieces import Join, in_pieces, model_device_slices, reads_tables, write_pieces
+from sweeps.pipeline.pieces import in_pieces, model_device_slices, reads_tables, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.stream import Progress, configurations
 
@@ -76,8 +76,8 @@ class RunResult:
     """What ``run_to_folder`` wrote: the folder, the grid, row counts and timings [s].
 
     ``dataset`` is the whole grid when it is held in memory (``grid``: computed model by model,
-    it is joined on first access; ``held`` is it where already one dataset); for a streamed
-    result it is ``None``: the grid never existed in memory at once. ``configurations`` is then
+    it is joined, or computed again, on first access; ``held`` is it where already one dataset);
+    for a streamed result it is ``None``: the grid never was in memory. ``configurations`` is then
     the grid at one batch size (``sweeps.pipeline.stream.configurations``), enough for the
     summary, or ``None`` where even that was over the memory budget; ``skipped`` names the
     outputs asked for that need the whole grid and were not written (the grid file, the hooks by
@@ -89,7 +89,7 @@ class RunResult:
 
     folder: Path
     grid: xr.Dataset | Callable[[], xr.Dataset] | None
-    """The whole grid, or what joins it on first access (``dataset``)."""
+    """The whole grid, or what joins or computes it on first access (``dataset``)."""
     rows: dict[str, int]
     timings: dict[str, float] = field(default_factory=dict)
     files: list[str] = field(default_factory=list)
@@ -103,7 +103,7 @@ class RunResult:
     @property
     def dataset(self) -> xr.Dataset | None:
         """The whole grid, ``None`` for a streamed result; a grid computed model by model is
-        joined on first access (``sweeps.pipeline.pieces.Join``)."""
+        joined (``sweeps.pipeline.pieces.Join``) or computed again on first access."""
         if callable(self.grid):
             self.grid = self.grid()
         return self.grid
@@ -190,7 +190,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     check_extras(sweep, settings.grid_format, settings.duckdb)  # before any work
     timings: dict[str, float] = {}
     ds = None
-    join: Join | None = None
+    whole: Callable[[], xr.Dataset] | None = None
     pieces = not how.streamed and in_pieces(sweep)  # model by model into the writers
     if not how.streamed and not pieces:
         settings.phase("computing the grid")
@@ -201,7 +201,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         start = time.perf_counter()
         if pieces:
             settings.phase("computing the grid and writing the tables")
-            written, join, extra, per_configuration = write_pieces(
+            written, whole, extra, per_configuration = write_pieces(
                 sweep, how, staging, settings.grid_format, hooks, timings, progress
             )
             skipped: list[str] = []
@@ -225,7 +225,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,
-        ds if join is None else join.dataset,
+        ds if whole is None else whole,
         rows,
         timings,
         files,

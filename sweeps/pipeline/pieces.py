@@ -6,9 +6,11 @@ of the development machine busy on their own. Computed one model at a time inste
 tables' writers start on the first model's rows while the next model is evaluated (the
 streamed run's machinery, ``sweeps.pipeline.stream``, whose files are those of a whole grid),
 each model's grid goes into its region of ``grid.zarr`` as it comes (``ZarrBlocks``, on a
-thread of its own), and the models' grids are held (``Join``) for the figures and report
-(their model-and-device slices) and joined into the whole grid (value for value the grid
-computed in one piece) only if the run's result is asked for it. The first model's first
+thread of its own), and to the figures and report (their model-and-device slices, ``Feed``),
+and is then let go: the run's result computes the whole grid again if asked for it. Where
+something needs the grids after the tables (a hook reading the tables, a NetCDF grid file)
+they are held (``Join``) and joined into the whole grid (value for value the grid computed in
+one piece). The first model's first
 device is a piece of its own (``split_first_device``), joined back to its model's grid
 (``join_devices``) before it is held or written to ``grid.zarr``. A model's grid alone
 is also quicker to build than its share of the whole one (its arrays are smaller: measured 3.7-4.7
@@ -21,9 +23,12 @@ a second and one piece is simplest.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,7 +41,7 @@ from sweeps.export.blocks import ZarrBlocks
 from sweeps.export.frame import Repeats
 from sweeps.export.parquet import Written, write_frame
 from sweeps.grid.chunks import plan_chunks, split_first_device, table_points
-from sweeps.pipeline.stream import Progress, configurations, spec_tables, stream_tables
+from sweeps.pipeline.stream import Keep, Progress, configurations, spec_tables, stream_tables
 
 if TYPE_CHECKING:
     from sweeps.pipeline.execute import Hook
@@ -159,22 +164,74 @@ def _rebuilt(first: xr.Dataset, whole: Callable[[str], xr.Variable]) -> xr.Datas
     return xr.Dataset(data, coords, first.attrs)
 
 
+class Feed:
+    """The models' grids handed to one hook as they come: ``slices`` (on the hook's thread)
+    yields each model's model-and-device slices once its grid is computed, and waits for the
+    next, so that the hook draws each model beside the writers and no model's grid is held
+    once the writers and the hook have moved past it (``Join`` holds them all to the end: on
+    issue 14's 16.8 M-point grid 181 MB a model, 165 k more page faults and a peak RSS of
+    2.35 GB against 1.67 GB measured). ``fail`` ends the feed with an error (the tables failed:
+    the hook stops, raising ``RuntimeError``); ``stop`` drops what is left once the hook is done
+    (a hook need not read every slice)."""
+
+    def __init__(self, models: int) -> None:
+        self.models = models
+        self.count = 0
+        self._queue: queue.SimpleQueue[xr.Dataset | BaseException | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._open = True
+
+    def append(self, piece: xr.Dataset) -> None:
+        """Hand on the grid of the next model (the feed ends after the last)."""
+        with self._lock:
+            self.count += 1
+            if self._open:
+                self._queue.put(piece)
+                if self.count == self.models:
+                    self._queue.put(None)
+
+    def fail(self, error: BaseException) -> None:
+        """End the feed: ``slices`` raises once it reaches this (``error`` its cause)."""
+        with self._lock:
+            if self._open:
+                self._queue.put(error)
+
+    def stop(self) -> None:
+        """The hook is done with the feed: drop the grids not read, and any to come."""
+        with self._lock:
+            self._open = False
+            with contextlib.suppress(queue.Empty):
+                while True:
+                    self._queue.get_nowait()
+
+    def slices(self) -> Iterator[xr.Dataset]:
+        """The one-model-one-device grids, in the whole grid's order, each model's as soon as
+        its grid is computed (``model_device_slices``)."""
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                msg = f"the run stopped after {self.count} of {self.models} models' grids"
+                raise RuntimeError(msg) from item
+            yield from model_device_slices(item)
+            del item  # not held while the next model is awaited
+
+
 class _Keep:
-    """Each model's grid as it is computed: to the ``Join``, and to the grid file's writer;
-    ``complete`` is called with the join once it holds every model's grid. A model computed in
-    parts over its devices is handed on whole, once its last part comes (``join_devices``)."""
+    """Each model's grid as it is computed, to each of ``receivers`` in turn (the grid file's
+    writer, the ``Join``, the hooks' ``Feed``s); ``last`` is called once the last model's grid
+    is computed. A model computed in parts over its devices is handed on whole, once its last
+    part comes (``join_devices``)."""
 
     def __init__(
-        self,
-        join: Join,
-        blocks: ZarrBlocks | None,
-        complete: Callable[[Join], None] | None,
-        devices: int,
+        self, receivers: Sequence[Keep], last: Callable[[], None], models: int, devices: int
     ) -> None:
-        self.join = join
-        self.blocks = blocks
-        self.complete = complete
+        self.receivers = receivers
+        self.last = last
+        self.models = models
         self.devices = devices
+        self.count = 0
         self._parts: list[xr.Dataset] = []
 
     def append(self, piece: xr.Dataset) -> None:
@@ -183,11 +240,11 @@ class _Keep:
             return
         model = join_devices(self._parts)
         self._parts = []
-        if self.blocks is not None:
-            self.blocks.append(model)
-        self.join.append(model)
-        if self.join.count == self.join.models and self.complete is not None:
-            self.complete(self.join)
+        for receiver in self.receivers:
+            receiver.append(model)
+        self.count += 1
+        if self.count == self.models:
+            self.last()
 
 
 def write_in_pieces(
@@ -196,48 +253,35 @@ def write_in_pieces(
     layout: str,
     budget: int,
     progress: Progress | None = None,
-    blocks: ZarrBlocks | None = None,
-    complete: Callable[[Join], None] | None = None,
-) -> tuple[dict[str, Written], Join, xr.Dataset | None]:
+    receivers: Sequence[Keep] = (),
+) -> tuple[dict[str, Written], xr.Dataset | None]:
     """Write every table of ``sweep`` into ``staging`` in ``layout`` from its models' grids,
-    one model evaluated ahead of the writers, each model's grid also handed to ``blocks``
-    (the grid file's writer) where given; the tables written, the models' grids, and the
-    grid at the first batch and prompt (``configurations``: the summary's, None over
-    ``budget``). ``complete`` is called with the models' grids as soon as the last one is
-    computed (while its rows are still being written).
+    one model evaluated ahead of the writers, each model's grid also handed to each of
+    ``receivers`` in turn (the grid file's writer, a ``Join``, the hooks' ``Feed``s) as soon
+    as it is computed; the tables written, and the grid at the first batch and prompt
+    (``configurations``: the summary's, None over ``budget``).
 
     The small grids (the spec tables' and ``configurations``) are computed on a thread of
-    their own from that moment too, beside the last rows rather than after them (0.1 s of
-    issue 14's run on one core).
-
-    On any failure ``blocks`` is stopped before the error propagates (the caller's atomic
-    folder then removes what was written); on success the caller closes it."""
+    their own from the moment the last model's grid is computed, beside the last rows rather
+    than after them (0.1 s of issue 14's run on one core)."""
     # one per model (the whole sweep fits the budget), the first model's first device alone
     chunks = split_first_device(sweep, plan_chunks(sweep, budget))
-    join = Join(len(sweep.models))
     small: list[Future[tuple[dict[str, Any], xr.Dataset | None]]] = []
-    try:
-        with ThreadPoolExecutor(1, thread_name_prefix="sweeps-small-grids") as pool:
+    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-small-grids") as pool:
 
-            def last(models: Join) -> None:
-                if complete is not None:
-                    complete(models)
-                small.append(pool.submit(_small_grids, sweep, budget))
+        def last() -> None:
+            small.append(pool.submit(_small_grids, sweep, budget))
 
-            keep = _Keep(join, blocks, last, len(sweep.hardware))
-            streamed = stream_tables(
-                sweep, chunks, staging, layout, progress, keep=keep, repeats=Repeats()
-            )
-            tables, per_configuration = small[0].result()  # submitted with the last model
-        written = {name: Written(*entry) for name, entry in streamed.items()}
-        for name, table in tables.items():
-            info = write_frame(table, staging / f"{name}.parquet", name)
-            written[name] = Written(table.height, info, [f"{name}.parquet"])
-    except BaseException:
-        if blocks is not None:
-            blocks.abort()
-        raise
-    return written, join, per_configuration
+        keep = _Keep(receivers, last, len(sweep.models), len(sweep.hardware))
+        streamed = stream_tables(
+            sweep, chunks, staging, layout, progress, keep=keep, repeats=Repeats()
+        )
+        tables, per_configuration = small[0].result()  # submitted with the last model
+    written = {name: Written(*entry) for name, entry in streamed.items()}
+    for name, table in tables.items():
+        info = write_frame(table, staging / f"{name}.parquet", name)
+        written[name] = Written(table.height, info, [f"{name}.parquet"])
+    return written, per_configuration
 
 
 def _small_grids(sweep: Sweep, budget: int) -> tuple[dict[str, Any], xr.Dataset | None]:
@@ -259,6 +303,33 @@ def model_device_slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
             yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
 
 
+class _Hooks:
+    """A run's hooks, each timed into ``timings`` under its name."""
+
+    def __init__(
+        self, hooks: tuple[Hook, ...], sweep: Sweep, staging: Path, timings: dict[str, float]
+    ) -> None:
+        self.hooks, self.sweep, self.staging, self.timings = hooks, sweep, staging, timings
+
+    def run(self, hook: Hook, slices: Iterator[xr.Dataset]) -> list[str]:
+        """``hook`` on ``slices``: the files it wrote."""
+        begun = time.perf_counter()
+        files = hook(slices, self.sweep, self.staging)
+        self.timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - begun
+        return files
+
+    def fed(self, hook: Hook, feed: Feed) -> list[str]:
+        """``hook`` on the slices of ``feed`` as they come; the feed stopped once it is done."""
+        try:
+            return self.run(hook, feed.slices())
+        finally:
+            feed.stop()
+
+    def in_order(self, join: Join) -> list[str]:
+        """Every hook in turn on the held models' slices."""
+        return [f for hook in self.hooks for f in self.run(hook, join.slices())]
+
+
 def write_pieces(
     sweep: Sweep,
     how: Plan,
@@ -267,59 +338,60 @@ def write_pieces(
     hooks: tuple[Hook, ...],
     timings: dict[str, float],
     progress: Progress | None,
-) -> tuple[dict[str, Written], Join, list[str], xr.Dataset | None]:
+) -> tuple[dict[str, Written], Callable[[], xr.Dataset], list[str], xr.Dataset | None]:
     """A run's outputs from its models' grids: the tables and ``grid.zarr`` as each model's
-    grid is computed, and the hooks, on the models' model-and-device slices, on a thread of
-    their own from the moment the last model's grid is computed, while its rows and the grid
-    file's last blocks are still being written; (tables, models' grids, other files written,
-    the grid at the first batch and prompt: ``write_in_pieces``).
-    A NetCDF grid file (``grid_format``) is written last, from the joined grid.
+    grid is computed, and each hook on a thread of its own, fed each model's model-and-device
+    slices as it comes (``Feed``); (tables, what gives the whole grid on demand, other files
+    written, the grid at the first batch and prompt: ``write_in_pieces``).
 
-    The hooks used to start once every table was written: on issue 14's 16.8 M-point grid the
-    report's 0.4 s then ran on one core after the writers had finished, where beside their
-    last model it costs no wall time. A failure of the tables waits for the hooks (they write
-    into ``staging``) and propagates; a hook's failure propagates once the tables are written.
+    The models' grids are held (``Join``) only where something needs them after the tables: a
+    hook that reads the tables written (the simulated plans read ``pools.parquet``, written
+    after the last model's rows), which runs with the others in order once every table is
+    written, or a NetCDF grid file (``grid_format``), written last from the joined grid.
+    Otherwise no model's grid outlives its rows, its blocks and its figures, and the whole grid
+    is computed again if asked for (``build_grid``, value for value the joined one).
+
+    A failure of the tables ends the hooks' feeds, waits for the hooks (they write into
+    ``staging``) and propagates; a hook's failure propagates once the tables are written.
     """
     from sweeps.export.grid import GRID_FILES, write_grid
+    from sweeps.grid.build import build_grid
 
     start = time.perf_counter()
     grid_file = GRID_FILES.get(grid_format)
     blocks = None
     if grid_format == "zarr":
         blocks = ZarrBlocks(staging / GRID_FILES["zarr"], len(sweep.models))
-
-    def run_hooks(join: Join) -> list[str]:
-        extra: list[str] = []
-        for hook in hooks:
-            begun = time.perf_counter()
-            extra += hook(join.slices(), sweep, staging)
-            timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - begun
-        return extra
-
-    # a hook reading the tables written (the simulated plans read pools.parquet, written
-    # after the last model's rows) runs, with those after it, once every table is written
     late = any(reads_tables(hook) for hook in hooks)
-    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-hooks") as pool:
-        hooked: list[Future[list[str]]] = []
+    join = Join(len(sweep.models)) if late or (grid_file and blocks is None) else None
+    fed_hooks = [] if late else [(hook, Feed(len(sweep.models))) for hook in hooks]
+    feeds = [feed for _, feed in fed_hooks]
 
-        def complete(join: Join) -> None:
-            hooked.append(pool.submit(run_hooks, join))
-
-        # on a failure, leaving the pool waits for the hooks before the folder is removed
-        written, join, per_configuration = write_in_pieces(
-            sweep, staging, how.layout, how.budget, progress, blocks,
-            complete if hooks and not late else None,
-        )  # fmt: skip
+    run = _Hooks(hooks, sweep, staging, timings)
+    receivers = [r for r in (blocks, join) if r is not None] + feeds
+    with ThreadPoolExecutor(max(1, len(feeds)), thread_name_prefix="sweeps-hooks") as pool:
+        hooked = [pool.submit(run.fed, hook, feed) for hook, feed in fed_hooks]
+        try:  # on a failure, leaving the pool waits for the hooks before the folder is removed
+            written, per_configuration = write_in_pieces(
+                sweep, staging, how.layout, how.budget, progress, receivers
+            )
+        except BaseException as error:
+            if blocks is not None:
+                blocks.abort()
+            for feed in feeds:
+                feed.fail(error)
+            raise
         timings["grid_and_tables"] = time.perf_counter() - start
-        if late:
-            complete(join)
+        if late and join is not None:
+            hooked = [pool.submit(run.in_order, join)]
         with blocks or contextlib.nullcontext():  # stops the grid file's writer if a hook fails
-            extra = hooked[0].result() if hooked else []
+            extra = [f for future in hooked for f in future.result()]
             if blocks is not None:
                 blocks.close()
-    if grid_file and blocks is None:
+    if grid_file and join is not None and blocks is None:
         write_grid(join.dataset(), staging / grid_file, grid_format)
     if grid_file:
         timings["grid_file"] = time.perf_counter() - start  # from the first block on
         extra.append(grid_file)
-    return written, join, extra, per_configuration
+    whole = join.dataset if join is not None else functools.partial(build_grid, sweep)
+    return written, whole, extra, per_configuration
