@@ -423,3 +423,19 @@ def test_a_table_failing_midway_ends_a_hook_waiting_for_the_next_model(sweep, tm
     assert len(seen) == 1
     assert "of 3 models' grids" in str(seen[0])
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_a_netcdf_grid_file_is_written_from_the_held_grids(sweep, tmp_path) -> None:
+    """A NetCDF grid file is written once every model is computed, from their join (held for
+    it): the file of the grid computed in one piece, and the result's grid is that join."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        parts = run_to_folder(sweep, tmp_path / "pieces", grid_format="netcdf")
+        patch.setattr(pieces, "PIECES_FROM", 1 << 62)
+        whole = run_to_folder(sweep, tmp_path / "whole", grid_format="netcdf")
+    assert "grid.nc" in parts.files
+    assert "grid_and_tables" in parts.timings  # computed model by model
+    assert "grid" in whole.timings  # in one piece
+    with open_grid(parts.folder / "grid.nc") as ours, open_grid(whole.folder / "grid.nc") as theirs:
+        xr.testing.assert_identical(ours.load(), theirs.load())
+    xr.testing.assert_identical(parts.dataset, build_grid(sweep))

@@ -10,9 +10,8 @@ thread of its own), and to the figures and report (their model-and-device slices
 and is then let go: the run's result computes the whole grid again if asked for it. Where
 something needs the grids after the tables (a hook reading the tables, a NetCDF grid file)
 they are held (``Join``) and joined into the whole grid (value for value the grid computed in
-one piece). The first model's first
-device is a piece of its own (``split_first_device``), joined back to its model's grid
-(``join_devices``) before it is held or written to ``grid.zarr``. A model's grid alone
+one piece). The first model's first device is a piece of its own (``split_first_device``),
+joined back to its model's grid (``join_devices``) before it is handed on. A model's grid alone
 is also quicker to build than its share of the whole one (its arrays are smaller: measured 3.7-4.7
 s for four models one by one against 7.6-9.0 s in one piece, on a loaded machine).
 
