@@ -59,11 +59,11 @@ def in_pieces(sweep: Sweep) -> bool:
 class Join:
     """The grid of a whole sweep from its models' grids, appended in order, one model each.
 
-    The models' grids are held as they come and joined only when ``dataset`` is asked for (the
-    run's ``RunResult.dataset``, on first access): the tables, the grid file (``ZarrBlocks``),
-    the figures and the summary are all written from the models' grids, so a run that never
-    asks for the joined grid never pays for it (3.5 s of copying, page faults mostly, for
-    16.8 M points on the development machine). Joining allocates every variable with a
+    Used where the models' grids are needed after the tables (``write_pieces``: a hook that
+    reads the tables, a NetCDF grid file). They are held as they come and joined only when
+    ``dataset`` is asked for (the NetCDF file, or ``RunResult.dataset`` on first access), so a
+    run that never asks for the joined grid never pays for it (3.5 s of copying, page faults
+    mostly, for 16.8 M points on the development machine). Joining allocates every variable with a
     ``model`` dimension whole and copies each model's values into their place, releasing each
     model's grid once copied; the variables without a ``model`` dimension (devices' specs, the
     axes) are taken from the first grid, where every model's grid has them equal; strings are
@@ -168,10 +168,10 @@ class Feed:
     yields each model's model-and-device slices once its grid is computed, and waits for the
     next, so that the hook draws each model beside the writers and no model's grid is held
     once the writers and the hook have moved past it (``Join`` holds them all to the end: on
-    issue 14's 16.8 M-point grid 181 MB a model, 165 k more page faults and a peak RSS of
-    2.35 GB against 1.67 GB measured). ``fail`` ends the feed with an error (the tables failed:
-    the hook stops, raising ``RuntimeError``); ``stop`` drops what is left once the hook is done
-    (a hook need not read every slice)."""
+    issue 14's 16.8 M-point grid 181 MB a model; measured, 614-632 k page faults against
+    424-440 k, a peak RSS of 2.33-2.43 GB against 1.62-1.68 GB). ``fail`` ends the feed with
+    an error (the tables failed: the hook stops, raising ``RuntimeError``); ``stop`` drops what
+    is left once the hook is done (a hook need not read every slice)."""
 
     def __init__(self, models: int) -> None:
         self.models = models
@@ -387,7 +387,7 @@ def write_pieces(
             extra = [f for future in hooked for f in future.result()]
             if blocks is not None:
                 blocks.close()
-    if grid_file and join is not None and blocks is None:
+    if grid_file and join is not None and blocks is None:  # NetCDF: from the joined grid
         write_grid(join.dataset(), staging / grid_file, grid_format)
     if grid_file:
         timings["grid_file"] = time.perf_counter() - start  # from the first block on

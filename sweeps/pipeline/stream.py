@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 
 class Keep(Protocol):
-    """Where a chunk's grid goes once built (a list; ``sweeps.pipeline.pieces.Join``)."""
+    """Where a chunk's grid goes once built (a list; ``sweeps.pipeline.pieces._Keep``)."""
 
     def append(self, ds: xr.Dataset, /) -> None: ...
 
