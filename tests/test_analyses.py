@@ -83,6 +83,11 @@ def test_each_compute_returns_its_declared_variables_and_only_internals_besides(
 
             return GridEngine(sizes).roofline(dims, with_tokens=with_tokens, **inputs)
 
+        def fits(self, dims, **inputs):
+            from sweeps.grid.layout import GridEngine
+
+            return GridEngine(sizes).fits(dims, **inputs)
+
     import xarray as xr
 
     ds = xr.Dataset(coords=grid_coords(sweep))

@@ -72,6 +72,10 @@ class ScalarEngine:
             out["tokens_per_s"] = physics.tokens_per_second(batch, time)
         return out
 
+    def fits(self, dims: tuple[str, ...], **inputs: Any) -> Any:
+        """The roofline's ``feasible`` alone: ``batch <= max_batch``."""
+        return inputs["batch"] <= inputs["max_batch"]
+
 
 Table = dict[str, tuple[tuple[int, ...], np.ndarray]]
 """Every input of the grid: the positions in an ``Index`` of its dims, and its values."""

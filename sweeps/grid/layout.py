@@ -81,3 +81,11 @@ class GridEngine:
             chunks=self.chunks,
             **inputs,
         )
+
+    def fits(self, dims: tuple[str, ...], **inputs: Any) -> xr.Variable:
+        """The pass's ``feasible`` alone (``batch <= max_batch``), over the dims it has
+        (``dims`` and every dim of ``inputs``), C-contiguous [bool]."""
+        full = with_extra(dims, inputs.values())
+        fit = pointwise(np.less_equal, full, inputs["batch"], inputs["max_batch"])
+        every = fit.set_dims({d: self.sizes[d] for d in full}).transpose(*full)
+        return xr.Variable(full, np.ascontiguousarray(every.values))

@@ -97,6 +97,10 @@ class Engine(Protocol):
         """The roofline of every point over ``dims`` (see ``sweeps.grid.roof``)."""
         ...
 
+    def fits(self, dims: tuple[str, ...], **inputs: Any) -> Any:
+        """The roofline's ``feasible`` alone, over the same dims, from the same inputs."""
+        ...
+
 
 @dataclass(frozen=True)
 class Inputs:

@@ -14,7 +14,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, parallel, step_times
-from sweeps.grid.analyses.split import split_roof, timed_flops
+from sweeps.grid.analyses.split import roofline, timed_flops
 from sweeps.grid.analyses.steps import weights_read
 from sweeps.physics._array import where
 
@@ -156,14 +156,17 @@ def _roofline(
     batch, point = x["batch"], x.engine.pointwise
     step_bytes = point(physics.decode_bytes, DIMS, x["weights_read_bytes"], batch, kv_dev)
     ai = point(physics.arithmetic_intensity, DIMS, out["flops"], step_bytes)
-    roof = x.engine.roofline(
-        DIMS, with_tokens=True, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
+    gemm, attention = out["_split"]
+
+    def work() -> tuple[Any, Any]:  # the batch's GEMM and attention FLOPs, per device
+        return point(np.multiply, DIMS, batch, gemm), point(np.multiply, DIMS, batch, attention)
+
+    roof = roofline(
+        x, DIMS, work,
+        with_tokens=True, flops=out["flops"], nbytes=step_bytes, ai=ai, batch=batch,
         max_batch=out["max_batch"], peak=peak, bandwidth=bandwidth, ridge=out["ridge_point"],
         peak_flops=x["peak_flops"],
     )  # fmt: skip
-    gemm, attention = out["_split"]
-    work = (point(np.multiply, DIMS, batch, gemm), point(np.multiply, DIMS, batch, attention))
-    roof = split_roof(x, DIMS, (*work, step_bytes, ai), (peak, bandwidth), roof, tokens=batch)
     if parallel(x):  # the link and the pipeline's hand-offs: no term at all without the axes
         bound, latency = step_times(x, batch, roof["time"])
         pre = roof["time"]

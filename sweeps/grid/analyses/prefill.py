@@ -14,7 +14,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
-from sweeps.grid.analyses.split import split_roof
+from sweeps.grid.analyses.split import roofline
 from sweeps.grid.analyses.steps import prefill_split, prefill_work
 
 DIMS = ("model", "hardware", "tp", "batch", "prompt", "kv_heads", "kv_dtype", "weight_dtype")
@@ -29,14 +29,12 @@ def _compute(x: Inputs) -> dict[str, Any]:
     point = x.engine.pointwise
     nbytes = point(physics.prefill_bytes, DIMS, weights_read, batch, kv_dev)
     ai = point(physics.arithmetic_intensity, DIMS, flops, nbytes)
-    roof = x.engine.roofline(
-        DIMS, with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
+    roof = roofline(
+        x, DIMS, lambda: prefill_split(x, batch, prompt, flops),
+        with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
         max_batch=max_batch, peak=x["_peak"], bandwidth=x["_bandwidth"], ridge=ridge,
         peak_flops=x["peak_flops"],
     )  # fmt: skip
-    gemm, attention = prefill_split(x, batch, prompt, flops)
-    device = (x["_peak"], x["_bandwidth"])
-    roof = split_roof(x, DIMS, (gemm, attention, nbytes, ai), device, roof)
     if parallel(x):  # every stage in turn (the path's bytes and FLOPs), plus the hand-offs
         path = batch * prompt * x["_pp"]  # every stage's tokens: the path's layers
         handoff = physics.known(handoff_time(x, path))

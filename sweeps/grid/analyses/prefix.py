@@ -18,7 +18,7 @@ from sweeps import physics
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
 from sweeps.grid.analyses.prefill import DIMS as PREFILL_DIMS
-from sweeps.grid.analyses.split import split_roof
+from sweeps.grid.analyses.split import roofline
 from sweeps.grid.analyses.steps import cache_bytes, hit_work, prefill_split
 from sweeps.physics._array import where
 
@@ -35,16 +35,14 @@ def _compute(x: Inputs) -> dict[str, Any]:
     # a prefill writes every stage's cache in turn; a device holds its stage's (the prefill's)
     held = kv_dev / x["_pp"]
     max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], held)
-    roof = x.engine.roofline(
-        HIT_DIMS, with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
+    # the GEMMs at the weight format's peak, attention at the attention format's
+    new = physics.tokens_recomputed(x["prompt"], x["prefix_hit_rate"])
+    roof = roofline(
+        x, HIT_DIMS, lambda: prefill_split(x, batch, new, flops),
+        with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
         max_batch=max_batch, peak=x["_peak"], bandwidth=x["_bandwidth"],
         ridge=x["ridge_point"], peak_flops=x["peak_flops"],
     )  # fmt: skip
-    # the GEMMs at the weight format's peak, attention at the attention format's
-    new = physics.tokens_recomputed(x["prompt"], x["prefix_hit_rate"])
-    gemm, attention = prefill_split(x, batch, new, flops)
-    device = (x["_peak"], x["_bandwidth"])
-    roof = split_roof(x, HIT_DIMS, (gemm, attention, nbytes, ai), device, roof)
     if parallel(x):  # the new tokens cross every stage in turn, as the prefill table's
         path = batch * new * x["_pp"]
         handoff = physics.known(handoff_time(x, path))

@@ -19,7 +19,7 @@ from sweeps.grid.analyses.base import Analysis, Inputs, Variable
 from sweeps.grid.analyses.decode import DIMS as DECODE_DIMS
 from sweeps.grid.analyses.drafts import draft
 from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, parallel, step_times
-from sweeps.grid.analyses.split import split_roof
+from sweeps.grid.analyses.split import roofline
 from sweeps.grid.analyses.steps import weights_read
 
 DIMS = (*DECODE_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
@@ -84,15 +84,14 @@ def _compute(x: Inputs) -> dict[str, Any]:
     max_batch = physics.max_batch(
         x["memory"], opt.memory_reserve, x["weight_bytes"] + draft_weights, cache + draft_cache
     )
-    roof = x.engine.roofline(
-        DIMS, with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
+    # the GEMMs at the weight format's peak, attention at the attention format's
+    gemms = physics.decode_flops(batch, gemm)
+    roof = roofline(
+        x, DIMS, lambda: (gemms, point(np.subtract, DIMS, flops, gemms)),
+        with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
         max_batch=max_batch, peak=x["_peak"], bandwidth=x["_bandwidth"],
         ridge=x["ridge_point"], peak_flops=x["peak_flops"],
     )  # fmt: skip
-    # the GEMMs at the weight format's peak, attention at the attention format's
-    gemm = physics.decode_flops(batch, gemm)
-    work = (gemm, point(np.subtract, DIMS, flops, gemm), nbytes, ai)
-    roof = split_roof(x, DIMS, work, (x["_peak"], x["_bandwidth"]), roof)
     verify_time, bound = roof["time"], roof["time"]
     if parallel(x):  # the link and the hand-offs of the B (k + 1) rows, as decode's step
         bound, verify_time = step_times(x, batch * (k + 1), roof["time"])
