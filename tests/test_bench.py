@@ -288,3 +288,26 @@ def test_bench_runs_must_be_at_least_one() -> None:
     result = CliRunner().invoke(cli, ["bench", "--runs", "0"])
     assert result.exit_code == 2
     assert "Invalid value for '--runs': 0 is not in the range x>=1." in result.output
+
+
+def test_each_timed_process_starts_with_earlier_writes_on_disk(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """``_python`` flushes what earlier processes wrote before it starts its clock, so a run
+    never pays for the write-back of the one before (or of the reference's writes)."""
+    import os
+    import subprocess
+
+    from sweeps.bench import run_path
+
+    events: list[str] = []
+    monkeypatch.setattr(os, "sync", lambda: events.append("sync"))
+    real_run = subprocess.run
+
+    def run(*args, **kwargs):  # type: ignore[no-untyped-def]
+        events.append("process")
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", run)
+    seconds, printed = run_path._python(["-c", "print('done')"])
+    assert printed == "done\n"
+    assert events == ["sync", "process"]
+    assert seconds > 0

@@ -108,10 +108,19 @@ TARGET = 1.3
 def _python(arguments: list[str]) -> tuple[float, str]:
     """Run ``python arguments`` to completion under the command's process settings
     (``sweeps.cli.PROCESS_ENV``, where the environment does not set them); its wall time [s]
-    and standard output."""
+    and standard output.
+
+    The files earlier processes wrote are flushed to disk first (``os.sync``), so that neither
+    side of a ratio pays for the other's: a run leaves about 390 MB of dirty pages, which the
+    kernel writes back 30 s later (``vm.dirty_expire_centisecs``), in the middle of the next
+    process timed, and the end-to-end line before (e) leaves gigabytes. Each process still
+    pays for its own writes into the page cache, as a user's does.
+    """
     from sweeps.cli import PROCESS_ENV
 
     environment = {**PROCESS_ENV, **os.environ}
+    if hasattr(os, "sync"):  # not on Windows
+        os.sync()
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, *arguments], capture_output=True, text=True, check=False, env=environment
