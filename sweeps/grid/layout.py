@@ -7,6 +7,7 @@ roofline pass reads it in place), its ``roofline`` runs ``sweeps.grid.roof``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -45,15 +46,52 @@ def pointwise(function: Callable[..., Any], dims: tuple[str, ...], *args: Any) -
     """
     variables = [a for a in args if isinstance(a, xr.Variable)]
     present = [d for d in with_extra(dims, variables) if any(d in v.dims for v in variables)]
+    sizes = {d: max(v.sizes.get(d, 1) for v in variables) for d in present}
+    tail = _tail([sizes[d] for d in present])
+    whole = math.prod(sizes.values())
 
     def laid_out(a: Any) -> Any:
         if not isinstance(a, xr.Variable):
             return a
         own = [d for d in present if d in a.dims]
         data = np.ascontiguousarray(a.transpose(*own).values)
-        return data.reshape([a.sizes[d] if d in a.dims else 1 for d in present])
+        data = data.reshape([a.sizes[d] if d in a.dims else 1 for d in present])
+        return _spread(data, [sizes[d] for d in present[len(present) - tail :]], whole)
 
     return xr.Variable(present, function(*(laid_out(a) for a in args)))
+
+
+SPAN = 4096
+"""Elements of the innermost dims over which every operand of ``pointwise`` is laid out
+in full (``_spread``) [1]."""
+
+
+def _tail(shape: list[int]) -> int:
+    """How many of the innermost dims of ``shape`` hold at most ``SPAN`` elements together."""
+    count, product = 0, 1
+    for size in reversed(shape):
+        if product * size > SPAN:
+            break
+        count, product = count + 1, product * size
+    return count
+
+
+def _spread(data: np.ndarray, tail: list[int], whole: int) -> np.ndarray:
+    """``data`` copied out over the innermost dims ``tail`` where it lacks some of them and the
+    copy is small (an eighth of the result's ``whole`` elements at most).
+
+    numpy walks a broadcast operation in inner loops over the innermost dims that every
+    operand has in full: a device figure (hardware, dtypes) against a full-rank array of
+    (..., context, kv_heads, kv_dtype, weight_dtype) left loops of 2 elements, and a division
+    of 2.1 M points took 9.6 ms against 2.5 ms with the figure laid out over the 512 elements
+    of those four dims (measured 3 December). The values are the same, bit for bit.
+    """
+    if not tail:
+        return data
+    shape = (*data.shape[: data.ndim - len(tail)], *tail)
+    if tuple(data.shape) == shape or math.prod(shape) * 8 > whole:
+        return data
+    return np.ascontiguousarray(np.broadcast_to(data, shape))
 
 
 @dataclass(frozen=True)
