@@ -13,7 +13,8 @@ from sweeps.export import open_grid
 from sweeps.grid.build import build_grid
 from sweeps.grid.chunks import plan_chunks, split_first_device
 from sweeps.pipeline import pieces, run_to_folder
-from sweeps.pipeline.pieces import Join, in_pieces, join_devices
+from sweeps.pipeline.pieces import in_pieces
+from sweeps.pipeline.receivers import Join, join_devices
 
 CONFIG = """
 [sweep]
@@ -267,7 +268,7 @@ def test_a_hook_reading_the_tables_is_known_through_its_wrappers() -> None:
 def test_a_feed_hands_on_each_models_slices_and_ends_after_the_last(sweep) -> None:
     import dataclasses
 
-    from sweeps.pipeline.pieces import Feed, model_device_slices
+    from sweeps.pipeline.receivers import Feed, model_device_slices
 
     grids = [build_grid(dataclasses.replace(sweep, models=[m])) for m in sweep.models]
     feed = Feed(len(grids))
@@ -288,7 +289,7 @@ def test_a_feed_hands_on_each_models_slices_and_ends_after_the_last(sweep) -> No
 def test_a_feed_that_fails_stops_its_reader_with_the_cause(sweep) -> None:
     import dataclasses
 
-    from sweeps.pipeline.pieces import Feed
+    from sweeps.pipeline.receivers import Feed
 
     feed = Feed(3)
     feed.append(build_grid(dataclasses.replace(sweep, models=sweep.models[:1])))
@@ -439,3 +440,71 @@ def test_a_netcdf_grid_file_is_written_from_the_held_grids(sweep, tmp_path) -> N
     with open_grid(parts.folder / "grid.nc") as ours, open_grid(whole.folder / "grid.nc") as theirs:
         xr.testing.assert_identical(ours.load(), theirs.load())
     xr.testing.assert_identical(parts.dataset, build_grid(sweep))
+
+
+def test_the_hooks_start_once_the_writers_have_the_first_rows(sweep, tmp_path) -> None:
+    """A hook begins (Altair's import, its first figures) only once the first piece's rows are
+    with the table writers, so that it does not hold the interpreter while the first piece,
+    cold, is computed and the writers wait for it; it still runs beside the writers."""
+    import threading
+
+    from sweeps.pipeline import stream
+
+    put, seen = threading.Event(), []
+    real_put = stream._Writer.put
+
+    def recording_put(self, frame):  # type: ignore[no-untyped-def]
+        put.set()
+        return real_put(self, frame)
+
+    def hook(slices, _sweep, _staging):
+        seen.append(put.is_set())
+        return [f"{len(list(slices))} slices"]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        patch.setattr(stream._Writer, "put", recording_put)
+        result = run_to_folder(sweep, tmp_path, hooks=(hook,))
+    assert seen == [True]
+    assert "6 slices" in result.files
+
+
+def test_a_first_piece_failing_starts_and_ends_the_waiting_hooks(sweep, tmp_path) -> None:
+    """The first piece's grid fails before any row is written: the hooks, waiting for the first
+    rows, are let go and end with the cause, and the run raises the grid's error (no hang: the
+    run is on a thread of its own)."""
+    import threading
+
+    from sweeps.grid import build as grid_build
+
+    raised: list[BaseException] = []
+    seen: list[BaseException] = []
+
+    def build(chunk_sweep):
+        msg = "the first grid broke"
+        raise OSError(msg)
+
+    def hook(slices, _sweep, _staging):
+        try:
+            return [str(sum(1 for _ in slices))]
+        except RuntimeError as error:
+            seen.append(error)
+            raise
+
+    def run() -> None:
+        try:
+            run_to_folder(sweep, tmp_path, hooks=(hook,))
+        except BaseException as error:  # handed to the test's thread
+            raised.append(error)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        patch.setattr(grid_build, "build_grid", build)
+        thread = threading.Thread(target=run)
+        thread.start()
+        thread.join(60)
+    assert not thread.is_alive()
+    assert [str(e) for e in raised] == ["the first grid broke"]
+    assert len(seen) == 1
+    assert "after 0 of 3 models' grids" in str(seen[0])
+    assert not [p for p in tmp_path.rglob("*") if p.is_file()]

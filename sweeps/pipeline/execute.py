@@ -30,8 +30,9 @@ from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
-from sweeps.pipeline.pieces import in_pieces, model_device_slices, reads_tables, write_pieces
+from sweeps.pipeline.pieces import in_pieces, reads_tables, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
+from sweeps.pipeline.receivers import model_device_slices
 from sweeps.pipeline.stream import Progress, configurations
 
 if TYPE_CHECKING:
@@ -50,9 +51,8 @@ def run(
     """The grid of a sweep: a ``Sweep``, the path of a config file to load first, or a dict of
     the file's tables (as ``tomllib`` reads one), validated as a file is.
 
-    ``chunks`` (e.g. ``{"model": 1}``, needs the ``dask`` extra) gives a lazy grid whose
-    full-rank variables are dask arrays, computed block by block when asked (see
-    ``sweeps.grid.build_grid``).
+    ``chunks`` (e.g. ``{"model": 1}``, needs the ``dask`` extra) gives a lazy grid whose full-rank
+    variables are dask arrays, computed block by block when asked (``sweeps.grid.build_grid``).
     """
     if isinstance(config, Sweep):
         sweep = config
@@ -103,7 +103,7 @@ class RunResult:
     @property
     def dataset(self) -> xr.Dataset | None:
         """The whole grid, ``None`` for a streamed result; a grid computed model by model is
-        joined (``sweeps.pipeline.pieces.Join``) or computed again on first access."""
+        joined (``sweeps.pipeline.receivers.Join``) or computed again on first access."""
         if callable(self.grid):
             self.grid = self.grid()
         return self.grid

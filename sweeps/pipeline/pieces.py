@@ -6,7 +6,8 @@ of the development machine busy on their own. Computed one model at a time inste
 tables' writers start on the first model's rows while the next model is evaluated (the
 streamed run's machinery, ``sweeps.pipeline.stream``, whose files are those of a whole grid),
 each model's grid goes into its region of ``grid.zarr`` as it comes (``ZarrBlocks``, on a
-thread of its own), and to the figures and report (their model-and-device slices, ``Feed``),
+thread of its own), and to the figures and report (their model-and-device slices, ``Feed``,
+in ``sweeps.pipeline.receivers``; the hooks begin once the writers have the first rows),
 and is then let go: the run's result computes the whole grid again if asked for it. Where
 something needs the grids after the tables (a hook reading the tables, a NetCDF grid file)
 they are held (``Join``) and joined into the whole grid (value for value the grid computed in
@@ -24,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -32,7 +32,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import xarray as xr
 
 from sweeps.config import Sweep
@@ -40,6 +39,7 @@ from sweeps.export.blocks import ZarrBlocks
 from sweeps.export.frame import Repeats
 from sweeps.export.parquet import Written, write_frame
 from sweeps.grid.chunks import plan_chunks, split_first_device, table_points
+from sweeps.pipeline.receivers import Feed, Join, join_devices
 from sweeps.pipeline.stream import Keep, Progress, configurations, spec_tables, stream_tables
 
 if TYPE_CHECKING:
@@ -54,167 +54,6 @@ model into the writers (2,097,152)."""
 def in_pieces(sweep: Sweep) -> bool:
     """Whether a run of ``sweep`` held in memory computes it model by model."""
     return len(sweep.models) > 1 and table_points(sweep) >= PIECES_FROM
-
-
-class Join:
-    """The grid of a whole sweep from its models' grids, appended in order, one model each.
-
-    Used where the models' grids are needed after the tables (``write_pieces``: a hook that
-    reads the tables, a NetCDF grid file). They are held as they come and joined only when
-    ``dataset`` is asked for (the NetCDF file, or ``RunResult.dataset`` on first access), so a
-    run that never asks for the joined grid never pays for it (3.5 s of copying, page faults
-    mostly, for 16.8 M points on the development machine). Joining allocates every variable with a
-    ``model`` dimension whole and copies each model's values into their place, releasing each
-    model's grid once copied; the variables without a ``model`` dimension (devices' specs, the
-    axes) are taken from the first grid, where every model's grid has them equal; strings are
-    joined at the end (their widths differ).
-    """
-
-    def __init__(self, models: int) -> None:
-        self.models = models
-        self.count = 0
-        self._pieces: list[xr.Dataset] = []
-        self._joined: xr.Dataset | None = None
-
-    def append(self, piece: xr.Dataset) -> None:
-        """Hold the grid of the next model."""
-        self._pieces.append(piece)
-        self.count += 1
-
-    def slices(self) -> Iterator[xr.Dataset]:
-        """The one-model-one-device grids, in the whole grid's order, as views of the models'
-        grids (``sweeps.charts.output.slices`` of the joined grid, without joining it)."""
-        if self._joined is not None:
-            yield from model_device_slices(self._joined)
-            return
-        for piece in self._pieces:
-            yield from model_device_slices(piece)
-
-    def dataset(self) -> xr.Dataset:
-        """The joined grid: the first model's variables' dims, attrs and order, every model's
-        values."""
-        if self._joined is not None:
-            return self._joined
-        if self.count != self.models:
-            msg = f"joined {self.count} of {self.models} models' grids"
-            raise RuntimeError(msg)
-        first = self._pieces[0]
-        fixed = {str(k): v for k, v in first.variables.items() if "model" not in v.dims}
-        parts: dict[str, Any] = {}
-        for key, variable in first.variables.items():
-            if "model" not in variable.dims:
-                continue
-            if variable.dtype.kind in "USO":
-                parts[str(key)] = []
-                continue
-            shape = list(variable.shape)
-            shape[variable.dims.index("model")] = self.models
-            parts[str(key)] = np.empty(shape, variable.dtype)
-        for index in range(self.models):
-            piece = self._pieces[index]
-            for name, target in parts.items():
-                variable = piece.variables[name]
-                if isinstance(target, list):
-                    target.append(variable.values)
-                    continue
-                place = [slice(None)] * variable.ndim
-                place[variable.dims.index("model")] = slice(index, index + 1)
-                target[tuple(place)] = variable.values
-            self._pieces[index] = first if index == 0 else xr.Dataset()  # released: copied
-
-        def whole(name: str) -> xr.Variable:
-            if name in fixed:
-                return fixed[name]
-            like = first.variables[name]
-            data = parts[name]
-            if isinstance(data, list):
-                data = np.concatenate(data, like.dims.index("model"))
-            return xr.Variable(like.dims, data, like.attrs)
-
-        self._joined = _rebuilt(first, whole)
-        self._pieces = []
-        return self._joined
-
-
-def join_devices(parts: list[xr.Dataset]) -> xr.Dataset:
-    """One model's grid from its grids over consecutive devices (``split_first_device``):
-    every variable with a ``hardware`` dimension joined along it, the others (equal in every
-    part) taken from the first; the first part's order, dims and attrs."""
-    if len(parts) == 1:
-        return parts[0]
-    first = parts[0]
-
-    def whole(name: str) -> xr.Variable:
-        like = first.variables[name]
-        if "hardware" not in like.dims:
-            return like
-        values = [part.variables[name].transpose(*like.dims).values for part in parts]
-        joined = np.concatenate(values, like.dims.index("hardware"))
-        return xr.Variable(like.dims, joined, like.attrs)
-
-    return _rebuilt(first, whole)
-
-
-def _rebuilt(first: xr.Dataset, whole: Callable[[str], xr.Variable]) -> xr.Dataset:
-    """A dataset with ``first``'s coordinates, variables (in its order) and attrs, each
-    variable ``whole(name)``."""
-    coords = {str(name): whole(str(name)) for name in first.coords}
-    data = {str(name): whole(str(name)) for name in first.data_vars}
-    return xr.Dataset(data, coords, first.attrs)
-
-
-class Feed:
-    """The models' grids handed to one hook as they come: ``slices`` (on the hook's thread)
-    yields each model's model-and-device slices once its grid is computed, and waits for the
-    next, so that the hook draws each model beside the writers and no model's grid is held
-    once the writers and the hook have moved past it (``Join`` holds them all to the end: on
-    issue 14's 16.8 M-point grid 181 MB a model; measured, 614-632 k page faults against
-    424-440 k, a peak RSS of 2.33-2.43 GB against 1.62-1.68 GB). ``fail`` ends the feed with
-    an error (the tables failed: the hook stops, raising ``RuntimeError``); ``stop`` drops what
-    is left once the hook is done (a hook need not read every slice)."""
-
-    def __init__(self, models: int) -> None:
-        self.models = models
-        self.count = 0
-        self._queue: queue.SimpleQueue[xr.Dataset | BaseException | None] = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._open = True
-
-    def append(self, piece: xr.Dataset) -> None:
-        """Hand on the grid of the next model (the feed ends after the last)."""
-        with self._lock:
-            self.count += 1
-            if self._open:
-                self._queue.put(piece)
-                if self.count == self.models:
-                    self._queue.put(None)
-
-    def fail(self, error: BaseException) -> None:
-        """End the feed: ``slices`` raises once it reaches this (``error`` its cause)."""
-        with self._lock:
-            if self._open:
-                self._queue.put(error)
-
-    def stop(self) -> None:
-        """The hook is done with the feed: drop the grids not read, and any to come."""
-        with self._lock:
-            self._open = False
-            with contextlib.suppress(queue.Empty):
-                while True:
-                    self._queue.get_nowait()
-
-    def slices(self) -> Iterator[xr.Dataset]:
-        """The one-model-one-device grids, in the whole grid's order, each model's as soon as
-        its grid is computed (``model_device_slices``)."""
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            if isinstance(item, BaseException):
-                msg = f"the run stopped after {self.count} of {self.models} models' grids"
-                raise RuntimeError(msg) from item
-            yield from model_device_slices(item)
-            del item  # not held while the next model is awaited
 
 
 class _Keep:
@@ -295,13 +134,6 @@ def reads_tables(hook: Hook) -> bool:
     return bool(getattr(inspect.unwrap(hook), "tables_only", False))
 
 
-def model_device_slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:
-    """``ds`` one model and one device at a time, as views, model by model."""
-    for i in range(ds.sizes["model"]):
-        for j in range(ds.sizes["hardware"]):
-            yield ds.isel(model=slice(i, i + 1), hardware=slice(j, j + 1))
-
-
 class _Hooks:
     """A run's hooks, each timed into ``timings`` under its name."""
 
@@ -317,9 +149,11 @@ class _Hooks:
         self.timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - begun
         return files
 
-    def fed(self, hook: Hook, feed: Feed) -> list[str]:
-        """``hook`` on the slices of ``feed`` as they come; the feed stopped once it is done."""
+    def fed(self, hook: Hook, feed: Feed, begun: threading.Event) -> list[str]:
+        """``hook`` on the slices of ``feed`` as they come, once the writers have the first
+        rows (``begun``); the feed stopped once it is done."""
         try:
+            begun.wait()
             return self.run(hook, feed.slices())
         finally:
             feed.stop()
@@ -340,8 +174,11 @@ def write_pieces(
 ) -> tuple[dict[str, Written], Callable[[], xr.Dataset], list[str], xr.Dataset | None]:
     """A run's outputs from its models' grids: the tables and ``grid.zarr`` as each model's
     grid is computed, and each hook on a thread of its own, fed each model's model-and-device
-    slices as it comes (``Feed``); (tables, what gives the whole grid on demand, other files
-    written, the grid at the first batch and prompt: ``write_in_pieces``).
+    slices as it comes (``Feed``) from the moment the writers have the first piece's rows
+    (before, Altair's import held the interpreter while the first piece, cold, was computed,
+    and the writers waited: they began 0.3-0.4 s later); (tables, what gives the whole grid
+    on demand, other files written, the grid at the first batch and prompt:
+    ``write_in_pieces``).
 
     The models' grids are held (``Join``) only where something needs them after the tables: a
     hook that reads the tables written (the simulated plans read ``pools.parquet``, written
@@ -368,13 +205,21 @@ def write_pieces(
 
     run = _Hooks(hooks, sweep, staging, timings)
     receivers = [r for r in (blocks, join) if r is not None] + feeds
+    begun = threading.Event()  # the writers have the first rows: the hooks start
+
+    def told(done: int, total: int) -> None:
+        begun.set()
+        if progress is not None:
+            progress(done, total)
+
     with ThreadPoolExecutor(max(1, len(feeds)), thread_name_prefix="sweeps-hooks") as pool:
-        hooked = [pool.submit(run.fed, hook, feed) for hook, feed in fed_hooks]
+        hooked = [pool.submit(run.fed, hook, feed, begun) for hook, feed in fed_hooks]
         try:  # on a failure, leaving the pool waits for the hooks before the folder is removed
             written, per_configuration = write_in_pieces(
-                sweep, staging, how.layout, how.budget, progress, receivers
+                sweep, staging, how.layout, how.budget, told, receivers
             )
         except BaseException as error:
+            begun.set()
             if blocks is not None:
                 blocks.abort()
             for feed in feeds:
