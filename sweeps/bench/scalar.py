@@ -32,10 +32,16 @@ POSITION: dict[str, int] = {axis.dim: i for i, axis in enumerate(AXES)}
 """Where each dim's index sits in an ``Index``."""
 
 CHECKED: tuple[str, ...] = tuple(
-    v.name for a in ANALYSES if not a.whole for v in a.variables if v.dtype != "str"
+    v.name
+    for a in ANALYSES
+    if not a.whole
+    for v in a.variables
+    if v.dtype != "str" and not v.reduces
 )
 """What ``check`` compares: every number every pointwise analysis declares (those a sweep
-computes)."""
+computes), but those that reduce a dim (``Variable.reduces``: the break-even batch, over the
+batch axis), which one point does not define; their tests hold them against loops over the
+axis."""
 
 
 def pointwise(sweep: Sweep) -> tuple[Any, ...]:

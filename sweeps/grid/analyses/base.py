@@ -63,6 +63,9 @@ class Variable:
     dtype : Storage (see ``DType``)
     column : Name of its Parquet column (defaults to ``name``)
     rank : ``low``, ``point`` or ``full`` (see ``Rank``)
+    reduces : The dim its compute reduces, if any (``batch`` for the break-even batch, the first
+        batch of the axis where speculation stops paying): one point does not define it, so
+        the scalar loop of ``sweeps.bench.scalar`` does not check it
     """
 
     name: str
@@ -71,6 +74,7 @@ class Variable:
     dtype: DType = "float64"
     column: str = ""
     rank: Rank = "low"
+    reduces: str = ""
 
     @property
     def column_name(self) -> str:

@@ -207,6 +207,7 @@ VARIABLES = (
         "First batch of the axis whose speedup is <= 1 (null: speculation pays at every "
         "batch of the axis)",
         "nullable",
+        reduces="batch",
     ),
     _V(
         "spec_energy_per_output_token_j",
