@@ -67,6 +67,17 @@ def test_a_dead_worker_is_replaced_and_its_chart_drawn_here(pool: Drawers) -> No
     assert len(alive) == 2  # the two dead ones replaced, nothing waits on them
 
 
+def test_close_ends_every_worker_and_closes_both_its_pipes() -> None:
+    made = Drawers(workers=2)
+    made.submit(_request(SPEC), rendering._draw_here).result(timeout=60)
+    made.workers[1].process.kill()  # one already dead: still closed
+    made.close()
+    for worker in made.workers:
+        assert worker.process.poll() is not None
+        assert worker.stdin.closed
+        assert worker.stdout.closed  # else a ResourceWarning at the end of the process
+
+
 def test_where_no_worker_can_start_charts_are_drawn_here(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rendering, "drawers", lambda *_: None)
     renderer = Renderer(["svg", "html"])

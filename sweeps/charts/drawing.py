@@ -86,11 +86,15 @@ class _Worker:
         return dict(answer)
 
     def close(self) -> None:
+        """End the process (its stdin closed, it returns) and close both pipes."""
         try:
             self.stdin.close()
             self.process.wait(timeout=5)
         except (OSError, subprocess.TimeoutExpired):
             self.process.kill()
+            self.process.wait()
+        finally:
+            self.stdout.close()
 
 
 Fallback = Callable[[Request], dict[str, bytes]]
