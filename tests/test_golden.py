@@ -47,9 +47,13 @@ def _column_digest(series: pl.Series) -> str:
 
 def _machine() -> dict[str, object]:
     """What a float's last bit depends on here: numpy's version and the SIMD features found."""
-    from numpy._core import _multiarray_umath
+    import importlib
 
-    found = getattr(_multiarray_umath, "__cpu_features__", {})
+    try:
+        umath = importlib.import_module("numpy._core._multiarray_umath")
+    except ImportError:  # numpy 1.x
+        umath = importlib.import_module("numpy.core._multiarray_umath")
+    found = getattr(umath, "__cpu_features__", {})
     return {"numpy": np.__version__, "simd": sorted(k for k, on in found.items() if on)}
 
 
