@@ -178,3 +178,27 @@ def test_the_last_models_write_finishes_the_store_before_close(sweep, tmp_path) 
     back = xr.open_zarr(tmp_path / "grid.zarr", consolidated=True).load()
     xr.testing.assert_identical(back, build_grid(sweep))
     blocks.close()
+
+
+def test_a_model_handed_on_in_parts_gives_the_store_of_whole_models(tmp_path) -> None:
+    """The first model's grid in two parts over its devices, as a run hands it on: the writer
+    joins them on its thread, and the store is the one written from whole models; the model
+    is counted once its last part comes."""
+    from .test_pieces import SPLIT, _in_parts
+
+    split = parse_config(SPLIT, "split.toml")
+    grids = _in_parts(split)
+    assert len(grids) == len(split.models) + 1
+    blocks = ZarrBlocks(tmp_path / "parts.zarr", len(split.models), len(split.hardware))
+    blocks.append(grids[0])
+    assert blocks._writes == []  # the first device alone: nothing to write yet
+    for part in grids[1:]:
+        blocks.append(part)
+    blocks.close()
+    to_zarr(build_grid(split), tmp_path / "whole.zarr")
+    ours, theirs = xr.open_zarr(tmp_path / "parts.zarr"), xr.open_zarr(tmp_path / "whole.zarr")
+    xr.testing.assert_identical(ours.load(), theirs.load())
+    short = ZarrBlocks(tmp_path / "short.zarr", 1, len(split.hardware))
+    short.append(grids[0])
+    with pytest.raises(RuntimeError, match="0 of 1 models' grids written"):
+        short.close()

@@ -12,9 +12,10 @@ from sweeps.config import parse_config
 from sweeps.export import open_grid
 from sweeps.grid.build import build_grid
 from sweeps.grid.chunks import plan_chunks, split_first_device
+from sweeps.grid.parts import ModelParts, join_devices
 from sweeps.pipeline import pieces, run_to_folder
 from sweeps.pipeline.pieces import in_pieces
-from sweeps.pipeline.receivers import Join, join_devices
+from sweeps.pipeline.receivers import Join
 
 CONFIG = """
 [sweep]
@@ -107,6 +108,48 @@ def test_the_models_grids_joined_are_the_whole_grid(sweep) -> None:
     short = Join(2)
     short.append(build_grid(dataclasses.replace(sweep, models=sweep.models[:1])))
     with pytest.raises(RuntimeError, match="joined 1 of 2 models' grids"):
+        short.dataset()
+
+
+@pytest.fixture(scope="module")
+def split_sweep():
+    """The sweep whose first model a run cuts after its first device (no paired devices)."""
+    return parse_config(SPLIT, "split.toml")
+
+
+def _in_parts(sweep) -> list[xr.Dataset]:
+    """The models' grids as a run hands them on: the first model in parts, one per device."""
+    import dataclasses
+
+    first = dataclasses.replace(sweep, models=sweep.models[:1])
+    parts = [build_grid(dataclasses.replace(first, hardware=[h])) for h in sweep.hardware]
+    rest = [build_grid(dataclasses.replace(sweep, models=[m])) for m in sweep.models[1:]]
+    return parts + rest
+
+
+def test_a_model_in_parts_is_counted_once_its_last_device_comes(split_sweep) -> None:
+    sweep = split_sweep
+    grids = _in_parts(sweep)
+    counted = ModelParts(len(sweep.models), len(sweep.hardware))
+    assert [counted.add(grid) for grid in grids] == [False, True, True, True]
+    assert counted.complete == 3
+    assert counted.done
+    whole = ModelParts(2)  # no devices given: every grid is a whole model
+    assert whole.add(grids[0]) is True
+    assert not whole.done
+
+
+def test_a_join_of_models_in_parts_is_the_whole_grid(split_sweep) -> None:
+    sweep = split_sweep
+    join = Join(len(sweep.models), len(sweep.hardware))
+    for grid in _in_parts(sweep):
+        join.append(grid)
+    assert join.count == len(sweep.models)
+    assert len(list(join.slices())) == 6  # the parts' slices, not joined
+    xr.testing.assert_identical(join.dataset(), build_grid(sweep))
+    short = Join(1, len(sweep.hardware))
+    short.append(_in_parts(sweep)[0])  # the first device alone: the model is not complete
+    with pytest.raises(RuntimeError, match="joined 0 of 1 models' grids"):
         short.dataset()
 
 
@@ -286,6 +329,28 @@ def test_a_feed_hands_on_each_models_slices_and_ends_after_the_last(sweep) -> No
     assert dropped._queue.empty()
 
 
+def test_a_feed_of_models_in_parts_ends_after_the_last_models_grid(split_sweep) -> None:
+    sweep = split_sweep
+    from sweeps.pipeline.receivers import Feed, model_device_slices
+
+    grids = _in_parts(sweep)
+    feed = Feed(len(sweep.models), len(sweep.hardware))
+    feed.append(grids[0])
+    assert feed.count == 0  # the first model's first device: its model is not complete yet
+    cause = OSError("the disk is full")
+    for grid in grids[1:]:
+        feed.append(grid)
+    got = list(feed.slices())
+    assert len(got) == 6
+    for ours, theirs in zip(got, model_device_slices(build_grid(sweep)), strict=True):
+        xr.testing.assert_identical(ours, theirs)
+    half = Feed(len(sweep.models), len(sweep.hardware))
+    half.append(grids[0])
+    half.fail(cause)
+    with pytest.raises(RuntimeError, match="the run stopped after 0 of 3 models' grids"):
+        list(half.slices())
+
+
 def test_a_feed_that_fails_stops_its_reader_with_the_cause(sweep) -> None:
     import dataclasses
 
@@ -304,19 +369,62 @@ def test_a_feed_that_fails_stops_its_reader_with_the_cause(sweep) -> None:
 
 
 def _grids_watched(patch: pytest.MonkeyPatch) -> list:
-    """Weak references to each model's grid as the run hands it on (``join_devices``)."""
+    """Weak references to each model's grid, or part of it, as the run hands it on."""
     import weakref
 
     made: list = []
-    real = pieces.join_devices
+    real = pieces._Keep.append
 
-    def join_devices(parts):
-        model = real(parts)
-        made.append(weakref.ref(model["arithmetic_intensity"].values))  # the model's own array
+    def append(self, piece):
+        made.append(weakref.ref(piece["arithmetic_intensity"].values))  # the part's own array
+        real(self, piece)
+
+    patch.setattr(pieces._Keep, "append", append)
+    return made
+
+
+def _parts(sweep) -> int:
+    """How many grids a run of ``sweep`` in pieces hands on (a model's parts each)."""
+    return len(split_first_device(sweep, plan_chunks(sweep, 1 << 40)))
+
+
+def _joins_watched(patch: pytest.MonkeyPatch) -> list:
+    """Each join of a model's parts, wherever the package calls it (every module's name for
+    ``join_devices``): a weak reference to the joined grid's array, and the thread it was
+    joined on."""
+    import sys
+    import threading
+    import weakref
+
+    from sweeps.grid import parts
+
+    joined: list = []
+    real = parts.join_devices
+
+    def join_devices(pieces_of_a_model):
+        model = real(pieces_of_a_model)
+        if len(pieces_of_a_model) > 1:
+            name = threading.current_thread().name
+            joined.append((weakref.ref(model["arithmetic_intensity"].values), name))
         return model
 
-    patch.setattr(pieces, "join_devices", join_devices)
-    return made
+    for module in [m for name, m in sys.modules.items() if name.startswith("sweeps")]:
+        if getattr(module, "join_devices", None) is real:
+            patch.setattr(module, "join_devices", join_devices)
+    return joined
+
+
+def test_a_models_parts_are_joined_by_the_grid_files_writer_alone(sweep, tmp_path) -> None:
+    """Handed on in parts, the first model's grid is joined once, for ``grid.zarr``, on its
+    writer's thread: not on the thread computing the grid, where the writers waited for it
+    (0.34 s of issue 14's grid), nor for the hooks, which take the parts' slices."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pieces, "PIECES_FROM", 0)
+        joined = _joins_watched(patch)
+        result = run_to_folder(sweep, tmp_path, hooks=(lambda s, _w, _f: [str(len(list(s)))],))
+    split = _parts(sweep) > len(sweep.models)
+    assert [name.startswith("sweeps-grid-file") for _, name in joined] == [True] * split
+    assert "6" in result.files
 
 
 def test_the_hooks_get_each_model_as_it_comes_and_no_grid_outlives_the_run(sweep, tmp_path) -> None:
@@ -352,12 +460,14 @@ def test_the_hooks_get_each_model_as_it_comes_and_no_grid_outlives_the_run(sweep
         patch.setattr(pieces, "PIECES_FROM", 0)
         patch.setattr(grid_build, "build_grid", build)
         made = _grids_watched(patch)
+        joined = _joins_watched(patch)
         result = run_to_folder(sweep, tmp_path, hooks=(hook, other))
     assert waited == [True]
     assert {"6 slices", "6 slices again"} <= set(result.files)
     gc.collect()
-    assert len(made) == len(sweep.models)
+    assert len(made) == _parts(sweep)
     assert [ref() for ref in made] == [None] * len(made)
+    assert [ref() for ref, _ in joined] == [None] * len(joined)  # the grid file's join too
     assert result.held is None
     xr.testing.assert_identical(result.dataset, build_grid(sweep))
 
@@ -377,6 +487,7 @@ def test_a_hook_reading_the_tables_gets_the_held_grids_after_them(sweep, tmp_pat
         patch.setattr(pieces, "PIECES_FROM", 0)
         made = _grids_watched(patch)
         result = run_to_folder(sweep, tmp_path / "second", hooks=(Reads(),))
+    assert len(made) == _parts(sweep)
     assert f"6 slices after {tables}" in result.files
     assert all(ref() is not None for ref in made)  # held by the result, to be joined
     xr.testing.assert_identical(result.dataset, build_grid(sweep))

@@ -12,7 +12,9 @@ model's values together (a region write would read back, decompress and recompre
 chunk for each model: 39 of issue 14's 59 arrays with a ``model`` dimension). The metadata is
 consolidated last, still on that thread, while the tables' last rows are written. The store
 opens to the grid ``to_zarr`` writes of the whole grid, value for value, with the same chunks
-and codecs.
+and codecs. A model's grid may come in parts over its devices (the first model's first device
+is a part of its own, ``sweeps.grid.parts``): they are joined on the writer's thread, not on
+the one computing the grid.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any, cast
 import xarray as xr
 
 from sweeps.export.grid import chunk_shape, zarr_encoding
+from sweeps.grid.parts import ModelParts, join_devices
 
 
 def _whole_shape(variable: xr.Variable, models: int) -> tuple[int, ...]:
@@ -62,34 +65,42 @@ def _assign(group: Any, name: str, variable: xr.Variable, place: tuple[slice, ..
 
 class ZarrBlocks:
     """The Zarr store at ``path`` of a grid of ``models`` models, written one model's grid at a
-    time (``append``, in the models' order) on a thread of its own, which finishes the store
-    after the last (``_finish``); ``close`` waits for it.
+    time (``append``, in the models' order; a model's grid whole, or in parts over consecutive
+    devices, ``devices`` per model in all, None: whole models) on a thread of its own, which
+    joins a model's parts (``join_devices``) and finishes the store after the last model
+    (``_finish``); ``close`` waits for it.
 
     A failed write is raised by the next ``append`` (so the run stops early) or by ``close``;
     ``abort`` waits for the write under way and drops the rest (the caller's atomic folder
     then removes the partial store).
     """
 
-    def __init__(self, path: Path, models: int) -> None:
+    def __init__(self, path: Path, models: int, devices: int | None = None) -> None:
         self.path = path
         self.models = models
-        self._count = 0
+        self._parts = ModelParts(models, devices)
+        self._model: list[xr.Dataset] = []  # the parts of the model under way
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="sweeps-grid-file")
         self._writes: list[Future[None]] = []
         self._arrays: dict[str, Any] = {}  # the open arrays written region by region (_create)
         self._held: dict[str, list[xr.Variable]] = {}  # the others, each model's: with the last
 
     def append(self, piece: xr.Dataset) -> None:
-        """Queue the grid of the next model; raise a failed earlier write's error."""
+        """Queue the grid of the next model, or the next part of it; raise a failed earlier
+        write's error."""
         for done in (w for w in self._writes if w.done()):
             done.result()
-        index = self._count
-        self._count += 1
-        self._writes.append(self._pool.submit(self._write, piece, index))
+        self._model.append(piece)
+        if not self._parts.add(piece):
+            return
+        parts, self._model = self._model, []
+        self._writes.append(self._pool.submit(self._write, parts, self._parts.complete - 1))
 
-    def _write(self, piece: xr.Dataset, index: int) -> None:
+    def _write(self, parts: list[xr.Dataset], index: int) -> None:
         from sweeps.export.failures import writing
 
+        piece = join_devices(parts)
+        parts.clear()  # not held beside the joined grid while it is written (the call's args)
         with writing(self.path):
             if index == 0:
                 self._create(piece)
@@ -144,8 +155,8 @@ class ZarrBlocks:
                 write.result()
         finally:
             self._pool.shutdown(wait=True, cancel_futures=True)
-        if self._count != self.models:
-            msg = f"{self.path}: {self._count} of {self.models} models' grids written"
+        if self._parts.complete != self.models:
+            msg = f"{self.path}: {self._parts.complete} of {self.models} models' grids written"
             raise RuntimeError(msg)
 
     def _finish(self) -> None:

@@ -3,8 +3,8 @@
 ``Join`` holds every model's grid, for what needs them all after the tables (a hook reading the
 tables, a NetCDF grid file) and joins them into the whole grid; ``Feed`` hands each model's
 model-and-device slices to one hook as they come, and holds none once the hook has moved past
-it; ``join_devices`` joins a model's grid from its pieces over devices (the first model's first
-device is a piece of its own).
+it. Each receives a model's grid in parts where the run cut it over its devices (the first
+model's first device is a part of its own: ``sweeps.grid.parts``), counted by ``ModelParts``.
 """
 
 from __future__ import annotations
@@ -12,15 +12,19 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from sweeps.grid.parts import ModelParts, join_devices, rebuilt
+
 
 class Join:
-    """The grid of a whole sweep from its models' grids, appended in order, one model each.
+    """The grid of a whole sweep from its models' grids, appended in order: one model's grid
+    each, or its parts over consecutive devices, ``devices`` per model in all (None: whole
+    models); a model's parts are joined (``join_devices``) only with the whole grid.
 
     Used where the models' grids are needed after the tables (``write_pieces``: a hook that
     reads the tables, a NetCDF grid file). They are held as they come and joined only when
@@ -33,16 +37,23 @@ class Join:
     joined at the end (their widths differ).
     """
 
-    def __init__(self, models: int) -> None:
+    def __init__(self, models: int, devices: int | None = None) -> None:
         self.models = models
-        self.count = 0
-        self._pieces: list[xr.Dataset] = []
+        self._parts = ModelParts(models, devices)
+        self._held: list[list[xr.Dataset]] = [[]]  # each model's parts, the last under way
+        self._pieces: list[xr.Dataset] = []  # each model's grid, once joined
         self._joined: xr.Dataset | None = None
 
+    @property
+    def count(self) -> int:
+        """The models whose grids are held whole."""
+        return self._parts.complete
+
     def append(self, piece: xr.Dataset) -> None:
-        """Hold the grid of the next model."""
-        self._pieces.append(piece)
-        self.count += 1
+        """Hold the grid of the next model, or the next part of it."""
+        self._held[-1].append(piece)
+        if self._parts.add(piece):
+            self._held.append([])
 
     def slices(self) -> Iterator[xr.Dataset]:
         """The one-model-one-device grids, in the whole grid's order, as views of the models'
@@ -50,8 +61,9 @@ class Join:
         if self._joined is not None:
             yield from model_device_slices(self._joined)
             return
-        for piece in self._pieces:
-            yield from model_device_slices(piece)
+        for parts in self._held:
+            for piece in parts:
+                yield from model_device_slices(piece)
 
     def dataset(self) -> xr.Dataset:
         """The joined grid: the first model's variables' dims, attrs and order, every model's
@@ -61,6 +73,8 @@ class Join:
         if self.count != self.models:
             msg = f"joined {self.count} of {self.models} models' grids"
             raise RuntimeError(msg)
+        self._pieces = [join_devices(parts) for parts in self._held if parts]
+        self._held = [[]]
         first = self._pieces[0]
         fixed = {str(k): v for k, v in first.variables.items() if "model" not in v.dims}
         parts: dict[str, Any] = {}
@@ -94,62 +108,42 @@ class Join:
                 data = np.concatenate(data, like.dims.index("model"))
             return xr.Variable(like.dims, data, like.attrs)
 
-        self._joined = _rebuilt(first, whole)
+        self._joined = rebuilt(first, whole)
         self._pieces = []
         return self._joined
 
 
-def join_devices(parts: list[xr.Dataset]) -> xr.Dataset:
-    """One model's grid from its grids over consecutive devices (``split_first_device``):
-    every variable with a ``hardware`` dimension joined along it, the others (equal in every
-    part) taken from the first; the first part's order, dims and attrs."""
-    if len(parts) == 1:
-        return parts[0]
-    first = parts[0]
-
-    def whole(name: str) -> xr.Variable:
-        like = first.variables[name]
-        if "hardware" not in like.dims:
-            return like
-        values = [part.variables[name].transpose(*like.dims).values for part in parts]
-        joined = np.concatenate(values, like.dims.index("hardware"))
-        return xr.Variable(like.dims, joined, like.attrs)
-
-    return _rebuilt(first, whole)
-
-
-def _rebuilt(first: xr.Dataset, whole: Callable[[str], xr.Variable]) -> xr.Dataset:
-    """A dataset with ``first``'s coordinates, variables (in its order) and attrs, each
-    variable ``whole(name)``."""
-    coords = {str(name): whole(str(name)) for name in first.coords}
-    data = {str(name): whole(str(name)) for name in first.data_vars}
-    return xr.Dataset(data, coords, first.attrs)
-
-
 class Feed:
     """The models' grids handed to one hook as they come: ``slices`` (on the hook's thread)
-    yields each model's model-and-device slices once its grid is computed, and waits for the
-    next, so that the hook draws each model beside the writers and no model's grid is held
+    yields each model's model-and-device slices once its grid (or a part of it over some of
+    its devices, ``devices`` per model in all; None: whole models) is computed, and waits for
+    the next, so that the hook draws each model beside the writers and no model's grid is held
     once the writers and the hook have moved past it (``Join`` holds them all to the end: on
     issue 14's 16.8 M-point grid 181 MB a model; measured, 614-632 k page faults against
     424-440 k, a peak RSS of 2.33-2.43 GB against 1.62-1.68 GB). ``fail`` ends the feed with
     an error (the tables failed: the hook stops, raising ``RuntimeError``); ``stop`` drops what
     is left once the hook is done (a hook need not read every slice)."""
 
-    def __init__(self, models: int) -> None:
+    def __init__(self, models: int, devices: int | None = None) -> None:
         self.models = models
-        self.count = 0
+        self._parts = ModelParts(models, devices)
         self._queue: queue.SimpleQueue[xr.Dataset | BaseException | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._open = True
 
+    @property
+    def count(self) -> int:
+        """The models whose grids were handed on whole."""
+        return self._parts.complete
+
     def append(self, piece: xr.Dataset) -> None:
-        """Hand on the grid of the next model (the feed ends after the last)."""
+        """Hand on the grid of the next model, or the next part of it (the feed ends after
+        the last model's)."""
         with self._lock:
-            self.count += 1
+            self._parts.add(piece)
             if self._open:
                 self._queue.put(piece)
-                if self.count == self.models:
+                if self._parts.done:
                     self._queue.put(None)
 
     def fail(self, error: BaseException) -> None:
