@@ -337,7 +337,6 @@ def test_a_feed_of_models_in_parts_ends_after_the_last_models_grid(split_sweep) 
     feed = Feed(len(sweep.models), len(sweep.hardware))
     feed.append(grids[0])
     assert feed.count == 0  # the first model's first device: its model is not complete yet
-    cause = OSError("the disk is full")
     for grid in grids[1:]:
         feed.append(grid)
     got = list(feed.slices())
@@ -346,7 +345,7 @@ def test_a_feed_of_models_in_parts_ends_after_the_last_models_grid(split_sweep) 
         xr.testing.assert_identical(ours, theirs)
     half = Feed(len(sweep.models), len(sweep.hardware))
     half.append(grids[0])
-    half.fail(cause)
+    half.fail(OSError("the disk is full"))
     with pytest.raises(RuntimeError, match="the run stopped after 0 of 3 models' grids"):
         list(half.slices())
 

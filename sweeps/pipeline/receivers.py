@@ -41,12 +41,11 @@ class Join:
         self.models = models
         self._parts = ModelParts(models, devices)
         self._held: list[list[xr.Dataset]] = [[]]  # each model's parts, the last under way
-        self._pieces: list[xr.Dataset] = []  # each model's grid, once joined
         self._joined: xr.Dataset | None = None
 
     @property
     def count(self) -> int:
-        """The models whose grids are held whole."""
+        """The models whose grids are held, every part of them."""
         return self._parts.complete
 
     def append(self, piece: xr.Dataset) -> None:
@@ -73,9 +72,9 @@ class Join:
         if self.count != self.models:
             msg = f"joined {self.count} of {self.models} models' grids"
             raise RuntimeError(msg)
-        self._pieces = [join_devices(parts) for parts in self._held if parts]
-        self._held = [[]]
-        first = self._pieces[0]
+        grids = [join_devices(parts) for parts in self._held if parts]
+        self._held = [[]]  # the parts go with their joined grids, each released once copied
+        first = grids[0]
         fixed = {str(k): v for k, v in first.variables.items() if "model" not in v.dims}
         parts: dict[str, Any] = {}
         for key, variable in first.variables.items():
@@ -88,7 +87,7 @@ class Join:
             shape[variable.dims.index("model")] = self.models
             parts[str(key)] = np.empty(shape, variable.dtype)
         for index in range(self.models):
-            piece = self._pieces[index]
+            piece = grids[index]
             for name, target in parts.items():
                 variable = piece.variables[name]
                 if isinstance(target, list):
@@ -97,7 +96,7 @@ class Join:
                 place = [slice(None)] * variable.ndim
                 place[variable.dims.index("model")] = slice(index, index + 1)
                 target[tuple(place)] = variable.values
-            self._pieces[index] = first if index == 0 else xr.Dataset()  # released: copied
+            grids[index] = first if index == 0 else xr.Dataset()  # released: copied
 
         def whole(name: str) -> xr.Variable:
             if name in fixed:
@@ -109,7 +108,6 @@ class Join:
             return xr.Variable(like.dims, data, like.attrs)
 
         self._joined = rebuilt(first, whole)
-        self._pieces = []
         return self._joined
 
 
@@ -133,7 +131,7 @@ class Feed:
 
     @property
     def count(self) -> int:
-        """The models whose grids were handed on whole."""
+        """The models whose grids were handed on, every part of them."""
         return self._parts.complete
 
     def append(self, piece: xr.Dataset) -> None:
