@@ -29,10 +29,10 @@ if TYPE_CHECKING:  # the names __getattr__ serves, for type checkers (aliases: r
     from sweeps.grid import build_grid as build_grid
     from sweeps.physics import classify_llm_phases as classify_llm_phases
     from sweeps.physics import compute_arithmetic_intensity as compute_arithmetic_intensity
-    from sweeps.pipeline import cheapest_plans as cheapest_plans
     from sweeps.pipeline import run as run
     from sweeps.pipeline import run_to_folder as run_to_folder
-    from sweeps.pipeline import summarize as summarize
+    from sweeps.views import cheapest_plans as cheapest_plans
+    from sweeps.views import summarize as summarize
 
 _LAZY = {
     "Sweep": "sweeps.config",
@@ -49,8 +49,8 @@ _LAZY = {
     "run_to_folder": "sweeps.pipeline",
     "to_parquet": "sweeps.export",
     "build_grid": "sweeps.grid",
-    "summarize": "sweeps.pipeline",
-    "cheapest_plans": "sweeps.pipeline",
+    "summarize": "sweeps.views",
+    "cheapest_plans": "sweeps.views",
     "ceiling_chart": "sweeps.charts",
     "bottleneck_chart": "sweeps.charts",
     "ai_vs_batch_chart": "sweeps.charts",
@@ -60,7 +60,7 @@ _LAZY = {
 
 
 _SUBPACKAGES = frozenset(
-    {"physics", "catalog", "config", "grid", "export", "pipeline", "charts", "cli"}
+    {"physics", "catalog", "config", "grid", "export", "pipeline", "views", "charts", "cli"}
 )
 """Layers reachable as ``sweeps.<name>`` after a bare ``import sweeps``, imported on first use."""
 

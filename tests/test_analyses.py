@@ -153,7 +153,7 @@ def test_the_summary_in_user_terms_is_the_decode_table_at_batch_1_and_at_the_wal
     sweep whose batch axis holds every batch up to past the wall."""
     from sweeps.config import parse_config
     from sweeps.grid import build_grid
-    from sweeps.pipeline.summary import summarize
+    from sweeps.views.summary import summarize
 
     sweep = parse_config(
         '[sweep]\nname = "terms"\n[axes]\nmodel = ["llama-3-8b", "mixtral-8x7b"]\n'

@@ -41,8 +41,8 @@ from sweeps.charts.data import (
     spaced,
 )
 from sweeps.charts.lines import LABEL_GAP, spread
-from sweeps.charts.output import spec_of
 from sweeps.charts.roofline import compute_dtype
+from sweeps.charts.spec import spec_of
 from sweeps.charts.theme import COLORS, DOES_NOT_FIT, HALO, INK, SCREEN, SIZES
 from sweeps.config import load_config, parse_config
 from sweeps.errors import ConfigError
@@ -670,7 +670,7 @@ def test_cli_start_up_and_validate_never_import_altair(tmp_path: Any) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # the config schema reads the chart kinds; nothing else of the charts is imported
-    assert out.stdout.strip() == "['sweeps.charts', 'sweeps.charts.kinds']"
+    assert out.stdout.strip() == "['sweeps.charts', 'sweeps.outputs']"
 
 
 def test_charts_carry_their_theme_and_the_session_keeps_its_own(ds: xr.Dataset) -> None:

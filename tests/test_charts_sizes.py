@@ -12,11 +12,11 @@ import pytest
 import xarray as xr
 from click.testing import CliRunner
 
-from sweeps.charts.kinds import MODEL_SIZE, SECTION_TITLES
 from sweeps.charts.output import Settings, chart_specs, slices
 from sweeps.charts.sizes import SHARE, cells, model_size_chart, size_label, size_rows
 from sweeps.cli.main import cli
 from sweeps.config import parse_config
+from sweeps.outputs import MODEL_SIZE, SECTION_TITLES
 
 from .conftest import CONFIGS
 

@@ -11,7 +11,7 @@ import pytest
 
 import sweeps
 from sweeps.cli.render_plans import plans_table
-from sweeps.pipeline import cheapest_plans
+from sweeps.views.plans import cheapest_plans
 
 AXES = {
     "model": ["llama-3.1-70b"], "hardware": ["h200"], "tp": [1], "batch": [8, 32],

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sweeps.config import load_config, parse_config
-from sweeps.config.limits import MAX_PROBLEMS
 from sweeps.errors import ConfigError
+from sweeps.limits import MAX_PROBLEMS
 
 BASE = """
 [sweep]

@@ -197,7 +197,7 @@ def test_pools_and_plans_carry_speculative_greedy_rows_and_validate_counts_them(
     from click.testing import CliRunner
 
     from sweeps.cli.main import cli
-    from sweeps.pipeline.plans import cheapest_plans
+    from sweeps.views.plans import cheapest_plans
 
     path = tmp_path / "g.toml"
     path.write_text(TEXT)

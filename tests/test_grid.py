@@ -12,7 +12,7 @@ import xarray as xr
 
 from sweeps.config import parse_config
 from sweeps.grid import DECODE_DIMS, PREFILL_DIMS, REGISTRY, build_grid
-from sweeps.pipeline import summarize
+from sweeps.views import summarize
 
 from .conftest import NOTE_CONFIG
 
@@ -94,7 +94,7 @@ context = [32768]
 
 
 def test_summary_rows_counts_the_summary_without_building_it() -> None:
-    from sweeps.pipeline.summary import summary_rows
+    from sweeps.views.summary import summary_rows
 
     ds = _grid(
         LLAMA.replace("batch = [1, 8, 64]", 'batch = [1, 8, 64]\nkv_dtype = ["bf16", "fp8"]')

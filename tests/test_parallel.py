@@ -217,7 +217,7 @@ def test_a_chart_draws_the_smallest_replica_that_fits_and_names_it() -> None:
 
 def test_a_plan_says_its_layout() -> None:
     from sweeps.cli.render_plans import _pool
-    from sweeps.pipeline.plans import CHOICES
+    from sweeps.views.plans import CHOICES
 
     assert {"ep", "dp_attention", "pp"} <= set(CHOICES)  # a plan carries its layout
     row = {"decode_replicas": 2, "decode_hardware": "h200", "decode_tp": 1, "ep": 8}

@@ -11,8 +11,8 @@ import xarray as xr
 
 import sweeps
 from sweeps.errors import ConfigError
-from sweeps.pipeline import plans as summary
-from sweeps.pipeline.plans import NO_PLAN, NO_PRICE, PLAN, cheapest_plans
+from sweeps.views import plans as summary
+from sweeps.views.plans import NO_PLAN, NO_PRICE, PLAN, cheapest_plans
 
 KEYS = (*summary.KEYS, "arrival_rate")  # the workload's keys and its load
 ONE_POOL = pl.col("pool_mode").cast(pl.String) != "disaggregated"
@@ -120,7 +120,7 @@ def test_what_is_not_a_pools_table_is_refused() -> None:
 
 def test_exported_lazily() -> None:
     assert sweeps.cheapest_plans is cheapest_plans
-    assert sweeps.pipeline.cheapest_plans is cheapest_plans
+    assert sweeps.views.cheapest_plans is cheapest_plans
     assert "cheapest_plans" in sweeps.__all__
 
 

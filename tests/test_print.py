@@ -22,10 +22,11 @@ from sweeps.charts import (
     techniques,
 )
 from sweeps.charts.lines import batch_ticks, spaced
-from sweeps.charts.output import slices, spec_of
+from sweeps.charts.output import slices
 from sweeps.charts.rendering import render
 from sweeps.charts.serving import fleet_chart, pareto_chart, request_time_chart
 from sweeps.charts.sizes import model_size_chart, size_rows
+from sweeps.charts.spec import spec_of
 from sweeps.charts.theme import SIZES, fit_title, title
 from sweeps.charts.ticks import log_ticks, tight_span
 from sweeps.config import parse_config

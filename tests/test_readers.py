@@ -16,7 +16,8 @@ import xarray as xr
 
 from sweeps.config import parse_config
 from sweeps.export import open_grid, read_units
-from sweeps.pipeline import run_to_folder, summarize
+from sweeps.pipeline import run_to_folder
+from sweeps.views import summarize
 
 CONFIG = """
 [sweep]

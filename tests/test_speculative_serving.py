@@ -83,7 +83,7 @@ def test_speculation_changes_tpot_and_a_hit_changes_ttft(
 def test_cheapest_plans_say_whether_speculation_and_a_tier_are_in_the_plan(
     served: tuple[xr.Dataset, xr.Dataset],
 ) -> None:
-    from sweeps.pipeline.plans import cheapest_plans
+    from sweeps.views.plans import cheapest_plans
 
     plans = cheapest_plans(served[1])
     for column in ("spec_acceptance", "prefix_hit_rate", "spec_tokens", "spec_draft", "kv_tier"):

@@ -27,8 +27,9 @@ from typing import Any
 
 RUN = r"""
 import sys
-from sweeps.cli import end_process, start_process
+from sweeps.processes import end_process, set_environment, start_process
 
+set_environment()
 start_process()
 from sweeps.config import load_config
 from sweeps.charts.drawing import start
@@ -54,8 +55,9 @@ report, then the summary it prints, and the command's end of process."""
 
 POLARS_WRITE = r"""
 import json, sys, time
-from sweeps.cli import start_process
+from sweeps.processes import set_environment, start_process
 
+set_environment()
 start_process()  # the command's process settings, as the run has them
 from pathlib import Path
 from sweeps.config import load_config
@@ -107,7 +109,7 @@ TARGET = 1.3
 
 def _python(arguments: list[str]) -> tuple[float, str]:
     """Run ``python arguments`` to completion under the command's process settings
-    (``sweeps.cli.PROCESS_ENV``, where the environment does not set them); its wall time [s]
+    (``sweeps.processes.PROCESS_ENV``, where the environment does not set them); its wall time [s]
     and standard output.
 
     The files earlier processes wrote are flushed to disk first (``os.sync``), so that neither
@@ -116,7 +118,7 @@ def _python(arguments: list[str]) -> tuple[float, str]:
     process timed, and the end-to-end line before (e) leaves gigabytes. Each process still
     pays for its own writes into the page cache, as a user's does.
     """
-    from sweeps.cli import PROCESS_ENV
+    from sweeps.processes import PROCESS_ENV
 
     environment = {**PROCESS_ENV, **os.environ}
     if hasattr(os, "sync"):  # not on Windows

@@ -73,7 +73,7 @@ prompts (x prompt and output lengths of the rows the serving table bounds: reque
 and closed-loop throughputs)."""
 
 LIMITS = {"tp": "MAX_COUNT", "batch": "MAX_BATCH"}
-"""Integer columns held to a config's limit (``sweeps.config.limits``, by name); the others
+"""Integer columns held to a config's limit (``sweeps.limits``, by name); the others
 (tokens, gpus, concurrency) to ``MAX_TOKENS``: each row's bound is a sweep of its values."""
 
 MAX_BATCH = "max"
@@ -161,7 +161,7 @@ class _Row:
             value = int(text)
         except ValueError:
             raise self.fail(column, f"{_shown(text)} is not a whole number") from None
-        from sweeps.config import limits
+        from sweeps import limits
 
         top = int(getattr(limits, LIMITS.get(column, "MAX_TOKENS")))
         if not 1 <= value <= top:
@@ -336,7 +336,7 @@ def parse_measurements(text: str, path: str = "<measurements>") -> list[Measurem
 def _check_size(rows: list[Measurement], path: str) -> None:
     """The file's configurations and each one's grid of bounds against their caps, from the
     distinct values alone (one pass), before any grid is built."""
-    from sweeps.config.limits import MAX_TOKENS
+    from sweeps.limits import MAX_TOKENS
 
     groups: dict[tuple[Any, ...], tuple[int, list[set[int]]]] = {}
     for m in rows:

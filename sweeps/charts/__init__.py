@@ -8,8 +8,8 @@ variable registry. The look is the registered Altair theme ``sweeps``, so charts
 ``|``, ``&`` and ``+``. ``write_figures_streamed`` writes the figures and report from one
 model-and-device slice at a time.
 
-The names below are imported only when asked for, so that ``sweeps.charts.kinds`` (the chart
-kinds, which the config schema reads) stays light.
+The names below are imported only when asked for, so that importing ``sweeps.charts`` stays
+light.
 """
 
 from __future__ import annotations

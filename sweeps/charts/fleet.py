@@ -1,6 +1,6 @@
 """The fleet figure of a serving sweep: devices and cost per million output tokens against
 arrival rate, the cheapest colocated and the cheapest disaggregated plan meeting the objectives
-(``sweeps.pipeline.plans``), every workload in one figure (``workloads``: a selector in the
+(``sweeps.views.plans``), every workload in one figure (``workloads``: a selector in the
 HTML), and a sentence saying where disaggregation is the cheaper plan."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from .workloads import chosen, label, labels, selector, sentence
 
 def fleet_plans(ds: xr.Dataset, work: Workload, weight_dtype: str | None = None) -> pl.DataFrame:
     """Per workload, pool mode and arrival rate: the cheapest plan of that mode meeting the
-    objectives (``sweeps.pipeline.plans.cheapest_plans`` of that mode's pools rows), at the
+    objectives (``sweeps.views.plans.cheapest_plans`` of that mode's pools rows), at the
     chart's model, KV setting and scenario (one weight dtype where ``weight_dtype`` is set);
     ``workload`` is its label (``workloads.label``)."""
     from sweeps.export.parquet import frame
-    from sweeps.pipeline.plans import cheapest_plans
+    from sweeps.views.plans import cheapest_plans
 
     pools = frame(ds, "pools")
     apart = pl.col("pool_mode").cast(pl.String) == "disaggregated"

@@ -9,21 +9,20 @@ next, keeps only the small per-device selections the cross-device roofline needs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import polars as pl
 import xarray as xr
 
-from sweeps.pipeline.summary import summary_rows
+from sweeps.outputs import DEVICES, MODEL_SIZE, SERVING, ChartKind
+from sweeps.views.summary import summary_rows
 
 from .data import Choice, Selection, choose, select
 from .failures import built, failed, skipped_line
 from .heatmaps import bottleneck_chart, ceiling_chart
-from .kinds import DEVICES, MODEL_SIZE, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
 from .plans import cheapest, plans_section
 from .rendering import Renderer, bundle_file, caption, javascript
@@ -33,13 +32,13 @@ from .served import serving_grids, serving_part
 from .serving import BUILDERS as SERVING_BUILDERS
 from .serving import has_serving
 from .sizes import size_figures, size_rows
+from .spec import Builder, chart_spec
 from .techniques import TECHNIQUES, technique_figures, technique_part
 from .theme import size_of
 
 if TYPE_CHECKING:
     from sweeps.config import Sweep
 
-Builder = Callable[..., Any]
 BUILDERS: dict[ChartKind | str, Builder] = {
     "ceiling": ceiling_chart,
     "bottleneck": bottleneck_chart,
@@ -82,19 +81,6 @@ class Settings:
             "width": self.width,
             "max_cells": self.max_cells,
         }
-
-
-def spec_of(chart: Any, width: str) -> dict[str, Any]:
-    """``chart.to_dict()`` under the registered theme of ``width``; not validated against the
-    Vega-Lite schema again (half the time of a small chart; the tests validate every kind)."""
-    with alt.theme.enable(size_of(width).theme):
-        spec: dict[str, Any] = chart.to_dict(validate=False)
-    return spec
-
-
-def chart_spec(builder: Builder, width: str, /, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """The spec (``spec_of``) of the chart ``builder(*args, **kwargs)`` draws."""
-    return spec_of(builder(*args, **kwargs), width)
 
 
 def slices(ds: xr.Dataset) -> Iterator[xr.Dataset]:

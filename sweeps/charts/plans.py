@@ -1,5 +1,5 @@
 """The report's table of the cheapest serving plans: what ``sweeps run`` prints after its
-summary (``sweeps.pipeline.cheapest_plans``), one row per model, weights, workload and arrival
+summary (``sweeps.views.cheapest_plans``), one row per model, weights, workload and arrival
 rate, the plan or the reason there is none."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ PLAN_ROWS = 200
 
 def cheapest(grids: list[xr.Dataset]) -> pl.DataFrame | None:
     """The cheapest plans of each model's serving grid (``None`` where there is none)."""
-    from sweeps.pipeline.plans import cheapest_plans
+    from sweeps.views.plans import cheapest_plans
 
     parts = [cheapest_plans(grid) for grid in grids]
     return pl.concat(parts, how="diagonal_relaxed") if parts else None

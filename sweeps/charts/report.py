@@ -21,9 +21,9 @@ import polars as pl
 import xarray as xr
 
 from sweeps.grid.variables import REGISTRY
+from sweeps.outputs import REPORT_ORDER, SECTION_TITLES
 
 from .data import Choice, first_reached_batch
-from .kinds import REPORT_ORDER, SECTION_TITLES
 from .rendering import figure_tag, page
 from .theme import number, percent
 
@@ -108,9 +108,9 @@ def condensed_row(one: xr.Dataset, model: str, device: str, choice: Choice) -> d
 
 
 def full_rows(one: xr.Dataset) -> pl.DataFrame:
-    """``sweeps.pipeline.summary.summarize`` of one slice, ``ceiling_reachable`` replaced by
+    """``sweeps.views.summary.summarize`` of one slice, ``ceiling_reachable`` replaced by
     the first grid batch that reaches the threshold (``data.reached``, the charts' rule)."""
-    from sweeps.pipeline.summary import summarize
+    from sweeps.views.summary import summarize
 
     threshold = float(one.attrs.get("ceiling_fraction", 0.9))
     first = first_reached_batch(one, threshold)

@@ -4,7 +4,7 @@
 serving mode over its Pareto front, the region meeting the TPOT objective shaded.
 ``request_time_chart``: the time of one request split into prefill (TTFT) and decode against
 batch. ``fleet_chart``: devices and cost per million output tokens against arrival rate, the
-cheapest colocated and the cheapest disaggregated plan (``sweeps.pipeline.plans``).
+cheapest colocated and the cheapest disaggregated plan (``sweeps.views.plans``).
 
 Each chart shows one model, its first KV setting, one weight dtype and one workload (prompt
 and output tokens), named in its caption. The objectives are the grid's ``ttft_slo_s`` and

@@ -85,7 +85,8 @@ def cdf_figures(simulated: list[Any], sweep: Any) -> list[Any]:
     """The report's figures of the simulated plans: a TTFT and a TPOT CDF, the objectives of
     ``sweep`` drawn as rules (``charts/simulated-ttft-cdf``, ``-tpot-cdf``)."""
     from sweeps.charts.failures import built
-    from sweeps.charts.output import Settings, spec_of
+    from sweeps.charts.output import Settings
+    from sweeps.charts.spec import spec_of
 
     settings = Settings.of(sweep)
 

@@ -16,9 +16,11 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
+from sweeps.outputs import MODEL_SIZE
+
 from .data import percent_labels, reached, select, shown_percent
-from .kinds import MODEL_SIZE
 from .report import Figure
+from .spec import spec_of
 from .theme import DOES_NOT_FIT, INK, SEQUENTIAL, category_scale, heading, size_of, themed
 
 SHARE = "wall_share"
@@ -179,8 +181,6 @@ def model_size_chart(rows: pl.DataFrame, hardware: str, **options: Any) -> Any:
 def size_figures(parts: Sequence[pl.DataFrame], width: str) -> list[Figure]:
     """The model-size figure of each device of ``parts`` (``size_rows`` of every slice), for
     devices that ran two models or more."""
-    from .output import spec_of
-
     if not parts:
         return []
     rows = pl.concat(parts)

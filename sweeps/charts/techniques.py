@@ -26,6 +26,7 @@ from .layout import pick_layout
 from .lines import LOG_LABELS
 from .report import Figure
 from .serving import SCENARIO_DIMS, panel_width
+from .spec import chart_spec
 from .theme import (
     device_scale,
     device_shapes,
@@ -288,8 +289,6 @@ def _joined(parts: list[xr.Dataset], model: str) -> xr.Dataset:
 def technique_figures(parts: list[xr.Dataset], charts: Any, width: str) -> list[Figure]:
     """The technique figures ``charts`` asks for, per model of ``parts`` (slices of
     ``technique_part``, or whole grids), each with its spec."""
-    from .output import chart_spec
-
     wanted = [(n, b) for n, b in BUILDERS.items() if b[0] in set(charts)]
     models = list(dict.fromkeys(str(m) for part in parts for m in part["model"].values))
     figures = []

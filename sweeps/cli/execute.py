@@ -119,7 +119,7 @@ def run_one(
 def _plans(result: Any) -> list[dict[str, Any]]:
     """The cheapest serving plans of ``result`` (none without a ``[serving]`` table), from
     its grid or, for a streamed run, its pools table."""
-    from sweeps.pipeline import cheapest_plans
+    from sweeps.views import cheapest_plans
 
     if result.held is not None:  # the grid in one piece (a grid held model by model is not
         # joined for this: its pools table is written)

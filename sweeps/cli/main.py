@@ -33,7 +33,7 @@ from sweeps.cli.options import (
     output_options,
     parse_size,
 )
-from sweeps.config.limits import MAX_PARAMS
+from sweeps.limits import MAX_PARAMS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -383,13 +383,13 @@ def schema() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    from sweeps.cli import end_process, start_process
+    from sweeps import processes
     from sweeps.cli.errors import quiet_broken_pipe
 
-    start_process()
+    processes.start_process()
     try:
         cli()
     except BrokenPipeError:  # one raised outside a command (help text, click's own echo)
         quiet_broken_pipe()
     finally:
-        end_process()
+        processes.end_process()

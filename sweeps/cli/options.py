@@ -130,8 +130,8 @@ class Bounded(PositiveFinite):
 
 
 def limited_int(limit: str) -> click.IntRange:
-    """Integers from 1 to the config's limit ``limit`` (``sweeps.config.limits``, by name)."""
-    from sweeps.config import limits
+    """Integers from 1 to the config's limit ``limit`` (``sweeps.limits``, by name)."""
+    from sweeps import limits
 
     return click.IntRange(min=1, max=int(getattr(limits, limit)))
 

@@ -4,10 +4,10 @@
 that turns a name into a folder.
 """
 
-from sweeps.config.limits import SWEEP_NAME_PATTERN, check_name
 from sweeps.config.messages import key_path
 from sweeps.config.resolve import load_config, parse_config
 from sweeps.config.sweep import NATIVE, Options, Serving, Sweep
+from sweeps.limits import SWEEP_NAME_PATTERN, check_name
 
 __all__ = [
     "NATIVE",

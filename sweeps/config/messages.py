@@ -14,8 +14,8 @@ from pydantic import BaseModel
 
 from sweeps.catalog import suggest
 from sweeps.config import schema
-from sweeps.config.limits import MAX_PROBLEMS, name_problem
 from sweeps.errors import ConfigError
+from sweeps.limits import MAX_PROBLEMS, name_problem
 from sweeps.study import STUDIES
 
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {

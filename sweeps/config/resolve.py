@@ -23,12 +23,12 @@ from sweeps.axes import AXES, AXIS
 from sweeps.catalog import Catalog, Model, load_catalog
 from sweeps.config import schema
 from sweeps.config.custom import custom_dtype, custom_hardware
-from sweeps.config.limits import MAX_POINTS, structure_problem
 from sweeps.config.messages import Problems, describe, error_loc, toml_error
 from sweeps.config.sizes import custom_models
 from sweeps.config.sweep import NATIVE, Sweep
 from sweeps.errors import CatalogError, ConfigError
 from sweeps.files import read_text
+from sweeps.limits import MAX_POINTS, structure_problem
 from sweeps.study import STUDIES
 
 T = TypeVar("T")

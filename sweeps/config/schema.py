@@ -12,16 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
-from sweeps.config import limits
+from sweeps import limits
 from sweeps.config.family_schema import FamilyTable, model_form
-from sweeps.config.limits import (
-    MAX_BATCH,
-    MAX_COUNT,
-    MAX_EXPERTS,
-    MAX_SPEC_TOKENS,
-    MAX_TOKENS,
-    MAX_VOCAB,
-)
 from sweeps.config.types import (
     AUTO,
     AXIS_LENGTH,
@@ -49,6 +41,14 @@ from sweeps.config.types import (
     TokensOrNone,
     Width,
     WidthOrNone,
+)
+from sweeps.limits import (
+    MAX_BATCH,
+    MAX_COUNT,
+    MAX_EXPERTS,
+    MAX_SPEC_TOKENS,
+    MAX_TOKENS,
+    MAX_VOCAB,
 )
 
 __all__ = [

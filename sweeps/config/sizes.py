@@ -24,9 +24,9 @@ from sweeps.catalog.family import (
 )
 from sweeps.config.custom import custom_model
 from sweeps.config.family_schema import FamilyTable, ParamsRange
-from sweeps.config.limits import name_problem
 from sweeps.config.messages import Problems
 from sweeps.errors import CatalogError
+from sweeps.limits import name_problem
 
 
 def _bases(catalog: Catalog) -> list[str]:

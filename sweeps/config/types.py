@@ -1,7 +1,7 @@
 """The value types of a config: strict scalars with their bounds, and the axis forms.
 
 Strict at the boundary: no bool for a number, no number for a bool, no string for a number,
-every float finite, every integer within ``sweeps.config.limits``. An integer axis is a list
+every float finite, every integer within ``sweeps.limits``. An integer axis is a list
 or a range table; a range's length is known, and capped, before it is expanded.
 """
 
@@ -20,10 +20,8 @@ from pydantic import (
     model_validator,
 )
 
-from sweeps.charts.kinds import CHART_KINDS as CHART_KINDS
-from sweeps.charts.kinds import ChartKind as ChartKind
-from sweeps.config import limits
-from sweeps.config.limits import (
+from sweeps import limits
+from sweeps.limits import (
     MAX_AXIS_VALUES,
     MAX_BATCH,
     MAX_COUNT,
@@ -32,6 +30,8 @@ from sweeps.config.limits import (
     MAX_TOKENS,
     MAX_WIDTH,
 )
+from sweeps.outputs import CHART_KINDS as CHART_KINDS
+from sweeps.outputs import ChartKind as ChartKind
 
 NAME_PATTERN = limits.NAME_PATTERN
 """Every name that becomes a file or folder: ``limits.NAME_PATTERN``."""

@@ -48,11 +48,11 @@ there."""
 
 def result_folder(out: str | Path, name: str) -> Path:
     """``<out>/<name>``, checked: ``name`` follows the one rule of names that become files
-    (``sweeps.config.limits.name_problem``), and ``<out>/<name>`` is a real folder or nothing:
+    (``sweeps.limits.name_problem``), and ``<out>/<name>`` is a real folder or nothing:
     a symbolic link there is refused, never followed (``--force`` would otherwise replace,
     and remove, whatever it points to). ``out`` itself may be a link: its real path is used.
     """
-    from sweeps.config.limits import check_name
+    from sweeps.limits import check_name
 
     base = Path(out).resolve()
     check_name(name)

@@ -1,4 +1,4 @@
-"""Orchestration: evaluate a sweep, stream it, write its folder and manifest, plan and summarize.
+"""Orchestration: evaluate a sweep, stream it, write its folder and manifest, plan it.
 
 Below the CLI, above the grid and the export: the run layer calls ``build_grid`` and hands the
 results to the export, which only writes. (Named ``pipeline``, not ``run``: a subpackage
@@ -10,18 +10,15 @@ from typing import TYPE_CHECKING, Any
 from sweeps.pipeline.plan import Plan, plan
 
 if TYPE_CHECKING:
-    from sweeps.pipeline.execute import Hook, RunResult, check_targets, run, run_to_folder
-    from sweeps.pipeline.plans import cheapest_plans
-    from sweeps.pipeline.summary import summarize
+    from sweeps.pipeline.execute import RunResult, check_targets, run, run_to_folder
+    from sweeps.pipeline.hook import Hook
 
 _LAZY = {
-    "Hook": "sweeps.pipeline.execute",
+    "Hook": "sweeps.pipeline.hook",
     "RunResult": "sweeps.pipeline.execute",
-    "cheapest_plans": "sweeps.pipeline.plans",
     "check_targets": "sweeps.pipeline.execute",
     "run": "sweeps.pipeline.execute",
     "run_to_folder": "sweeps.pipeline.execute",
-    "summarize": "sweeps.pipeline.summary",
 }
 
 
@@ -40,10 +37,8 @@ __all__ = [
     "Hook",
     "Plan",
     "RunResult",
-    "cheapest_plans",
     "check_targets",
     "plan",
     "run",
     "run_to_folder",
-    "summarize",
 ]

@@ -29,6 +29,7 @@ from sweeps.export import (
 from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.extras import check_extras
+from sweeps.pipeline.hook import Hook
 from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.pieces import in_pieces, reads_tables, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
@@ -37,12 +38,6 @@ from sweeps.pipeline.stream import Progress, configurations
 
 if TYPE_CHECKING:
     import polars as pl
-
-Hook = Callable[[xr.Dataset | Iterable[xr.Dataset], Sweep, Path], list[str]]
-"""Extra outputs (charts, report): given the grid (or, for a streamed run or one computed
-model by model, its one-model-one-device grids one at a time), the sweep and the staging
-folder, write files there and return their paths relative to it; ``notes`` (what it skipped)
-go to ``RunResult.notes``; ``tables_only``: it reads the tables written, once all are."""
 
 
 def run(
@@ -114,9 +109,9 @@ class RunResult:
         return self.grid if isinstance(self.grid, xr.Dataset) else None
 
     def summary(self) -> pl.DataFrame | None:
-        """``sweeps.pipeline.summarize`` of the result, or ``None`` where no grid is held: from
+        """``sweeps.views.summarize`` of the result, or ``None`` where no grid is held: from
         the grid at one batch size where the whole grid is not joined (the same rows)."""
-        from sweeps.pipeline.summary import summarize
+        from sweeps.views.summary import summarize
 
         grid = self.held if self.held is not None else self.configurations
         return None if grid is None else summarize(grid)

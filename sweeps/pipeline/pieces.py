@@ -45,7 +45,7 @@ from sweeps.pipeline.receivers import Feed, Join
 from sweeps.pipeline.stream import Keep, Progress, configurations, spec_tables, stream_tables
 
 if TYPE_CHECKING:
-    from sweeps.pipeline.execute import Hook
+    from sweeps.pipeline.hook import Hook
     from sweeps.pipeline.plan import Plan
 
 PIECES_FROM = 1 << 21

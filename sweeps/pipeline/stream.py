@@ -272,7 +272,7 @@ def configurations(sweep: Sweep, budget: int) -> xr.Dataset | None:
     """The grid of ``sweep`` at its first batch size and prompt, or None if over ``budget``.
 
     Every variable without a batch dimension (ceiling, knee, max batch, ridge batch, ...) is
-    there at every configuration, which is all ``sweeps.pipeline.summary.summarize`` needs, for a
+    there at every configuration, which is all ``sweeps.views.summary.summarize`` needs, for a
     fraction of the whole grid [budget in byte].
     """
     from sweeps.grid.build import build_grid

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sweeps import limits
 from sweeps.errors import ImportModelError
 
 ALIASES: Mapping[str, tuple[str, ...]] = {
@@ -59,7 +60,7 @@ LIMITED: Mapping[str, str] = {
     ),
     "vocab_size": "MAX_VOCAB",
 }
-"""Fields whose largest value is a structural limit of ``sweeps.config.limits`` (by its name):
+"""Fields whose largest value is a structural limit of ``sweeps.limits`` (by its name):
 layers, heads and experts are loops and array lengths, so a ``config.json`` with 2**53 layers
 is refused when read, before anything is counted, with the limit a config table has."""
 
@@ -69,8 +70,6 @@ def field_maximum(key: str) -> int:
     name = LIMITED.get(key)
     if name is None:
         return MAX_INTEGER
-    from sweeps.config import limits  # late: the config package imports the catalog
-
     return int(getattr(limits, name))
 
 

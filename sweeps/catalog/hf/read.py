@@ -19,9 +19,10 @@ from sweeps.catalog.hf.shape import Shape, read_shape
 from sweeps.catalog.records import Model
 from sweeps.errors import ImportModelError
 from sweeps.files import read_text
+from sweeps.limits import NAME_MAX, name_problem, shown
 
 NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]{0,99}\Z")
-"""Model ids: the config files' name pattern (``sweeps.config.limits.NAME_PATTERN``)."""
+"""Model ids: the config files' name pattern (``sweeps.limits.NAME_PATTERN``)."""
 
 
 def count_parameters(config: Mapping[str, Any], source: str = "<config>") -> ParamCount:
@@ -52,7 +53,7 @@ def default_name(config: Mapping[str, Any], path: str | Path | None = None) -> s
         if p.parent.parent.name == "snapshots" and repo.startswith("models--"):
             raw = repo.rsplit("--", 1)[-1]  # the repository's name, not the snapshot's hash
     name = re.sub(r"[^a-z0-9._-]+", "-", raw.lower()).strip("-._")
-    name = name[:100].rstrip("-._")  # sweeps.config.limits.NAME_MAX
+    name = name[:NAME_MAX].rstrip("-._")
     for marker in (".tmp-", ".old-"):  # the package's own staging folders' markers
         name = name.replace(marker, "-")
     return name or "imported"
@@ -88,8 +89,6 @@ def model_from_config(
     s = read_shape(config, source)
     counts = count(s)
     model_id = name or default_name(config, source)
-    from sweeps.config.limits import name_problem, shown
-
     problem = name_problem(model_id)
     if problem is not None:
         msg = f"{source}: model id {shown(model_id)} is not valid: {problem}"

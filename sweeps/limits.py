@@ -1,4 +1,4 @@
-"""What a config may ask for: sweep names that cannot escape, sizes the engine can hold.
+"""What a config and a catalog may hold: names that cannot escape, sizes the engine can hold.
 
 Every bound here is a module constant, stated in the messages that enforce it and in the JSON
 Schema. The integer caps keep the engine's int64 arithmetic exact: the largest product of

@@ -1,9 +1,9 @@
-"""The chart kinds, declared once: their names (``[outputs] charts``), the order the report
-shows them in and their section headings. Light: no Altair, no xarray, so the config schema can
-read it (``sweeps.charts`` imports its heavy modules only when one of their names is asked for).
+"""The names of a result's outputs, declared once: the chart kinds (``[outputs] charts``), the
+order the report shows them in and their section headings. Ground floor: imports nothing of
+the package, so the config schema and the charts both read it without Altair or xarray.
 
 Extension point: a new kind (a serving or calibration chart) is named here and its builder
-registered in ``output.BUILDERS``; the report places it by ``REPORT_ORDER``.
+registered in ``sweeps.charts.output.BUILDERS``; the report places it by ``REPORT_ORDER``.
 """
 
 from __future__ import annotations

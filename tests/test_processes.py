@@ -1,4 +1,5 @@
-"""The command's own process settings (``sweeps.cli``): its environment and its end."""
+"""The command's own process settings (``sweeps.processes``): its environment, its start and
+its end, as the command (``sweeps.cli``) and the bench apply them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 
 import pytest
 
-from sweeps.cli import PROCESS_ENV
+from sweeps.processes import PROCESS_ENV
 
 
 def _python(code: str, **environment: str) -> subprocess.CompletedProcess[str]:
@@ -80,7 +81,7 @@ libc.mallinfo2.restype = Info
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
 if sys.argv[1] == "start":
-    from sweeps.cli import start_process
+    from sweeps.processes import start_process
 
     start_process()
 before = libc.mallinfo2()
@@ -136,8 +137,8 @@ def test_the_command_and_the_bench_start_their_processes() -> None:
     from sweeps.bench.run_path import POLARS_WRITE, RUN
 
     code = (
-        "import sys, sweeps.cli\n"
-        "sweeps.cli.start_process = lambda: print('started')\n"
+        "import sys, sweeps.processes\n"
+        "sweeps.processes.start_process = lambda: print('started')\n"
         "sys.argv = ['sweeps', '--version']\n"
         "from sweeps.cli.main import main\n"
         "main()\n"
@@ -147,5 +148,6 @@ def test_the_command_and_the_bench_start_their_processes() -> None:
     assert done.stdout.splitlines()[0] == "started"
     for script in (RUN, POLARS_WRITE):
         head = script[: script.index("\nstart_process()")]
-        assert "from sweeps.cli import" in head
+        assert "from sweeps.processes import" in head
+        assert "set_environment()" in head
         assert "load_config" not in head  # before any work

@@ -1,4 +1,4 @@
-"""Config limits: sweep names that cannot escape, caps on integers, axes and grid size."""
+"""Limits (``sweeps.limits``): names that cannot escape, caps on integers, axes and grid size."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from sweeps.config import SWEEP_NAME_PATTERN, check_name, limits, parse_config
+from sweeps import limits
+from sweeps.config import SWEEP_NAME_PATTERN, check_name, parse_config
 from sweeps.errors import ConfigError
 
 from .conftest import BASE_CONFIG as BASE
