@@ -5,6 +5,8 @@
 - ``<!-- generated: columns -->`` becomes every output table's columns with unit and meaning,
   generated from the declarations the export checks its columns against
   (``sweeps.export.columns``), so columns that analyses add appear without an edit here;
+- ``<!-- generated: chart-kinds -->`` becomes the table of chart kinds, from their
+  registrations (``sweeps.outputs``), so a new kind appears without an edit here;
 - a page of ``docs/`` that the nav does not name is added under "More", so the site always
   holds every page.
 """
@@ -17,6 +19,7 @@ from typing import Any
 GENERATED = {
     "<!-- generated: config-reference -->": ("sweeps.config.reference", "config_reference"),
     "<!-- generated: columns -->": ("sweeps.export.columns", "column_reference"),
+    "<!-- generated: chart-kinds -->": ("sweeps.outputs", "kind_reference"),
 }
 
 

@@ -1,65 +1,160 @@
-"""The names of a result's outputs, declared once: the chart kinds (``[outputs] charts``), the
-order the report shows them in and their section headings. Ground floor: imports nothing of
-the package, so the config schema and the charts both read it without Altair or xarray.
+"""The chart kinds of a result, declared once each: a ``Kind`` that its figure module registers.
 
-Extension point: a new kind (a serving or calibration chart) is named here and its builder
-registered in ``sweeps.charts.output.BUILDERS``; the report places it by ``REPORT_ORDER``.
+A figure module declares its kind beside its builder, at module level::
+
+    CEILING = register(Kind(name="ceiling", title="How close decode gets to its ceiling",
+                            order=10, default=True, doc="...", builder=ceiling_chart))
+
+and nothing else names it: the config's allowed ``[outputs] charts`` and their default, the
+JSON Schema, the docs' list of kinds, the report's order and headings, the drawing and the
+tests all read the registry.
+
+Ground floor: this module imports nothing of the package and never imports the figure modules
+by name. Two readings of the one declaration:
+
+- ``declared()``, light: the literal fields (``LIGHT``) of every ``register(Kind(...))``
+  statement of the package's source, read as text (``ast``) without importing the module, so
+  that ``sweeps validate`` and ``sweeps --help`` check names without Altair or xarray;
+- ``registered()``, whole: imports the modules ``declared()`` found (each registers its kind,
+  builder included, as it is imported) and returns ``KINDS``. A test holds the two equal.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+import ast
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
 
-ChartKind = Literal[
-    "ceiling",
-    "bottleneck",
-    "ai-vs-batch",
-    "roofline",
-    "serving",
-    "speculative",
-    "prefix",
-    "model-size",
-]
-CHART_KINDS: Final[tuple[ChartKind, ...]] = ("ceiling", "bottleneck", "ai-vs-batch", "roofline")
-"""The default of ``[outputs] charts``: the kinds drawn per model and device."""
-SERVING: Final = "serving"
-"""The serving figures (Pareto front, time per request, fleet against arrival rate), drawn
-per model from the whole grid, only where it has the serving analysis (a ``[serving]``
-table); ``[outputs] charts`` may ask for them besides ``CHART_KINDS``."""
-DEVICES: Final = "roofline-devices"
-"""The cross-device roofline, written with ``roofline`` when a sweep has several devices."""
-SPECULATIVE: Final = "speculative"
-"""The speculative figures (speedup against batch, the verify step on the roofline), drawn per
-model from the whole grid where it has the speculative analysis (``axes.spec_tokens``)."""
-PREFIX: Final = "prefix"
-"""The prefix-caching figure (TTFT against hit rate per tier), per model, where the grid has the
-prefix analysis (``axes.prefix_hit_rate``)."""
-MODEL_SIZE: Final = "model-size"
-"""The model-size heatmap (parameters against context, coloured by the share of the ceiling
-at the memory wall), one per device, drawn from every model of the sweep where a device ran
-two or more; ``[outputs] charts`` may ask for it besides ``CHART_KINDS``."""
-REPORT_ORDER: Final = (
-    *CHART_KINDS,
-    DEVICES,
-    MODEL_SIZE,
-    SERVING,
-    SPECULATIVE,
-    PREFIX,
-    "calibration",
-)
-"""Chart kinds in the order the report shows them: the headline heatmap first. Kinds not
-listed follow, in the order they were drawn."""
-SECTION_TITLES: Final = {
-    "ceiling": "How close decode gets to its ceiling",
-    "bottleneck": "What bounds decode",
-    "ai-vs-batch": "Arithmetic intensity against batch",
-    "roofline": "Roofline",
-    DEVICES: "Across devices",
-    MODEL_SIZE: "Model size: the share of the ceiling at the memory wall",
-    SERVING: "Serving: speed per user, time per request, fleet and cost",
-    SPECULATIVE: "Speculative decoding: speedup and break-even batch",
-    PREFIX: "Prefix caching: TTFT against hit rate and KV tier",
-    "calibration": "Calibration",
-    "simulated": "Simulated plans: TTFT and TPOT of every request",
-}
-"""The report's heading of each kind's section (a kind not listed: its name)."""
+PACKAGE: Final = Path(__file__).resolve().parent
+"""The package whose source ``declared()`` reads (every module, a study's included)."""
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A chart kind: what ``[outputs] charts`` names, the report's section of its figures, and
+    how its figures are drawn.
+
+    ``builder``: for a kind drawn per model and device, ``builder(ds, model, device,
+    **options)`` (``sweeps.charts.output.Settings.options``) returns its chart; ``None`` where
+    the kind's figures are drawn from what a run keeps of every slice (the serving, technique,
+    model-size and cross-device figures) or made elsewhere (the simulated plans' CDFs).
+    ``applies(ds)``: whether a grid has what the kind's figures need (``None``: every grid).
+    """
+
+    name: str
+    """The name ``[outputs] charts`` gives, the stem of its files (``charts/<name>-...``)."""
+    title: str
+    """The report's heading of its section."""
+    order: int
+    """Its section's place in the report (ascending)."""
+    doc: str
+    """One line for the docs and the JSON Schema: what it shows and when it is drawn."""
+    default: bool = False
+    """In ``[outputs] charts``' default list."""
+    chosen: bool = True
+    """A name ``[outputs] charts`` accepts; ``False``: drawn along another (the cross-device
+    roofline with ``roofline``, the simulated CDFs with ``[serving] simulate``)."""
+    builder: Callable[..., Any] | None = None
+    applies: Callable[[Any], bool] | None = None
+
+
+LIGHT: Final = ("name", "title", "order", "doc", "default", "chosen")
+"""The fields ``declared()`` reads from the source: literals in every declaration."""
+KINDS: dict[str, Kind] = {}
+"""Every kind registered so far, by name (``registered()`` fills it)."""
+_MARK: Final = "register(Kind("
+
+
+def register(kind: Kind) -> Kind:
+    """Register ``kind`` (at its figure module's import) and return it; a name registered
+    twice by two declarations is a mistake, raised as such."""
+    held = KINDS.get(kind.name)
+    if held is not None and held != kind:
+        msg = f"chart kind {kind.name!r} is registered twice"
+        raise ValueError(msg)
+    KINDS[kind.name] = kind
+    return kind
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _declaration(node: ast.stmt) -> ast.Call | None:
+    """The ``Kind(...)`` call of a module-level ``[x =] register(Kind(...))`` statement."""
+    value = node.value if isinstance(node, ast.Assign | ast.Expr) else None
+    if not (isinstance(value, ast.Call) and getattr(value.func, "id", None) == "register"):
+        return None
+    (call,) = value.args
+    return call if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Kind" else None
+
+
+def _light(call: ast.Call, where: str) -> Kind:
+    """The ``LIGHT`` fields of one declaration, from their literal values."""
+    found: dict[str, Any] = {}
+    for keyword in call.keywords:
+        if keyword.arg in LIGHT:
+            try:
+                found[keyword.arg] = ast.literal_eval(keyword.value)
+            except ValueError:
+                msg = f"{where}: Kind's {keyword.arg} must be a literal (read without import)"
+                raise ValueError(msg) from None
+    if call.args or not {f.name for f in fields(Kind) if f.name in LIGHT} <= {*found, *_OPTIONAL}:
+        msg = f"{where}: Kind(...) takes keywords, at least {', '.join(LIGHT[:4])}"
+        raise ValueError(msg)
+    return Kind(**found)
+
+
+_OPTIONAL: Final = ("default", "chosen")
+
+
+@cache
+def _declarations() -> tuple[tuple[str, Kind], ...]:
+    """(module, light kind) of every ``register(Kind(...))`` in the package's source."""
+    out = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text("utf-8")
+        if _MARK not in text:
+            continue
+        for node in ast.parse(text, str(path)).body:
+            call = _declaration(node)
+            if call is not None:
+                out.append((_module(path), _light(call, f"{path.name}:{node.lineno}")))
+    return tuple(sorted(out, key=lambda pair: pair[1].order))
+
+
+def declared() -> dict[str, Kind]:
+    """Every kind's ``LIGHT`` fields by name, in report order, without importing a figure
+    module (their builders are ``None`` here)."""
+    return {kind.name: kind for _, kind in _declarations()}
+
+
+def registered() -> dict[str, Kind]:
+    """Every kind, builder included, in report order: imports the modules that declare one."""
+    for module in dict.fromkeys(module for module, _ in _declarations()):
+        importlib.import_module(module)
+    return {name: KINDS[name] for name in declared()}
+
+
+def chart_names() -> tuple[str, ...]:
+    """The names ``[outputs] charts`` accepts, in report order."""
+    return tuple(k.name for k in declared().values() if k.chosen)
+
+
+def default_charts() -> tuple[str, ...]:
+    """``[outputs] charts``' default: the kinds drawn per model and device."""
+    return tuple(k.name for k in declared().values() if k.default)
+
+
+def kind_reference() -> str:
+    """The docs' table of chart kinds (``docs/charts.md``), from the declarations."""
+    rows = ["| kind | report section | default | what it shows, when |", "|---|---|---|---|"]
+    for k in declared().values():
+        name = f"`{k.name}`" if k.chosen else f"`{k.name}` (drawn along another)"
+        rows.append(f"| {name} | {k.title} | {'yes' if k.default else 'no'} | {k.doc} |")
+    return "\n".join(rows) + "\n"

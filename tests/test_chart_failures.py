@@ -3,13 +3,15 @@ status line, and the long batch axis that once overflowed vl-convert's stack is 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
-from sweeps.charts import output, rendering
+from sweeps import outputs
+from sweeps.charts import rendering
 from sweeps.charts.failures import REASON_CHARS, why
 from sweeps.cli.main import cli
 
@@ -36,7 +38,8 @@ def _forced(monkeypatch: pytest.MonkeyPatch) -> None:
         msg = "forced: the builder met a grid it was not written for"
         raise RuntimeError(msg)
 
-    monkeypatch.setitem(output.BUILDERS, "ai-vs-batch", broken)
+    kind = outputs.registered()["ai-vs-batch"]
+    monkeypatch.setitem(outputs.KINDS, kind.name, replace(kind, builder=broken))
     monkeypatch.setattr(rendering, "drawers", lambda: None)
     draw = rendering.vlc.vegalite_to_svg
 

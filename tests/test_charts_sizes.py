@@ -13,10 +13,9 @@ import xarray as xr
 from click.testing import CliRunner
 
 from sweeps.charts.output import Settings, chart_specs, slices
-from sweeps.charts.sizes import SHARE, cells, model_size_chart, size_label, size_rows
+from sweeps.charts.sizes import MODEL_SIZE, SHARE, cells, model_size_chart, size_label, size_rows
 from sweeps.cli.main import cli
 from sweeps.config import parse_config
-from sweeps.outputs import MODEL_SIZE, SECTION_TITLES
 
 from .conftest import CONFIGS
 
@@ -46,9 +45,9 @@ def grid() -> xr.Dataset:
 
 
 def test_one_figure_per_device_with_every_model(grid: xr.Dataset) -> None:
-    figures = list(chart_specs(grid, [MODEL_SIZE], Settings(tp=8)))
+    figures = list(chart_specs(grid, [MODEL_SIZE.name], Settings(tp=8)))
     assert [f.stem for f in figures] == ["model-size-h100-sxm", "model-size-b200"]
-    assert all(f.spec is not None and f.kind == MODEL_SIZE for f in figures)
+    assert all(f.spec is not None and f.kind == MODEL_SIZE.name for f in figures)
 
 
 def test_the_cells_are_the_share_of_the_ceiling_at_the_wall(grid: xr.Dataset) -> None:
@@ -103,7 +102,7 @@ def test_the_shipped_study_runs_end_to_end_on_a_small_copy(tmp_path: Path) -> No
     shipped = (CONFIGS / "llama3-model-size.toml").read_text("utf-8")
     study = tomllib.loads(shipped)
     assert study["models"]["llama3-sizes"]["base"] == "llama-3.1-8b"
-    assert MODEL_SIZE in study["outputs"]["charts"]
+    assert MODEL_SIZE.name in study["outputs"]["charts"]
     small = shipped.replace(
         "params = { start = 1e9, stop = 1e12, geometric = true }", "params = [1e9, 6.4e10, 5e11]"
     ).replace("batch = { start = 1, stop = 4096, geometric = true }", "batch = [1, 256]")
@@ -122,7 +121,7 @@ def test_the_shipped_study_runs_end_to_end_on_a_small_copy(tmp_path: Path) -> No
         for fmt in ("html", "txt")
     ]
     report = (folder / "report.html").read_text("utf-8")
-    assert SECTION_TITLES[MODEL_SIZE] in report
+    assert MODEL_SIZE.title in report
     models = pl.read_parquet(folder / "models.parquet")
     assert models["model"].cast(pl.String).to_list() == [
         "llama3-sizes-1b",

@@ -14,17 +14,14 @@ import xarray as xr
 
 import sweeps
 from sweeps.charts import (
-    ai_vs_batch_chart,
-    bottleneck_chart,
-    ceiling_chart,
     compare_chart,
-    roofline_chart,
     techniques,
 )
 from sweeps.charts.lines import batch_ticks, spaced
 from sweeps.charts.output import slices
 from sweeps.charts.rendering import render
 from sweeps.charts.serving import fleet_chart, pareto_chart, request_time_chart
+from sweeps.charts.simulated import cdf_chart
 from sweeps.charts.sizes import model_size_chart, size_rows
 from sweeps.charts.spec import spec_of
 from sweeps.charts.theme import SIZES, fit_title, title
@@ -32,6 +29,7 @@ from sweeps.charts.ticks import log_ticks, tight_span
 from sweeps.config import parse_config
 from sweeps.grid import build_grid
 from sweeps.grid.variables import REGISTRY
+from sweeps.outputs import registered
 from tests.svg_text import Box, boxes, overlapping, text_width
 from tests.test_charts_serving import AXES, SERVING
 from tests.test_charts_techniques import CONFIG as TECHNIQUES
@@ -64,21 +62,35 @@ context = [2048, 8192, 32768, 131072]
 """
 
 
+def _simulated() -> list[Any]:
+    """The simulated plans of a small serving sweep: one workload, 200 requests a plan."""
+    from sweeps.export.parquet import frame
+    from sweeps.pipeline.mapping import sweep_from_mapping
+    from sweeps.simulate.plans import simulate_plans
+
+    serving = {**SERVING, "prompt_tokens": [512], "output_tokens": [64], "arrival_rate": [4.0]}
+    config = {"sweep": {"name": "print"}, "axes": AXES, "serving": {**serving, "simulate": 200}}
+    sweep = sweep_from_mapping(config)
+    return simulate_plans(frame(build_grid(sweep), "pools"), sweep)
+
+
 @pytest.fixture(scope="module")
-def grids() -> dict[str, xr.Dataset]:
+def grids() -> dict[str, Any]:
     return {
         "decode": build_grid(parse_config(DECODE)),
         "sizes": build_grid(parse_config(SIZES_STUDY)),
         "serving": sweeps.run({"sweep": {"name": "print"}, "axes": AXES, "serving": SERVING}),
         "techniques": build_grid(parse_config(TECHNIQUES)),
+        "simulated": _simulated(),
     }
 
 
-KINDS: dict[str, Callable[[dict[str, xr.Dataset], str], Any]] = {
-    "ceiling": lambda g, w: ceiling_chart(g["decode"], MODEL, "h100-sxm", width=w),
-    "bottleneck": lambda g, w: bottleneck_chart(g["decode"], MODEL, "h100-sxm", width=w),
-    "ai-vs-batch": lambda g, w: ai_vs_batch_chart(g["decode"], MODEL, "h100-sxm", width=w),
-    "roofline": lambda g, w: roofline_chart(g["decode"], MODEL, "h100-sxm", width=w),
+def _per_slice(builder: Callable[..., Any]) -> Callable[[dict[str, Any], str], Any]:
+    return lambda g, w: builder(g["decode"], MODEL, "h100-sxm", width=w)
+
+
+KINDS: dict[str, Callable[[dict[str, Any], str], Any]] = {
+    **{k.name: _per_slice(k.builder) for k in registered().values() if k.builder is not None},
     "roofline-devices": lambda g, w: compare_chart(g["decode"], MODEL, width=w),
     "serving-pareto": lambda g, w: pareto_chart(g["serving"], width=w),
     "serving-request-time": lambda g, w: request_time_chart(g["serving"], width=w),
@@ -94,8 +106,12 @@ KINDS: dict[str, Callable[[dict[str, xr.Dataset], str], Any]] = {
         pl.concat([size_rows(one) for one in slices(g["sizes"])]), "h100-sxm", width=w
     ),
     "prefix-ttft": lambda g, w: techniques.prefix_ttft_chart(g["techniques"], TECH_MODEL, width=w),
+    "simulated-ttft-cdf": lambda g, w: cdf_chart(g["simulated"], "ttft", 0.5),
+    "simulated-tpot-cdf": lambda g, w: cdf_chart(g["simulated"], "tpot", 0.04),
 }
-"""Every chart kind the package draws (the simulated CDFs need a simulation: not here)."""
+"""Every figure the package draws: each kind drawn per model and device (its registered
+builder), and each figure of the kinds drawn from a whole run (``tests/test_chart_kinds.py``
+holds every registered kind here)."""
 
 
 @pytest.fixture(scope="module")
@@ -140,8 +156,18 @@ def test_the_measure_finds_overlaps_rotations_and_hidden_text() -> None:
     assert overlapping(svg % crossing) == [("1632", "a long vertical title")]
 
 
+NOT_YET_PRINTED = pytest.mark.xfail(
+    strict=True, reason="the simulated CDFs take no print width yet: 929 px at 3.5 in"
+)
+"""Known: the simulated plans' CDFs (``charts/simulated.py``) are drawn at the screen's size
+whatever the width asked; strict, so the test says when they fit."""
+
+
 @pytest.mark.parametrize("width", PRINT)
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize(
+    "kind",
+    [pytest.param(k, marks=NOT_YET_PRINTED) if k.startswith("simulated") else k for k in KINDS],
+)
 def test_every_kind_fits_its_column(
     svgs: dict[tuple[str, str], str], kind: str, width: str
 ) -> None:

@@ -26,10 +26,11 @@ from sweeps.charts import (
     write_figures_streamed,
 )
 from sweeps.charts.rendering import bundle_file, javascript
-from sweeps.charts.report import CONDENSED, SECTION_TITLES
+from sweeps.charts.report import CONDENSED
 from sweeps.cli.main import cli
 from sweeps.config import load_config, parse_config
 from sweeps.grid import build_grid
+from sweeps.outputs import declared
 from sweeps.pipeline import run_to_folder
 
 CONFIG = """
@@ -181,7 +182,7 @@ def test_report_puts_the_figures_first_in_reading_order(result: tuple[Path, list
         "roofline of decode and prefill",
     ]
     headings = re.findall(r"<summary><h2>(.*?)</h2></summary>", text)
-    assert headings == [SECTION_TITLES[kind] for kind in CHARTS]  # each section collapsible
+    assert headings == [declared()[kind].title for kind in CHARTS]  # each section collapsible
     assert text.count('<details class="section"') == len(CHARTS)
     assert '<h2 id="summary">Summary</h2>' in text
 

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from sweeps.charts.hooks import output_hooks as output_hooks
     from sweeps.charts.hooks import time_figures as time_figures
     from sweeps.charts.lines import ai_vs_batch_chart as ai_vs_batch_chart
-    from sweeps.charts.output import BUILDERS as BUILDERS
     from sweeps.charts.output import Settings as Settings
     from sweeps.charts.output import chart_specs as chart_specs
     from sweeps.charts.output import slices as slices
@@ -44,7 +43,6 @@ _LAZY = {
     "time_figures": "sweeps.charts.hooks",
     **dict.fromkeys(
         (
-            "BUILDERS",
             "Settings",
             "chart_specs",
             "slices",

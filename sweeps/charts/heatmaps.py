@@ -15,6 +15,8 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
+from sweeps.outputs import Kind, register
+
 from .captions import crossing_text, ridge_text, wall_text
 from .data import (
     KV_FACETS,
@@ -363,3 +365,21 @@ def bottleneck_chart(
         ]
 
     return _heatmap(ds, model, hardware, "what bounds decode", layers, subtitle, **options)
+
+
+CEILING = register(Kind(
+    name="ceiling",
+    title="How close decode gets to its ceiling",
+    order=10,
+    default=True,
+    doc="heatmap per model and device: decode's share of its ceiling 2P/KV_seq, batch by context",
+    builder=ceiling_chart,
+))  # fmt: skip
+BOTTLENECK = register(Kind(
+    name="bottleneck",
+    title="What bounds decode",
+    order=20,
+    default=True,
+    doc="heatmap per model and device: memory-bound, compute-bound or does not fit",
+    builder=bottleneck_chart,
+))  # fmt: skip

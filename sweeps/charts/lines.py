@@ -13,6 +13,8 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
+from sweeps.outputs import Kind, register
+
 from .data import KV_FACETS, Selection, kv_facets, select
 from .heatmaps import decode_cells
 from .theme import (
@@ -288,3 +290,13 @@ def ai_vs_batch_chart(
     return chart.properties(
         title=heading(sel.headline("arithmetic intensity against batch"), caption, sel.size)
     )
+
+
+AI_VS_BATCH = register(Kind(
+    name="ai-vs-batch",
+    title="Arithmetic intensity against batch",
+    order=30,
+    default=True,
+    doc="per model and device: decode's arithmetic intensity against batch, a line per context",
+    builder=ai_vs_batch_chart,
+))  # fmt: skip

@@ -17,37 +17,25 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import xarray as xr
 
-from sweeps.outputs import DEVICES, MODEL_SIZE, SERVING, ChartKind
+from sweeps.outputs import registered
 from sweeps.views.summary import summary_rows
 
 from .data import Choice, Selection, choose, select
 from .failures import built, failed, skipped_line
-from .heatmaps import bottleneck_chart, ceiling_chart
-from .lines import ai_vs_batch_chart
 from .plans import cheapest, plans_section
 from .rendering import Renderer, bundle_file, caption, javascript
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, labels_as_text, report_html
-from .roofline import compare_from, roofline_chart
+from .roofline import DEVICES, ROOFLINE, compare_from
 from .served import serving_grids, serving_part
 from .serving import BUILDERS as SERVING_BUILDERS
-from .serving import has_serving
-from .sizes import size_figures, size_rows
-from .spec import Builder, chart_spec
+from .serving import SERVING, has_serving
+from .sizes import MODEL_SIZE, size_figures, size_rows
+from .spec import chart_spec
 from .techniques import TECHNIQUES, technique_figures, technique_part
 from .theme import size_of
 
 if TYPE_CHECKING:
     from sweeps.config import Sweep
-
-BUILDERS: dict[ChartKind | str, Builder] = {
-    "ceiling": ceiling_chart,
-    "bottleneck": bottleneck_chart,
-    "ai-vs-batch": ai_vs_batch_chart,
-    "roofline": roofline_chart,
-}
-"""Chart kind (as in ``[outputs] charts``) to its builder ``(ds, model, hardware, **options)``.
-A new kind registered here (and named in ``kinds``) is drawn per model and device and placed
-in the report by ``kinds.REPORT_ORDER``."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +86,8 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
     """The figures of one model-and-device slice, each as soon as its spec is built (so that
     it can be drawn while the next is built): each kind's spec, or, where the model fits
     nowhere the settings allow, the one reason for all of them."""
-    kinds = [k for k in charts if k not in (SERVING, MODEL_SIZE) and k not in TECHNIQUES]
+    registry = registered()
+    kinds = [k for k in charts if registry[k].builder is not None]  # drawn per slice
     if not kinds:  # the report alone: no choice to make here (``_Kept.add`` makes its own)
         return
     model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
@@ -114,7 +103,7 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
             model,
             device,
             chart_spec,
-            BUILDERS[kind],
+            registry[kind].builder,
             settings.width,
             one,
             model,
@@ -129,14 +118,14 @@ def across_devices(selections: list[Selection], settings: Settings) -> list[Figu
     if len(selections) < 2:
         return []
     model = selections[0].model
-    stem = f"{DEVICES}-{model}"
+    stem = f"{DEVICES.name}-{model}"
     if not any(sel.choice.fits for sel in selections):
         names = ", ".join(sel.device_name for sel in selections)
-        return [Figure(stem, DEVICES, model, None, None, f"{model} fits on none of {names}")]
+        return [Figure(stem, DEVICES.name, model, None, None, f"{model} fits on none of {names}")]
     return [
         built(
             stem,
-            DEVICES,
+            DEVICES.name,
             model,
             None,
             chart_spec,
@@ -153,11 +142,11 @@ def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]
     figures = []
     for model, grid in serving_grids(parts):
         for name, builder in SERVING_BUILDERS.items():
-            stem = f"{SERVING}-{name}-{model}"
+            stem = f"{SERVING.name}-{name}-{model}"
             figures.append(
                 built(
                     stem,
-                    SERVING,
+                    SERVING.name,
                     model,
                     None,
                     chart_spec,
@@ -311,7 +300,7 @@ class _Kept:
 
     def add(self, one: xr.Dataset, charts: tuple[str, ...], settings: Settings) -> None:
         model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
-        if "roofline" in charts:  # the whole selection, kept for the cross-device roofline
+        if ROOFLINE.name in charts:  # the whole selection, kept for the cross-device roofline
             sel = select(one, model, device, **settings.options())
             choice, name = sel.choice, sel.device_name
         else:  # the choice alone: selecting all ~100 variables would cost more than the row
@@ -322,13 +311,13 @@ class _Kept:
             summary = labels_as_text(full_rows(one))  # only what the page shows is kept
             self.full.append(summary.head(FULL_ROWS - self.rows))
         self.rows += summary_rows(one)
-        if "roofline" in charts:  # a copy: a view would hold the whole slice in memory
+        if ROOFLINE.name in charts:  # a copy: a view would hold the whole slice in memory
             self.selections.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
-        if SERVING in charts and has_serving(one):
+        if SERVING.name in charts and has_serving(one):
             self.served.append(serving_part(one))
         if TECHNIQUES.intersection(charts):
             self.techniques.append(technique_part(one))
-        if MODEL_SIZE in charts:
+        if MODEL_SIZE.name in charts:
             self.sizes.append(size_rows(one, **settings.options()))
 
 
@@ -371,13 +360,13 @@ def chart_specs(
     charts = tuple(charts)
     for one in slices(ds):
         yield from slice_figures(one, charts, settings)
-    if SERVING in charts and has_serving(ds):
+    if SERVING.name in charts and has_serving(ds):
         yield from serving_figures([ds], settings)
     yield from technique_figures([ds], charts, settings.width)
-    if MODEL_SIZE in charts:
+    if MODEL_SIZE.name in charts:
         options = settings.options()
         yield from size_figures([size_rows(one, **options) for one in slices(ds)], settings.width)
-    if "roofline" in charts:
+    if ROOFLINE.name in charts:
         for model in (str(m) for m in ds["model"].values):
             options = settings.options()
             yield from across_devices(

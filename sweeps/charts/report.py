@@ -3,10 +3,9 @@
 (one row per model and device, the full table collapsed); the page loads its folder's one
 Vega bundle, or inlines it.
 
-Extension point: ``kinds.REPORT_ORDER`` lists chart kinds in reading order and
-``kinds.SECTION_TITLES`` their headings; a figure of a kind not listed (a serving or
-calibration chart registered in ``output.BUILDERS``) is placed after the listed ones, under
-its kind as heading.
+The sections follow the registered chart kinds (``sweeps.outputs``): each kind's ``order``
+places it and its ``title`` heads it; a figure of a kind not registered is placed after them,
+under its kind as heading.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import polars as pl
 import xarray as xr
 
 from sweeps.grid.variables import REGISTRY
-from sweeps.outputs import REPORT_ORDER, SECTION_TITLES
+from sweeps.outputs import declared
 
 from .data import Choice, first_reached_batch
 from .rendering import figure_tag, page
@@ -149,8 +148,9 @@ def table(frame: pl.DataFrame, limit: int | None = None, registry: bool = True) 
 
 
 def ordered(figures: Sequence[Figure]) -> list[Figure]:
-    """Drawn figures in ``REPORT_ORDER``; kinds not listed follow, in their own order."""
-    kinds = list(dict.fromkeys([*REPORT_ORDER, *(f.kind for f in figures)]))
+    """Drawn figures in the registered kinds' order; kinds not registered follow, in their own
+    order."""
+    kinds = list(dict.fromkeys([*declared(), *(f.kind for f in figures)]))
     return sorted((f for f in figures if f.spec is not None), key=lambda f: kinds.index(f.kind))
 
 
@@ -244,7 +244,8 @@ def report_html(
         if figure.kind != kind:
             parts.append("</details>" if kind is not None else "")
             kind = figure.kind
-            heading = html.escape(SECTION_TITLES.get(kind, kind))
+            known = declared().get(kind)
+            heading = html.escape(known.title if known else kind)
             parts.append(
                 f'<details class="section" id="section-{html.escape(kind)}" open>'
                 f"<summary><h2>{heading}</h2></summary>"

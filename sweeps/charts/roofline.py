@@ -17,6 +17,7 @@ import polars as pl
 import xarray as xr
 
 from sweeps.errors import ConfigError
+from sweeps.outputs import Kind, register
 
 from .data import KV_FACETS, Selection, join, select, status, thin, tidy
 from .lines import LOG_LABELS, spread
@@ -364,3 +365,20 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
         height=int(size.panel_height * 1.5),
         title=heading(f"{selections[0].model}: roofline across devices", caption, size),
     )
+
+
+ROOFLINE = register(Kind(
+    name="roofline",
+    title="Roofline",
+    order=40,
+    default=True,
+    doc="per model and device: the roofs of its dtypes with the decode and prefill points",
+    builder=roofline_chart,
+))  # fmt: skip
+DEVICES = register(Kind(
+    name="roofline-devices",
+    title="Across devices",
+    order=50,
+    chosen=False,
+    doc="per model, with roofline, where the sweep has several devices: one roof per device",
+))  # fmt: skip

@@ -22,6 +22,7 @@ import pandas as pd
 import xarray as xr
 
 from sweeps import physics
+from sweeps.outputs import Kind, register
 
 from .data import altair_row_limit
 from .theme import (
@@ -52,7 +53,6 @@ from .workloads import (
     status_sentence,
 )
 
-SERVING = "serving"
 POOL_MODES = ("colocated", "disaggregated")
 WORKLOAD_KEYS = ("model", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens")
 SCENARIO_DIMS = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
@@ -367,3 +367,13 @@ BUILDERS: dict[str, Any] = {
     "energy": _energy_chart,
 }
 """The serving figures, by the stem they are written under (``serving-<name>-<model>``)."""
+
+
+SERVING = register(Kind(
+    name="serving",
+    title="Serving: speed per user, time per request, fleet and cost",
+    order=70,
+    doc="per model, where the sweep has [serving]: the Pareto front, time per request, fleet "
+    "and energy",
+    applies=has_serving,
+))  # fmt: skip

@@ -11,7 +11,15 @@ from typing import Any
 
 import numpy as np
 
-KIND = "simulated"
+from sweeps.outputs import Kind, register
+
+KIND = register(Kind(
+    name="simulated",
+    title="Simulated plans: TTFT and TPOT of every request",
+    order=100,
+    chosen=False,
+    doc="with [serving] simulate: the TTFT and TPOT of every simulated request, as CDFs",
+))  # fmt: skip
 """The report section of these figures."""
 POINTS = 200
 """Quantiles drawn per plan (the CDF's resolution)."""
@@ -95,7 +103,7 @@ def cdf_figures(simulated: list[Any], sweep: Any) -> list[Any]:
 
     # a chart that cannot be built is skipped, saying why, as the other figures are
     return [
-        built(f"simulated-{metric}-cdf", KIND, "all", None, spec, metric,
+        built(f"{KIND.name}-{metric}-cdf", KIND.name, "all", None, spec, metric,
               float(getattr(sweep.serving, key)))
         for metric, (_, _, key) in METRICS.items()
     ]  # fmt: skip

@@ -16,7 +16,7 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
-from sweeps.outputs import MODEL_SIZE
+from sweeps.outputs import Kind, register
 
 from .data import percent_labels, reached, select, shown_percent
 from .report import Figure
@@ -189,6 +189,15 @@ def size_figures(parts: Sequence[pl.DataFrame], width: str) -> list[Figure]:
         if rows.filter(pl.col("hardware") == device)["model"].n_unique() < 2:
             continue
         chart = model_size_chart(rows, device, width=width)
-        figures.append(Figure(f"{MODEL_SIZE}-{device}", MODEL_SIZE, "", device,
+        figures.append(Figure(f"{MODEL_SIZE.name}-{device}", MODEL_SIZE.name, "", device,
                               spec_of(chart, width)))  # fmt: skip
     return figures
+
+
+MODEL_SIZE = register(Kind(
+    name="model-size",
+    title="Model size: the share of the ceiling at the memory wall",
+    order=60,
+    doc="per device that ran two models or more: the share of the ceiling at the memory wall, "
+    "model by context",
+))  # fmt: skip

@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from sweeps.outputs import Kind, register
+
 from .failures import built
 from .layout import pick_layout
 from .lines import LOG_LABELS
@@ -37,10 +39,6 @@ from .theme import (
     size_of,
 )
 from .ticks import log_ticks, thinned
-
-SPECULATIVE, PREFIX = "speculative", "prefix"
-TECHNIQUES = frozenset({SPECULATIVE, PREFIX})
-"""The chart kinds of this module."""
 
 TECHNIQUE_DIMS = frozenset({"spec_tokens", "prefix_hit_rate"})
 """Dimensions only the speculative and prefix analyses' variables have."""
@@ -59,6 +57,26 @@ def has_speculative(ds: xr.Dataset) -> bool:
 def has_prefix(ds: xr.Dataset) -> bool:
     """Whether ``ds`` holds the prefix analysis."""
     return "prefix_ttft_s" in ds
+
+
+SPECULATIVE_KIND = register(Kind(
+    name="speculative",
+    title="Speculative decoding: speedup and break-even batch",
+    order=80,
+    doc="per model, where the sweep has axes.spec_tokens: speedup against batch, the verify "
+    "step on the roofline",
+    applies=has_speculative,
+))  # fmt: skip
+PREFIX_KIND = register(Kind(
+    name="prefix",
+    title="Prefix caching: TTFT against hit rate and KV tier",
+    order=90,
+    doc="per model, where the sweep has axes.prefix_hit_rate: TTFT against hit rate per tier",
+    applies=has_prefix,
+))  # fmt: skip
+SPECULATIVE, PREFIX = SPECULATIVE_KIND.name, PREFIX_KIND.name
+TECHNIQUES = frozenset({SPECULATIVE, PREFIX})
+"""The chart kinds of this module."""
 
 
 def technique_part(one: xr.Dataset) -> xr.Dataset:

@@ -17,11 +17,10 @@ from sweeps.config.family_schema import FamilyTable, model_form
 from sweeps.config.types import (
     AUTO,
     AXIS_LENGTH,
-    CHART_KINDS,
     NAME_PATTERN,
     AxisRange,
     BatchAxis,
-    ChartKind,
+    ChartName,
     ComputeDType,
     Count,
     CountAxis,
@@ -50,13 +49,13 @@ from sweeps.limits import (
     MAX_TOKENS,
     MAX_VOCAB,
 )
+from sweeps.outputs import default_charts
 
 __all__ = [
     "AUTO",
-    "CHART_KINDS",
     "NAME_PATTERN",
     "AxisRange",
-    "ChartKind",
+    "ChartName",
     "ComputeDType",
     "FamilyTable",
     "Serving",
@@ -310,7 +309,11 @@ class Figures(Strict):
 
 
 class Outputs(Strict):
-    charts: list[ChartKind] = Field(default=list(CHART_KINDS), description="Charts to draw")
+    charts: list[ChartName] = Field(
+        default_factory=lambda: list(default_charts()),
+        json_schema_extra=lambda schema: schema.update(default=list(default_charts())),
+        description="Charts to draw",
+    )
     formats: list[Literal["html", "png", "svg", "pdf"]] = Field(
         default=["html"], description="Chart files"
     )

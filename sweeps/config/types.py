@@ -19,6 +19,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 from sweeps import limits
 from sweeps.limits import (
@@ -30,8 +31,7 @@ from sweeps.limits import (
     MAX_TOKENS,
     MAX_WIDTH,
 )
-from sweeps.outputs import CHART_KINDS as CHART_KINDS
-from sweeps.outputs import ChartKind as ChartKind
+from sweeps.outputs import chart_names
 
 NAME_PATTERN = limits.NAME_PATTERN
 """Every name that becomes a file or folder: ``limits.NAME_PATTERN``."""
@@ -52,6 +52,26 @@ Name = Annotated[
 """A model, device or dtype name (a table's key, an axis value): ``limits.name_problem``."""
 SweepName = Name
 """The sweep's name: the same rule as every name (``limits.check_name``)."""
+
+
+def _chart(name: str) -> str:
+    """``name`` if it is a registered chart kind (``sweeps.outputs``); else pydantic's
+    ``literal_error``, listing the allowed names as a ``Literal`` would."""
+    names = chart_names()
+    if name not in names:
+        expected = ", ".join(map(repr, names[:-1])) + f" or {names[-1]!r}"
+        kind, template = "literal_error", "Input should be {expected}"
+        raise PydanticCustomError(kind, template, {"expected": expected})
+    return name
+
+
+ChartName = Annotated[
+    str,
+    AfterValidator(_chart),
+    Field(json_schema_extra=lambda schema: schema.update(enum=list(chart_names()))),
+]
+"""A chart kind's name (``[outputs] charts``): one the registry declares."""
+
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
