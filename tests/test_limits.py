@@ -9,6 +9,8 @@ import pytest
 from sweeps import limits
 from sweeps.config import SWEEP_NAME_PATTERN, check_name, parse_config
 from sweeps.errors import ConfigError
+from sweeps.grid import build_grid
+from sweeps.pipeline import plan
 
 from .conftest import BASE_CONFIG as BASE
 
@@ -94,6 +96,7 @@ def test_a_range_past_the_token_cap_is_refused_without_memory_error() -> None:
 
 
 def test_grid_points_cap_names_every_axis_length() -> None:
+    """The plan (``sweeps validate``, a run) and ``build_grid`` refuse it before any work."""
     hardware = ", ".join(f'"{h}"' for h in ["h100-sxm", "h200", "a100-80gb", "b200"])
     text = (
         BASE.replace('["h100-sxm"]', f"[{hardware}]")
@@ -107,7 +110,9 @@ def test_grid_points_cap_names_every_axis_length() -> None:
         r"x batch 200,000 x context 1,000,000 x kv_heads 5 .*\); a sweep holds at most "
         r"1,000,000,000,000 \(limits\.MAX_POINTS\)",
     ):
-        parse_config(text)
+        plan(parse_config(text))
+    with pytest.raises(ConfigError, match=r"axes: the decode grid has 4,000,000,000,000 points"):
+        build_grid(parse_config(text))
 
 
 @pytest.mark.parametrize(
@@ -170,7 +175,7 @@ def test_serving_and_pools_grids_are_capped_too() -> None:
         "output_tokens = { start = 1, stop = 1000000 }\n"
     )
     with pytest.raises(ConfigError) as info:
-        parse_config(text, "s.toml")
+        plan(parse_config(text, "s.toml"))
     lines = str(info.value).splitlines()
     assert lines[0].startswith(
         "s.toml: serving: the serving grid has 60,000,000,000,000 points (model 1 x hardware 1 x tp 1 "

@@ -2,15 +2,15 @@
 
 All mistakes found are reported together in one ``ConfigError``, each line naming the file, the
 key path, the value and what is allowed: when the schema rejects some keys, the rest of the file
-is still validated and cross-checked. Every check is linear in the size of the config, and the
-grid's size is checked against ``limits.MAX_POINTS`` from the axis lengths alone, before any
-range is expanded. Nothing downstream re-validates.
+is still validated and cross-checked. Every check is linear in the size of the config, and every
+range is capped (``limits.MAX_AXIS_VALUES``) before it is expanded; the grids' size against
+``limits.MAX_POINTS`` is the engine's check (``sweeps.grid.memory.check_points``), made by the
+plan and by ``build_grid`` before any work.
 """
 
 from __future__ import annotations
 
 import copy
-import math
 import tomllib
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from sweeps.axes import AXES, AXIS
+from sweeps.axes import AXIS
 from sweeps.catalog import Catalog, Model, load_catalog
 from sweeps.config import schema
 from sweeps.config.custom import custom_dtype, custom_hardware
@@ -28,7 +28,7 @@ from sweeps.config.sizes import custom_models
 from sweeps.config.sweep import NATIVE, Sweep
 from sweeps.errors import CatalogError, ConfigError
 from sweeps.files import read_text
-from sweeps.limits import MAX_POINTS, structure_problem
+from sweeps.limits import structure_problem
 from sweeps.study import STUDIES
 
 T = TypeVar("T")
@@ -88,55 +88,6 @@ def _validate(raw: dict[str, Any], problems: Problems) -> tuple[schema.ConfigFil
         return schema.ConfigFile.model_validate(pruned), broken
     except ValidationError:  # a required table itself is wrong: the errors above say why
         return None, broken
-
-
-def _length(value: Any) -> int:
-    return value.count if isinstance(value, schema.AxisRange) else len(value)
-
-
-def _config_lengths(config: schema.ConfigFile) -> dict[str, int]:
-    """The length of every axis of ``sweeps.axes.AXES`` from the validated config, before any
-    range is expanded: ``[axes]`` keys, the axes of the studies it turns on, axes sharing a
-    field (``prefill_hardware`` is ``hardware``), derived axes at their most labels."""
-    a = config.axes
-    lengths = {
-        name: _length(value)
-        for name in type(a).model_fields
-        if isinstance(value := getattr(a, name), list | schema.AxisRange)
-    }
-    lengths.setdefault("prompt", lengths.get("context", 0))  # the prompt axis defaults to it
-    for study in STUDIES:
-        table = getattr(config, study.table, None)
-        if study.present(table):
-            lengths.update({dim: _length(study.given(table, dim)) for dim in study.axes})
-    by_field = {AXIS[dim].field: n for dim, n in lengths.items() if dim in AXIS}
-    for axis in AXES:
-        if axis.dim not in lengths:
-            lengths[axis.dim] = axis.most if axis.derive else by_field.get(axis.field, 0)
-    return lengths
-
-
-def _check_points(config: schema.ConfigFile, problems: Problems) -> None:
-    """Each grid's points from the axis lengths, against ``MAX_POINTS``, before expanding:
-    every analysis the config turns on (those of a study only with its table), over its dims."""
-    from sweeps.grid.analyses import ANALYSES  # the declarations; nothing heavy
-
-    lengths = _config_lengths(config)
-    tables = {study.name: study.table for study in STUDIES}
-    on = {s.name for s in STUDIES if s.present(getattr(config, s.table, None))}
-    wanted = [a for a in ANALYSES if not a.study or a.study in on]
-    present = {dim for analysis in wanted for dim in analysis.dims}
-    present |= {d for s in STUDIES if s.name in on for d in s.axes if lengths.get(d, 0) > 0}
-    for analysis in wanted:
-        dims = analysis.dims_over(present)
-        points = math.prod(lengths[dim] for dim in dims)
-        if points > MAX_POINTS:
-            sizes = " x ".join(f"{dim} {lengths[dim]:,}" for dim in dims)
-            problems.add(
-                tables.get(analysis.study, "axes"),
-                f"the {analysis.name} grid has {points:,} points ({sizes}); a sweep holds at "
-                f"most {MAX_POINTS:,} (limits.MAX_POINTS): shorten an axis or split the sweep",
-            )
 
 
 def _resolve_names(
@@ -326,7 +277,6 @@ def _resolve(
         a.model, "axes.model", named, catalog.models, catalog.lookup_model, problems, skip
     )
     hardware = names("hardware", devices, catalog.hardware, catalog.lookup_hardware)
-    _check_points(config, problems)
     context = _axis_values(a.context, "axes.context", problems)
     batch = _axis_values(a.batch, "axes.batch", problems)
     _check_compute(config.options.compute_dtype, hardware, problems)

@@ -17,6 +17,7 @@ from sweeps.config import Sweep
 from sweeps.grid.analyses import Inputs, Variable, applicable, dims_of
 from sweeps.grid.coords import derived_inputs, grid_coords
 from sweeps.grid.layout import GridEngine, order
+from sweeps.grid.memory import check_points
 from sweeps.grid.variables import BOTTLENECK_FLAGS, REGISTRY
 from sweeps.study import STUDIES
 
@@ -74,6 +75,7 @@ def build_grid(
     ``skip`` names analyses left out (none another one needs): ``sweeps calibrate`` reads
     the serving table, not the pools one.
     """
+    check_points(sweep)
     ds = xr.Dataset(coords=grid_coords(sweep))
     # xarray Variables (named dims, no coordinates or indexes): broadcasting by name without
     # the alignment and coordinate merging of DataArrays, which cost more than the math itself.

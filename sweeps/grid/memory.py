@@ -17,6 +17,8 @@ from sweeps.config import Sweep
 from sweeps.errors import ConfigError
 from sweeps.grid.analyses import COLUMN_ITEMSIZE, ITEMSIZE, Analysis, applicable, dims_of
 from sweeps.grid.variables import REGISTRY
+from sweeps.limits import MAX_POINTS
+from sweeps.study import STUDIES
 
 DEFAULT_BUDGET_FRACTION = 0.5
 """Share of the memory this process may use (``available_memory``) a run takes when no
@@ -74,6 +76,27 @@ def estimate_bytes(sweep: Sweep) -> int:
     """Peak memory of evaluating ``sweep`` in one piece and exporting it [byte]."""
     data = sum(analysis_bytes(sweep, analysis) for analysis in applicable(sweep))
     return int(BASE_BYTES + data * WORKING)
+
+
+def check_points(sweep: Sweep) -> None:
+    """Each grid of ``sweep`` (every analysis it asks for, over its dims) against
+    ``MAX_POINTS``, before any work: one ``ConfigError`` with a line per grid over it, naming
+    the table whose axes make it, each axis's length and the cap. The pipeline's plan and
+    ``build_grid`` call it."""
+    tables = {study.name: study.table for study in STUDIES}
+    lines = []
+    for analysis in applicable(sweep):
+        dims = dims_of(analysis, sweep)
+        points = sweep.points(dims)
+        if points > MAX_POINTS:
+            sizes = " x ".join(f"{dim} {sweep.points([dim]):,}" for dim in dims)
+            lines.append(
+                f"{sweep.path}: {tables.get(analysis.study or '', 'axes')}: the {analysis.name} "
+                f"grid has {points:,} points ({sizes}); a sweep holds at most {MAX_POINTS:,} "
+                "(limits.MAX_POINTS): shorten an axis or split the sweep"
+            )
+    if lines:
+        raise ConfigError("\n".join(lines))
 
 
 def check_budget(budget: int) -> int:

@@ -17,7 +17,13 @@ from sweeps.config import Sweep
 from sweeps.errors import ConfigError
 from sweeps.grid.analyses import table_rows, tables
 from sweeps.grid.chunks import plan_chunks
-from sweeps.grid.memory import BASE_BYTES, check_budget, default_budget, estimate_bytes
+from sweeps.grid.memory import (
+    BASE_BYTES,
+    check_budget,
+    check_points,
+    default_budget,
+    estimate_bytes,
+)
 
 LAYOUTS = ("auto", "single", "partitioned")
 """The values of ``[outputs] layout``."""
@@ -145,6 +151,7 @@ def plan(
     ``layout`` is ``[outputs] layout``. A grid that cannot be cut into chunks that fit the
     budget is refused here, before any work, with the smallest budget that would do.
     """
+    check_points(sweep)
     budget = default_budget() if memory_budget is None else check_budget(memory_budget)
     memory = estimate_bytes(sweep)
     streamed = distributed or memory > budget
