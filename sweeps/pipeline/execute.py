@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -141,6 +141,48 @@ def _write_manifest(folder: Path, document: dict[str, object]) -> None:
         (folder / "manifest.json").write_text(json.dumps(document, indent=2) + "\n", "utf-8")
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    """How ``run_to_folder`` runs a sweep, all but the sweep and the folder: the parameters
+    of that name. ``of(sweep)`` fills what is left ``None`` with the sweep's own settings."""
+
+    force: bool = False
+    hooks: tuple[Hook, ...] = ()
+    memory_budget: int | None = None
+    progress: Progress | None = None
+    client: Any = None
+    layout: str | None = None
+    grid_format: str | None = None
+    duckdb: bool | None = None
+    phase: Callable[[str], None] | None = None
+    """Told what the run starts doing: computing the grid, writing each table file."""
+
+    def of(self, sweep: Sweep) -> _Resolved:
+        """These options, each left ``None`` taken from ``sweep``."""
+        return _Resolved(
+            self.force,
+            self.hooks,
+            self.memory_budget,
+            self.progress,
+            self.client,
+            self.layout or sweep.layout,
+            self.grid_format or sweep.grid_format,
+            sweep.duckdb if self.duckdb is None else self.duckdb,
+            self.phase or (lambda _: None),
+        )
+
+
+@dataclass(frozen=True)
+class _Resolved(RunOptions):
+    """``RunOptions`` with the sweep's settings filled in (none ``None`` but the optional
+    budget, progress and client)."""
+
+    layout: str = "auto"
+    grid_format: str = "zarr"
+    duckdb: bool = False
+    phase: Callable[[str], None] = lambda _: None
+
+
 def run_to_folder(  # long: the one entry of a run, its steps in order, each a line or two
     sweep: Sweep,
     out: str | Path = "outputs",
@@ -173,12 +215,8 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     writing each table file).
     """
     began = time.perf_counter()
-    settings = _Settings(
-        layout or sweep.layout,
-        grid_format or sweep.grid_format,
-        sweep.duckdb if duckdb is None else duckdb,
-        phase or (lambda _: None),
-    )
+    given = RunOptions(force, hooks, memory_budget, progress, client, layout, grid_format, duckdb)
+    settings = replace(given, phase=phase).of(sweep)
     how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
     target = result_folder(out, sweep.name)
     check_target(target, force)
@@ -201,9 +239,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
             )
             skipped: list[str] = []
         else:  # the summary's grid (configurations) below; write_pieces computes its own
-            written, extra, skipped = _write_outputs(
-                how, ds, staging, settings, hooks, timings, progress, client
-            )
+            written, extra, skipped = _write_outputs(how, ds, staging, settings, timings)
         timings["outputs"] = time.perf_counter() - start
         files = [f for table in written.values() for f in table.files] + extra
         if settings.duckdb:  # written last in the staging folder, before the rename
@@ -237,11 +273,8 @@ def _write_outputs(
     how: Plan,
     ds: xr.Dataset | None,
     staging: Path,
-    settings: _Settings,
-    hooks: tuple[Hook, ...],
+    settings: _Resolved,
     timings: dict[str, float],
-    progress: Progress | None,
-    client: Any,
 ) -> tuple[dict[str, Written], list[str], list[str]]:
     """The tables, the grid file and the hooks into ``staging``: (tables, other files
     written, outputs skipped because the whole grid is not held).
@@ -251,15 +284,13 @@ def _write_outputs(
     """
     extra: list[str] = []
     with ThreadPoolExecutor(1, thread_name_prefix="sweeps-outputs") as pool:
-        side = pool.submit(
-            _whole_grid_outputs, ds, how.sweep, staging, settings, hooks, timings, extra
-        )
-        written = _write(how, ds, staging, timings, progress, client, settings.phase)
+        side = pool.submit(_whole_grid_outputs, ds, how.sweep, staging, settings, timings, extra)
+        written = _write(how, ds, staging, timings, settings)
         skipped = side.result()
     if ds is None and _lazy_grid_file(how, settings, staging, timings):
         extra.append(GRID_FILES["zarr"])
         skipped.remove(GRID_FILES["zarr"])
-    for hook in hooks if ds is None else ():  # after the tables: one thing at a time
+    for hook in settings.hooks if ds is None else ():  # after the tables: one thing at a time
         if not (how.writes_figures or reads_tables(hook)):
             continue  # a hook that reads only the tables written (simulated) runs regardless
         start = time.perf_counter()
@@ -279,7 +310,7 @@ def _slices(how: Plan) -> Iterator[xr.Dataset]:
 
 
 def _lazy_grid_file(
-    how: Plan, settings: _Settings, staging: Path, timings: dict[str, float]
+    how: Plan, settings: _Resolved, staging: Path, timings: dict[str, float]
 ) -> bool:
     """Write ``grid.zarr`` of a streamed grid block by block, where it can be; True if done.
 
@@ -306,8 +337,7 @@ def _whole_grid_outputs(
     ds: xr.Dataset | None,
     sweep: Sweep,
     staging: Path,
-    settings: _Settings,
-    hooks: tuple[Hook, ...],
+    settings: _Resolved,
     timings: dict[str, float],
     files: list[str],
 ) -> list[str]:
@@ -315,12 +345,12 @@ def _whole_grid_outputs(
     to ``files`` and ``timings``); returns what was skipped because it is not."""
     grid_file = GRID_FILES.get(settings.grid_format)
     outputs = [grid_file] if grid_file else []
-    outputs += [getattr(hook, "__name__", "hook") for hook in hooks]
+    outputs += [getattr(hook, "__name__", "hook") for hook in settings.hooks]
     if ds is None:
         return outputs
     # the hooks first: the report is Python that holds the GIL, and overlaps best with
     # Polars' writer; the grid file's compressors then share the cores with its tail
-    for hook in hooks:
+    for hook in settings.hooks:
         start = time.perf_counter()
         files += hook(ds, sweep, staging)
         timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
@@ -332,39 +362,28 @@ def _whole_grid_outputs(
     return []
 
 
-@dataclass(frozen=True)
-class _Settings:
-    layout: str
-    grid_format: str
-    duckdb: bool
-    phase: Callable[[str], None]
-    """Told what the run starts doing: computing the grid, writing each table file."""
-
-
 def _write(
     how: Plan,
     ds: xr.Dataset | None,
     staging: Path,
     timings: dict[str, float],
-    progress: Progress | None,
-    client: Any,
-    phase: Callable[[str], None],
+    settings: _Resolved,
 ) -> dict[str, Written]:
     """Every table into ``staging``: from the whole grid ``ds``, or streamed chunk by chunk."""
     start = time.perf_counter()
     if ds is not None:
+        phase, progress = settings.phase, settings.progress
         written = write_tables(ds, staging, how.layout, lambda file: phase(f"writing {file}"))
         timings.update({f"table_{name}": table.seconds for name, table in written.items()})
         if progress is not None:
             total = sum(written[table.name].rows for table in analyses.tables(how.sweep))
             progress(total, total)
         return written
-    from sweeps.grid.chunks import plan_chunks
-    from sweeps.pipeline.plan import chunk_budget
     from sweeps.pipeline.stream import spec_tables, stream_tables
 
-    chunks = plan_chunks(how.sweep, chunk_budget(how.budget))
-    streamed = stream_tables(how.sweep, chunks, staging, how.layout, progress, client)
+    streamed = stream_tables(
+        how.sweep, how.pieces, staging, how.layout, settings.progress, settings.client
+    )
     written = {name: Written(*entry) for name, entry in streamed.items()}
     timings["grid_and_tables"] = time.perf_counter() - start
     for name, table in spec_tables(how.sweep).items():

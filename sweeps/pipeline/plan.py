@@ -16,7 +16,7 @@ from typing import Any
 from sweeps.config import Sweep
 from sweeps.errors import ConfigError
 from sweeps.grid.analyses import table_rows, tables
-from sweeps.grid.chunks import plan_chunks
+from sweeps.grid.chunks import Chunk, plan_chunks
 from sweeps.grid.memory import (
     BASE_BYTES,
     check_budget,
@@ -64,6 +64,7 @@ class Plan:
     distributed : Evaluated on a dask cluster (always streamed)
     layout : ``single`` (``<table>.parquet``) or ``partitioned`` (``<table>/<model>.parquet``)
     lazy_grid : The lazy grid (what it holds at once: the sweep on one device) fits the budget
+    pieces : The chunks of a streamed run, cut once here (none where it is not streamed)
     """
 
     sweep: Sweep
@@ -74,6 +75,7 @@ class Plan:
     distributed: bool = False
     layout: str = "single"
     lazy_grid: bool = True
+    pieces: tuple[Chunk, ...] = ()
 
     @property
     def streamed(self) -> bool:
@@ -156,8 +158,9 @@ def plan(
     memory = estimate_bytes(sweep)
     streamed = distributed or memory > budget
     chunks = 1
+    pieces: tuple[Chunk, ...] = ()
     if streamed:
-        pieces = plan_chunks(sweep, chunk_budget(budget))
+        pieces = tuple(plan_chunks(sweep, chunk_budget(budget)))
         largest = max(estimate_bytes(chunk.sweep) for chunk in pieces)
         if largest > chunk_budget(budget):
             raise _refuse(sweep, budget, largest)
@@ -171,4 +174,5 @@ def plan(
         distributed,
         resolve_layout(sweep, layout),
         estimate_bytes(dataclasses.replace(sweep, hardware=sweep.hardware[:1])) <= budget,
+        pieces,
     )
