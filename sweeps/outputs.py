@@ -13,7 +13,8 @@ Ground floor: this module imports nothing of the package and never imports the f
 by name. Two readings of the one declaration:
 
 - ``declared()``, light: the literal fields (``LIGHT``) of every ``register(Kind(...))``
-  statement of the package's source, read as text (``ast``) without importing the module, so
+  statement of the package's source (at module level, column 0), each statement parsed
+  alone (``ast``) without importing its module, so
   that ``sweeps validate`` and ``sweeps --help`` check names without Altair or xarray;
 - ``registered()``, whole: imports the modules ``declared()`` found (each registers its kind,
   builder included, as it is imported) and returns ``KINDS``. A test holds the two equal.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from functools import cache
@@ -113,6 +115,23 @@ def _light(call: ast.Call, where: str) -> Kind:
 _OPTIONAL: Final = ("default", "chosen")
 
 
+_START: Final = re.compile(r"^(?:\w+ = )?register\(Kind\(", re.MULTILINE)
+"""A declaration's first line, at module level (column 0)."""
+
+
+def _statement(text: str, start: int) -> ast.stmt:
+    """The statement that begins at ``start`` of ``text``: its lines parsed alone, as few as
+    make it whole (parsing the declarations only, not their modules, is 10-20x faster)."""
+    lines = text[start:].splitlines()
+    for end in range(1, len(lines) + 1):
+        try:
+            return ast.parse("\n".join(lines[:end])).body[0]
+        except SyntaxError:
+            continue
+    msg = f"a declaration at offset {start} never closes"
+    raise ValueError(msg)
+
+
 @cache
 def _declarations() -> tuple[tuple[str, Kind], ...]:
     """(module, light kind) of every ``register(Kind(...))`` in the package's source."""
@@ -121,10 +140,11 @@ def _declarations() -> tuple[tuple[str, Kind], ...]:
         text = path.read_text("utf-8")
         if _MARK not in text:
             continue
-        for node in ast.parse(text, str(path)).body:
-            call = _declaration(node)
+        for match in _START.finditer(text):
+            call = _declaration(_statement(text, match.start()))
             if call is not None:
-                out.append((_module(path), _light(call, f"{path.name}:{node.lineno}")))
+                line = text.count("\n", 0, match.start()) + 1
+                out.append((_module(path), _light(call, f"{path.name}:{line}")))
     return tuple(sorted(out, key=lambda pair: pair[1].order))
 
 
