@@ -13,7 +13,7 @@ from sweeps.export import open_grid
 from sweeps.grid.build import build_grid
 from sweeps.grid.chunks import plan_chunks, split_first_device
 from sweeps.grid.parts import ModelParts, join_devices
-from sweeps.pipeline import pieces, run_to_folder
+from sweeps.pipeline import pieces, plan, run_to_folder
 from sweeps.pipeline.pieces import in_pieces
 from sweeps.pipeline.receivers import Join
 
@@ -89,10 +89,10 @@ def runs(sweep, tmp_path_factory):
 
 
 def test_small_grids_and_one_model_stay_in_one_piece(sweep) -> None:
-    assert not in_pieces(sweep)  # 1,152 rows: far below PIECES_FROM
+    assert not in_pieces(plan(sweep))  # 1,152 rows: far below PIECES_FROM
     one = parse_config(CONFIG.replace(', "mixtral-8x7b", "qwen2.5-7b"', ""), "one.toml")
     assert len(one.models) == 1
-    assert not in_pieces(one)
+    assert not in_pieces(plan(one))
 
 
 def test_the_models_grids_joined_are_the_whole_grid(sweep) -> None:
@@ -186,15 +186,15 @@ def test_the_result_holds_the_whole_grid_and_its_summary(runs, sweep) -> None:
     assert summary.equals(expected)
 
 
-def test_the_acceptance_grid_is_computed_in_pieces_under_the_default_budget() -> None:
-    """Issue 25's 16.8 M-point run (planned only): model by model, and in one piece without
-    the models."""
+def test_the_acceptance_grid_held_in_memory_is_computed_in_pieces() -> None:
+    """Issue 25's 16.8 M-point run (planned only, under a budget it fits): model by model,
+    and in one piece without the models."""
     from sweeps.bench.run_path import RUN_GRID, RUN_HARDWARE, RUN_MODELS
 
     text = RUN_GRID.format(
         models=RUN_MODELS, hardware=RUN_HARDWARE, batch=1024, context=32768
     ).replace("'", '"')
-    assert in_pieces(parse_config(text, "run.toml"))
+    assert in_pieces(plan(parse_config(text, "run.toml"), 1 << 36))  # held in memory
 
 
 def test_the_hooks_start_while_the_tables_are_still_being_written(sweep, tmp_path) -> None:

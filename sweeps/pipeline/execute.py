@@ -157,9 +157,9 @@ class RunOptions:
     phase: Callable[[str], None] | None = None
     """Told what the run starts doing: computing the grid, writing each table file."""
 
-    def of(self, sweep: Sweep) -> _Resolved:
+    def of(self, sweep: Sweep) -> ResolvedOptions:
         """These options, each left ``None`` taken from ``sweep``."""
-        return _Resolved(
+        return ResolvedOptions(
             self.force,
             self.hooks,
             self.memory_budget,
@@ -173,7 +173,7 @@ class RunOptions:
 
 
 @dataclass(frozen=True)
-class _Resolved(RunOptions):
+class ResolvedOptions(RunOptions):
     """``RunOptions`` with the sweep's settings filled in (none ``None`` but the optional
     budget, progress and client)."""
 
@@ -224,7 +224,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     timings: dict[str, float] = {}
     ds = None
     whole: Callable[[], xr.Dataset] | None = None
-    pieces = not how.streamed and in_pieces(sweep)  # model by model into the writers
+    pieces = in_pieces(how)  # model by model into the writers
     if not how.streamed and not pieces:
         settings.phase("computing the grid")
         start = time.perf_counter()
@@ -234,9 +234,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         start = time.perf_counter()
         if pieces:
             settings.phase("computing the grid and writing the tables")
-            written, whole, extra, per_configuration = write_pieces(
-                sweep, how, staging, settings.grid_format, hooks, timings, progress
-            )
+            written, whole, extra, per_configuration = write_pieces(how, staging, settings, timings)
             skipped: list[str] = []
         else:  # the summary's grid (configurations) below; write_pieces computes its own
             written, extra, skipped = _write_outputs(how, ds, staging, settings, timings)
@@ -273,7 +271,7 @@ def _write_outputs(
     how: Plan,
     ds: xr.Dataset | None,
     staging: Path,
-    settings: _Resolved,
+    settings: ResolvedOptions,
     timings: dict[str, float],
 ) -> tuple[dict[str, Written], list[str], list[str]]:
     """The tables, the grid file and the hooks into ``staging``: (tables, other files
@@ -310,7 +308,7 @@ def _slices(how: Plan) -> Iterator[xr.Dataset]:
 
 
 def _lazy_grid_file(
-    how: Plan, settings: _Resolved, staging: Path, timings: dict[str, float]
+    how: Plan, settings: ResolvedOptions, staging: Path, timings: dict[str, float]
 ) -> bool:
     """Write ``grid.zarr`` of a streamed grid block by block, where it can be; True if done.
 
@@ -337,7 +335,7 @@ def _whole_grid_outputs(
     ds: xr.Dataset | None,
     sweep: Sweep,
     staging: Path,
-    settings: _Resolved,
+    settings: ResolvedOptions,
     timings: dict[str, float],
     files: list[str],
 ) -> list[str]:
@@ -367,7 +365,7 @@ def _write(
     ds: xr.Dataset | None,
     staging: Path,
     timings: dict[str, float],
-    settings: _Resolved,
+    settings: ResolvedOptions,
 ) -> dict[str, Written]:
     """Every table into ``staging``: from the whole grid ``ds``, or streamed chunk by chunk."""
     start = time.perf_counter()

@@ -39,12 +39,13 @@ from sweeps.config import Sweep
 from sweeps.export.blocks import ZarrBlocks
 from sweeps.export.frame import Repeats
 from sweeps.export.parquet import Written, write_frame
-from sweeps.grid.chunks import plan_chunks, split_first_device, table_points
+from sweeps.grid.chunks import plan_chunks, split_first_device
 from sweeps.grid.parts import ModelParts
 from sweeps.pipeline.receivers import Feed, Join
 from sweeps.pipeline.stream import Keep, Progress, configurations, spec_tables, stream_tables
 
 if TYPE_CHECKING:
+    from sweeps.pipeline.execute import ResolvedOptions
     from sweeps.pipeline.hook import Hook
     from sweeps.pipeline.plan import Plan
 
@@ -53,9 +54,10 @@ PIECES_FROM = 1 << 21
 model into the writers (2,097,152)."""
 
 
-def in_pieces(sweep: Sweep) -> bool:
-    """Whether a run of ``sweep`` held in memory computes it model by model."""
-    return len(sweep.models) > 1 and table_points(sweep) >= PIECES_FROM
+def in_pieces(how: Plan) -> bool:
+    """Whether a run planned ``how`` computes its grid model by model (held in memory, more
+    than one model, ``PIECES_FROM`` points or more)."""
+    return not how.streamed and len(how.sweep.models) > 1 and how.points >= PIECES_FROM
 
 
 class _Keep:
@@ -158,13 +160,7 @@ class _Hooks:
 
 
 def write_pieces(
-    sweep: Sweep,
-    how: Plan,
-    staging: Path,
-    grid_format: str,
-    hooks: tuple[Hook, ...],
-    timings: dict[str, float],
-    progress: Progress | None,
+    how: Plan, staging: Path, options: ResolvedOptions, timings: dict[str, float]
 ) -> tuple[dict[str, Written], Callable[[], xr.Dataset], list[str], xr.Dataset | None]:
     """A run's outputs from its models' grids: the tables and ``grid.zarr`` as each model's
     grid is computed, and each hook on a thread of its own, fed each model's model-and-device
@@ -177,7 +173,7 @@ def write_pieces(
     The models' grids are held (``Join``) only where something needs them after the tables: a
     hook that reads the tables written (the simulated plans read ``pools.parquet``, written
     after the last model's rows), which runs with the others in order once every table is
-    written, or a NetCDF grid file (``grid_format``), written last from the joined grid.
+    written, or a NetCDF grid file (``options.grid_format``), written last from the joined grid.
     Otherwise no model's grid outlives its rows, its blocks and its figures, and the whole grid
     is computed again if asked for (``build_grid``, value for value the joined one).
 
@@ -188,6 +184,8 @@ def write_pieces(
     from sweeps.grid.build import build_grid
 
     start = time.perf_counter()
+    sweep, grid_format, hooks = how.sweep, options.grid_format, options.hooks
+    progress = options.progress
     grid_file = GRID_FILES.get(grid_format)
     models, devices = len(sweep.models), len(sweep.hardware)  # a model's parts: its devices
     blocks = None

@@ -16,7 +16,7 @@ from typing import Any
 from sweeps.config import Sweep
 from sweeps.errors import ConfigError
 from sweeps.grid.analyses import table_rows, tables
-from sweeps.grid.chunks import Chunk, plan_chunks
+from sweeps.grid.chunks import Chunk, plan_chunks, table_points
 from sweeps.grid.memory import (
     BASE_BYTES,
     check_budget,
@@ -37,14 +37,16 @@ IN_FLIGHT = 2
 from its one grid), the next being evaluated (``sweeps.pipeline.stream``)."""
 
 
-def resolve_layout(sweep: Sweep, layout: str = "auto") -> str:
-    """``single`` or ``partitioned``: ``layout``, with ``auto`` decided by the rows alone."""
+def resolve_layout(sweep: Sweep, layout: str = "auto", rows: dict[str, int] | None = None) -> str:
+    """``single`` or ``partitioned``: ``layout``, with ``auto`` decided by the rows alone (of
+    each table, ``rows`` where the caller has them)."""
     if layout not in LAYOUTS:
         msg = f"{sweep.path}: outputs.layout = {layout!r} is not allowed; allowed: {LAYOUTS}"
         raise ConfigError(msg)
     if layout != "auto":
         return layout
-    largest = max(table_rows(table, sweep) for table in tables(sweep))
+    rows = rows or {table.name: table_rows(table, sweep) for table in tables(sweep)}
+    largest = max(rows.values())
     return "partitioned" if largest > AUTO_PARTITION_ROWS else "single"
 
 
@@ -65,6 +67,7 @@ class Plan:
     layout : ``single`` (``<table>.parquet``) or ``partitioned`` (``<table>/<model>.parquet``)
     lazy_grid : The lazy grid (what it holds at once: the sweep on one device) fits the budget
     pieces : The chunks of a streamed run, cut once here (none where it is not streamed)
+    points : Points of every table together (``sweeps.grid.chunks.table_points``) [row]
     """
 
     sweep: Sweep
@@ -76,6 +79,7 @@ class Plan:
     layout: str = "single"
     lazy_grid: bool = True
     pieces: tuple[Chunk, ...] = ()
+    points: int = 0
 
     @property
     def streamed(self) -> bool:
@@ -165,14 +169,16 @@ def plan(
         if largest > chunk_budget(budget):
             raise _refuse(sweep, budget, largest)
         chunks = len(pieces)
+    rows = {table.name: table_rows(table, sweep) for table in tables(sweep)}
     return Plan(
         sweep,
-        {table.name: table_rows(table, sweep) for table in tables(sweep)},
+        rows,
         memory,
         budget,
         chunks,
         distributed,
-        resolve_layout(sweep, layout),
+        resolve_layout(sweep, layout, rows),
         estimate_bytes(dataclasses.replace(sweep, hardware=sweep.hardware[:1])) <= budget,
         pieces,
+        table_points(sweep),
     )
