@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweeps.studies.serving.schedulers import CHUNKED, SCHEDULERS
+
 Records = Callable[
     [Mapping[str, tuple[Any, ...]], Mapping[str, Any], Mapping[str, Any]],
     tuple[dict[str, tuple[Any, ...]], list[tuple[str, str]]],
@@ -218,36 +220,3 @@ STUDIES: tuple[Study, ...] = (SERVING, SPECULATIVE, PREFIX, PARALLEL)
 
 BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}
 """Every study by its name."""
-
-SCHEDULERS = ("serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy")
-"""The named schedulers (docs/serving.md section 3), the values of ``[serving] schedulers``."""
-CHUNKED = ("chunked-paced", "chunked-greedy")
-"""The schedulers that need a token budget (``chunk_tokens > 0``)."""
-MODE_ALIASES = {"colocated": "serial-prefill", "chunked": "chunked-paced"}
-"""The first round's mode names, still read where users wrote them."""
-SERVING_MODES = ("bound", "static", *SCHEDULERS)
-"""The modes of the serving table: the bound over every scheduler, a static batch, the named
-schedulers; the chunked ones only with a token budget."""
-POOL_MODES = (*SCHEDULERS, "disaggregated")
-"""The plans of the pools table: one pool run by a named scheduler, or two pools."""
-
-
-def serving_modes(sweep: Any) -> tuple[str, ...]:
-    """The modes ``sweep`` asks for: bound, static, and its schedulers (chunked ones only with
-    ``chunk_tokens > 0``)."""
-    serving = sweep.studies.get("serving")
-    if serving is None:
-        return ()
-    budget = serving.chunk_tokens > 0
-    wanted = set(serving.schedulers)
-    return tuple(
-        mode
-        for mode in SERVING_MODES
-        if mode in ("bound", "static") or (mode in wanted and (budget or mode not in CHUNKED))
-    )
-
-
-def pool_modes(sweep: Any) -> tuple[str, ...]:
-    """The plans of the pools table: the sweep's named schedulers, each on one pool, and
-    disaggregated."""
-    return (*(m for m in serving_modes(sweep) if m in SCHEDULERS), "disaggregated")

@@ -209,7 +209,7 @@ def test_serving_schedulers_key() -> None:
     """Every mode by default; a chosen few (the first round's names read as this round's),
     bound and static always there; a chunked one needs a budget."""
     from sweeps.axes import AXIS
-    from sweeps.study import SCHEDULERS
+    from sweeps.studies.serving.schedulers import SCHEDULERS
 
     every = parse_config(BASE + "[serving]\n")
     assert every.serving is not None

@@ -65,12 +65,6 @@ __all__ = [
 ]
 
 
-SchedulerName = Literal[
-    "serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy", "colocated", "chunked"
-]
-"""A named scheduler of ``[serving] schedulers`` (the last two: the first round's names)."""
-
-
 class SweepTable(Strict):
     name: SweepName = Field(description=f"Output folder name: {limits.SWEEP_NAME_RULE}")
     title: str = Field(

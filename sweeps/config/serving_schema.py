@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from sweeps.config.types import (
     AXIS_LENGTH,
@@ -14,12 +14,15 @@ from sweeps.config.types import (
     TokenAxis,
     TokensOrNone,
 )
-from sweeps.study import MODE_ALIASES, SCHEDULERS
+from sweeps.studies.serving import schedulers
 
-SchedulerName = Literal[
-    "serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy", "colocated", "chunked"
+SchedulerName = Annotated[
+    str,
+    AfterValidator(schedulers.check_name),
+    WithJsonSchema({"enum": [*schedulers.SCHEDULERS, *schedulers.MODE_ALIASES], "type": "string"}),
 ]
-"""A named scheduler of ``[serving] schedulers`` (the last two: the first round's names)."""
+"""A named scheduler of ``[serving] schedulers`` (or a first round's alias), checked against
+the registry (``sweeps.studies.serving.schedulers``)."""
 
 
 class SimulatedLengths(Strict):
@@ -98,19 +101,14 @@ class Serving(Strict):
         "median; the means are reported beside), strictly between 0 and 1",
     )
     schedulers: list[SchedulerName] = Field(
-        default=["serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy"],
-        description="Named schedulers of the serving and pools tables, besides bound and "
-        "static (always there): serial-prefill, batched-prefill, chunked-paced, "
-        "chunked-greedy (the chunked ones need chunk_tokens > 0); the first round's "
-        "colocated and chunked mean serial-prefill and chunked-paced",
+        default=list(schedulers.SCHEDULERS), description=schedulers.SCHEDULERS_DOC
     )
 
     @field_validator("schedulers", mode="after")
     @classmethod
     def _canonical(cls, names: list[str]) -> list[str]:
         """The first round's names as this round's, each once, in the table's order."""
-        wanted = {MODE_ALIASES.get(name, name) for name in names}
-        return [name for name in SCHEDULERS if name in wanted]
+        return schedulers.canonical(names)
 
 
 class ServingTable(Serving):

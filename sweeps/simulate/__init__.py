@@ -7,7 +7,6 @@ intervals) are in ``stats``. docs/serving.md section 7.
 """
 
 from sweeps.simulate.costs import StepCosts, point_inputs, step_costs, step_time
-from sweeps.simulate.kernel import SCHEDULER_CODES
 from sweeps.simulate.run import Timeline, simulate
 from sweeps.simulate.stats import batch_means, summarize
 from sweeps.simulate.workload import (
@@ -22,6 +21,7 @@ from sweeps.simulate.workload import (
     write_lengths,
     write_trace,
 )
+from sweeps.studies.serving.schedulers import SCHEDULER_CODES
 
 SCHEDULERS: tuple[str, ...] = tuple(SCHEDULER_CODES)
 """The named schedulers the simulator runs."""

@@ -43,19 +43,18 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
+from sweeps.studies.serving import schedulers
+from sweeps.studies.serving.schedulers import (
+    BATCHED,
+    GREEDY,
+    HELD,
+    PACED,
+    SCHEDULER_CODES,
+    SERIAL,
+    STATIC,
+)
 
-STATIC, SERIAL, BATCHED, PACED, GREEDY, HELD = 0, 1, 2, 3, 4, 5
-
-SCHEDULER_CODES: dict[str, int] = {
-    "static": STATIC,
-    "serial-prefill": SERIAL,
-    "batched-prefill": BATCHED,
-    "chunked-paced": PACED,
-    "chunked-greedy": GREEDY,
-}
-"""The named schedulers of docs/serving.md section 3, by their mode names."""
-
-CHUNKED = (PACED, GREEDY, HELD)
+CHUNKED = (*(SCHEDULER_CODES[name] for name in schedulers.CHUNKED), HELD)
 """The schedulers that mix decodes and prompt chunks in one step under a token budget
 (``HELD``: ``chunked-paced`` where its slots free at random, ``sweeps.simulate.run``)."""
 

@@ -26,7 +26,7 @@ from sweeps.simulate.kernel import SCHEDULER_CODES
 from sweeps.simulate.run import Timeline, simulate
 from sweeps.simulate.stats import summarize
 from sweeps.simulate.workload import Lengths, closed_loop, poisson, read_lengths
-from sweeps.study import MODE_ALIASES
+from sweeps.studies.serving.schedulers import MODE_ALIASES
 
 WORKLOAD = (
     "model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens",

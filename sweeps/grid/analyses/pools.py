@@ -39,7 +39,7 @@ from sweeps.grid.analyses.pools_columns import VARIABLES
 from sweeps.grid.analyses.pools_prefill import batched_pool
 from sweeps.grid.analyses.served import EXTRA_DIMS
 from sweeps.physics._array import where
-from sweeps.study import SCHEDULERS
+from sweeps.studies.serving.schedulers import SCHEDULERS
 
 DIMS = (
     "model",

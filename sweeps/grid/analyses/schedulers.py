@@ -30,6 +30,7 @@ from sweeps.grid.analyses.steps import (
     weights_read,
 )
 from sweeps.physics._array import where
+from sweeps.studies.serving.schedulers import MODES
 
 HEADROOM = 3.0
 """The free slots, in standard deviations of its decodes, below which a budget-paced
@@ -371,12 +372,6 @@ def chunked_greedy(t: Terms) -> dict[str, Any]:
     return {key: where(k > 0, spec[key], value) for key, value in plain.items()}
 
 
-PRICED = {
-    "bound": bound,
-    "static": static,
-    "serial-prefill": serial_prefill,
-    "batched-prefill": batched_prefill,
-    "chunked-paced": chunked_paced,
-    "chunked-greedy": chunked_greedy,
-}
-"""Each mode's terms, by name."""
+PRICED = {mode.name: globals()[mode.closed_form] for mode in MODES}
+"""Each mode's terms, by name: the closed form its record names
+(``sweeps.studies.serving.schedulers``)."""
