@@ -68,7 +68,7 @@ class SimulatedLengths(Strict):
 
 class Serving(Strict):
     """The objectives and links of ``[serving]``; also ``Sweep.serving`` (one declaration:
-    ``sweeps.study.SERVING`` makes it from the table)."""
+    ``sweeps.studies.serving.STUDY`` makes it from the table)."""
 
     ttft_slo_s: PositiveFloat = Field(default=2.0, description="Time-to-first-token objective [s]")
     tpot_slo_s: PositiveFloat = Field(

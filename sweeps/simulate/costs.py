@@ -76,8 +76,8 @@ class StepCosts:
 def point_inputs(sweep: Any, point: dict[str, int] | None = None) -> Any:
     """The grid's inputs at one point of ``sweep`` (indices by dim, 0 where not given),
     with the model and decode analyses evaluated on it: ``Inputs`` of Python scalars."""
-    from sweeps.bench.scalar import POSITION, ScalarEngine, input_table
     from sweeps.grid.analyses import ANALYSES, Inputs
+    from sweeps.grid.scalar import POSITION, ScalarEngine, input_table
 
     index = [0] * len(POSITION)
     for dim, at in (point or {}).items():

@@ -59,7 +59,7 @@ def _present(sweep: Any) -> set[str]:
     """The dims ``sweep`` has: those of the analyses it asks for, and the axes of its studies
     that it gives values (``[serving] arrival_rate`` or ``concurrency``, one of the two)."""
     from sweeps.axes import AXIS
-    from sweeps.study import STUDIES
+    from sweeps.studies import STUDIES
 
     own = {dim for analysis in applicable(sweep) for dim in analysis.dims}
     studies = getattr(sweep, "studies", {})

@@ -143,7 +143,7 @@ class Analysis:
     needs : Analyses whose outputs it reads, run before it
     columns : Value columns of its table, by variable name, in order (its own and those of
         analyses it needs); empty for an analysis without a table of its own
-    study : The study it belongs to (``sweeps.study.STUDIES``): it runs only when the sweep
+    study : The study it belongs to (``sweeps.studies.STUDIES``): it runs only when the sweep
         has that study, and its compute reads the study's settings; "" for none
     applies : Whether a sweep asks for it, beyond having its study
     rows : A boolean variable of its own naming the grid points that are rows of its table
