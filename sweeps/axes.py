@@ -25,6 +25,9 @@ from sweeps.studies.serving.schedulers import (
     serving_modes,
 )
 
+NATIVE = "native"
+"""The ``kv_heads`` setting that keeps each model's own KV heads."""
+
 AxisKind = Literal["name", "size", "heads", "value"]
 
 

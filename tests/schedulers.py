@@ -30,13 +30,13 @@ class Costs:
 
     def __init__(self, sweep: object, point: dict[str, int] | None = None) -> None:
         from sweeps.bench.scalar import POSITION, ScalarEngine, input_table, pointwise
-        from sweeps.grid.analyses import Inputs
-        from sweeps.grid.analyses.steps import (
+        from sweeps.engine.steps import (
             cache_bytes,
             prefill_work,
             step_coefficients,
             weights_read,
         )
+        from sweeps.grid.analyses import Inputs
 
         index = [0] * len(POSITION)
         for dim, i in (point or {}).items():

@@ -11,10 +11,10 @@ import pytest
 from sweeps.axes import AXIS
 from sweeps.config import parse_config
 from sweeps.errors import ConfigError
-from sweeps.grid.analyses.schedulers import PRICED
-from sweeps.simulate import kernel
 from sweeps.studies.serving import schedulers as registry
+from sweeps.studies.serving.closed_forms import PRICED
 from sweeps.studies.serving.schedulers import MODES, SCHEDULERS, Scheduler
+from sweeps.studies.serving.simulate import kernel
 
 from .schedulers import Chunked, Costs, Run, oracles
 

@@ -1,4 +1,4 @@
-"""The split compute roof's entry point (``sweeps.grid.analyses.split.roofline``).
+"""The split compute roof's entry point (``sweeps.engine.split.roofline``).
 
 Where some device runs attention at another peak than the GEMMs, the roofline pass's time,
 bottleneck, attained FLOP/s, utilization and tokens/s are all replaced by the split ones, so

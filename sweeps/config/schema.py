@@ -323,7 +323,7 @@ class Outputs(Strict):
     )
 
 
-from sweeps.config.serving_schema import (  # noqa: E402
+from sweeps.studies.serving.table import (  # noqa: E402
     Serving,
     ServingTable,
     SimulatedLengths,

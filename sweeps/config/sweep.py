@@ -17,8 +17,7 @@ from sweeps.config import schema
 from sweeps.studies.prefix.tiers import KvTier
 from sweeps.studies.speculative.drafts import Draft
 
-NATIVE = "native"
-"""The ``kv_heads`` setting that keeps each model's own KV heads."""
+NATIVE = axes.NATIVE
 
 Options = schema.Options
 """Resolved ``[options]``: the schema's own model (see docs/config.md, generated from it)."""

@@ -1,6 +1,6 @@
 """The grid's ``Engine`` on scalars, and the inputs of one point: what evaluates an analysis's
 compute on Python floats, one point at a time (the benchmark's scalar loop, ``sweeps.bench.scalar``;
-the simulator's step costs, ``sweeps.simulate.costs``).
+the simulator's step costs, ``sweeps.studies.serving.simulate.costs``).
 
 A point is one index per axis of ``sweeps.axes.AXES`` (``POSITION``); its inputs are the
 coordinates and derived inputs of ``sweeps.grid.coords`` at that index.
@@ -21,7 +21,7 @@ POSITION: dict[str, int] = {axis.dim: i for i, axis in enumerate(AXES)}
 
 
 class ScalarEngine:
-    """The ``Engine`` of ``sweeps.grid.analyses.base`` on scalars: plain calls, no layout.
+    """The ``Engine`` of ``sweeps.engine.base`` on scalars: plain calls, no layout.
 
     ``roofline`` makes the calls the compiled pass of ``sweeps.grid.roof`` makes per point.
     """
@@ -67,3 +67,20 @@ def input_table(sweep: Any) -> Table:
         named = (dims,) if isinstance(dims, str) else dims
         table[name] = (tuple(POSITION[d] for d in named), values)
     return table
+
+
+def point_inputs(sweep: Any, point: dict[str, int] | None = None) -> Any:
+    """The grid's inputs at one point of ``sweep`` (indices by dim, 0 where not given),
+    with the model and decode analyses evaluated on it: ``Inputs`` of Python scalars."""
+    from sweeps.grid.analyses import ANALYSES, Inputs
+
+    index = [0] * len(POSITION)
+    for dim, at in (point or {}).items():
+        index[POSITION[dim]] = at
+    table = input_table(sweep)
+    values = {name: data.item(*(index[p] for p in pos)) for name, (pos, data) in table.items()}
+    results: dict[str, Any] = {}
+    for analysis in (a for a in ANALYSES if a.name in ("model", "decode")):
+        inputs = Inputs(values, sweep.options, ScalarEngine(), results)
+        results.update(analysis.compute(inputs))
+    return Inputs(values, sweep.options, ScalarEngine(), results)

@@ -10,6 +10,11 @@ unknown-key messages, the grid's attrs, the scalar loop). The shipped example co
 
 from __future__ import annotations
 
+from typing import Any
+
+from sweeps.engine.decode import DECODE
+from sweeps.engine.model import MODEL
+from sweeps.engine.prefill import PREFILL
 from sweeps.studies import parallel, prefix, serving, speculative
 from sweeps.studies.base import Study
 
@@ -19,4 +24,18 @@ STUDIES: tuple[Study, ...] = (serving.STUDY, speculative.STUDY, prefix.STUDY, pa
 BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}
 """Every study by its name."""
 
-__all__ = ["BY_NAME", "STUDIES", "Study"]
+CORE: tuple[Any, ...] = (MODEL, DECODE, PREFILL)
+"""The analyses of every sweep (``sweeps.engine``)."""
+
+ANALYSES: tuple[Any, ...] = (
+    *CORE,
+    *parallel.STUDY.analyses,
+    *speculative.STUDY.analyses,
+    *prefix.STUDY.analyses,
+    *serving.STUDY.analyses,
+)
+"""Every analysis, each after those it needs: the core's, then each study's (the serving
+study's last: it reads the speculative, prefix and parallel terms). The one registry of
+analyses the grid iterates (``sweeps.grid.analyses``)."""
+
+__all__ = ["ANALYSES", "BY_NAME", "CORE", "STUDIES", "Study"]

@@ -44,6 +44,32 @@ the problems found, each a key (relative to the table) and a message."""
 
 
 @dataclass(frozen=True, slots=True)
+class PostStep:
+    """A table a study writes after the grid's tables, from one of them (``simulated.parquet``
+    from the pools table): declared by its variables, run and written by the export
+    (``sweeps.export.post_steps``), which reads its input table and writes its rows.
+
+    name : The table's name (its file ``<name>.parquet``)
+    reads : The grid's table it is made from (``pools``)
+    variables : Its columns, in order (``sweeps.engine.base.Variable``: unit, description,
+        dtype ``str``, ``int64`` or ``float64``)
+    wanted : Whether a sweep asks for it
+    prepare : What it reads before the grid, from the sweep (a lengths CSV: a bad one fails
+        the run before any work)
+    run : Its results from (the input table as a Polars frame, the sweep, the prepared
+        value, the grid's inputs at a point: ``sweeps.grid.scalar.point_inputs``, handed in by
+        the export): each with ``row``, a value by column name
+    """
+
+    name: str
+    reads: str
+    variables: tuple[Any, ...]
+    wanted: Callable[[Any], bool]
+    prepare: Callable[[Any], Any]
+    run: Callable[[Any, Any, Any, Any], list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class Study:
     """One optional part of a sweep, turned on by a config table.
 
@@ -59,6 +85,9 @@ class Study:
         any of its axes is given; the others take these)
     records : Turns the labels of axes that name things (drafts, tiers) into records (see
         ``Records``); None: the values are the labels
+    analyses : Its analyses (``sweeps.engine.base.Analysis``), each with ``study = name``, in
+        dependency order: ``sweeps.studies.ANALYSES`` holds them
+    post_steps : The tables it writes after the grid's, from them (see ``PostStep``)
     """
 
     name: str
@@ -70,6 +99,8 @@ class Study:
     description: str = ""
     defaults: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     records: Records | None = None
+    analyses: tuple[Any, ...] = ()
+    post_steps: tuple[PostStep, ...] = ()
 
     def given(self, table: Any, dim: str) -> Any:
         """The value of axis ``dim`` in the validated ``table``, or its default."""

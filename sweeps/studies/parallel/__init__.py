@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sweeps.studies.base import Study
+from sweeps.studies.parallel.parallel import PARALLEL
 
 
 def _listed(value: Any) -> list[Any]:
@@ -58,6 +59,7 @@ STUDY = Study(
     table="axes",
     axes=("ep", "dp_attention", "pp"),
     check=_check_parallel,
+    analyses=(PARALLEL,),
     description="Expert parallelism with data-parallel attention, pipeline stages: "
     "parallel.parquet, every table per rank of a tp x ep x pp replica",
     defaults={"ep": (1,), "dp_attention": (False,), "pp": (1,)},

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from sweeps.studies.base import Study
+from sweeps.studies.prefix.prefix import PREFIX
 from sweeps.studies.prefix.tiers import tier_records
 
 STUDY = Study(
@@ -16,4 +17,5 @@ STUDY = Study(
     description="Prefix caching, hit rate x KV tier over the prefill grid: prefix.parquet",
     defaults={"prefix_hit_rate": (0.0, 0.5, 0.9), "kv_tier": ("hbm",)},
     records=tier_records,
+    analyses=(PREFIX,),
 )

@@ -10,7 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sweeps.studies.base import Study
+from sweeps.studies.serving.pools import POOLS
 from sweeps.studies.serving.schedulers import CHUNKED, SCHEDULERS
+from sweeps.studies.serving.serving import SERVING
+from sweeps.studies.serving.simulated import STEP
 
 
 def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[str, str]]:
@@ -49,5 +52,7 @@ STUDY = Study(
     defaults={"concurrency": ()},
     settings=lambda table: table.objectives(),
     check=_check_serving,
+    analyses=(SERVING, POOLS),
+    post_steps=(STEP,),
     description="Requests of I prompt and O output tokens: the serving and pools tables",
 )

@@ -5,11 +5,11 @@ scheduler (docs/serving.md section 3). Everything that lists, checks, prices or 
 derives from its record here: the config's allowed names and their default
 (``[serving] schedulers``), the ``mode`` and ``pool_mode`` axes and their description, the
 closed form that prices it (``Scheduler.closed_form``, a function of
-``sweeps.grid.analyses.schedulers``: ``PRICED``), the simulator's code
-(``sweeps.simulate.kernel``), which need a token budget, the first round's aliases.
+``sweeps.studies.serving.closed_forms``: ``PRICED``), the simulator's code
+(``sweeps.studies.serving.simulate.kernel``), which need a token budget, the first round's aliases.
 
 To add a named scheduler: its record in ``MODES`` (and its closed form, if it is new, in
-``sweeps.grid.analyses.schedulers``; a simulated schedule, if it is new, in the kernel under a
+``sweeps.studies.serving.closed_forms``; a simulated schedule, if it is new, in the kernel under a
 new code). Imports nothing: ``sweeps validate`` reads it.
 """
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 STATIC, SERIAL, BATCHED, PACED, GREEDY, HELD = 0, 1, 2, 3, 4, 5
-"""The simulator's scheduler codes (``sweeps.simulate.kernel``): ``HELD`` is ``chunked-paced``
-where random verify steps free its slots at random, chosen by the simulator, not by name."""
+"""The simulator's scheduler codes (``simulate.kernel``): ``HELD`` is ``chunked-paced`` where
+random verify steps free its slots at random, chosen by the simulator, not by name."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,7 @@ class Scheduler:
 
     name : Its name: a label of the ``mode`` axis, a value of ``[serving] schedulers``
     doc : One line, what it schedules
-    closed_form : The function of ``sweeps.grid.analyses.schedulers`` that prices it
+    closed_form : The function of ``sweeps.studies.serving.closed_forms`` that prices it
     code : The simulator's code (None: not a schedule the simulator runs, the bound)
     chunked : Whether each step mixes decodes and prompt chunks under a token budget (it needs
         ``chunk_tokens > 0``)

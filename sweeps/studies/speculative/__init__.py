@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sweeps.studies.base import Study
 from sweeps.studies.speculative.drafts import draft_records
+from sweeps.studies.speculative.speculative import SPECULATIVE
 
 STUDY = Study(
     name="speculative",
@@ -20,4 +21,5 @@ STUDY = Study(
         "spec_draft": ("ngram",),
     },
     records=draft_records,
+    analyses=(SPECULATIVE,),
 )

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
-from sweeps.grid.analyses.prefill import DIMS as PREFILL_DIMS
-from sweeps.grid.analyses.split import roofline
-from sweeps.grid.analyses.steps import cache_bytes, hit_work, prefill_split
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
+from sweeps.engine.prefill import DIMS as PREFILL_DIMS
+from sweeps.engine.split import roofline
+from sweeps.engine.steps import cache_bytes, hit_work, prefill_split
 from sweeps.physics._array import where
 
 DIMS = (*PREFILL_DIMS, "prefix_hit_rate", "kv_tier")

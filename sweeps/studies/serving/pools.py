@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Analysis, Inputs
-from sweeps.grid.analyses.pools_colocated import (
+from sweeps.engine.base import Analysis, Inputs
+from sweeps.physics._array import where
+from sweeps.studies.serving.pools_colocated import (
     QUANTILES,
     Load,
     apply,
@@ -35,11 +36,10 @@ from sweeps.grid.analyses.pools_colocated import (
     decode_time,
     mode_value,
 )
-from sweeps.grid.analyses.pools_columns import VARIABLES
-from sweeps.grid.analyses.pools_prefill import batched_pool
-from sweeps.grid.analyses.served import EXTRA_DIMS
-from sweeps.physics._array import where
+from sweeps.studies.serving.pools_columns import VARIABLES
+from sweeps.studies.serving.pools_prefill import batched_pool
 from sweeps.studies.serving.schedulers import SCHEDULERS
+from sweeps.studies.serving.served import EXTRA_DIMS
 
 DIMS = (
     "model",

@@ -22,7 +22,7 @@ from sweeps import physics
 from sweeps.physics._array import where
 
 if TYPE_CHECKING:
-    from sweeps.grid.analyses.schedulers import Terms
+    from sweeps.studies.serving.closed_forms import Terms
 
 SPILL = 0.02
 """The largest share of prompts not fitting whole in the step after their slot frees that

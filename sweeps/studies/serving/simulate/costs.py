@@ -73,24 +73,6 @@ class StepCosts:
         return int(self.weights.size - 1)
 
 
-def point_inputs(sweep: Any, point: dict[str, int] | None = None) -> Any:
-    """The grid's inputs at one point of ``sweep`` (indices by dim, 0 where not given),
-    with the model and decode analyses evaluated on it: ``Inputs`` of Python scalars."""
-    from sweeps.grid.analyses import ANALYSES, Inputs
-    from sweeps.grid.scalar import POSITION, ScalarEngine, input_table
-
-    index = [0] * len(POSITION)
-    for dim, at in (point or {}).items():
-        index[POSITION[dim]] = at
-    table = input_table(sweep)
-    values = {name: data.item(*(index[p] for p in pos)) for name, (pos, data) in table.items()}
-    results: dict[str, Any] = {}
-    for analysis in (a for a in ANALYSES if a.name in ("model", "decode")):
-        inputs = Inputs(values, sweep.options, ScalarEngine(), results)
-        results.update(analysis.compute(inputs))
-    return Inputs(values, sweep.options, ScalarEngine(), results)
-
-
 def _layer_tokens(x: Any, context: np.ndarray) -> np.ndarray:
     """Cached token-layers of a sequence at ``context`` tokens [token]."""
     return physics.kv_cached_layer_tokens(context, x["layers"], x["local_layers"], x["_window"])
@@ -114,14 +96,14 @@ def _prefill_terms(x: Any) -> tuple[float, float, float]:
 def step_costs(x: Any, max_context: int, max_tokens: int) -> StepCosts:
     """The tables of ``StepCosts`` for the grid's inputs ``x`` (``point_inputs``), up to a
     context of ``max_context`` and a step of ``max_tokens`` tokens."""
-    from sweeps.grid.analyses.steps import weights_read
+    from sweeps.engine.steps import weights_read
 
     tp = x["_flop_devices"]  # a replica's devices: tp, or tp x ep x pp with the parallel axes
     context = np.arange(max_context + 1, dtype=np.float64)
     layer_tokens = _layer_tokens(x, context)
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     attention = physics.attention_flops_per_token(x["heads"], x["attention_dim"], layer_tokens)
-    # attention at its own peak (grid/analyses/split.py): its FLOPs as their time at the GEMM
+    # attention at its own peak (engine/split.py): its FLOPs as their time at the GEMM
     # peak, ``ratio`` the GEMM peak over the attention peak (1 where one peak runs both)
     ratio = float(x["_attention_ratio"])
     decode = (

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Inputs
+from sweeps.engine.base import Inputs
 
 
 def path_weights_read(x: Inputs, tokens: Any) -> Any:

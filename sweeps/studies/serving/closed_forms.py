@@ -17,12 +17,10 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses import bounds, paced, served
-from sweeps.grid.analyses.base import Inputs
-from sweeps.grid.analyses.drafts import draft
-from sweeps.grid.analyses.greedy import random_slots
-from sweeps.grid.analyses.split import timed_coefficients, timed_flops
-from sweeps.grid.analyses.steps import (
+from sweeps.engine.base import Inputs
+from sweeps.engine.drafts import draft
+from sweeps.engine.split import timed_coefficients, timed_flops
+from sweeps.engine.steps import (
     cache_bytes,
     prefill_split,
     prefill_work,
@@ -30,6 +28,8 @@ from sweeps.grid.analyses.steps import (
     weights_read,
 )
 from sweeps.physics._array import where
+from sweeps.studies.serving import bounds, paced, served
+from sweeps.studies.serving.greedy import random_slots
 from sweeps.studies.serving.schedulers import MODES
 
 HEADROOM = 3.0

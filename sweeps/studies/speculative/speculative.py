@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.decode import DIMS as DECODE_DIMS
-from sweeps.grid.analyses.drafts import draft
-from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, parallel, step_times
-from sweeps.grid.analyses.split import roofline
-from sweeps.grid.analyses.steps import weights_read
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.decode import DIMS as DECODE_DIMS
+from sweeps.engine.drafts import draft
+from sweeps.engine.parallel_terms import PARALLEL_DIMS, parallel, step_times
+from sweeps.engine.split import roofline
+from sweeps.engine.steps import weights_read
 
 DIMS = (*DECODE_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
 
@@ -32,7 +32,7 @@ def verify_terms(x: Any, context: Any, k: Any) -> tuple[Any, Any, Any]:
     """The verify step's terms before they are spread over devices: the GEMM FLOPs of one
     row [FLOP], the attention FLOPs of one sequence's ``k + 1`` rows at first-row ``context``
     [FLOP] and one sequence's cache bytes on a device [byte]; the grid's verify step and the
-    simulator's (``sweeps.simulate.speculation``) both take them from here."""
+    simulator's (``sweeps.studies.serving.simulate.speculation``) both take them from here."""
     shape = (x["layers"], x["local_layers"], x["_window"])
     lookup = physics.lookup_params(x["vocab_size"], x["hidden_size"], x["tied_embeddings"])
     linear = physics.decode_flops_per_sequence(x["active_params"], 0.0, 0.0, lookup)

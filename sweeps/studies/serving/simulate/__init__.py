@@ -1,4 +1,5 @@
-"""``sweeps.simulate``: a discrete-event simulation of replicas running a named scheduler.
+"""The serving study's simulator: a discrete-event simulation of replicas running a named
+scheduler.
 
 Each step costs the roofline bound of exactly what it carries, from the grid's own per-step
 physics (``costs``); the event loop is compiled by numba (``kernel``); arrivals and lengths
@@ -6,10 +7,11 @@ are seeded (``workload``); the statistics (percentiles, attainment, goodput, con
 intervals) are in ``stats``. docs/serving.md section 7.
 """
 
-from sweeps.simulate.costs import StepCosts, point_inputs, step_costs, step_time
-from sweeps.simulate.run import Timeline, simulate
-from sweeps.simulate.stats import batch_means, summarize
-from sweeps.simulate.workload import (
+from sweeps.studies.serving.schedulers import SCHEDULER_CODES
+from sweeps.studies.serving.simulate.costs import StepCosts, step_costs, step_time
+from sweeps.studies.serving.simulate.run import Timeline, simulate
+from sweeps.studies.serving.simulate.stats import batch_means, summarize
+from sweeps.studies.serving.simulate.workload import (
     Arrivals,
     Lengths,
     backlog,
@@ -21,7 +23,6 @@ from sweeps.simulate.workload import (
     write_lengths,
     write_trace,
 )
-from sweeps.studies.serving.schedulers import SCHEDULER_CODES
 
 SCHEDULERS: tuple[str, ...] = tuple(SCHEDULER_CODES)
 """The named schedulers the simulator runs."""
@@ -36,7 +37,6 @@ __all__ = [
     "batch_means",
     "closed_loop",
     "draw_requests",
-    "point_inputs",
     "poisson",
     "read_lengths",
     "read_trace",

@@ -1,7 +1,7 @@
 """Serving: requests of ``I`` prompt and ``O`` output tokens, by mode (docs/serving.md s. 0-3).
 
 For every model, device, tp, batch, KV setting and dtype, and every workload (``I``, ``O``),
-one row per mode of ``sweeps.grid.analyses.schedulers``:
+one row per mode of ``sweeps.studies.serving.closed_forms``:
 
 - ``bound``: no scheduler with ``B`` slots and the token budget does better (section 2): the
   fluid throughput, TTFT ``t_p(1, I)`` alone, TPOT ``t_d(B, S_mean)``;
@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses import served
-from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.schedulers import PRICED, QUANTILES, Terms, serial_prefill
-from sweeps.grid.analyses.steps import cache_bytes
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.steps import cache_bytes
 from sweeps.physics._array import where
+from sweeps.studies.serving import served
+from sweeps.studies.serving.closed_forms import PRICED, QUANTILES, Terms, serial_prefill
 
 DIMS = (
     "model",

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.decode import DIMS as DECODE_DIMS
-from sweeps.grid.analyses.parallel_terms import (
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.decode import DIMS as DECODE_DIMS
+from sweeps.engine.parallel_terms import (
     PARALLEL_DIMS,
     all_to_all_bytes,
     handoff_time,

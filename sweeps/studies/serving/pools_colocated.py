@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Inputs
-from sweeps.grid.analyses.schedulers import QUANTILES
+from sweeps.engine.base import Inputs
 from sweeps.physics._array import where
+from sweeps.studies.serving.closed_forms import QUANTILES
 
 SLOT_LIMIT = 0.9
 """Largest slot utilization ``lambda_1 / r`` a colocated plan is sized for [1]: at 0.9 of a

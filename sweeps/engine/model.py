@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.steps import weights_read
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.steps import weights_read
 
 
 def _compute(x: Inputs) -> dict[str, Any]:

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses import served
-from sweeps.grid.analyses.drafts import draft
-from sweeps.grid.analyses.steps import cache_bytes, weights_read
+from sweeps.engine.drafts import draft
+from sweeps.engine.steps import cache_bytes, weights_read
+from sweeps.studies.serving import served
 
 
 def _request_time(t: Any, prompt: Any, flops: Any, cache: Any, steps: Any) -> Any:

@@ -18,10 +18,10 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Inputs
-from sweeps.grid.analyses.pools_colocated import QUANTILES, SLOT_LIMIT
-from sweeps.grid.analyses.schedulers import prefill_time
+from sweeps.engine.base import Inputs
 from sweeps.physics._array import where
+from sweeps.studies.serving.closed_forms import prefill_time
+from sweeps.studies.serving.pools_colocated import QUANTILES, SLOT_LIMIT
 
 
 def _side(value: Any) -> Any:

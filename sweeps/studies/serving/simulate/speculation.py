@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.drafts import mtp_head
-from sweeps.grid.analyses.speculative import verify_terms
+from sweeps.engine.drafts import mtp_head
+from sweeps.studies.speculative.speculative import verify_terms
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ def techniques(x: Any, max_context: int, max_slots: int) -> Techniques:
     alpha = _value(x, "spec_acceptance", 0.0)
     context = np.arange(max_context + 1, dtype=np.float64)
     linear, attention, cache = verify_terms(x, context, k)
-    # attention at its own peak (grid/analyses/split.py): its FLOPs as their time at the GEMM
+    # attention at its own peak (engine/split.py): its FLOPs as their time at the GEMM
     # peak, as the decode tables of ``costs`` take them
     ratio = float(x["_attention_ratio"])
     # a step's FLOPs over the replica's devices (tp x ep x pp), as the grid's verify step

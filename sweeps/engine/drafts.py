@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Inputs
-from sweeps.grid.analyses.parallel_terms import parallel
-from sweeps.grid.analyses.split import attention_ratio, splits
-from sweeps.grid.analyses.steps import weights_read
+from sweeps.engine.base import Inputs
+from sweeps.engine.parallel_terms import parallel
+from sweeps.engine.split import attention_ratio, splits
+from sweeps.engine.steps import weights_read
 from sweeps.physics._array import where
 
 
@@ -48,7 +48,8 @@ class MtpHead:
 
 def mtp_head(x: Inputs, context: Any, batch: Any) -> MtpHead:
     """The ``MtpHead`` of the point's model at ``context`` for ``batch`` sequences; the grid's
-    ``_mtp`` and the simulator's tables (``sweeps/simulate/speculation.py``) both build on it."""
+    ``_mtp`` and the simulator's tables (``sweeps/studies/serving/simulate/speculation.py``)
+    both build on it."""
     tp, wb, ep, dp, pp = x["tp"], x["weight_bytes_per_param"], x["_ep"], x["_dp"], x["_pp"]
     vocab, width, layers = x["vocab_size"], x["hidden_size"], x["layers"]
     embedding = physics.embedding_params(vocab, width, x["tied_embeddings"])

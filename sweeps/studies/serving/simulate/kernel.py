@@ -6,7 +6,7 @@ so every stage of a request's life is a range of indices:
 (``chunked-paced`` only), ``nxt`` is the prompt being prefilled (``progress`` of its tokens done)
 and ``[nxt, arrived)`` wait. Slots hold decoding requests, each at its own context. A step is
 atomic: the schedule is decided at its start from what is there, its time is
-``sweeps.physics.roofline_time`` of its FLOPs and bytes (``sweeps.simulate.costs``), and what it
+``sweeps.physics.roofline_time`` of its FLOPs and bytes (``simulate.costs``), and what it
 produces (first tokens, decoded tokens, finished requests) is there at its end.
 
 Schedulers (docs/serving.md section 3), by code: ``STATIC`` (a batch of up to ``B`` waiting
@@ -28,7 +28,7 @@ tokens of the step's budget and weight reads), the draft's ``draft_passes`` roof
 before it, and the slot advances by its next acceptance draw, cut to what it still needs. With
 a prefix hit a prompt starts at its ``cached`` tokens, its prefix reloaded over
 ``tier_bandwidth`` overlapped with the step: ``max(roofline, reload)``
-(``sweeps.simulate.speculation``). ``rows = 1`` and no hit are the plain loop exactly.
+(``simulate.speculation``). ``rows = 1`` and no hit are the plain loop exactly.
 
 The loop is plain Python that numba compiles (``compiled``); without numba the same function
 runs interpreted, step by step, and gives the same numbers.
@@ -56,7 +56,7 @@ from sweeps.studies.serving.schedulers import (
 
 CHUNKED = (*(SCHEDULER_CODES[name] for name in schedulers.CHUNKED), HELD)
 """The schedulers that mix decodes and prompt chunks in one step under a token budget
-(``HELD``: ``chunked-paced`` where its slots free at random, ``sweeps.simulate.run``)."""
+(``HELD``: ``chunked-paced`` where its slots free at random, ``simulate.run``)."""
 
 _roofline_time: Any = physics.roofline_time
 """The physics call of the loop: numba's compiled one once ``compiled`` has run (numba, the

@@ -84,8 +84,8 @@ class Serving(Strict):
     )
     simulate: Annotated[int, Field(ge=0, le=10_000_000)] = Field(
         default=0,
-        description="Requests simulated per cheapest plan (sweeps.simulate; simulated.parquet); "
-        "0: off",
+        description="Requests simulated per cheapest plan (the serving study's simulator; "
+        "simulated.parquet); 0: off",
     )
     lengths: SimulatedLengths = Field(
         default=SimulatedLengths(kind="fixed"),

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
-from sweeps.grid.analyses.split import roofline
-from sweeps.grid.analyses.steps import prefill_split, prefill_work
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
+from sweeps.engine.split import roofline
+from sweeps.engine.steps import prefill_split, prefill_work
 
 DIMS = ("model", "hardware", "tp", "batch", "prompt", "kv_heads", "kv_dtype", "weight_dtype")
 

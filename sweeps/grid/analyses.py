@@ -1,14 +1,15 @@
-"""The analyses of the grid, in dependency order: each one module, registered here.
+"""The analyses of the grid: what a sweep asks for, its dims and tables, read from the one
+registry (``sweeps.studies.ANALYSES``: the core's and each study's, in dependency order).
 
-To add an analysis: write its module (dims, variables, compute; see ``base``) and add it to
-``ANALYSES`` after the analyses it needs. Its table, memory estimate, registry entries,
-streaming and manifest follow from the declaration.
+To add an analysis: write its module (dims, variables, compute; see ``sweeps.engine.base``)
+in its study's folder and list it in its ``STUDY.analyses``. Its table, memory estimate,
+registry entries, streaming and manifest follow from the declaration.
 """
 
 from typing import Any
 
 from sweeps.axes import canonical
-from sweeps.grid.analyses.base import (
+from sweeps.engine.base import (
     COLUMN_ITEMSIZE,
     ITEMSIZE,
     Analysis,
@@ -18,26 +19,7 @@ from sweeps.grid.analyses.base import (
     Rank,
     Variable,
 )
-from sweeps.grid.analyses.decode import DECODE
-from sweeps.grid.analyses.model import MODEL
-from sweeps.grid.analyses.parallel import PARALLEL
-from sweeps.grid.analyses.pools import POOLS
-from sweeps.grid.analyses.prefill import PREFILL
-from sweeps.grid.analyses.prefix import PREFIX
-from sweeps.grid.analyses.serving import SERVING
-from sweeps.grid.analyses.speculative import SPECULATIVE
-
-ANALYSES: tuple[Analysis, ...] = (
-    MODEL,
-    DECODE,
-    PREFILL,
-    PARALLEL,
-    SPECULATIVE,
-    PREFIX,
-    SERVING,
-    POOLS,
-)
-"""Every analysis, each after those it needs."""
+from sweeps.studies import ANALYSES, STUDIES
 
 BY_NAME: dict[str, Analysis] = {analysis.name: analysis for analysis in ANALYSES}
 
@@ -59,7 +41,6 @@ def _present(sweep: Any) -> set[str]:
     """The dims ``sweep`` has: those of the analyses it asks for, and the axes of its studies
     that it gives values (``[serving] arrival_rate`` or ``concurrency``, one of the two)."""
     from sweeps.axes import AXIS
-    from sweeps.studies import STUDIES
 
     own = {dim for analysis in applicable(sweep) for dim in analysis.dims}
     studies = getattr(sweep, "studies", {})

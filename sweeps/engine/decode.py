@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Analysis, Inputs, Variable
-from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS, parallel, step_times
-from sweeps.grid.analyses.split import roofline, timed_flops
-from sweeps.grid.analyses.steps import weights_read
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS, parallel, step_times
+from sweeps.engine.split import roofline, timed_flops
+from sweeps.engine.steps import weights_read
 from sweeps.physics._array import where
 
 DIMS = ("model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype")

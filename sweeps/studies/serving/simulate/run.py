@@ -1,9 +1,9 @@
 """One simulation: requests drawn, dispatched to replicas, each replica's loop run compiled.
 
-``simulate`` takes the grid's inputs at one point (``sweeps.simulate.costs.point_inputs``) or
+``simulate`` takes the grid's inputs at one point (``simulate.costs.point_inputs``) or
 ready ``StepCosts``, a named scheduler, the batch ``B`` and the token budget ``tau``, the
 arrivals and the lengths, and returns every request's arrival, admission, first-token and
-completion times (``Timeline``); ``sweeps.simulate.stats`` turns them into the statistics.
+completion times (``Timeline``); ``simulate.stats`` turns them into the statistics.
 
 A pool of ``replicas`` splits Poisson arrivals at random (each replica then sees a Poisson
 stream at ``lambda / N``, as docs/serving.md section 4 assumes), a closed loop's clients and a
@@ -19,10 +19,16 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.errors import ConfigError
-from sweeps.simulate.costs import StepCosts, step_costs
-from sweeps.simulate.kernel import CHUNKED, HELD, PACED, SCHEDULER_CODES, replica_loop
-from sweeps.simulate.speculation import Techniques, techniques
-from sweeps.simulate.workload import Arrivals, Lengths, Requests, draw_requests
+from sweeps.studies.serving.simulate.costs import StepCosts, step_costs
+from sweeps.studies.serving.simulate.kernel import (
+    CHUNKED,
+    HELD,
+    PACED,
+    SCHEDULER_CODES,
+    replica_loop,
+)
+from sweeps.studies.serving.simulate.speculation import Techniques, techniques
+from sweeps.studies.serving.simulate.workload import Arrivals, Lengths, Requests, draw_requests
 
 NO_BUDGET = 2**62
 """The token budget of a step when none is set (chunking off) [token]."""
@@ -200,7 +206,7 @@ def simulate(  # long: the one entry point, its arguments checked and the replic
     ``point`` is the grid's inputs at one point (``point_inputs``) or ``StepCosts`` large
     enough for the requests. ``budget`` is the token budget ``tau`` (0: none; the chunked
     schedulers need one above ``batch``). ``prompt`` and ``output`` are the lengths' means.
-    Speculation and prefix hits (``sweeps.simulate.speculation``) are the point's own where
+    Speculation and prefix hits (``simulate.speculation``) are the point's own where
     it has their axes; with ready ``StepCosts`` they are ``extra`` (None: plain).
     ``use_numba``: None runs the compiled loop where numba (the ``fast`` extra) is installed,
     else the interpreted one (the same numbers); False the interpreted one; True the compiled

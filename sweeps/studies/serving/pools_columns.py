@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sweeps.grid.analyses.base import Variable
+from sweeps.engine.base import Variable
 
 _V = Variable
 

@@ -15,10 +15,10 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Inputs
-from sweeps.grid.analyses.drafts import draft, verify_coefficients
-from sweeps.grid.analyses.split import timed_flops
-from sweeps.grid.analyses.steps import (
+from sweeps.engine.base import Inputs
+from sweeps.engine.drafts import draft, verify_coefficients
+from sweeps.engine.split import timed_flops
+from sweeps.engine.steps import (
     cache_bytes,
     hit_work,
     prefill_split,
@@ -154,7 +154,7 @@ def static_cycle(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) -
 UNMODELLED: dict[str, tuple[str, ...]] = {}
 """The modes not modelled where an axis is off its plain value (``k > 0``, ``h > 0``), by axis:
 none now (``chunked-greedy`` with speculation is modelled, null only where its own schedule
-does not hold, ``grid/analyses/greedy.py``)."""
+does not hold, ``studies/serving/greedy.py``)."""
 
 
 def modelled(x: Inputs, mode: str, terms: dict[str, Any]) -> dict[str, Any]:

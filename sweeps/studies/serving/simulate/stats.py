@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from sweeps.simulate.run import Timeline
+from sweeps.studies.serving.simulate.run import Timeline
 
 BATCHES = 20
 """Batches of the batch-means confidence intervals."""

@@ -6,27 +6,26 @@ that one scheduler runs on one kind of device (the least cost, the fewest device
 device has a price) is simulated with ``N`` requests: its replicas, batch and scheduler,
 Poisson arrivals at the workload's rate (a closed loop of its clients where the table has a
 concurrency), the lengths of ``[serving] lengths``, seed 0. ``simulated.parquet`` has one row
-per plan, its columns declared once in ``SIMULATED`` (units and descriptions go into the
-file's metadata as for every table); the TTFT and TPOT of every request feed the CDF
-charts (``sweeps.charts.simulated``).
+per plan, its columns declared once in ``sweeps.studies.serving.simulated`` (units and
+descriptions go into the file's metadata as for every table); the TTFT and TPOT of every
+request feed the CDF charts (``sweeps.charts.simulated``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sweeps.errors import ConfigError
-from sweeps.grid.analyses.base import Variable
-from sweeps.grid.analyses.served import EXTRA_DIMS
-from sweeps.simulate.costs import point_inputs
-from sweeps.simulate.kernel import SCHEDULER_CODES
-from sweeps.simulate.run import Timeline, simulate
-from sweeps.simulate.stats import summarize
-from sweeps.simulate.workload import Lengths, closed_loop, poisson, read_lengths
-from sweeps.studies.serving.schedulers import MODE_ALIASES
+from sweeps.studies.serving.schedulers import BY_NAME, MODE_ALIASES
+from sweeps.studies.serving.served import EXTRA_DIMS
+from sweeps.studies.serving.simulate.kernel import SCHEDULER_CODES
+from sweeps.studies.serving.simulate.run import Timeline, simulate
+from sweeps.studies.serving.simulate.stats import summarize
+from sweeps.studies.serving.simulate.workload import Lengths, closed_loop, poisson, read_lengths
 
 WORKLOAD = (
     "model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens",
@@ -37,75 +36,11 @@ SEED = 0
 TECHNIQUES = EXTRA_DIMS
 """The speculative, prefix and parallel dims a plan carries where the sweep has them (the
 serving analyses' own, declared once in ``served``): the simulated replica verifies and hits
-as the plan does (``sweeps.simulate.speculation``), on its parallel layout's grid point."""
+as the plan does (``simulate.speculation``), on its parallel layout's grid point."""
+InputsAt = Callable[[Any, dict[str, int]], Any]
+"""The grid's inputs at one point of a sweep (indices by dim): the engine's, handed in."""
 SCENARIO = ("spec_acceptance", "prefix_hit_rate")
 """What a workload meets beside its lengths and rate: one cheapest plan each."""
-
-_V = Variable
-SIMULATED: tuple[Variable, ...] = (
-    _V("model", "-", "Model id", "str"),
-    _V("kv_heads", "head", "Key/value heads in effect", "int64"),
-    _V("kv_dtype", "-", "KV-cache number format", "str"),
-    _V("weight_dtype", "-", "Weight number format", "str"),
-    _V("prompt_tokens", "token", "Mean prompt tokens per request, I", "int64"),
-    _V("output_tokens", "token", "Mean output tokens per request, O", "int64"),
-    _V(
-        "arrival_rate",
-        "request/s",
-        "Poisson arrival rate of the workload (null: a closed loop)",
-        "float64",
-    ),
-    _V(
-        "concurrency",
-        "request",
-        "Closed-loop clients of the workload (null: Poisson arrivals)",
-        "int64",
-    ),
-    _V(
-        "spec_acceptance",
-        "1",
-        "Draft acceptance the workload meets (null: no speculation axes)",
-        "float64",
-    ),
-    _V(
-        "prefix_hit_rate",
-        "1",
-        "Prefix hit rate the workload meets (null: no prefix axes)",
-        "float64",
-    ),
-    _V("hardware", "-", "Device of the plan", "str"),
-    _V("tp", "device", "Devices of one replica", "int64"),
-    _V("batch", "sequence", "Slots of one replica, B", "int64"),
-    _V("replicas", "replica", "Replicas of the plan", "int64"),
-    _V("scheduler", "-", "Named scheduler simulated (docs/serving.md section 3)", "str"),
-    _V("spec_tokens", "token", "Draft tokens of the plan, k (null: no speculation axes)", "int64"),
-    _V("spec_draft", "-", "Draft of the plan (null: no speculation axes)", "str"),
-    _V("kv_tier", "-", "Tier of the plan's cached prefixes (null: no prefix axes)", "str"),
-    _V("requests", "request", "Requests simulated", "int64"),
-    _V("seed", "-", "Seed of the arrivals and lengths", "int64"),
-    *(
-        _V(f"{name}_{stat}_s", "s", f"{label}, {what} (simulated)")
-        for name, label in (
-            ("ttft", "Time to first token"),
-            ("tpot", "Time per output token after the first (null: O = 1)"),
-            ("latency", "End-to-end latency"),
-        )
-        for stat, what in (
-            ("mean", "mean"),
-            ("mean_ci", "half-width of the mean's 95 % confidence interval (batch means)"),
-            ("p50", "median"),
-            ("p90", "90th percentile"),
-            ("p99", "99th percentile"),
-        )
-    ),
-    _V("slo_attainment", "1", "Share of requests meeting both the TTFT and TPOT objectives"),
-    _V("requests_per_s", "request/s", "Completed requests per second, steady window"),
-    _V("output_tokens_per_s", "token/s", "Output tokens per second of the plan, steady window"),
-    _V("goodput_requests_per_s", "request/s", "Requests per second meeting both objectives"),
-    _V("utilization", "1", "Share of the replicas' time spent running steps"),
-    _V("mean_queue_length", "request", "Mean prompts waiting per replica (Little's law)"),
-)
-"""The columns of ``simulated.parquet``, each declared once."""
 
 
 @dataclass(frozen=True)
@@ -160,8 +95,7 @@ def _index(values: Any, wanted: Any, key: str) -> int:
 
 def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
     """The grid indices of a plan's replica in ``sweep``."""
-    from sweeps.axes import AXES
-    from sweeps.config import NATIVE
+    from sweeps.axes import AXES, NATIVE
 
     model = _index([m.id for m in sweep.models], plan["model"], "model")
     counts = [
@@ -184,9 +118,12 @@ def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def simulate_plans(pools: Any, sweep: Any, lengths: Lengths | None = None) -> list[Simulated]:
+def simulate_plans(
+    pools: Any, sweep: Any, inputs_at: InputsAt, lengths: Lengths | None = None
+) -> list[Simulated]:
     """Every cheapest plan of the pools table (a Polars frame) simulated with ``[serving]
-    simulate`` requests (and ``lengths``, read from the sweep where not given)."""
+    simulate`` requests (and ``lengths``, read from the sweep where not given), each on the
+    grid's inputs at its point (``inputs_at``: the engine's, ``grid.scalar.point_inputs``)."""
     lengths = lengths or lengths_of(sweep)
     out = []
     for found in cheapest_plans(pools).iter_rows(named=True):
@@ -205,18 +142,20 @@ def simulate_plans(pools: Any, sweep: Any, lengths: Lengths | None = None) -> li
         }
         if plan["scheduler"] not in SCHEDULER_CODES:
             continue
-        out.append(_simulated(sweep, plan, lengths))
+        out.append(_simulated(sweep, plan, lengths, inputs_at))
     return out
 
 
-def _simulated(sweep: Any, plan: dict[str, Any], lengths: Lengths) -> Simulated:
+def _simulated(
+    sweep: Any, plan: dict[str, Any], lengths: Lengths, inputs_at: InputsAt
+) -> Simulated:
     """One plan simulated, and its row."""
     serving = sweep.serving
-    chunked = plan["scheduler"].startswith("chunked")
+    chunked = BY_NAME[plan["scheduler"]].chunked
     clients = plan["concurrency"]
     arrivals = poisson(plan["arrival_rate"]) if clients is None else closed_loop(clients)
     timeline = simulate(
-        point_inputs(sweep, _point(sweep, plan)), plan["scheduler"], plan["batch"],
+        inputs_at(sweep, _point(sweep, plan)), plan["scheduler"], plan["batch"],
         arrivals=arrivals, requests=serving.simulate,
         prompt=plan["prompt_tokens"], output=plan["output_tokens"], lengths=lengths,
         budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Inputs
+from sweeps.engine.base import Inputs
 
 PARALLEL_DIMS = ("ep", "dp_attention", "pp")
 """The dims of the parallel axes, taken on by the step analyses when the sweep has them."""

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sweeps import physics
-from sweeps.grid.analyses.base import Inputs
+from sweeps.engine.base import Inputs
 
 
 def splits(x: Inputs) -> bool:
