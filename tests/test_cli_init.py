@@ -157,7 +157,7 @@ def test_init_names_and_the_commented_serving_table(runner: CliRunner, tmp_path:
     assert (tmp_path / "my.toml").is_file()
     assert not (tmp_path / "my.toml.toml").exists()
     text = (tmp_path / "my.toml").read_text(encoding="utf-8")
-    assert load_config(tmp_path / "my.toml").serving is None  # commented out: no plan yet
+    assert "serving" not in load_config(tmp_path / "my.toml").studies  # commented out: no plan
     assert "\n# [serving]" in text
     served = "\n".join(  # uncommented, the table is a plan that validates
         line.removeprefix("# ")
@@ -168,7 +168,7 @@ def test_init_names_and_the_commented_serving_table(runner: CliRunner, tmp_path:
     )
     (tmp_path / "served.toml").write_text(served, encoding="utf-8")
     sweep = load_config(tmp_path / "served.toml")
-    assert sweep.serving is not None
+    assert sweep.studies.get("serving") is not None
     assert (
         runner.invoke(cli, ["init", "renamed", "--example", "seed-llama3-8b-h100"]).exit_code == 0
     )

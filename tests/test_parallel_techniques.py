@@ -25,10 +25,10 @@ import sweeps
 from sweeps import physics
 from sweeps.config import parse_config
 from sweeps.engine.drafts import verify_coefficients
-from sweeps.grid.analyses import served
 from sweeps.grid.build import build_grid
 from sweeps.grid.scalar import point_inputs
 from sweeps.pipeline.mapping import sweep_from_mapping
+from sweeps.studies.serving import served
 from sweeps.studies.serving.simulate import step_costs
 from sweeps.studies.serving.simulate.speculation import techniques
 

@@ -96,6 +96,6 @@ def cdf_figures(simulated: list[Any], sweep: Any) -> list[Any]:
     # a chart that cannot be built is skipped, saying why, as the other figures are
     return [
         built(f"simulated-{metric}-cdf", KIND, "all", None, spec, metric,
-              float(getattr(sweep.serving, key)))
+              float(getattr(sweep.studies["serving"], key)))
         for metric, (_, _, key) in METRICS.items()
     ]  # fmt: skip

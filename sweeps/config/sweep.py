@@ -91,12 +91,6 @@ class Sweep:
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
 
     @property
-    def serving(self) -> Serving | None:
-        """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
-        settings: Serving | None = self.studies.get("serving")
-        return settings
-
-    @property
     def sha256(self) -> str:
         """SHA-256 of the config text, as hex."""
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()

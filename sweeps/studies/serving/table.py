@@ -67,8 +67,8 @@ class SimulatedLengths(Strict):
 
 
 class Serving(Strict):
-    """The objectives and links of ``[serving]``; also ``Sweep.serving`` (one declaration:
-    ``sweeps.studies.serving.STUDY`` makes it from the table)."""
+    """The objectives and links of ``[serving]``; also ``Sweep.studies["serving"]`` (one
+    declaration: ``sweeps.studies.serving.STUDY`` makes it from the table)."""
 
     ttft_slo_s: PositiveFloat = Field(default=2.0, description="Time-to-first-token objective [s]")
     tpot_slo_s: PositiveFloat = Field(
@@ -149,5 +149,6 @@ class ServingTable(Serving):
         return self
 
     def objectives(self) -> Serving:
-        """The resolved settings of the study (``Sweep.serving``): the table without its axes."""
+        """The resolved settings of the study (``Sweep.studies["serving"]``): the table without its
+        axes."""
         return Serving(**{name: getattr(self, name) for name in Serving.model_fields})

@@ -294,8 +294,7 @@ def replica_loop(use_numba: bool | None = None) -> Callable[..., Any]:
     if compiled_loop is not None:
         return compiled_loop
     if use_numba:
-        from sweeps.errors import MissingExtraError
-        from sweeps.pipeline.extras import install_hint
+        from sweeps.errors import MissingExtraError, install_hint
 
         msg = (
             "use_numba=True: the simulator's compiled loop needs numba, which is not "

@@ -53,7 +53,7 @@ class Simulated:
 
 def lengths_of(sweep: Any) -> Lengths:
     """``[serving] lengths`` as ``Lengths``; a CSV is read relative to the config file."""
-    table = sweep.serving.lengths
+    table = sweep.studies["serving"].lengths
     if table.csv is None:
         return Lengths(table.kind, cv=table.cv or 0.0, source=f"{sweep.path}: serving.lengths")
     path = Path(sweep.path).parent / table.csv
@@ -150,7 +150,7 @@ def _simulated(
     sweep: Any, plan: dict[str, Any], lengths: Lengths, inputs_at: InputsAt
 ) -> Simulated:
     """One plan simulated, and its row."""
-    serving = sweep.serving
+    serving = sweep.studies["serving"]
     chunked = BY_NAME[plan["scheduler"]].chunked
     clients = plan["concurrency"]
     arrivals = poisson(plan["arrival_rate"]) if clients is None else closed_loop(clients)
