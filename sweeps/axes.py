@@ -17,7 +17,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sweeps.study import POOL_MODES, SERVING_MODES, pool_modes, serving_modes
+from sweeps.schedulers import (
+    MODE_DOC,
+    POOL_MODES,
+    SERVING_MODES,
+    pool_modes,
+    serving_modes,
+)
+
+NATIVE = "native"
+"""The ``kv_heads`` setting that keeps each model's own KV heads."""
 
 AxisKind = Literal["name", "size", "heads", "value"]
 
@@ -221,8 +230,7 @@ AXES: tuple[Axis, ...] = (
         "studies",
         "name",
         "-",
-        "bound (no scheduler does better), static, or a named scheduler (serial-prefill, "
-        "batched-prefill, chunked-paced, chunked-greedy)",
+        MODE_DOC,
         "mode",
         derive=serving_modes,
         most=len(SERVING_MODES),

@@ -35,3 +35,9 @@ class WriteError(SweepsError, OSError):
 class MissingExtraError(SweepsError, ImportError):
     """Something asked for needs an optional dependency that is not installed: names what
     asked, the extra and how to install it (a config's own need is a ``ConfigError``)."""
+
+
+def install_hint(extra: str) -> str:
+    """``pip install 'sweeps[extra]'``: the one spelling of how to get an extra (the end of a
+    ``MissingExtraError``'s message)."""
+    return f"pip install 'sweeps[{extra}]'"

@@ -9,6 +9,7 @@ starts empty, for the adversaries that try to beat the bound over every schedule
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,13 +30,13 @@ class Costs:
 
     def __init__(self, sweep: object, point: dict[str, int] | None = None) -> None:
         from sweeps.bench.scalar import POSITION, ScalarEngine, input_table, pointwise
-        from sweeps.grid.analyses import Inputs
-        from sweeps.grid.analyses.steps import (
+        from sweeps.engine.steps import (
             cache_bytes,
             prefill_work,
             step_coefficients,
             weights_read,
         )
+        from sweeps.grid.analyses import Inputs
 
         index = [0] * len(POSITION)
         for dim, i in (point or {}).items():
@@ -237,6 +238,17 @@ class Chunked:
             run._first_token(ttft)
 
 
+def oracles(run: Run, chunked: Chunked) -> dict[str, Callable[[], None]]:
+    """One step of each named scheduler's plain loop, by name: the oracle of its closed form
+    (``tests/test_scheduler_registry.py`` checks that every registered one has its loop)."""
+    return {
+        "serial-prefill": lambda: serial_prefill(run),
+        "batched-prefill": lambda: batched_prefill(run),
+        "chunked-paced": chunked.paced,
+        "chunked-greedy": chunked.greedy,
+    }
+
+
 def saturate(
     costs: Costs,
     scheduler: str,
@@ -254,12 +266,7 @@ def saturate(
     every completed request's work is in it, so no scheduler may pass the bound there."""
     run = Run(costs, batch, prompt, output, budget, warm)
     chunked = Chunked(run)
-    step = {
-        "serial-prefill": lambda: serial_prefill(run),
-        "batched-prefill": lambda: batched_prefill(run),
-        "chunked-paced": chunked.paced,
-        "chunked-greedy": chunked.greedy,
-    }[scheduler]
+    step = oracles(run, chunked)[scheduler]
     wanted = int(batch * cycles) + 8
     while len(run.done) < wanted:
         step()

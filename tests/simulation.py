@@ -9,7 +9,8 @@ from functools import cache
 import numpy as np
 
 from sweeps.config import parse_config
-from sweeps.simulate import StepCosts, point_inputs, step_costs, step_time
+from sweeps.grid.scalar import point_inputs
+from sweeps.studies.serving.simulate import StepCosts, step_costs, step_time
 
 
 def config_text(model: str = "llama-3-8b", hardware: str = "h100-sxm", tp: int = 1) -> str:

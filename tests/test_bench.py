@@ -25,7 +25,7 @@ from sweeps.cli.main import cli
 from sweeps.config import parse_config
 from sweeps.grid import ANALYSES, REGISTRY, TABLES, build_grid
 from sweeps.grid.analyses import active_dims, applicable, tables
-from sweeps.simulate import SCHEDULERS
+from sweeps.studies.serving.simulate import SCHEDULERS
 
 # MoE, sliding windows, a tp that does not divide the heads, a GQA override, int4 weights and a
 # prompt axis of its own; then MLA (native heads only): every branch of the wiring.

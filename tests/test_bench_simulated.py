@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sweeps.bench.simulated import format_simulated, measure_simulated
-from sweeps.simulate import SCHEDULERS
+from sweeps.studies.serving.simulate import SCHEDULERS
 
 
 def test_measure_simulated_reports_every_scheduler() -> None:

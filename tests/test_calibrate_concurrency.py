@@ -16,7 +16,8 @@ import pytest
 import sweeps
 from sweeps.calibrate import COLUMNS, calibrate
 from sweeps.calibrate.bounds import _sweep
-from sweeps.simulate import SCHEDULERS, closed_loop, point_inputs, simulate
+from sweeps.grid.scalar import point_inputs
+from sweeps.studies.serving.simulate import SCHEDULERS, closed_loop, simulate
 
 HEADER = ",".join([*COLUMNS, "gpus", "concurrency"])
 

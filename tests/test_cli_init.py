@@ -1,4 +1,4 @@
-"""``sweeps init``, the shipped studies as package data, ``sweeps schema`` and completion."""
+"""``sweeps init``, the shipped examples as package data, ``sweeps schema`` and completion."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from sweeps.cli.init import SCHEMA_FILE, SCHEMA_LINE, schema_text, study_names
+from sweeps.cli.init import SCHEMA_FILE, SCHEMA_LINE, example_names, schema_text
 from sweeps.cli.main import cli
 from sweeps.config import load_config
 from sweeps.config.schema import ConfigFile
@@ -57,24 +57,36 @@ def test_init_defaults_and_a_bad_id(runner: CliRunner, tmp_path: Path) -> None:
     assert not (tmp_path / "other.toml").exists()  # nothing written that would not validate
 
 
-def test_init_lists_and_copies_the_shipped_studies(runner: CliRunner, tmp_path: Path) -> None:
+def test_init_lists_and_copies_the_shipped_examples(runner: CliRunner, tmp_path: Path) -> None:
     # by name: a name that extends another ("...-v3-dep", "...-v3") sorts after it, its file before
-    assert study_names() == sorted(path.stem for path in SHIPPED)
+    assert example_names() == sorted(path.stem for path in SHIPPED)
     listed = runner.invoke(cli, ["init", "--list"])
     assert listed.exit_code == 0
     assert len(listed.stdout.splitlines()) == len(SHIPPED)
     assert "seed-llama3-8b-h100" in listed.stdout
     assert "The seed note's study: Llama-3 8B decode on an H100 SXM" in listed.stdout
-    copied = runner.invoke(cli, ["init", "--study", "seed-llama3-8b-h100"])
+    copied = runner.invoke(cli, ["init", "--example", "seed-llama3-8b-h100"])
     assert copied.exit_code == 0, copied.output
     assert (tmp_path / "seed-llama3-8b-h100.toml").read_bytes() == (
         CONFIGS / "seed-llama3-8b-h100.toml"
     ).read_bytes()
-    wrong = runner.invoke(cli, ["init", "--study", "seed"])
+    wrong = runner.invoke(cli, ["init", "--example", "seed"])
     assert wrong.exit_code == 2
-    assert "Error: --study seed: no such study; did you mean 'seed-llama3-8b-h100'?" in wrong.stderr
-    both = runner.invoke(cli, ["init", "--study", "seed-llama3-8b-h100", "--model", "llama-3-8b"])
+    assert (
+        "Error: --example seed: no such example; did you mean 'seed-llama3-8b-h100'?"
+        in wrong.stderr
+    )
+    both = runner.invoke(cli, ["init", "--example", "seed-llama3-8b-h100", "--model", "llama-3-8b"])
     assert both.exit_code == 2
+    assert "--example" in runner.invoke(cli, ["init", "--help"]).stdout
+    assert "--study" not in runner.invoke(cli, ["init", "--help"]).stdout  # hidden: deprecated
+
+
+def test_init_study_is_a_deprecated_alias_of_example(runner: CliRunner, tmp_path: Path) -> None:
+    old = runner.invoke(cli, ["init", "old", "--study", "seed-llama3-8b-h100"])
+    assert old.exit_code == 0, old.output
+    assert "--study is deprecated; use --example" in old.stderr
+    assert load_config(tmp_path / "old.toml").name == "old"
 
 
 def test_schema_is_the_config_model_and_the_shipped_copy_is_current() -> None:
@@ -145,7 +157,7 @@ def test_init_names_and_the_commented_serving_table(runner: CliRunner, tmp_path:
     assert (tmp_path / "my.toml").is_file()
     assert not (tmp_path / "my.toml.toml").exists()
     text = (tmp_path / "my.toml").read_text(encoding="utf-8")
-    assert load_config(tmp_path / "my.toml").serving is None  # commented out: no plan yet
+    assert "serving" not in load_config(tmp_path / "my.toml").studies  # commented out: no plan
     assert "\n# [serving]" in text
     served = "\n".join(  # uncommented, the table is a plan that validates
         line.removeprefix("# ")
@@ -156,8 +168,10 @@ def test_init_names_and_the_commented_serving_table(runner: CliRunner, tmp_path:
     )
     (tmp_path / "served.toml").write_text(served, encoding="utf-8")
     sweep = load_config(tmp_path / "served.toml")
-    assert sweep.serving is not None
-    assert runner.invoke(cli, ["init", "renamed", "--study", "seed-llama3-8b-h100"]).exit_code == 0
+    assert sweep.studies.get("serving") is not None
+    assert (
+        runner.invoke(cli, ["init", "renamed", "--example", "seed-llama3-8b-h100"]).exit_code == 0
+    )
     copied = load_config(tmp_path / "renamed.toml")
     assert copied.name == "renamed"  # its own output folder, outputs/renamed/
     assert copied.title == load_config(CONFIGS / "seed-llama3-8b-h100.toml").title

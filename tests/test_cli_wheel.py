@@ -1,5 +1,5 @@
 """What a ``pip install`` of the wheel gives a new user: ``sweeps init`` and ``sweeps run`` from an
-empty folder, the shipped studies, the schema, and `mypy --strict` on a user script (issue 16).
+empty folder, the shipped examples, the schema, and `mypy --strict` on a user script (issue 16).
 
 The wheel is built from a copy of the tree (pip's own build, as a user's ``pip install .``
 would), installed without its dependencies into a fresh venv that has no access to this
@@ -117,7 +117,7 @@ def test_init_and_run_from_an_empty_folder(venv: Path, tmp_path: Path) -> None:
         cwd=empty,
         env=env,
     )
-    sh(sweeps, "init", "--study", "llama3-70b-h200-gqa-kv", cwd=empty, env=env)
+    sh(sweeps, "init", "--example", "llama3-70b-h200-gqa-kv", cwd=empty, env=env)
     assert sorted(p.name for p in empty.iterdir()) == [
         "llama3-70b-h200-gqa-kv.toml",
         "mine.toml",
@@ -138,7 +138,7 @@ def test_init_and_run_from_an_empty_folder(venv: Path, tmp_path: Path) -> None:
     assert "axes" in schema["properties"]
 
 
-def test_the_bare_core_runs_the_seed_study(venv: Path, tmp_path: Path) -> None:
+def test_the_bare_core_runs_the_seed_example(venv: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NO_COLOR")}
     env["HOME"] = str(tmp_path)
     python = venv / "bin" / "python"
@@ -151,7 +151,7 @@ def test_the_bare_core_runs_the_seed_study(venv: Path, tmp_path: Path) -> None:
     )
     assert "No module named 'numba'" in compiled.stderr  # the fast extra too
     sweeps = venv / "bin" / "sweeps"
-    sh(sweeps, "init", "--study", "seed-llama3-8b-h100", cwd=tmp_path, env=env)
+    sh(sweeps, "init", "--example", "seed-llama3-8b-h100", cwd=tmp_path, env=env)
     ran = sh(sweeps, "run", "seed-llama3-8b-h100.toml", cwd=tmp_path, env=env)
     assert "decode summary" in ran
     folder = tmp_path / "outputs" / "seed-llama3-8b-h100"

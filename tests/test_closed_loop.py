@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import sweeps
 from sweeps import physics
 from sweeps.cli.main import cli
-from sweeps.simulate import closed_loop, simulate, summarize
+from sweeps.studies.serving.simulate import closed_loop, simulate, summarize
 from tests.simulation import point
 
 

@@ -189,19 +189,20 @@ kv_link_bandwidth = 50e9
 
 
 def test_serving_table() -> None:
-    assert parse_config(BASE).serving is None
+    assert parse_config(BASE).studies.get("serving") is None
     assert parse_config(BASE).prompt_tokens == ()
     sweep = parse_config(BASE + SERVING)
     assert sweep.prompt_tokens == (512, 2048)
     assert sweep.output_tokens == (128, 256, 512)
     assert sweep.arrival_rate == (1.0, 10.0)
-    assert sweep.serving is not None
-    assert (sweep.serving.ttft_slo_s, sweep.serving.tpot_slo_s) == (2.0, 0.05)
-    assert (sweep.serving.chunk_tokens, sweep.serving.kv_link_bandwidth) == (2048, 50e9)
+    assert sweep.studies.get("serving") is not None
+    serving = sweep.studies["serving"]
+    assert (serving.ttft_slo_s, serving.tpot_slo_s) == (2.0, 0.05)
+    assert (serving.chunk_tokens, serving.kv_link_bandwidth) == (2048, 50e9)
     defaults = parse_config(BASE + "[serving]\n")
-    assert defaults.serving is not None
-    assert defaults.serving.kv_link_bandwidth == 50e9
-    assert defaults.serving.chunk_tokens == 2048
+    assert defaults.studies.get("serving") is not None
+    assert defaults.studies.get("serving").kv_link_bandwidth == 50e9
+    assert defaults.studies.get("serving").chunk_tokens == 2048
     assert defaults.prompt_tokens == (512, 2048)
 
 
@@ -209,15 +210,15 @@ def test_serving_schedulers_key() -> None:
     """Every mode by default; a chosen few (the first round's names read as this round's),
     bound and static always there; a chunked one needs a budget."""
     from sweeps.axes import AXIS
-    from sweeps.study import SCHEDULERS
+    from sweeps.schedulers import SCHEDULERS
 
     every = parse_config(BASE + "[serving]\n")
-    assert every.serving is not None
-    assert every.serving.schedulers == list(SCHEDULERS)
+    assert every.studies.get("serving") is not None
+    assert every.studies.get("serving").schedulers == list(SCHEDULERS)
     assert AXIS["mode"].labels(every) == ["bound", "static", *SCHEDULERS]
     old = parse_config(BASE + '[serving]\nschedulers = ["colocated", "chunked", "colocated"]\n')
-    assert old.serving is not None
-    assert old.serving.schedulers == ["serial-prefill", "chunked-paced"]
+    assert old.studies.get("serving") is not None
+    assert old.studies.get("serving").schedulers == ["serial-prefill", "chunked-paced"]
     assert AXIS["mode"].labels(old) == ["bound", "static", "serial-prefill", "chunked-paced"]
     off = parse_config(BASE + "[serving]\nchunk_tokens = 0\n")
     assert AXIS["mode"].labels(off) == ["bound", "static", "serial-prefill", "batched-prefill"]

@@ -15,7 +15,7 @@ from sweeps.export.frame import TABLE_NAMES
 from sweeps.export.parquet import frames
 from sweeps.grid import REGISTRY, build_grid
 from sweeps.grid.analyses import TABLES
-from sweeps.simulate.plans import SIMULATED
+from sweeps.studies.serving.simulated import SIMULATED
 
 CLOSED_LOOP = """
 [sweep]

@@ -24,8 +24,9 @@ import pytest
 
 import sweeps
 from sweeps import physics
+from sweeps.grid.scalar import point_inputs
 from sweeps.pipeline.mapping import sweep_from_mapping
-from sweeps.simulate import backlog, point_inputs, simulate, summarize
+from sweeps.studies.serving.simulate import backlog, simulate, summarize
 from tests.test_simulate_techniques import PROMPT, TAU, TOLERANCE, config
 
 MODE = "chunked-greedy"

@@ -133,10 +133,7 @@ def test_each_analysis_declares_its_variables_beside_its_compute() -> None:
     assert apart == KNOWN_APART, "\n".join(apart)
 
 
-KNOWN_APART = [
-    # part B (issue 42) merges pools_columns.py back into pools.py; the lead empties this after
-    "sweeps/grid/analyses/pools.py: Analysis('pools') imports ['VARIABLES']",
-]
+KNOWN_APART: list[str] = []
 
 
 # The import drawing. A room is a top-level module or folder of ``sweeps`` (``sweeps/charts/``,
@@ -146,12 +143,21 @@ KNOWN_APART = [
 # do not (types only, never run), nor ``importlib.import_module`` of a string (the lazy
 # faces of ``sweeps``, ``sweeps.charts``, ... and ``sweeps.outputs.registered``).
 FLOORS: tuple[tuple[str, ...], ...] = (
-    ("errors", "files", "limits", "outputs", "processes", "physics"),  # the ground floor
+    (
+        "errors",
+        "files",
+        "limits",
+        "outputs",
+        "processes",
+        "schedulers",
+        "fields",
+        "physics",
+    ),  # ground
     ("catalog",),  # the records and their data
-    ("axes", "study"),  # the axis table and the study records the config reads
+    ("engine", "axes"),  # what an analysis is, the core analyses, the axis table
+    ("studies",),  # one folder a study, each declaring its STUDY once
     ("config",),  # the TOML schema and its resolution into a Sweep
-    ("grid",),  # the engine: variables, analyses, build_grid, memory, chunks
-    ("studies", "simulate"),  # the optional parts of a sweep, above the engine
+    ("grid",),  # what a sweep asks of the registry: build_grid, memory, chunks
     ("pipeline", "export", "views", "calibrate"),  # run, write, read back, calibrate
     ("charts",),  # figures and the report
     ("bench",),  # sweeps bench
@@ -159,15 +165,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("sweeps",),  # the package's face (sweeps/__init__.py)
 )
 FLOOR = {room: level for level, rooms in enumerate(FLOORS) for room in rooms}
-KNOWN_BACK_ARROWS = {
-    # Part B of issue 42 (the serving/simulator study move) cuts these; the lead empties this
-    # allowance after merging it. Every circle of the drawing today runs through one of them.
-    ("study", "config"): "study.py reads config.techniques's records (part B)",
-    ("simulate", "bench"): "simulate/costs.py runs bench.scalar's loop (part B)",
-    ("simulate", "charts"): "simulate/output.py draws charts.simulated's CDFs (part B)",
-    ("simulate", "export"): "simulate/output.py writes simulated.parquet itself (part B)",
-    ("simulate", "pipeline"): "simulate/kernel.py names pipeline.extras's hint (part B)",
-}
+KNOWN_BACK_ARROWS: dict[tuple[str, str], str] = {}
 """Back arrows allowed for now, each with what cuts it."""
 
 

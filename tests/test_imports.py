@@ -110,11 +110,11 @@ def test_a_run_of_a_bad_config_fails_before_any_heavy_import(tmp_path):
 
 
 def test_the_simulator_imports_numba_only_to_compile_its_loop():
-    """The output hooks load ``sweeps.simulate`` on every run; numba (the ``fast`` extra) waits
+    """The output hooks load ``sweeps.studies.serving.simulate`` on every run; numba (the ``fast`` extra) waits
     for a simulation's first compiled loop."""
     probe = (
-        "import sys, sweeps.simulate, sweeps.charts.output; before = 'numba' in sys.modules; "
-        "from sweeps.simulate.kernel import compiled; compiled(); "
+        "import sys, sweeps.studies.serving.simulate, sweeps.charts.output; before = 'numba' in sys.modules; "
+        "from sweeps.studies.serving.simulate.kernel import compiled; compiled(); "
         "print(before, 'numba' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -24,12 +24,13 @@ import xarray as xr
 import sweeps
 from sweeps import physics
 from sweeps.config import parse_config
-from sweeps.grid.analyses import served
-from sweeps.grid.analyses.drafts import verify_coefficients
+from sweeps.engine.drafts import verify_coefficients
 from sweeps.grid.build import build_grid
+from sweeps.grid.scalar import point_inputs
 from sweeps.pipeline.mapping import sweep_from_mapping
-from sweeps.simulate import point_inputs, step_costs
-from sweeps.simulate.speculation import techniques
+from sweeps.studies.serving import served
+from sweeps.studies.serving.simulate import step_costs
+from sweeps.studies.serving.simulate.speculation import techniques
 
 from .techniques import SERVING_VARIABLES, same
 

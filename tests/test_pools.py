@@ -21,7 +21,7 @@ from click.testing import CliRunner
 import sweeps
 from sweeps import physics
 from sweeps.cli.main import cli
-from sweeps.study import SCHEDULERS
+from sweeps.schedulers import SCHEDULERS
 
 TTFT_SLO, TPOT_SLO, LINK = 0.5, 0.05, 50e9
 PROMPT, OUTPUT = 2048, 256

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import sweeps
 from sweeps import physics
-from sweeps.study import SCHEDULERS
+from sweeps.schedulers import SCHEDULERS
 
 BATCHES = (8, 16, 32, 64, 128, 256)
 

@@ -1,4 +1,4 @@
-"""The prefix-caching analysis on the grid (``grid/analyses/prefix.py``): against the plain
+"""The prefix-caching analysis on the grid (``studies/prefix/prefix.py``): against the plain
 prefill table, the break-even tier bandwidth by hand and by a second grid, and the tiers."""
 
 from __future__ import annotations

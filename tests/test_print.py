@@ -65,13 +65,14 @@ context = [2048, 8192, 32768, 131072]
 def _simulated() -> list[Any]:
     """The simulated plans of a small serving sweep: one workload, 200 requests a plan."""
     from sweeps.export.parquet import frame
+    from sweeps.grid.scalar import point_inputs
     from sweeps.pipeline.mapping import sweep_from_mapping
-    from sweeps.simulate.plans import simulate_plans
+    from sweeps.studies.serving.simulate.plans import simulate_plans
 
     serving = {**SERVING, "prompt_tokens": [512], "output_tokens": [64], "arrival_rate": [4.0]}
     config = {"sweep": {"name": "print"}, "axes": AXES, "serving": {**serving, "simulate": 200}}
     sweep = sweep_from_mapping(config)
-    return simulate_plans(frame(build_grid(sweep), "pools"), sweep)
+    return simulate_plans(frame(build_grid(sweep), "pools"), sweep, point_inputs)
 
 
 @pytest.fixture(scope="module")

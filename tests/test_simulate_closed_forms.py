@@ -24,7 +24,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sweeps
-from sweeps.simulate import SCHEDULERS, backlog, batch_means, poisson, simulate, summarize
+from sweeps.studies.serving.simulate import (
+    SCHEDULERS,
+    backlog,
+    batch_means,
+    poisson,
+    simulate,
+    summarize,
+)
 
 from .simulation import (
     batched_prefill,

@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 
 import sweeps
-from sweeps.simulate import backlog, simulate, step_time
+from sweeps.studies.serving.simulate import backlog, simulate, step_time
 
 from .simulation import costs, point
 

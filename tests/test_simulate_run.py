@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from sweeps.cli.main import cli
-from sweeps.simulate.plans import SIMULATED
+from sweeps.studies.serving.simulated import SIMULATED
 
 CONFIG = """
 [sweep]

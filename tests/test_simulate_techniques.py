@@ -1,4 +1,4 @@
-"""The simulator with speculative decoding and prefix hits (``sweeps.simulate.speculation``).
+"""The simulator with speculative decoding and prefix hits (``sweeps.studies.serving.simulate.speculation``).
 
 - ``k = 0`` and ``h = 0`` points simulate exactly as plain ones; a verify step of ``B`` slots
   at one context and the draft before it cost the speculative table's ``verify_time_s`` and
@@ -27,9 +27,17 @@ from hypothesis import strategies as st
 
 import sweeps
 from sweeps import physics
+from sweeps.grid.scalar import point_inputs
 from sweeps.pipeline.mapping import sweep_from_mapping
-from sweeps.simulate import SCHEDULERS, backlog, kernel, point_inputs, poisson, simulate, summarize
-from sweeps.simulate.speculation import techniques
+from sweeps.studies.serving.simulate import (
+    SCHEDULERS,
+    backlog,
+    kernel,
+    poisson,
+    simulate,
+    summarize,
+)
+from sweeps.studies.serving.simulate.speculation import techniques
 
 B, PROMPT, OUTPUT, TAU = 32, 1024, 129, 4096
 """The pinned workload: Llama-3.1 70B at fp8 on two H200s, 32 slots, 1024 + 129 tokens."""
@@ -101,7 +109,7 @@ def test_a_verify_step_costs_the_speculative_tables_verify_and_draft(draft: str)
     ds = grid(draft=draft)
     x = inputs(draft=draft)
     extra = techniques(x, 2048, B)
-    from sweeps.simulate import step_costs
+    from sweeps.studies.serving.simulate import step_costs
 
     c = step_costs(x, 2048, B * extra.rows)
     s = 1024
@@ -297,7 +305,7 @@ def test_a_runs_simulated_plans_verify_and_hit_as_the_plans_do(tmp_path: Any) ->
     from click.testing import CliRunner
 
     from sweeps.cli.main import cli
-    from sweeps.simulate.plans import SIMULATED
+    from sweeps.studies.serving.simulated import SIMULATED
 
     text = """
 [sweep]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sweeps.errors import ConfigError, MissingExtraError
-from sweeps.simulate import (
+from sweeps.studies.serving.simulate import (
     Arrivals,
     Lengths,
     closed_loop,
@@ -163,7 +163,7 @@ def test_use_numba_true_without_numba_names_the_fast_extra(monkeypatch) -> None:
     monkeypatch.setattr(kernel, "compiled", lambda: None)  # as without numba installed
     drawn = []
     monkeypatch.setattr(
-        "sweeps.simulate.run.draw_requests", lambda *a, **k: drawn.append(a) or None
+        "sweeps.studies.serving.simulate.run.draw_requests", lambda *a, **k: drawn.append(a) or None
     )
     with pytest.raises(MissingExtraError, match=r"use_numba=True: .*numba.*fast extra: pip "
                        r"install 'sweeps\[fast\]'"):  # fmt: skip

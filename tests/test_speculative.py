@@ -1,4 +1,4 @@
-"""The speculative analysis on the grid (``grid/analyses/speculative.py``): against the plain
+"""The speculative analysis on the grid (``studies/speculative/speculative.py``): against the plain
 decode table, hand values, a plain loop of decode steps; energy per token; and the streamed
 speculative and prefix tables against the whole ones."""
 

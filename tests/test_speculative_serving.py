@@ -128,7 +128,7 @@ def test_serving_with_speculation_agrees_with_a_step_loop(
     served: tuple[xr.Dataset, xr.Dataset], draft: str
 ) -> None:
     # the speculative step costs from the grid, replayed step by step with random acceptance
-    # in a plain loop of its own (sweeps.simulate holds the closed forms to 0.5 %:
+    # in a plain loop of its own (sweeps.studies.serving.simulate holds the closed forms to 0.5 %:
     # tests/test_simulate_techniques.py): the closed forms must agree
     _, both = served
     k, alpha, output = 3, 0.8, 129

@@ -1,4 +1,4 @@
-"""The split compute roof's entry point (``sweeps.grid.analyses.split.roofline``).
+"""The split compute roof's entry point (``sweeps.engine.split.roofline``).
 
 Where some device runs attention at another peak than the GEMMs, the roofline pass's time,
 bottleneck, attained FLOP/s, utilization and tokens/s are all replaced by the split ones, so
@@ -20,11 +20,13 @@ import xarray as xr
 from sweeps.bench import scalar
 from sweeps.bench.scalar import check, sample, scalar_loop
 from sweeps.config import Sweep
+from sweeps.engine import decode, prefill, split
 from sweeps.grid import build_grid
-from sweeps.grid.analyses import decode, prefill, prefix, speculative, split
 from sweeps.grid.layout import GridEngine
 from sweeps.grid.roof import roofline_outputs
 from sweeps.pipeline.mapping import sweep_from_mapping
+from sweeps.studies.prefix import prefix
+from sweeps.studies.speculative import speculative
 
 USERS = (decode, prefill, prefix, speculative)
 """The analyses that take their roofline from ``split.roofline``."""

@@ -1,4 +1,4 @@
-"""Bad speculative and prefix inputs (``sweeps/config/techniques.py``): each named, exit 2
+"""Bad speculative and prefix inputs (``sweeps/studies/speculative/drafts.py``, ``sweeps/studies/prefix/tiers.py``): each named, exit 2
 through the CLI with nothing written."""
 
 from __future__ import annotations

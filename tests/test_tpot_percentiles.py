@@ -10,7 +10,7 @@ import pytest
 
 import sweeps
 from sweeps import physics
-from sweeps.simulate import backlog, simulate
+from sweeps.studies.serving.simulate import backlog, simulate
 from tests.simulation import costs, decode_step, groups, point, prefill_step
 
 PROMPT = 512

@@ -15,21 +15,17 @@ pointwise analyses a sweep asks for and leaves those out.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from sweeps import physics
 from sweeps.axes import AXES
 from sweeps.config import Sweep
 from sweeps.grid.analyses import ANALYSES, Inputs, active_dims, applicable
+from sweeps.grid.scalar import POSITION, ScalarEngine, Table, input_table
 
 Index = tuple[int, ...]
 """One index per axis of ``AXES``, in its order."""
-
-POSITION: dict[str, int] = {axis.dim: i for i, axis in enumerate(AXES)}
-"""Where each dim's index sits in an ``Index``."""
 
 CHECKED: tuple[str, ...] = tuple(
     v.name
@@ -47,55 +43,6 @@ axis."""
 def pointwise(sweep: Sweep) -> tuple[Any, ...]:
     """The analyses ``sweep`` asks for that one point defines (none of the ``whole`` ones)."""
     return tuple(analysis for analysis in applicable(sweep) if not analysis.whole)
-
-
-class ScalarEngine:
-    """The ``Engine`` of ``sweeps.grid.analyses.base`` on scalars: plain calls, no layout.
-
-    ``roofline`` makes the calls the compiled pass of ``sweeps.grid.roof`` makes per point.
-    """
-
-    def pointwise(self, function: Callable[..., Any], dims: tuple[str, ...], *args: Any) -> Any:
-        """``function(*args)``: one point has no layout."""
-        return function(*args)
-
-    def roofline(
-        self, dims: tuple[str, ...], *, with_tokens: bool, **inputs: Any
-    ) -> dict[str, Any]:
-        """The roofline of one point (inputs and keys as ``sweeps.grid.roof.roofline_outputs``:
-        flops, nbytes, ai, batch, max_batch, peak, bandwidth, ridge, peak_flops)."""
-        ai, peak, bandwidth, batch = (inputs[k] for k in ("ai", "peak", "bandwidth", "batch"))
-        attainable = physics.attainable_flops(ai, peak, bandwidth)
-        time = physics.roofline_time(inputs["flops"], inputs["nbytes"], peak, bandwidth)
-        out = {
-            "bottleneck": physics.is_compute_bound(ai, inputs["ridge"]),
-            "attainable_flops": attainable,
-            "utilization": physics.utilization(attainable, inputs["peak_flops"]),
-            "time": time,
-            "feasible": batch <= inputs["max_batch"],
-        }
-        if with_tokens:
-            out["tokens_per_s"] = physics.tokens_per_second(batch, time)
-        return out
-
-    def fits(self, dims: tuple[str, ...], **inputs: Any) -> Any:
-        """The roofline's ``feasible`` alone: ``batch <= max_batch``."""
-        return inputs["batch"] <= inputs["max_batch"]
-
-
-Table = dict[str, tuple[tuple[int, ...], np.ndarray]]
-"""Every input of the grid: the positions in an ``Index`` of its dims, and its values."""
-
-
-def input_table(sweep: Sweep) -> Table:
-    """The coordinates and derived inputs of ``sweep``, as the grid starts from them."""
-    from sweeps.grid.coords import derived_inputs, grid_coords
-
-    table: Table = {}
-    for name, (dims, values) in {**grid_coords(sweep), **derived_inputs(sweep)}.items():
-        named = (dims,) if isinstance(dims, str) else dims
-        table[name] = (tuple(POSITION[d] for d in named), values)
-    return table
 
 
 def scalar_point(sweep: Sweep, table: Table, index: Index) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 from sweeps.bench.run_path import measure_run_path
 
 SEED = "seed-llama3-8b-h100.toml"
-"""The seed study, shipped as package data (``sweeps/studies``, the repository's ``configs/``)."""
+"""The seed example, shipped as package data (``sweeps/examples``, a link to ``configs/``)."""
 
 
 WARM_REPEATS = 3
@@ -42,7 +42,7 @@ def measure_seed_run() -> dict[str, Any]:
     """``measure_run_path`` of the shipped seed study, plus ``config`` and ``phases_s``: import
     and start-up, grid, export (tables and grid file) and figures [s], and ``figures_warm_s``,
     its figures drawn again once warm (``measure_warm_figures``)."""
-    with resources.as_file(resources.files("sweeps") / "studies" / SEED) as path:
+    with resources.as_file(resources.files("sweeps") / "examples" / SEED) as path:
         result = measure_run_path(path)
         result["figures_warm_s"] = measure_warm_figures(path)
     split = result["split_s"]

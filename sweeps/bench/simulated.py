@@ -34,7 +34,7 @@ BATCH, PROMPT, OUTPUT, TAU = 256, 2048, 256, 4096
 def _time(point: Any, scheduler: str, requests: int, use_numba: bool | None, rounds: int) -> float:
     """Best of ``rounds`` simulations of ``requests`` saturated requests [s]."""
     from sweeps.bench.timing import timed
-    from sweeps.simulate import backlog, simulate
+    from sweeps.studies.serving.simulate import backlog, simulate
 
     def once() -> Any:
         return simulate(
@@ -57,8 +57,9 @@ def measure_simulated(
     [1], ``budget_s`` [s] (scaled to ``requests``) and ``within_budget``.
     """
     from sweeps.config import parse_config
-    from sweeps.simulate import SCHEDULERS, point_inputs
-    from sweeps.simulate.kernel import compiled
+    from sweeps.grid.scalar import point_inputs
+    from sweeps.studies.serving.simulate import SCHEDULERS
+    from sweeps.studies.serving.simulate.kernel import compiled
 
     point = point_inputs(parse_config(CONFIG, "<bench>"))
     _time(point, "chunked-paced", 2 * BATCH, None, 1)  # compile (or load) the loop

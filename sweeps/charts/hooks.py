@@ -1,5 +1,6 @@
 """The hooks a run calls to write its figures (``sweeps.pipeline.run_to_folder``): the
-simulated plans' table and CDFs where the sweep asks for them, then the charts and the report,
+studies' post-steps first (``sweeps.export.post_steps``: simulated.parquet where the sweep asks
+for it, whose plans the CDFs draw), then the charts and the report,
 whose skipped charts' status lines are kept for the run (``FiguresHook.notes``)."""
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from .drawing import start
 
 if TYPE_CHECKING:
     from sweeps.config import Sweep
-
-    from .report import Figure
+    from sweeps.export.post_steps import PostStepHook
 
 
 def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
@@ -26,12 +26,10 @@ def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
     (``drawing.start``) at once, so that their start-up overlaps the grid."""
     start(sweep.formats if sweep.charts else ())
 
-    from sweeps.simulate.output import SimulatedHook, wants_simulation
+    from sweeps.export.post_steps import post_steps
 
-    simulated = SimulatedHook(sweep) if wants_simulation(sweep) else None
-
-    figures = FiguresHook(simulated.figures if simulated else [])
-    return (simulated, figures) if simulated else (figures,)
+    steps = post_steps(sweep)  # the studies' tables made after the grid's (simulated.parquet)
+    return (*steps, FiguresHook(steps))
 
 
 class FiguresHook:
@@ -40,9 +38,10 @@ class FiguresHook:
 
     __name__ = "figures"
 
-    def __init__(self, extra: Sequence[Figure]) -> None:
-        self.extra = extra
-        """The figures made elsewhere, by the time this runs (the simulated plans' CDFs)."""
+    def __init__(self, steps: Sequence[PostStepHook] = ()) -> None:
+        self.steps = steps
+        """The studies' post-steps, run before this: their results are drawn (the simulated
+        plans' CDFs, ``simulated.cdf_figures``)."""
         self.notes: list[str] = []
 
     def __call__(
@@ -50,8 +49,11 @@ class FiguresHook:
     ) -> list[str]:
         # Altair is imported here, on the hooks' thread beside the writers, not before the grid
         from .output import sweep_figures
+        from .simulated import KIND, cdf_figures
 
-        return sweep_figures(ds, sweep, staging, self.extra, self.notes)
+        done = [r for step in self.steps if step.step.name == KIND.name for r in step.results]
+        extra = cdf_figures(done, sweep) if done else []
+        return sweep_figures(ds, sweep, staging, extra, self.notes)
 
 
 def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """The simulated plans' TTFT and TPOT as cumulative distributions, one line per plan.
 
-Each simulated plan (``sweeps.simulate.plans``) gives every request's TTFT and TPOT; a CDF
+Each simulated plan (``sweeps.studies.serving.simulate.plans``) gives every request's TTFT and
+TPOT; a CDF
 chart of each draws them for all plans of the run, the objective as a rule, so a reader sees
 what share of requests meets it (the plan's SLO attainment) and how long the tail is.
 """
@@ -104,6 +105,6 @@ def cdf_figures(simulated: list[Any], sweep: Any) -> list[Any]:
     # a chart that cannot be built is skipped, saying why, as the other figures are
     return [
         built(f"{KIND.name}-{metric}-cdf", KIND.name, "all", None, spec, metric,
-              float(getattr(sweep.serving, key)))
+              float(getattr(sweep.studies["serving"], key)))
         for metric, (_, _, key) in METRICS.items()
     ]  # fmt: skip

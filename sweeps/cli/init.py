@@ -1,6 +1,6 @@
-"""``sweeps init``: a commented starter config, or a copy of a shipped study.
+"""``sweeps init``: a commented starter config, or a copy of a shipped example.
 
-The studies are package data (``sweeps/studies/*.toml``, the repository's ``configs/``), so a
+The examples are package data (``sweeps/examples/*.toml``, the repository's ``configs/``), so a
 plain ``pip install`` has them. Every file written here carries the ``#:schema`` line that
 points editors (taplo, VS Code's Even Better TOML) at ``sweeps.schema.json`` beside it.
 """
@@ -63,30 +63,30 @@ formats = ["html"]  # add "png", "svg" for static figures
 """
 
 
-def _studies() -> Traversable:
-    return resources.files("sweeps") / "studies"
+def _examples() -> Traversable:
+    return resources.files("sweeps") / "examples"
 
 
-def study_names() -> list[str]:
-    """The shipped studies by name (their file names less ``.toml``)."""
-    files = [p.name for p in _studies().iterdir()]
+def example_names() -> list[str]:
+    """The shipped examples by name (their file names less ``.toml``)."""
+    files = [p.name for p in _examples().iterdir()]
     return sorted(name.removesuffix(".toml") for name in files if name.endswith(".toml"))
 
 
-def study_text(name: str) -> str:
-    """The text of the shipped study ``name``."""
+def example_text(name: str) -> str:
+    """The text of the shipped example ``name``."""
     from sweeps.catalog.loader import suggest
 
-    names = study_names()
+    names = example_names()
     if name not in names:
-        msg = f"--study {name}: no such study; {suggest(name, names)} (see sweeps init --list)"
+        msg = f"--example {name}: no such example; {suggest(name, names)} (see sweeps init --list)"
         raise BadArguments(msg)
-    return (_studies() / f"{name}.toml").read_text(encoding="utf-8")
+    return (_examples() / f"{name}.toml").read_text(encoding="utf-8")
 
 
-def study_title(name: str) -> str:
-    """The first comment line of a study: what it is about."""
-    for line in study_text(name).splitlines():
+def example_title(name: str) -> str:
+    """The first comment line of an example: what it is about."""
+    for line in example_text(name).splitlines():
         if line.startswith("# "):
             return line.removeprefix("# ")
     return ""
@@ -110,7 +110,7 @@ def config_name(name: str) -> str:
 
 
 def renamed(text: str, name: str) -> str:
-    """A study's ``text`` with its ``[sweep] name`` (its output folder) set to ``name``."""
+    """An example's ``text`` with its ``[sweep] name`` (its output folder) set to ``name``."""
     import re
 
     sweep = re.search(r"^\[sweep\]\s*$", text, flags=re.MULTILINE)
@@ -120,7 +120,7 @@ def renamed(text: str, name: str) -> str:
         r'^name\s*=\s*"[^"\n]*"', f"name = {json.dumps(name)}", tail, count=1, flags=re.MULTILINE
     )
     if not done:
-        msg = f"--study: the study has no [sweep] name to replace with {name!r}"
+        msg = f"--example: the example has no [sweep] name to replace with {name!r}"
         raise BadArguments(msg)
     return head + tail
 

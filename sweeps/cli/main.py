@@ -322,47 +322,52 @@ def bench(quick: bool, as_json: bool, e2e_budget: str, runs: int) -> None:
     type=CatalogId("hardware"),
     help="A device id (repeatable).",
 )
-@click.option("--study", default=None, help="Copy the shipped study NAME instead.")
-@click.option("--list", "list_studies", is_flag=True, help="List the shipped studies.")
+@click.option("--example", default=None, help="Copy the shipped example NAME instead.")
+@click.option("--study", "study", default=None, hidden=True, help="Deprecated: --example.")
+@click.option("--list", "list_examples", is_flag=True, help="List the shipped examples.")
 @click.option("--force", is_flag=True, help="Replace an existing file.")
 @handled
 def init(
     name: str | None,
     models: tuple[str, ...],
     hardware: tuple[str, ...],
+    example: str | None,
     study: str | None,
-    list_studies: bool,
+    list_examples: bool,
     force: bool,
 ) -> None:
     """Write NAME.toml, a commented starter config that validates, and sweeps.schema.json
-    beside it for editors; or copy a shipped study.
+    beside it for editors; or copy a shipped example.
 
     \b
     Example:
       sweeps init my-sweep --model llama-3-8b --model llama-3-70b --hardware h200
       sweeps init --list
-      sweeps init --study seed-llama3-8b-h100
+      sweeps init my-sweep --example seed-llama3-8b-h100
     """
-    from sweeps.cli import init as studies
+    from sweeps.cli import init as examples
     from sweeps.cli.errors import BadArguments
 
-    if study is not None and (models or hardware):
-        msg = "--study copies a shipped study as it is; give --model/--hardware without it"
+    if study is not None:  # the old name of --example, kept for scripts that use it
+        click.echo("--study is deprecated; use --example", err=True)
+        example = example if example is not None else study
+    if example is not None and (models or hardware):
+        msg = "--example copies a shipped example as it is; give --model/--hardware without it"
         raise BadArguments(msg)
-    if list_studies:
-        for study_name in studies.study_names():
-            click.echo(f"{study_name:<36} {studies.study_title(study_name)}")
+    if list_examples:
+        for example_name in examples.example_names():
+            click.echo(f"{example_name:<36} {examples.example_title(example_name)}")
         return
-    name = None if name is None else studies.config_name(name)
-    if study is not None:
-        text = studies.study_text(study)
-        if name is not None and name != study:  # its own name: its own output folder
-            text = studies.renamed(text, name)
-        name = name or study
+    name = None if name is None else examples.config_name(name)
+    if example is not None:
+        text = examples.example_text(example)
+        if name is not None and name != example:  # its own name: its own output folder
+            text = examples.renamed(text, name)
+        name = name or example
     else:
         name = name or "my-sweep"
-        text = studies.starter_text(name, models or ("llama-3-8b",), hardware or ("h100-sxm",))
-    written = studies.write_config(Path(f"{name}.toml"), text, force)
+        text = examples.starter_text(name, models or ("llama-3-8b",), hardware or ("h100-sxm",))
+    written = examples.write_config(Path(f"{name}.toml"), text, force)
     files = ", ".join(str(p) for p in written)
     click.echo(f"wrote {files}; next: sweeps run {name}.toml", err=True)
 

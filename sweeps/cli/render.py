@@ -14,9 +14,9 @@ from typing import Any
 
 from sweeps.axes import AXIS
 from sweeps.cli.numbers import binary, grouped, si, whole_batch
+from sweeps.engine.decode import CONFIGURATION
+from sweeps.engine.decode import SUMMARY as SUMMARY_FIELDS
 from sweeps.grid import REGISTRY
-from sweeps.grid.analyses.decode import CONFIGURATION
-from sweeps.grid.analyses.decode import SUMMARY as SUMMARY_FIELDS
 
 """The summary's values per configuration, named as the registry names them."""
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
-from sweeps.config.types import Name, Params, PositiveFloat, Strict
+from sweeps.fields import Name, Params, PositiveFloat, Strict
 
 MAX_SIZES = 64
 """The most sizes one family table expands into [1]."""

@@ -16,7 +16,7 @@ from sweeps.catalog import suggest
 from sweeps.config import schema
 from sweeps.errors import ConfigError
 from sweeps.limits import MAX_PROBLEMS, name_problem
-from sweeps.study import STUDIES
+from sweeps.studies import STUDIES
 
 _TABLES: dict[tuple[str, ...], type[BaseModel]] = {
     (): schema.ConfigFile,

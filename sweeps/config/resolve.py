@@ -29,7 +29,7 @@ from sweeps.config.sweep import NATIVE, Sweep
 from sweeps.errors import CatalogError, ConfigError
 from sweeps.files import read_text
 from sweeps.limits import structure_problem
-from sweeps.study import STUDIES
+from sweeps.studies import STUDIES
 
 T = TypeVar("T")
 
@@ -210,7 +210,7 @@ def _studies(
     sources: Mapping[str, Any],
     problems: Problems,
 ) -> dict[str, Any]:
-    """The ``Sweep`` fields of the studies the config turns on (``sweeps.study.STUDIES``):
+    """The ``Sweep`` fields of the studies the config turns on (``sweeps.studies.STUDIES``):
     each one's axes expanded (defaults for those left out), their labels made records, its
     cross-checks against ``axes`` (the resolved axes by field), its settings under
     ``studies``."""

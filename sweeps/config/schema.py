@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Discriminator, Field, Tag, model_validator
 
 from sweeps import limits
 from sweeps.config.family_schema import FamilyTable, model_form
-from sweeps.config.types import (
+from sweeps.fields import (
     AUTO,
     AXIS_LENGTH,
     NAME_PATTERN,
@@ -62,12 +62,6 @@ __all__ = [
     "ServingTable",
     "SimulatedLengths",
 ]
-
-
-SchedulerName = Literal[
-    "serial-prefill", "batched-prefill", "chunked-paced", "chunked-greedy", "colocated", "chunked"
-]
-"""A named scheduler of ``[serving] schedulers`` (the last two: the first round's names)."""
 
 
 class SweepTable(Strict):
@@ -332,7 +326,7 @@ class Outputs(Strict):
     )
 
 
-from sweeps.config.serving_schema import (  # noqa: E402
+from sweeps.studies.serving.table import (  # noqa: E402
     Serving,
     ServingTable,
     SimulatedLengths,

@@ -14,10 +14,10 @@ from typing import Any
 from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
 from sweeps.config import schema
-from sweeps.config.techniques import Draft, KvTier
+from sweeps.studies.prefix.tiers import KvTier
+from sweeps.studies.speculative.drafts import Draft
 
-NATIVE = "native"
-"""The ``kv_heads`` setting that keeps each model's own KV heads."""
+NATIVE = axes.NATIVE
 
 Options = schema.Options
 """Resolved ``[options]``: the schema's own model (see docs/config.md, generated from it)."""
@@ -33,7 +33,7 @@ Figures = schema.Figures
 class Sweep:
     """One validated sweep: axes as tuples of values or records, options, outputs, provenance.
 
-    A study's axes (``sweeps.study.STUDIES``: ``prompt_tokens``, ``output_tokens``,
+    A study's axes (``sweeps.studies.STUDIES``: ``prompt_tokens``, ``output_tokens``,
     ``arrival_rate`` of ``[serving]``) are fields like the others, empty when the config does
     not turn the study on; its settings are in ``studies`` by the study's name.
     """
@@ -69,18 +69,18 @@ class Sweep:
     concurrency: tuple[int, ...] = ()
     """``serving.concurrency``: closed-loop clients [request]; empty with arrival rates."""
     studies: Mapping[str, Any] = field(default_factory=dict)
-    """The settings of each study the config turns on, by name (``sweeps.study.STUDIES``)."""
+    """The settings of each study the config turns on, by name (``sweeps.studies.STUDIES``)."""
     spec_tokens: tuple[int, ...] = ()
     """``axes.spec_tokens``: draft tokens per verification step [token]; empty: no
     speculation (nor any other speculative axis)."""
     spec_acceptance: tuple[float, ...] = ()
     """``axes.spec_acceptance``: per-token acceptance probabilities [1]."""
     spec_draft: tuple[Draft, ...] = ()
-    """``axes.spec_draft``: the drafts (``sweeps.config.techniques.Draft``)."""
+    """``axes.spec_draft``: the drafts (``sweeps.studies.speculative.drafts.Draft``)."""
     prefix_hit_rate: tuple[float, ...] = ()
     """``axes.prefix_hit_rate``: cached shares of the prompt [1]; empty: no prefix caching."""
     kv_tier: tuple[KvTier, ...] = ()
-    """``axes.kv_tier``: where cached prefixes live (``sweeps.config.techniques.KvTier``)."""
+    """``axes.kv_tier``: where cached prefixes live (``sweeps.studies.prefix.tiers.KvTier``)."""
     ep: tuple[int, ...] = ()
     """``axes.ep``: expert-parallel ranks [device]; empty: no parallel study (``ep = 1``)."""
     dp_attention: tuple[bool, ...] = ()
@@ -89,12 +89,6 @@ class Sweep:
     """``axes.pp``: pipeline stages [device]."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
-
-    @property
-    def serving(self) -> Serving | None:
-        """``[serving]`` objectives (SLOs, chunk budget, KV link), or None without the table."""
-        settings: Serving | None = self.studies.get("serving")
-        return settings
 
     @property
     def sha256(self) -> str:

@@ -4,9 +4,9 @@ Every table is listed with every column it can have: its axis columns (its own d
 extra dims it takes on where the sweep has them, ``Analysis.extra_dims``), then its value
 columns, each with the unit and meaning the export writes into the file
 (``sweeps.export.parquet.declared_columns``, the lookup ``column_info`` checks every written
-column against), and ``simulated.parquet`` from ``sweeps.simulate.plans.SIMULATED``. The
-documentation site renders them at build time (``scripts/mkdocs_hooks.py``), so they never
-fall behind the declarations.
+column against), and the studies' post-step tables (``simulated.parquet``) from their declared
+variables (``sweeps.export.post_steps.declared``). The documentation site renders them at
+build time (``scripts/mkdocs_hooks.py``), so they never fall behind the declarations.
 
 An earlier version rendered the columns of one tiny run; a run has either ``arrival_rate`` or
 ``concurrency`` and only the studies its config names, so ``concurrency`` and the
@@ -45,11 +45,12 @@ def _table_columns(table: str) -> list[tuple[str, str, str]]:
 def column_reference() -> str:
     """Markdown tables of every output file's columns with unit and meaning."""
     from sweeps.export.parquet import TABLES
-    from sweeps.simulate.plans import SIMULATED
+    from sweeps.export.post_steps import declared
 
     parts = []
     for name in TABLES:
         parts += [f"**`{name}.parquet`**\n", *_rows(_table_columns(name)), ""]
-    simulated = [(v.column_name, v.unit, v.description) for v in SIMULATED]
-    parts += ["**`simulated.parquet`**\n", *_rows(simulated), ""]
+    for step in declared():
+        columns = [(v.column_name, v.unit, v.description) for v in step.variables]
+        parts += [f"**`{step.name}.parquet`**\n", *_rows(columns), ""]
     return "\n".join(parts).rstrip() + "\n"

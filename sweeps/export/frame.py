@@ -35,8 +35,8 @@ Categories = Mapping[str, Sequence[str]]
 @functools.cache
 def _domain(spec: str) -> tuple[str, ...]:
     """Every catalog id a name axis whose labels come from ``spec`` (``Axis.field``) can hold."""
-    from sweeps.axes import POOL_MODES, SERVING_MODES
     from sweeps.catalog.loader import load_catalog, unique
+    from sweeps.schedulers import POOL_MODES, SERVING_MODES
 
     catalog = load_catalog()
     if spec == "models":

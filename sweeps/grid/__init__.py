@@ -6,9 +6,9 @@ declarations, the memory model and the chunk planner stay light for ``sweeps val
 
 from typing import TYPE_CHECKING, Any
 
+from sweeps.engine.decode import DIMS as DECODE_DIMS
+from sweeps.engine.prefill import DIMS as PREFILL_DIMS
 from sweeps.grid.analyses import ANALYSES, TABLES, Analysis, Variable
-from sweeps.grid.analyses.decode import DIMS as DECODE_DIMS
-from sweeps.grid.analyses.prefill import DIMS as PREFILL_DIMS
 from sweeps.grid.variables import BOTTLENECK_FLAGS, REGISTRY, VARIABLES
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from sweeps.grid.coords import derived_inputs, grid_coords
 from sweeps.grid.layout import GridEngine, order
 from sweeps.grid.memory import check_points
 from sweeps.grid.variables import BOTTLENECK_FLAGS, REGISTRY
-from sweeps.study import STUDIES
+from sweeps.studies import STUDIES
 
 NOTE = (
     "Roofline bounds: real kernels reach 60-85% of peak bandwidth and less of peak FLOP/s; "

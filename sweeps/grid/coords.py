@@ -17,8 +17,8 @@ import numpy as np
 from sweeps.axes import AXIS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.config import NATIVE, Sweep
+from sweeps.engine.base import Variable
 from sweeps.grid.analyses import active_dims
-from sweeps.grid.analyses.base import Variable
 from sweeps.grid.parallel import parallel_inputs
 from sweeps.grid.techniques import technique_inputs
 

@@ -1,6 +1,6 @@
 """How the grid lays an analysis's arrays out: the canonical order and the compiled pass.
 
-``GridEngine`` is the ``Engine`` of ``sweeps.grid.analyses.base`` for xarray Variables: its
+``GridEngine`` is the ``Engine`` of ``sweeps.engine.base`` for xarray Variables: its
 ``pointwise`` computes a per-point quantity C-contiguous in canonical dim order (so the
 roofline pass reads it in place), its ``roofline`` runs ``sweeps.grid.roof``.
 """

@@ -18,7 +18,7 @@ from sweeps.errors import ConfigError
 from sweeps.grid.analyses import COLUMN_ITEMSIZE, ITEMSIZE, Analysis, applicable, dims_of
 from sweeps.grid.variables import REGISTRY
 from sweeps.limits import MAX_POINTS
-from sweeps.study import STUDIES
+from sweeps.studies import STUDIES
 
 DEFAULT_BUDGET_FRACTION = 0.5
 """Share of the memory this process may use (``available_memory``) a run takes when no

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from sweeps.config import Sweep
-from sweeps.config.techniques import HBM
+from sweeps.studies.prefix.tiers import HBM
 
 Coord = tuple[str | tuple[str, ...], np.ndarray]
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sweeps.config import Sweep
-from sweeps.errors import ConfigError
+from sweeps.errors import ConfigError, install_hint
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ saturated requests/s on one core (``sweeps bench``'s simulator line), so 1e4 req
 
 
 def _simulates_many(sweep: Sweep, grid: str, database: bool) -> bool:
-    serving = getattr(sweep, "serving", None)
+    serving = sweep.studies.get("serving")
     return serving is not None and serving.simulate > INTERPRETED_REQUESTS
 
 
@@ -62,7 +62,7 @@ NEEDS = (
         "fast",
         f"the simulator's compiled loop (numba) for more than {INTERPRETED_REQUESTS:,} "
         f"requests per plan (allowed without it: simulate <= {INTERPRETED_REQUESTS})",
-        lambda sweep: getattr(sweep.serving, "simulate", 0),
+        lambda sweep: getattr(sweep.studies.get("serving"), "simulate", 0),
     ),
 )
 """Every optional dependency a config can ask for (``DASK``: the CLI's cluster options)."""
@@ -77,11 +77,6 @@ def installed(module: str) -> bool:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):
         return False
-
-
-def install_hint(extra: str) -> str:
-    """``pip install 'sweeps[extra]'``: the one spelling of how to get an extra."""
-    return f"pip install 'sweeps[{extra}]'"
 
 
 def check_extras(sweep: Sweep, grid_format: str | None = None, duckdb: bool | None = None) -> None:

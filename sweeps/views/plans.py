@@ -18,8 +18,8 @@ import polars as pl
 import xarray as xr
 
 from sweeps.errors import ConfigError
-from sweeps.grid.analyses.pools import DIMS as POOL_DIMS
-from sweeps.grid.analyses.pools import LOADS, PLAN_DIMS
+from sweeps.studies.serving.pools import DIMS as POOL_DIMS
+from sweeps.studies.serving.pools import LOADS, PLAN_DIMS
 
 KEYS = tuple(d for d in POOL_DIMS if d not in PLAN_DIMS)
 """One summary row per value of these and of the load (``LOADS``: a rate or a concurrency): a

@@ -15,11 +15,11 @@ import xarray as xr
 
 from sweeps.axes import AXIS
 from sweeps.config import NATIVE
+from sweeps.engine.decode import CONFIGURATION
+from sweeps.engine.decode import SUMMARY as SUMMARY_VARIABLES
+from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.export.frame import shared_enum
 from sweeps.grid import REGISTRY
-from sweeps.grid.analyses.decode import CONFIGURATION
-from sweeps.grid.analyses.decode import SUMMARY as SUMMARY_VARIABLES
-from sweeps.grid.analyses.parallel_terms import PARALLEL_DIMS
 
 SUMMARY_DIMS = (*CONFIGURATION, *PARALLEL_DIMS)
 """A configuration's dims: the decode dims but the batch, and the parallel axes a sweep has."""

@@ -1,0 +1,41 @@
+"""The studies: each an optional part of a sweep, a folder that declares itself once.
+
+A study (``serving``, ``speculative``, ``prefix``, ``parallel``) is turned on by a config
+table; its folder (``sweeps.studies.<name>``) declares its ``STUDY`` (``base.Study``) and the
+records of its axes (the serving study's schedulers, the speculative drafts, the prefix
+tiers). ``STUDIES`` is the one registry of studies the core iterates (config resolution, the
+unknown-key messages, the grid's attrs, the scalar loop). The shipped example configs are
+``sweeps/examples``, not studies. Imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sweeps.engine.decode import DECODE
+from sweeps.engine.model import MODEL
+from sweeps.engine.prefill import PREFILL
+from sweeps.studies import parallel, prefix, serving, speculative
+from sweeps.studies.base import Study
+
+STUDIES: tuple[Study, ...] = (serving.STUDY, speculative.STUDY, prefix.STUDY, parallel.STUDY)
+"""Every study, in the order their tables are resolved."""
+
+BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}
+"""Every study by its name."""
+
+CORE: tuple[Any, ...] = (MODEL, DECODE, PREFILL)
+"""The analyses of every sweep (``sweeps.engine``)."""
+
+ANALYSES: tuple[Any, ...] = (
+    *CORE,
+    *parallel.STUDY.analyses,
+    *speculative.STUDY.analyses,
+    *prefix.STUDY.analyses,
+    *serving.STUDY.analyses,
+)
+"""Every analysis, each after those it needs: the core's, then each study's (the serving
+study's last: it reads the speculative, prefix and parallel terms). The one registry of
+analyses the grid iterates (``sweeps.grid.analyses``)."""
+
+__all__ = ["ANALYSES", "BY_NAME", "CORE", "STUDIES", "Study"]

@@ -1,0 +1,423 @@
+"""Pools: how many devices a load needs, colocated per named scheduler or disaggregated.
+
+For every model, workload (``I``, ``O``), load and dtype (docs/serving.md sections 4-5); the
+load is Poisson arrivals at ``arrival_rate`` or a closed loop of ``concurrency`` clients
+(``pools_colocated.Load``: Little's law's fixed point gives its rate, ``requests_per_s``):
+
+- one row per named scheduler of the sweep (``pool_mode`` its name): one pool on one device
+  and tp does both phases, run by that scheduler, at the batch with the fewest devices, then
+  the lowest cost (``pools_colocated``);
+- ``disaggregated``: a prefill pool (device, tp) and a decode pool (device, tp), every pair of
+  the sweep's devices. Prefill replicas are M/D/1 queues with service ``D = t_p(1, I)`` sized
+  for the TTFT objective at ``[serving] slo_quantile``, or a batched prefill pool where it
+  needs fewer (``pools_prefill``; ``scheduler`` says which), the KV hand-off counted (each
+  decode device receives its own shard over its own link); the decode batch is the largest
+  that fits and meets the TPOT objective, the decode replicas as many as the rate needs.
+
+Costs are paid for idle capacity: fleet price over ``lambda O``. Counts are null where the
+objectives cannot be met. The plan is a reduction over the batch axis, so this analysis runs
+on the grid's xarray Variables.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sweeps import physics
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.physics._array import where
+from sweeps.schedulers import SCHEDULERS
+from sweeps.studies.serving.pools_colocated import (
+    QUANTILES,
+    Load,
+    apply,
+    colocated,
+    decode_time,
+    mode_value,
+)
+from sweeps.studies.serving.pools_prefill import batched_pool
+from sweeps.studies.serving.served import EXTRA_DIMS
+
+_V = Variable
+
+
+def _percentiles(prefix: str, what: str) -> tuple[Variable, ...]:
+    return tuple(
+        _V(
+            f"pools_{prefix}_{name}_s",
+            "s",
+            f"{what}, its {name} (expected value of the plan's scheduler at roofline step costs)",
+            column=f"{prefix}_{name}_s",
+            rank="full",
+        )
+        for name in ("p50", "p90", "p99")
+    )
+
+
+VARIABLES: tuple[Variable, ...] = (
+    _V(
+        "prefill_replicas",
+        "replica",
+        "Prefill replicas (colocated: the replicas)",
+        "count",
+        rank="full",
+    ),
+    _V(
+        "decode_replicas",
+        "replica",
+        "Decode replicas (colocated: the replicas)",
+        "count",
+        rank="full",
+    ),
+    _V("devices", "device", "Devices of the plan, replicas times tp", "count", rank="full"),
+    _V(
+        "decode_batch",
+        "sequence",
+        "Batch of the plan: colocated, the one with the fewest devices, then the lowest cost; "
+        "disaggregated, the largest that fits and meets the TPOT objective",
+        "count",
+        rank="full",
+    ),
+    _V(
+        "pools_scheduler",
+        "-",
+        "The named scheduler the plan runs (disaggregated: its prefill pool's, serial-prefill "
+        "or batched-prefill; null: no plan)",
+        "str",
+        column="scheduler",
+        rank="full",
+    ),
+    _V(
+        "pools_request_rate",
+        "request/s",
+        "Requests per second the plan serves: the arrival rate, or a closed loop's by "
+        "Little's law, concurrency / (TTFT + (O - 1) TPOT) at its fixed point",
+        column="requests_per_s",
+        rank="full",
+    ),
+    _V(
+        "pools_ttft_s",
+        "s",
+        "Mean time to first token at this rate: the prompt's M/D/1 wait, the mean residual of "
+        "the step in flight (colocated) or the KV hand-off (disaggregated), its prefill",
+        column="ttft_s",
+        rank="full",
+    ),
+    *_percentiles("ttft", "Time to first token under the load (M/D/1 waits)"),
+    _V(
+        "pools_tpot_s",
+        "s",
+        "Time per output token of the plan's batch, saturated (prefill stalls included)",
+        column="tpot_s",
+        rank="full",
+    ),
+    *_percentiles(
+        "tpot",
+        "Time per output token over the requests, saturated: serial- and batched-prefill "
+        "spread by a request's place in its slot group (none where B <= O - 1); chunked and "
+        "disaggregated decode run one step for every token, so no spread (each equals the mean)",
+    ),
+    _V(
+        "goodput_tokens_per_s_per_device",
+        "token/s",
+        "Output tokens per second over every device of the plan, at this rate",
+        rank="full",
+    ),
+    _V(
+        "pools_cost_per_million_output_tokens_usd",
+        "USD",
+        "Fleet cost of a million output "
+        "tokens at this rate, idle capacity paid for (null: no price)",
+        column="cost_per_million_output_tokens_usd",
+        rank="full",
+    ),
+    _V(
+        "pools_energy_per_output_token_j",
+        "J/token",
+        "Estimate: the whole fleet at board power per output token at the arrival rate "
+        "(null: a power unknown)",
+        "nullable",
+        column="energy_per_output_token_j",
+        rank="full",
+    ),
+    _V(
+        "decode_time_share",
+        "1",
+        "Share of device time in decode: disaggregated, the decode pool's share of the "
+        "devices; colocated, decode's share of a replica's work",
+        rank="full",
+    ),
+    _V(
+        "slot_bound",
+        "-",
+        "Colocated: the replicas were set by the slots (utilization at most 0.9), not by the "
+        "prefill queue; there the M/D/1 figure on the prefill alone understates TTFT",
+        "bool",
+        rank="full",
+    ),
+    _V(
+        "kv_handoff_s",
+        "s",
+        "KV hand-off: each decode device's shard of the prompt's cache over its own link "
+        "(null: colocated)",
+        rank="full",
+    ),
+    _V(
+        "pools_feasible",
+        "-",
+        "The objectives can be met (a batch fits and meets TPOT, the prefill device "
+        "holds the weights and leaves room for TTFT)",
+        "bool",
+        column="feasible",
+        rank="full",
+    ),
+    _V("prefill_price_as_of", "-", "Date of the prefill device's price", "str"),
+    _V("decode_price_as_of", "-", "Date of the decode device's price", "str"),
+    _V(
+        "pools_row",
+        "-",
+        "A plan: disaggregated, or colocated on one device and tp",
+        "bool",
+        rank="full",
+    ),
+)
+"""Every variable of the pools table, in its column order (``pools_row`` is no column)."""
+
+DIMS = (
+    "model",
+    "kv_heads",
+    "kv_dtype",
+    "weight_dtype",
+    "prompt_tokens",
+    "output_tokens",
+    "prefill_hardware",
+    "prefill_tp",
+    "decode_hardware",
+    "decode_tp",
+    "pool_mode",
+)
+
+LOADS = ("arrival_rate", "concurrency")
+"""The load of a pools table, one of the two (``[serving]`` gives one): Poisson arrivals at a
+rate, or a closed loop of clients."""
+
+PLAN_DIMS = ("prefill_hardware", "prefill_tp", "decode_hardware", "decode_tp", "pool_mode")
+"""The dims that make a plan of a workload at a rate: its devices, their tp and its mode."""
+
+
+def _side(value: Any, side: str) -> Any:
+    """``value`` with its device dims renamed for one pool (``prefill`` or ``decode``)."""
+    import xarray as xr
+
+    if not isinstance(value, xr.Variable):
+        return value
+    names = {"hardware": f"{side}_hardware", "tp": f"{side}_tp"}
+    return xr.Variable([names.get(str(d), str(d)) for d in value.dims], value.data)
+
+
+def _tables(x: Inputs) -> dict[str, Any]:
+    """The M/D/1 quantile tables: the objective's and the reported percentiles'."""
+    wanted = {"slo": x.settings.slo_quantile, **QUANTILES}
+    return {key: physics.md1_quantile_table(q) for key, q in wanted.items()}
+
+
+def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, Any]:
+    serving, output = x.settings, x["output_tokens"]
+    # a prefill replica that cannot hold the weights and one prompt's cache serves nothing
+    fits = _side(x["_prefill_fits"], "prefill")
+    service = where(fits, _side(x["_prefill_alone"], "prefill"), np.nan)
+    # each decode device receives its own shard of the prompt's cache over its own link
+    handoff = _side(x["_prompt_cache"], "decode") / serving.kv_link_bandwidth
+    slack = physics.ttft_slack(serving.ttft_slo_s, service, handoff)
+    bound = apply(physics.md1_max_utilization, tables["slo"], slack / service)
+    steady = mode_value(x, "step_time_steady_s", "bound")  # t_d(B, I + O/2)
+    usable = mode_value(x, "serving_feasible", "bound") & (steady <= serving.tpot_slo_s)
+    batch, steady = (_side(v, "decode") for v in _decode_batch(x, usable, steady, load))
+    decode_s = decode_time(output, steady)
+    peak = load.peak(service + handoff + decode_s)
+    prefill = physics.prefill_replicas(peak, service, where(bound > 0, bound, np.nan))
+    per_decode = physics.decode_request_rate(batch, output, steady)
+    decode = physics.replicas_for_rate(peak, per_decode)
+    if load.closed:  # every client in a decode slot: none waits for one
+        decode = np.maximum(decode, np.ceil(load.value / batch))
+    rate = load.rate(service + handoff + decode_s, service, prefill, decode * per_decode)
+    busy = rate * service / prefill
+    ttft = service + handoff + physics.md1_waiting_time(busy, service)
+    mean = load.mean_ttft(ttft, rate, decode_s)
+    ttfts = {
+        f"ttft_{name}": mean
+        - ttft
+        + service
+        + handoff
+        + apply(physics.md1_quantile_wait, tables[name], busy, service)
+        for name in QUANTILES
+    }
+    scheduler: Any = "serial-prefill"
+    if not load.closed:  # the batched prefill pool, where it needs fewer replicas
+        batched = batched_pool(x, rate, handoff)
+        fewer = batched["replicas"] < where(np.isfinite(prefill), prefill, np.inf)
+        prefill = where(fewer, batched["replicas"], prefill)
+        mean = where(fewer, batched["ttft"], mean)
+        ttfts = {k: where(fewer, batched[k], v) for k, v in ttfts.items()}
+        scheduler = _names(fewer, "batched-prefill", "serial-prefill")
+    return {
+        **_fleet(x, prefill, decode),
+        "batch": batch,
+        "rate": rate,
+        "ttft": mean,
+        **ttfts,
+        **{f"tpot_{name}": steady for name in QUANTILES},
+        "tpot": steady,
+        "slot_bound": False,
+        "handoff": handoff,
+        "scheduler": scheduler,
+    }
+
+
+def _fleet(x: Inputs, prefill: Any, decode: Any) -> dict[str, Any]:
+    """Both pools' replicas, devices, price an hour, board power and decode share."""
+    tp_p, tp_d = _side(x["_devices"], "prefill"), _side(x["_devices"], "decode")
+
+    def both(name: str) -> Any:
+        return physics.fleet_price_per_hour(
+            prefill, tp_p, _side(x[name], "prefill")
+        ) + physics.fleet_price_per_hour(decode, tp_d, _side(x[name], "decode"))
+
+    devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
+    return {
+        "prefill": prefill,
+        "decode": decode,
+        "devices": devices,
+        "fleet": both("price_per_hour"),
+        "power": both("_board_power"),
+        "decode_share": decode * tp_d / devices,
+    }
+
+
+def _names(cond: Any, yes: str, no: str) -> Any:
+    """``yes`` where ``cond`` holds, else ``no``: a Variable of names on ``cond``'s dims."""
+    import xarray as xr
+
+    return xr.Variable(cond.dims, np.where(np.asarray(cond.values), yes, no).astype(object))
+
+
+def _decode_batch(x: Inputs, usable: Any, value: Any, load: Load) -> tuple[Any, Any]:
+    """The decode pool's batch and ``value`` there: the largest usable (a closed loop: the
+    smallest usable that holds every client, the largest where none does)."""
+    if not load.closed:
+        return _largest(x, usable, value)
+    batch = x["batch"]
+    holds = usable & (batch >= load.value)
+    small = where(holds, batch, np.inf).min("batch")
+    picked = where(batch == small, value, np.inf).min("batch")
+    found = np.isfinite(small)
+    large, at = _largest(x, usable, value)
+    return where(found, small, large), where(found, picked, at)
+
+
+def _largest(x: Inputs, usable: Any, value: Any) -> tuple[Any, Any]:
+    """The largest batch where ``usable`` holds (NaN where none does), and ``value`` there."""
+    batch = x["batch"]
+    best = where(usable, batch, 0).max("batch")
+    picked = where(batch == best, value, -np.inf).max("batch", skipna=False)
+    found = best >= 1
+    return where(found, best, np.nan), where(found, picked, np.nan)
+
+
+def _scheduler_names(x: Inputs, split: Any, feasible: Any) -> Any:
+    """The ``scheduler`` column: a colocated row's mode, a disaggregated row's prefill pool's
+    scheduler (``split``: its name, or a Variable of names), null where no plan is found."""
+    import xarray as xr
+
+    mode = x["pool_mode"]
+    dims = POOLS.dims_over(set(x.values) & {*feasible.dims, *mode.dims})
+    sizes = {d: int(np.asarray(x[d].values).size) for d in dims}
+
+    def full(value: Any) -> np.ndarray:
+        v = value if isinstance(value, xr.Variable) else xr.Variable((), value)
+        return np.array(v.set_dims(sizes).transpose(*dims).values, dtype=object)
+
+    names = full(xr.Variable(mode.dims, np.asarray(mode.values, dtype=object)))
+    apart = full(mode == "disaggregated").astype(bool)
+    names[apart] = full(split)[apart]
+    names[~full(feasible).astype(bool)] = None
+    return xr.Variable(dims, names)
+
+
+def _compute(x: Inputs) -> dict[str, Any]:
+    output, mode, load = x["output_tokens"], x["pool_mode"], Load.of(x)
+    tables = _tables(x)
+    labels = [str(m) for m in np.asarray(mode.values).reshape(-1)]
+    plans = {
+        name: {k: _side(v, "decode") for k, v in colocated(x, name, load, tables).items()}
+        for name in labels
+        if name in SCHEDULERS
+    }
+    plans["disaggregated"] = _disaggregated(x, load, tables)
+
+    def pick(key: str, empty: Any = np.nan) -> Any:
+        chosen = empty
+        for name, plan in plans.items():
+            chosen = where(mode == name, plan[key], chosen)
+        return chosen
+
+    devices, rate = pick("devices"), pick("rate")
+    same = (x["prefill_hardware"] == x["decode_hardware"]) & (x["prefill_tp"] == x["decode_tp"])
+    feasible = np.isfinite(devices) & np.isfinite(pick("ttft"))
+    scheduler = _scheduler_names(x, plans["disaggregated"]["scheduler"], feasible)
+    out = {
+        "prefill_replicas": pick("prefill"),
+        "decode_replicas": pick("decode"),
+        "devices": devices,
+        "decode_batch": pick("batch"),
+        "pools_scheduler": scheduler,
+        "pools_request_rate": rate,
+        "pools_ttft_s": pick("ttft"),
+        **{f"pools_ttft_{n}_s": pick(f"ttft_{n}") for n in QUANTILES},
+        "pools_tpot_s": pick("tpot"),
+        **{f"pools_tpot_{n}_s": pick(f"tpot_{n}") for n in QUANTILES},
+        "goodput_tokens_per_s_per_device": physics.goodput_per_device(rate, output, devices),
+        "pools_cost_per_million_output_tokens_usd": physics.cost_per_million_tokens(
+            pick("fleet"), rate * output
+        ),
+        # the fleet at board power over the output rate: an estimate
+        "pools_energy_per_output_token_j": physics.energy_per_token(
+            pick("power"), 1, 1.0, rate * output
+        ),
+        "decode_time_share": pick("decode_share"),
+        "slot_bound": pick("slot_bound", False) == 1,
+        "kv_handoff_s": where(mode == "disaggregated", plans["disaggregated"]["handoff"], np.nan),
+        "pools_feasible": feasible,
+        "prefill_price_as_of": _side(x["hardware_price_as_of"], "prefill"),
+        "decode_price_as_of": _side(x["hardware_price_as_of"], "decode"),
+        "pools_row": (mode == "disaggregated") | same,
+    }
+    return out
+
+
+def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
+    """Rows of the pools table: each one-pool plan on one device and tp, and every pair of
+    them for the disaggregated plan (``pools_row``)."""
+    from sweeps.axes import AXIS, points
+
+    one_pool = len(AXIS["pool_mode"].labels(sweep)) - 1  # the schedulers, disaggregated apart
+    devices = len(sweep.hardware) * len(sweep.tp)
+    rest = [d for d in dims if d not in PLAN_DIMS]
+    return int(points(sweep, rest)) * (one_pool * devices + devices**2)
+
+
+POOLS = Analysis(
+    name="pools",
+    dims=DIMS,
+    variables=VARIABLES,
+    compute=_compute,
+    needs=("model", "decode", "serving"),
+    columns=tuple(v.name for v in VARIABLES if v.name != "pools_row"),
+    study="serving",
+    rows="pools_row",
+    count=_rows,
+    whole=True,
+    extra_dims=(*EXTRA_DIMS, *LOADS),
+)

@@ -1,0 +1,154 @@
+"""The ``[serving]`` table of a sweep config (split from ``schema`` for its size)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
+
+from sweeps import schedulers
+from sweeps.fields import (
+    AXIS_LENGTH,
+    BatchAxis,
+    PositiveFloat,
+    Strict,
+    TokenAxis,
+    TokensOrNone,
+)
+
+SchedulerName = Annotated[
+    str,
+    AfterValidator(schedulers.check_name),
+    WithJsonSchema({"enum": [*schedulers.SCHEDULERS, *schedulers.MODE_ALIASES], "type": "string"}),
+]
+"""A named scheduler of ``[serving] schedulers`` (or a first round's alias), checked against
+the registry (``sweeps.schedulers``)."""
+
+
+class SimulatedLengths(Strict):
+    """``[serving] lengths`` as a table: a lognormal of a CV, or an empirical CSV."""
+
+    kind: Literal["lognormal", "uniform", "fixed"] | None = Field(
+        default=None, description="Length distribution (lognormal needs cv)"
+    )
+    cv: PositiveFloat | None = Field(
+        default=None, description="Coefficient of variation of a lognormal's lengths"
+    )
+    csv: str | None = Field(
+        default=None, description="CSV of (prompt_tokens, output_tokens) pairs, drawn from"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named(cls, value: object) -> object:
+        """``"fixed"`` or ``"uniform"`` stands for ``{ kind = ... }``."""
+        if isinstance(value, str):
+            if value not in ("fixed", "uniform"):
+                msg = (
+                    f'{value!r} is not a length distribution; allowed: "fixed", "uniform", '
+                    '{ kind = "lognormal", cv = ... }, { csv = "lengths.csv" }'
+                )
+                raise ValueError(msg)
+            return {"kind": value}
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> SimulatedLengths:
+        if (self.kind is None) == (self.csv is None):
+            msg = 'give either kind (with cv for "lognormal") or csv, not both or neither'
+            raise ValueError(msg)
+        if self.kind == "lognormal" and self.cv is None:
+            msg = 'kind = "lognormal" needs cv (a number > 0)'
+            raise ValueError(msg)
+        if self.cv is not None and self.kind != "lognormal":
+            msg = 'cv is the lognormal\'s: set kind = "lognormal"'
+            raise ValueError(msg)
+        return self
+
+
+class Serving(Strict):
+    """The objectives and links of ``[serving]``; also ``Sweep.studies["serving"]`` (one
+    declaration: ``sweeps.studies.serving.STUDY`` makes it from the table)."""
+
+    ttft_slo_s: PositiveFloat = Field(default=2.0, description="Time-to-first-token objective [s]")
+    tpot_slo_s: PositiveFloat = Field(
+        default=0.05, description="Time-per-output-token objective [s]"
+    )
+    chunk_tokens: TokensOrNone = Field(
+        default=2048,
+        description="Token budget of a chunked-prefill step [token]; 0 turns chunking off; "
+        "else larger than the largest batch",
+    )
+    kv_link_bandwidth: PositiveFloat = Field(
+        default=50e9, description="KV hand-off bandwidth per device between pools [byte/s]"
+    )
+    simulate: Annotated[int, Field(ge=0, le=10_000_000)] = Field(
+        default=0,
+        description="Requests simulated per cheapest plan (the serving study's simulator; "
+        "simulated.parquet); 0: off",
+    )
+    lengths: SimulatedLengths = Field(
+        default=SimulatedLengths(kind="fixed"),
+        description='Request lengths of the simulations: "fixed" (I and O), "uniform" (on '
+        '[1, 2m - 1]), { kind = "lognormal", cv = ... } or { csv = "lengths.csv" } (columns '
+        "prompt_tokens, output_tokens; relative to the config file)",
+    )
+    slo_quantile: float = Field(
+        default=0.9,
+        gt=0,
+        lt=1,
+        description="The quantile at which the TTFT objective holds under load (0.5: the "
+        "median; the means are reported beside), strictly between 0 and 1",
+    )
+    schedulers: list[SchedulerName] = Field(
+        default=list(schedulers.SCHEDULERS), description=schedulers.SCHEDULERS_DOC
+    )
+
+    @field_validator("schedulers", mode="after")
+    @classmethod
+    def _canonical(cls, names: list[str]) -> list[str]:
+        """The first round's names as this round's, each once, in the table's order."""
+        return schedulers.canonical(names)
+
+
+class ServingTable(Serving):
+    """The ``[serving]`` table: the workload axes plus the objectives."""
+
+    prompt_tokens: TokenAxis = Field(default=[512, 2048], description="Prompt tokens per request")
+    output_tokens: TokenAxis = Field(
+        default=[128, 512], description="Output tokens per request (>= 1)"
+    )
+    arrival_rate: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
+        default=[1.0, 10.0],
+        description="Poisson arrival rates [request/s] (> 0); the default where concurrency "
+        "is not given either",
+    )
+    concurrency: BatchAxis | None = Field(
+        default=None,
+        description="Closed-loop clients (each sends its next request when its last one ends, "
+        "no think time), an alternative to arrival_rate: give one of the two",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_load(cls, value: object) -> object:
+        """``arrival_rate`` or ``concurrency``, not both."""
+        if isinstance(value, dict) and "arrival_rate" in value and "concurrency" in value:
+            msg = (
+                "give either arrival_rate (Poisson arrivals) or concurrency (closed-loop "
+                "clients), not both"
+            )
+            raise ValueError(msg)
+        return value
+
+    @model_validator(mode="after")
+    def _closed_loop(self) -> ServingTable:
+        """With ``concurrency`` the load is closed-loop: no arrival-rate axis."""
+        if self.concurrency is not None:
+            object.__setattr__(self, "arrival_rate", [])
+        return self
+
+    def objectives(self) -> Serving:
+        """The resolved settings of the study (``Sweep.studies["serving"]``): the table without its
+        axes."""
+        return Serving(**{name: getattr(self, name) for name in Serving.model_fields})
