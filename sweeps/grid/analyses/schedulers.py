@@ -21,9 +21,11 @@ from sweeps.grid.analyses import bounds, paced, served
 from sweeps.grid.analyses.base import Inputs
 from sweeps.grid.analyses.drafts import draft
 from sweeps.grid.analyses.greedy import random_slots
+from sweeps.grid.analyses.parallel_terms import parallel
 from sweeps.grid.analyses.split import timed_coefficients, timed_flops
 from sweeps.grid.analyses.steps import (
     cache_bytes,
+    pipeline_fill,
     prefill_split,
     prefill_work,
     step_coefficients,
@@ -118,6 +120,7 @@ class Terms:
             + share * self.prompt_cache
         )
         step = physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
+        step = step * pipeline_fill(x, decoders + chunks)  # whole sequences a micro-batch
         if served.caches_prefixes(x):
             reload = physics.reload_time(share * self.reload, x["_tier_bandwidth"])
             step = np.maximum(step, reload)
@@ -128,6 +131,8 @@ class Terms:
     def result(self, ttft: Any, tpot: Any, rate: Any, steady: Any, share: Any) -> dict[str, Any]:
         """A mode's terms from its TTFT, TPOT (NaN at O = 1), request rate and steady step."""
         tpot = where(self.decodes, tpot, np.nan)
+        if parallel(self.x):  # a prompt crosses every stage: never sooner than alone
+            ttft = np.maximum(ttft, self.alone)
         return {
             "ttft": ttft,
             "tpot": tpot,
@@ -167,8 +172,8 @@ def bound(t: Terms) -> dict[str, Any]:
     traffic = t.prompt_cache + (output - 1) * t.seq_kv
     time = physics.bound_request_time(flops, weights, traffic, x["_peak"], x["_bandwidth"])
     if served.speculates(x) or served.caches_prefixes(x):
-        return bounds.technique_bound(t)
-    return t.result(t.alone, t.steady, 1 / time, t.steady, np.nan)
+        return bounds.technique_bound(t, bounds.bound_tpot(t))
+    return t.result(t.alone, bounds.bound_tpot(t), 1 / time, t.steady, np.nan)
 
 
 def static(t: Terms) -> dict[str, Any]:

@@ -25,6 +25,7 @@ import numpy as np
 from sweeps import physics
 from sweeps.grid.analyses import served
 from sweeps.grid.analyses.base import Analysis, Inputs, Variable
+from sweeps.grid.analyses.bounds import corner
 from sweeps.grid.analyses.schedulers import PRICED, QUANTILES, Terms, serial_prefill
 from sweeps.grid.analyses.steps import cache_bytes
 from sweeps.physics._array import where
@@ -90,6 +91,8 @@ def _compute(x: Inputs) -> dict[str, Any]:
     terms = Terms(x, budget)
     labels = [str(m) for m in np.asarray(mode).reshape(-1)]
     modes = {name: served.modelled(x, name, PRICED[name](terms)) for name in labels}
+    if "bound" in modes:  # its TPOT under every named scheduler's of the table
+        modes["bound"] = corner(terms, modes["bound"], [modes[m] for m in labels if m != "bound"])
 
     def pick(key: str, default: Any = np.nan) -> Any:
         return _by_mode(mode, {name: got.get(key, default) for name, got in modes.items()})
