@@ -332,7 +332,13 @@ DECODE = Analysis(
             "Roofline bound on throughput, min(AI*bandwidth, peak)",
             rank="full",
         ),
-        _V("utilization", "1", "Attainable over peak FLOP/s, 0..1", rank="full"),
+        _V(
+            "utilization",
+            "1",
+            "Attainable over the step's own peak FLOP/s (the GEMM and attention formats' "
+            "peaks weighted by their FLOPs), 0..1",
+            rank="full",
+        ),
         _V(
             "step_time_s",
             "s",

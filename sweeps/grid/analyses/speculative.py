@@ -151,7 +151,12 @@ VARIABLES = (
         "flag",
         rank="full",
     ),
-    _V("verify_utilization", "1", "Verify step: attainable over peak FLOP/s", rank="full"),
+    _V(
+        "verify_utilization",
+        "1",
+        "Verify step: attainable over its own peak FLOP/s (formats weighted by FLOPs), 0..1",
+        rank="full",
+    ),
     _V("verify_time_s", "s", "Roofline bound on the verify step", rank="full"),
     _V(
         "draft_time_s",
