@@ -354,6 +354,10 @@ def init(
             click.echo(f"{study_name:<36} {studies.study_title(study_name)}")
         return
     name = None if name is None else studies.config_name(name)
+    if name is not None:  # the file's and the output folder's name: the config's own rule
+        from sweeps.config import check_name
+
+        check_name(name, "NAME (sweeps init)")
     if study is not None:
         text = studies.study_text(study)
         if name is not None and name != study:  # its own name: its own output folder
