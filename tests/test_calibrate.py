@@ -108,6 +108,17 @@ def test_batch_max_is_the_memory_wall_without_reserve(tmp_path: Path) -> None:
     assert found.batch > 1
 
 
+def test_a_latency_at_batch_max_is_bounded_at_one_sequence(tmp_path: Path) -> None:
+    """Issue 44: a latency at ``max`` was held to the memory wall's step, not the fastest one
+    (seven honest rows "beat" it by 2.1-3.7x); a step of one sequence bounds it."""
+    metrics = ("itl_s", "ttft_s", "request_latency_s")
+    rows = [ROW.format(batch=b, metric=m, value=1.0) for m in metrics for b in ("max", 1)]
+    found = bounds(load_measurements(_write(tmp_path, *rows)))
+    for at_max, at_one in zip(found[::2], found[1::2], strict=True):
+        assert at_max.batch == at_one.batch == 1
+        assert at_max.bound == at_one.bound
+
+
 def test_a_row_that_beats_its_bound_is_flagged(tmp_path: Path) -> None:
     path = _write(tmp_path, ROW.format(batch=64, metric="output_tokens_per_s", value=1e9))
     frame = calibrate(path)

@@ -151,3 +151,16 @@ def test_a_narrow_terminal_loses_the_by_and_line_columns_first() -> None:
     assert "by" not in [c.header.plain for c in narrow.columns]
     assert "left out to fit the terminal: by, line" in narrow.footing.plain
     assert _width(console, narrow) <= 80
+
+
+def test_no_bounded_row_still_writes_the_chart_and_the_table(tmp_path: Path) -> None:
+    """Issue 44: with no bounded row the chart ended in a traceback (a zero-size array)."""
+    unfit = OK.replace("llama-3-8b", "deepseek-v3")  # 671 B parameters on one H100
+    result = _invoke(str(_csv(tmp_path, unfit)), "--out", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    folder = tmp_path / "calibration"
+    back = pl.read_parquet(folder / "calibration.parquet")
+    assert back["bound"].null_count() == back.height == 1
+    assert back["reason"][0]
+    assert "no row has a bound" in (folder / "calibration.html").read_text("utf-8")

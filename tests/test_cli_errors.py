@@ -73,6 +73,20 @@ def test_out_naming_a_file_is_bad_input(config: Path, tmp_path: Path) -> None:
     assert target.read_text(encoding="utf-8") == "not a folder"
 
 
+def test_a_file_in_the_way_of_out_is_bad_input_not_a_permission(
+    config: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "taken"
+    target.write_text("not a folder", encoding="utf-8")
+    result = invoke("run", str(config), "--out", str(target / "deeper"))
+    assert result.exit_code == 2
+    assert result.stderr == (
+        f"Error: --out {target / 'deeper'}: {target} is a file, not a folder, so no folder can "
+        "be made under it; name a folder (it is created if missing)\n"
+    )
+    assert "permission" not in result.stderr
+
+
 def test_out_that_cannot_be_written_is_a_failed_run(
     config: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -175,3 +175,22 @@ def test_init_names_and_the_commented_serving_table(runner: CliRunner, tmp_path:
     copied = load_config(tmp_path / "renamed.toml")
     assert copied.name == "renamed"  # its own output folder, outputs/renamed/
     assert copied.title == load_config(CONFIGS / "seed-llama3-8b-h100.toml").title
+
+
+@pytest.mark.parametrize("name", ["", "a\nb", ".toml", "Upper"])
+def test_init_refuses_a_name_that_is_no_config_name(runner: CliRunner, name: str) -> None:
+    result = runner.invoke(cli, ["init", name])
+    assert result.exit_code == 2, result.output
+    assert f"Error: NAME (sweeps init): {name.removesuffix('.toml')!r} is not a valid name" in (
+        result.output
+    )
+    assert "starts with a-z or 0-9" in result.output
+    assert not list(Path().glob("*.toml"))
+
+
+def test_bench_runs_has_a_ceiling() -> None:
+    result = CliRunner().invoke(cli, ["bench", "--runs", "1000000000"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--runs': 1000000000 is not in the range 1<=x<=100." in (
+        result.output
+    )

@@ -1,7 +1,9 @@
 """The roofline bound of every measurement, and how close each measurement came to it.
 
 A bound is the most permissive one the cost model gives: efficiencies 1, attention FLOPs on,
-and ``batch = max`` at the memory wall with no reserve. For each row (interface.md):
+and ``batch = max`` at the memory wall with no reserve for a throughput, at one sequence for a
+latency (a step of one is the fastest: a latency given at ``max`` is bounded at batch 1). For
+each row (interface.md):
 
 - ``output_tokens_per_s``: ``B / t_d(B, S)`` at the mean context ``S = I + O/2`` (rounded
   down: a shorter cache only loosens the bound), per replica; over ``tp`` per device
@@ -308,13 +310,15 @@ def _measured_bound(
 
 
 def _slots(m: Measurement, wall: int) -> int:
-    """The batch a row is bounded at: its own, or the memory wall for ``max``; with a
-    closed-loop concurrency ``C`` at most ``C`` (a throughput) or its request alone (a
+    """The batch a row is bounded at: its own, or for ``max`` the memory wall (a throughput)
+    or one sequence (a latency: the most permissive bound, a step of one is the fastest);
+    with a closed-loop concurrency ``C`` at most ``C`` (a throughput) or its request alone (a
     latency)."""
+    latency = m.metric != THROUGHPUT
+    if latency and (m.batch is None or m.concurrency is not None):
+        return 1
     batch = m.batch if m.batch is not None else wall
-    if m.concurrency is None:
-        return batch
-    return min(m.concurrency, batch) if m.metric == THROUGHPUT else 1
+    return batch if m.concurrency is None else min(m.concurrency, batch)
 
 
 def _group_bounds(key: tuple[str, ...], rows: list[Measurement]) -> list[Bound]:

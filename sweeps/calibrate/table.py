@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import polars as pl
 
 from sweeps.calibrate.bounds import STATUS_BEATS, Bound, bounds
@@ -136,7 +137,12 @@ def calibration_chart(frame: pl.DataFrame) -> alt.Chart:
         "model", "hardware", "tp", "batch_given", "metric", "value", "bound", "ratio", "source"
     )
     values = data.select(pl.concat_list("value", "bound").explode()).to_series().to_numpy()
-    low, high = float(values.min()) / 2, float(values.max()) * 2
+    values = values[np.isfinite(values) & (values > 0)]
+    # no bounded row (each one's reason is in the table): the roof alone, over six decades
+    low, high = (float(values.min()) / 2, float(values.max()) * 2) if values.size else (1e-3, 1e3)
+    subtitle = "y = x is the roof: throughputs sit below it, latencies above"
+    if not data.height:
+        subtitle += "; no row has a bound (see calibration.parquet's reason column)"
     scale = alt.Scale(type="log", domain=[low, high])
     points = (
         alt.Chart(alt.Data(values=data.to_dicts()))
@@ -169,7 +175,7 @@ def calibration_chart(frame: pl.DataFrame) -> alt.Chart:
         height=360,
         title={
             "text": "Measured results against their roofline bounds",
-            "subtitle": "y = x is the roof: throughputs sit below it, latencies above",
+            "subtitle": subtitle,
         },
     )
 

@@ -65,7 +65,13 @@ def phase_points(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
     points = pl.concat(parts, how="diagonal").with_columns(
         hardware=pl.lit(sel.device_name), tp=pl.lit(sel.tp), weight_dtype=pl.lit(sel.weight_dtype)
     )
-    return points, notes
+    # a step whose attention runs at a faster format's peak attains more than the roof drawn:
+    # it is drawn on that roof (its utilization is taken against its own, 0..1)
+    _, efficiency = _efficient(sel.ds)
+    roof = float(np.atleast_1d(sel.ds[f"peak_flops_{compute_dtype(sel)}"].values)[0])
+    attained = pl.col("attainable_flops")
+    capped = pl.when(attained > roof * efficiency).then(roof * efficiency).otherwise(attained)
+    return points.with_columns(attainable_flops=capped), notes
 
 
 def _efficient(ds: xr.Dataset) -> tuple[float, float]:
@@ -268,7 +274,8 @@ def roofline_chart(
     caption = [
         f"Roofs: min(intensity × bandwidth, peak) for each compute dtype of the device; the "
         f"points use the {compute} roof (options.compute_dtype, solid); each point one batch "
-        "and context (decode) or prompt (prefill).",
+        "and context (decode) or prompt (prefill), at most on that roof (a step whose attention "
+        "runs at a faster format's peak attains more; its utilization is over its own roof).",
         *sel.notes,
         *notes,
     ]

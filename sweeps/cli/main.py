@@ -359,6 +359,10 @@ def init(
             click.echo(f"{example_name:<36} {examples.example_title(example_name)}")
         return
     name = None if name is None else examples.config_name(name)
+    if name is not None:  # the file's and the output folder's name: the config's own rule
+        from sweeps.config import check_name
+
+        check_name(name, "NAME (sweeps init)")
     if example is not None:
         text = examples.example_text(example)
         if name is not None and name != example:  # its own name: its own output folder

@@ -50,6 +50,11 @@ of its own, about 100 MB before any work; a billion of them grew until the kerne
 run)."""
 
 
+MAX_BENCH_RUNS = 100
+"""Most cold runs ``sweeps bench --runs`` takes: each is a full run-path grid (seconds), so
+a hundred already take minutes; a billion would never end."""
+
+
 def parse_size(text: str) -> int:
     """``"2GiB"``, ``"512MB"``, ``"1.5e9"`` as a number of bytes [byte], for ``--memory-budget``.
 
@@ -232,7 +237,7 @@ def bench_options(function: F) -> F:
             "--runs",
             default=1,
             show_default=True,
-            type=click.IntRange(min=1),
+            type=click.IntRange(min=1, max=MAX_BENCH_RUNS),
             help="Cold runs of each run-path grid (f), for the spread of their ratios.",
         ),
     )
@@ -295,6 +300,12 @@ def check_out(out: Path) -> None:
         )
         raise BadArguments(msg)
     existing = next((p for p in (out, *out.absolute().parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():  # a file where a folder must go
+        msg = (
+            f"--out {out}: {existing} is a file, not a folder, so no folder can be made "
+            "under it; name a folder (it is created if missing)"
+        )
+        raise BadArguments(msg)
     if existing is not None and not writable(existing):
         msg = (
             f"--out {out}: {existing} cannot be written (read-only or no permission); "

@@ -15,7 +15,7 @@ from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.parallel_terms import PARALLEL_DIMS, parallel, step_times
 from sweeps.engine.split import roofline, timed_flops
-from sweeps.engine.steps import weights_read
+from sweeps.engine.steps import pipeline_fill, weights_read
 from sweeps.physics._array import where
 
 DIMS = ("model", "hardware", "tp", "batch", "context", "kv_heads", "kv_dtype", "weight_dtype")
@@ -138,7 +138,7 @@ def _user_terms(
         nbytes = physics.decode_bytes(weights_read(x, batch), batch, kv_dev)
         work = physics.decode_flops(batch, f_seq)
         timed = timed_flops(x, batch * gemm, batch * attention, work)
-        time = physics.roofline_time(timed, nbytes, peak, bandwidth)
+        time = physics.roofline_time(timed, nbytes, peak, bandwidth) * pipeline_fill(x, batch)
         bound, latency = step_times(x, batch, time)
         out[f"token_time_{name}_s"] = latency
         out[f"device_tokens_per_s_{name}"] = batch / bound / x["_devices"]
@@ -168,8 +168,8 @@ def _roofline(
         peak_flops=x["peak_flops"],
     )  # fmt: skip
     if parallel(x):  # the link and the pipeline's hand-offs: no term at all without the axes
-        bound, latency = step_times(x, batch, roof["time"])
-        pre = roof["time"]
+        pre = point(np.multiply, DIMS, roof["time"], pipeline_fill(x, batch))
+        bound, latency = step_times(x, batch, pre)
         roof = {**roof, "time": latency, "tokens_per_s": point(np.divide, DIMS, batch, bound)}
         roof.update(_bound=bound, _roof_time=pre)
     extra = {k: roof[k] for k in ("_bound", "_roof_time") if k in roof}
@@ -332,7 +332,13 @@ DECODE = Analysis(
             "Roofline bound on throughput, min(AI*bandwidth, peak)",
             rank="full",
         ),
-        _V("utilization", "1", "Attainable over peak FLOP/s, 0..1", rank="full"),
+        _V(
+            "utilization",
+            "1",
+            "Attainable over the step's own peak FLOP/s (the GEMM and attention formats' "
+            "peaks weighted by their FLOPs), 0..1",
+            rank="full",
+        ),
         _V(
             "step_time_s",
             "s",

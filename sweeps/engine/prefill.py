@@ -94,7 +94,8 @@ PREFILL = Analysis(
         _V(
             "prefill_utilization",
             "1",
-            "Attainable over peak FLOP/s, 0..1",
+            "Attainable over the prefill's own peak FLOP/s (the formats' peaks weighted by "
+            "their FLOPs), 0..1",
             column="utilization",
             rank="full",
         ),

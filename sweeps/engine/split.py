@@ -86,7 +86,10 @@ def split_outputs(
     effective = point(_effective_peak, dims, gemm, attention, compute)
     attained = point(physics.attainable_flops, dims, ai, effective, bandwidth)
     out["attainable_flops"] = attained
-    out["utilization"] = point(physics.utilization, dims, attained, x["peak_flops"])
+    # over the step's own roof: the formats' peaks weighted by their FLOPs (the effective
+    # peak, efficiency taken back out as the pass's ``peak_flops`` has none), so 0..1 holds
+    own = point(_own_roof, dims, effective, x["peak_flops"], peak)
+    out["utilization"] = point(physics.utilization, dims, attained, own)
     if tokens is not None:
         out["tokens_per_s"] = point(physics.tokens_per_second, dims, tokens, time)
     return out
@@ -95,6 +98,13 @@ def split_outputs(
 def _compute_bound(compute: Any, memory: Any) -> Any:
     """True where the compute time reaches the memory time (a tie is compute-bound) [int8]."""
     return np.asarray(compute >= memory).astype(np.int8)
+
+
+def _own_roof(effective: Any, peak_flops: Any, peak: Any) -> Any:
+    """The step's own compute roof as a catalog peak: the effective peak (the step's FLOPs
+    over their split compute time, the formats' peaks weighted by their FLOPs) over the
+    efficiency ``peak / peak_flops`` [FLOP/s]."""
+    return effective * peak_flops / peak
 
 
 def _effective_peak(gemm: Any, attention: Any, compute: Any) -> Any:

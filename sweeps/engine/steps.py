@@ -16,6 +16,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.engine.base import Inputs
+from sweeps.engine.parallel_terms import parallel
 
 
 def path_weights_read(x: Inputs, tokens: Any) -> Any:
@@ -42,8 +43,21 @@ def path_weights_read(x: Inputs, tokens: Any) -> Any:
 def weights_read(x: Inputs, tokens: Any) -> Any:
     """Weight bytes a step of ``tokens`` tokens reads per device [byte]: the experts they
     touch (MoE) and the embedding rows they gather; with ``pp`` stages a step is ``pp``
-    micro-batches of ``tokens / pp``, each reading its stage's weights."""
-    return path_weights_read(x, tokens / x["_pp"])
+    micro-batches of ``tokens / pp``, each reading its stage's weights; below ``pp`` tokens
+    ``min(B, pp)`` micro-batches of whole sequences, ``B`` passes of one."""
+    if not parallel(x):
+        return path_weights_read(x, tokens / x["_pp"])
+    pp = x["_pp"]
+    passes = physics.micro_batches(tokens, pp)
+    return passes / pp * path_weights_read(x, tokens / passes)
+
+
+def pipeline_fill(x: Inputs, sequences: Any) -> Any:
+    """``max(1, pp / B)``, how much longer a step of ``sequences`` whole sequences takes than
+    a device's work in it (``sweeps.physics.pipeline_fill``); 1 without the parallel axes."""
+    if not parallel(x):
+        return 1.0
+    return physics.pipeline_fill(sequences, x["_pp"])
 
 
 def cache_bytes(x: Inputs, context: Any) -> Any:

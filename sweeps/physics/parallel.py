@@ -258,3 +258,42 @@ def pipeline_prefill_time(stage_time: Array, handoff: Array, pp: Array) -> Array
     Prefill latency [s]
     """
     return pp * stage_time + (pp - 1) * handoff
+
+
+def pipeline_fill(sequences: Array, pp: Array) -> Array:
+    """How much longer a step of whole sequences takes than its device's work, ``pp / m``.
+
+    A step of ``B`` sequences over ``pp`` stages runs ``m = min(B, pp)`` micro-batches of
+    ``B / m`` whole sequences (a sequence is never split): at ``B >= pp`` every stage is busy
+    all the step (1), below it a token still crosses every stage in turn while a device
+    works on only ``m`` of the ``pp`` micro-batch slots, so the step takes ``pp / B`` times the
+    device's work (a lone sequence pays every stage, ``pp`` of them). A fluid step of under
+    one sequence is one micro-batch (``pp``); 1 at ``pp = 1``.
+
+    Parameters
+    ----------
+    sequences : Whole sequences in the step, ``B`` [sequence]
+    pp : Pipeline stages [1]
+
+    Returns
+    -------
+    ``pp / min(max(B, 1), pp)`` [1]
+    """
+    return pp / micro_batches(sequences, pp)
+
+
+def micro_batches(sequences: Array, pp: Array) -> Array:
+    """Micro-batches of whole sequences a step of ``B`` sequences runs over ``pp`` stages,
+    ``m = min(max(B, 1), pp)`` (a fluid step of under one sequence is one micro-batch); a
+    device reads its stage's weights once for each [1].
+
+    Parameters
+    ----------
+    sequences : Whole sequences (or tokens) in the step, ``B`` [sequence]
+    pp : Pipeline stages [1]
+
+    Returns
+    -------
+    ``m`` [1]
+    """
+    return np.minimum(np.maximum(sequences, 1.0), pp)

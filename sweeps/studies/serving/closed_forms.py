@@ -19,9 +19,11 @@ import numpy as np
 from sweeps import physics
 from sweeps.engine.base import Inputs
 from sweeps.engine.drafts import draft
+from sweeps.engine.parallel_terms import parallel
 from sweeps.engine.split import timed_coefficients, timed_flops
 from sweeps.engine.steps import (
     cache_bytes,
+    pipeline_fill,
     prefill_split,
     prefill_work,
     step_coefficients,
@@ -119,6 +121,7 @@ class Terms:
             + share * self.prompt_cache
         )
         step = physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
+        step = step * pipeline_fill(x, decoders + chunks)  # whole sequences a micro-batch
         if served.caches_prefixes(x):
             reload = physics.reload_time(share * self.reload, x["_tier_bandwidth"])
             step = np.maximum(step, reload)
@@ -129,6 +132,8 @@ class Terms:
     def result(self, ttft: Any, tpot: Any, rate: Any, steady: Any, share: Any) -> dict[str, Any]:
         """A mode's terms from its TTFT, TPOT (NaN at O = 1), request rate and steady step."""
         tpot = where(self.decodes, tpot, np.nan)
+        if parallel(self.x):  # a prompt crosses every stage: never sooner than alone
+            ttft = np.maximum(ttft, self.alone)
         return {
             "ttft": ttft,
             "tpot": tpot,
@@ -168,8 +173,8 @@ def bound(t: Terms) -> dict[str, Any]:
     traffic = t.prompt_cache + (output - 1) * t.seq_kv
     time = physics.bound_request_time(flops, weights, traffic, x["_peak"], x["_bandwidth"])
     if served.speculates(x) or served.caches_prefixes(x):
-        return bounds.technique_bound(t)
-    return t.result(t.alone, t.steady, 1 / time, t.steady, np.nan)
+        return bounds.technique_bound(t, bounds.bound_tpot(t))
+    return t.result(t.alone, bounds.bound_tpot(t), 1 / time, t.steady, np.nan)
 
 
 def static(t: Terms) -> dict[str, Any]:

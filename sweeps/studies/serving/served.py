@@ -21,6 +21,7 @@ from sweeps.engine.split import timed_flops
 from sweeps.engine.steps import (
     cache_bytes,
     hit_work,
+    pipeline_fill,
     prefill_split,
     prefill_work,
     weights_read,
@@ -96,7 +97,7 @@ def verify_time(x: Inputs, batch: Any, context: Any, local: Any) -> Any:
     v_flops, v_bytes = verify_coefficients(x, batch, k)
     verify = physics.affine_step_time(context, local, v_flops, v_bytes, x["_peak"], x["_bandwidth"])
     drafted, _, _ = draft(x, k, context, batch=batch)
-    return verify + drafted
+    return verify * pipeline_fill(x, batch) + drafted
 
 
 def steps_per_token(x: Inputs, output: Any) -> Any:
@@ -119,7 +120,7 @@ def token_time(
     token (``steps_per_token``: ``1 / E`` and the last step's cut drafts)."""
     plain = physics.affine_step_time(context, local, flops, nbytes, x["_peak"], x["_bandwidth"])
     if not speculates(x):
-        return plain
+        return plain * pipeline_fill(x, batch)
     return verify_time(x, batch, context, local) * steps_per_token(x, output)
 
 
@@ -128,13 +129,15 @@ def static_decode(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) 
     with speculation each token at ``(t_verify + t_draft) / E`` of its context (the draft at
     the mean context)."""
     window, peak, bandwidth = x["_window"], x["_peak"], x["_bandwidth"]
+    fill = pipeline_fill(x, x["batch"])  # fewer sequences than stages: each crosses all
     if not speculates(x):
-        return physics.static_decode_time(prompt, output, flops, nbytes, window, peak, bandwidth)
+        plain = physics.static_decode_time(prompt, output, flops, nbytes, window, peak, bandwidth)
+        return plain * fill
     k = x["spec_tokens"]
     v_flops, v_bytes = verify_coefficients(x, x["batch"], k)
     verify = physics.static_decode_time(prompt, output, v_flops, v_bytes, window, peak, bandwidth)
     drafted, _, _ = draft(x, k, physics.mean_context(prompt, output))
-    return (verify + (output - 1) * drafted) * steps_per_token(x, output)
+    return (verify * fill + (output - 1) * drafted) * steps_per_token(x, output)
 
 
 def static_cycle(x: Inputs, prompt: Any, output: Any, flops: Any, nbytes: Any) -> Any:

@@ -27,6 +27,7 @@ from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.steps import cache_bytes
 from sweeps.physics._array import where
 from sweeps.studies.serving import served
+from sweeps.studies.serving.bounds import corner
 from sweeps.studies.serving.closed_forms import PRICED, QUANTILES, Terms, serial_prefill
 
 DIMS = (
@@ -90,6 +91,8 @@ def _compute(x: Inputs) -> dict[str, Any]:
     terms = Terms(x, budget)
     labels = [str(m) for m in np.asarray(mode).reshape(-1)]
     modes = {name: served.modelled(x, name, PRICED[name](terms)) for name in labels}
+    if "bound" in modes:  # its TPOT under every named scheduler's of the table
+        modes["bound"] = corner(terms, modes["bound"], [modes[m] for m in labels if m != "bound"])
 
     def pick(key: str, default: Any = np.nan) -> Any:
         return _by_mode(mode, {name: got.get(key, default) for name, got in modes.items()})

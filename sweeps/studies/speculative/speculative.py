@@ -20,7 +20,7 @@ from sweeps.engine.decode import DIMS as DECODE_DIMS
 from sweeps.engine.drafts import draft
 from sweeps.engine.parallel_terms import PARALLEL_DIMS, parallel, step_times
 from sweeps.engine.split import roofline
-from sweeps.engine.steps import weights_read
+from sweeps.engine.steps import pipeline_fill, weights_read
 
 DIMS = (*DECODE_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
 
@@ -94,7 +94,8 @@ def _compute(x: Inputs) -> dict[str, Any]:
     )  # fmt: skip
     verify_time, bound = roof["time"], roof["time"]
     if parallel(x):  # the link and the hand-offs of the B (k + 1) rows, as decode's step
-        bound, verify_time = step_times(x, batch * (k + 1), roof["time"])
+        filled = point(np.multiply, DIMS, roof["time"], pipeline_fill(x, batch))
+        bound, verify_time = step_times(x, batch * (k + 1), filled)
     per_token = physics.speculative_time_per_token(verify_time, draft_time, e)
     # throughput from the device's time a round (the bound), latency with the hand-offs
     busy = physics.speculative_time_per_token(bound, draft_time, e) if parallel(x) else per_token
@@ -150,7 +151,12 @@ VARIABLES = (
         "flag",
         rank="full",
     ),
-    _V("verify_utilization", "1", "Verify step: attainable over peak FLOP/s", rank="full"),
+    _V(
+        "verify_utilization",
+        "1",
+        "Verify step: attainable over its own peak FLOP/s (formats weighted by FLOPs), 0..1",
+        rank="full",
+    ),
     _V("verify_time_s", "s", "Roofline bound on the verify step", rank="full"),
     _V(
         "draft_time_s",

@@ -49,6 +49,8 @@ class StepCosts:
     pair_flops : FLOPs of one causal pair summed over layers [FLOP]
     logit_flops : FLOPs of the lm_head on a prompt's last token [FLOP]
     tp : Devices of the replica [device]
+    stages : Pipeline stages, ``pp``: a step of ``m < pp`` whole sequences takes ``pp / m``
+        times its roofline (``sweeps.physics.pipeline_fill``) [1]
     """
 
     peak: float
@@ -61,6 +63,7 @@ class StepCosts:
     pair_flops: float
     logit_flops: float
     tp: int
+    stages: float = 1.0
 
     @property
     def max_context(self) -> int:
@@ -127,6 +130,7 @@ def step_costs(x: Any, max_context: int, max_tokens: int) -> StepCosts:
         pair_flops=ratio * pair,
         logit_flops=logit,
         tp=int(x["_devices"]),
+        stages=float(x["_pp"]),
     )
 
 
@@ -150,4 +154,6 @@ def step_time(
         nbytes += costs.cache[end]
         tokens += size
     nbytes += costs.weights[tokens]
-    return float(physics.roofline_time(flops, nbytes, costs.peak, costs.bandwidth))
+    roof = physics.roofline_time(flops, nbytes, costs.peak, costs.bandwidth)
+    fill = physics.pipeline_fill(contexts.size + len(chunks), costs.stages)
+    return float(roof * fill)

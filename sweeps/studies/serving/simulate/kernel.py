@@ -67,7 +67,7 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
     token_flops, pair_flops, logit_flops, peak, bandwidth, slots, budget, scheduler, pace,
     admit, first, done, totals,
     verify_cache, rows, draws, draw_start, draft_passes, draft_shift, draft_flops, draft_cache,
-    draft_weights, cached, tier_bandwidth,
+    draft_weights, cached, tier_bandwidth, stages,
 ):  # fmt: skip
     n = prompt.size
     # the decoding requests, packed in [0, active): context, decode tokens left, request
@@ -124,11 +124,13 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
             whole = min(room, arrived - nxt)
             decodes = whole == 0 and active > 0
         flops, nbytes, tokens, reload, drafted = 0.0, 0.0, 0, 0.0, 0.0
+        pieces = whole  # whole sequences and prompt pieces: a micro-batch holds whole ones
         if decodes:  # a verify step of ``rows`` rows a slot (1: a plain decode)
             for s in range(active):
                 flops += decode_flops[slot_ctx[s]]
                 nbytes += verify_cache[slot_ctx[s]]
             tokens += active * rows
+            pieces += active
             for j in range(draft_passes):  # the draft's passes, each its own roofline
                 draft_work, draft_bytes = 0.0, draft_weights[active]
                 for s in range(active):
@@ -173,6 +175,7 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
                     flops += logit_flops
                 nbytes += cache[stop]
                 tokens += take
+                pieces += 1
                 used += take
                 allow -= take
                 progress = stop
@@ -197,6 +200,7 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
                     flops += logit_flops
                 nbytes += cache[stop]
                 tokens += take
+                pieces += 1
                 allow -= take
                 done_to[r] = stop
         if tokens == 0:  # nothing to run: wait for the next arrival
@@ -206,7 +210,9 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
             continue
         nbytes += weights[tokens]
         # the reload from the prefix's tier overlapped with the step, the draft before it
-        step = max(_roofline_time(flops, nbytes, peak, bandwidth), reload / tier_bandwidth)
+        roof = _roofline_time(flops, nbytes, peak, bandwidth)
+        roof = roof * stages / min(max(pieces, 1), stages)  # fewer sequences than stages
+        step = max(roof, reload / tier_bandwidth)
         step += drafted
         t += step
         busy += step

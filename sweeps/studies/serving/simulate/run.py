@@ -180,7 +180,7 @@ def _run_replica(
         costs.pairs, costs.weights, costs.token_flops, costs.pair_flops, costs.logit_flops,
         costs.peak, costs.bandwidth, batch, budget, code, paced,
         admit, first, done, totals,
-        cache, rows, draws, starts, passes, shift, *draft, cached, tier,
+        cache, rows, draws, starts, passes, shift, *draft, cached, tier, costs.stages,
     )  # fmt: skip
     return arrival, admit, first, done, totals
 
