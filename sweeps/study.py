@@ -213,7 +213,41 @@ PARALLEL = Study(
     defaults={"ep": (1,), "dp_attention": (False,), "pp": (1,)},
 )
 
-STUDIES: tuple[Study, ...] = (SERVING, SPECULATIVE, PREFIX, PARALLEL)
+
+def _engine_records(
+    values: Mapping[str, tuple[Any, ...]], axes: Mapping[str, Any], sources: Mapping[str, Any]
+) -> tuple[dict[str, tuple[Any, ...]], list[tuple[str, str]]]:
+    from sweeps.measured.database import choices  # the package's files: not at import
+
+    engines, problems = choices(tuple(values["engine"]), tuple(axes.get("hardware", ())))
+    return {"engine": engines}, problems
+
+
+EXPECTED = Study(
+    name="expected",
+    table="axes",
+    axes=("engine",),
+    description="Expected step times from measured kernels (the measured extra), engine by "
+    "engine: expected.parquet and kernels.parquet",
+    records=_engine_records,
+)
+
+OPERATIONS: tuple[str, ...] = (
+    "embedding",
+    "qkv",
+    "attention",
+    "o_proj",
+    "ffn_up",
+    "ffn_down",
+    "router",
+    "experts",
+    "allreduce",
+    "lm_head",
+)
+"""The operations of a step the expected pass reads from measured kernels, in the order they
+run (``sweeps.grid.expected``): the labels of the ``operation`` axis of kernels.parquet."""
+
+STUDIES: tuple[Study, ...] = (SERVING, SPECULATIVE, PREFIX, PARALLEL, EXPECTED)
 """Every study, in the order their tables are resolved."""
 
 BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}

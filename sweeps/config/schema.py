@@ -134,6 +134,11 @@ class Axes(Strict):
     pp: CountAxis | None = Field(
         default=None, description="Pipeline stages (each must divide every model's layers)"
     )
+    engine: NameAxis | None = Field(
+        default=None,
+        description="Engines whose measured kernels give expected times: 'trtllm', 'vllm', "
+        "'sglang', or 'engine@version' (needs the measured extra); turns on expected.parquet",
+    )
 
 
 class Options(Strict):

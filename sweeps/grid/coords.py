@@ -19,6 +19,7 @@ from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.config import NATIVE, Sweep
 from sweeps.grid.analyses import active_dims
 from sweeps.grid.analyses.base import Variable
+from sweeps.grid.expected import expected_inputs
 from sweeps.grid.parallel import parallel_inputs
 from sweeps.grid.techniques import technique_inputs
 
@@ -123,7 +124,7 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
     """
     counts = _kv_counts(sweep)
     models = sweep.models
-    known = technique_inputs(sweep) | parallel_inputs(sweep)
+    known = technique_inputs(sweep) | parallel_inputs(sweep) | expected_inputs(sweep)
     return known | {
         "_window": (
             "model",

@@ -90,11 +90,21 @@ class Step:
         return np.sum([self.bound[op] for op in OPERATIONS], axis=0)
 
     def step_basis(self) -> np.ndarray:
-        """The step's basis: the least certain of its operations'."""
+        """The step's basis: the least certain of those of its operations that take at least
+        ``SIGNIFICANT`` of it (the embedding gather, read from no table, takes 0.05 %)."""
         rank = {"": 3, "extrapolated": 2, "interpolated": 1, "measured": 0}
-        names = ("measured", "interpolated", "extrapolated", "")
-        stacked = np.vectorize(rank.__getitem__)(np.stack([self.basis[op] for op in OPERATIONS]))
-        return np.asarray(names, dtype=object)[stacked.max(axis=0)]
+        names = np.asarray(("measured", "interpolated", "extrapolated", ""), dtype=object)
+        ranks = np.vectorize(rank.__getitem__, otypes=[int])(
+            np.stack([self.basis[op] for op in OPERATIONS])
+        )
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.stack([self.expected[op] for op in OPERATIONS]) / self.total()
+        counted = np.where(np.isnan(share) | (share >= SIGNIFICANT), ranks, 0)
+        return names[counted.max(axis=0)]
+
+
+SIGNIFICANT = 0.01
+"""The share of a step an operation must take for its basis to be the step's [1]."""
 
 
 _LEAST = {"measured": 0, "interpolated": 1, "extrapolated": 2, "": 3}
@@ -297,3 +307,21 @@ def step(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool = 
             reasons[op] = f"{op}: no reading"
     reason = "; ".join(r for r in reasons.values() if r)
     return Step(expected, bound, basis, reason)
+
+
+def expected_inputs(sweep: Any) -> dict[str, tuple[str, np.ndarray]]:
+    """The records the expected pass reads, as derived inputs (none without an engine):
+    ``_model_records`` by model, ``_device_records`` by device, ``_engine_choices`` by engine."""
+    if not getattr(sweep, "engine", ()):
+        return {}
+
+    def objects(values: Any) -> np.ndarray:
+        out = np.empty(len(values), dtype=object)
+        out[:] = list(values)
+        return out
+
+    return {
+        "_model_records": ("model", objects(sweep.models)),
+        "_device_records": ("hardware", objects(sweep.hardware)),
+        "_engine_choices": ("engine", objects(sweep.engine)),
+    }

@@ -177,3 +177,46 @@ def resolve(device: str, choice: EngineChoice) -> Resolved:
         reason = f"{choice.engine} {version} not measured on {device!r}; held: {list(held)}"
         return Resolved(system, choice.engine, None, reason)
     return Resolved(system, choice.engine, version)
+
+
+def choices(
+    labels: tuple[str, ...], devices: tuple[Any, ...]
+) -> tuple[tuple[EngineChoice, ...], list[tuple[str, str]]]:
+    """The ``engine`` axis's labels as choices, and the problems: an engine the database does
+    not know, a version it holds on none of ``devices`` (each problem a key of the axis and a
+    message naming the value and what the database holds for each device), or the extra
+    missing. A device the database does not cover is no problem: its expectations are null."""
+    problems: list[tuple[str, str]] = []
+    out: list[EngineChoice] = []
+    if not installed():
+        return (), [
+            (
+                "engine",
+                f"needs the measured kernel database; pip install 'sweeps[measured]' ({PACKAGE})",
+            )
+        ]
+    for index, label in enumerate(labels):
+        key, choice = f"engine[{index}]", parse(str(label))
+        if choice.engine not in ENGINES:
+            problems.append(
+                (
+                    key,
+                    f"unknown engine {label!r}; allowed: {list(ENGINES)}, each optionally @version",
+                )
+            )
+            continue
+        if choice.version is not None:
+            held = {d.id: holdings(d.id).get(choice.engine, ()) for d in devices}
+            covered = {d: v for d, v in held.items() if system_of(d)}
+            if covered and not any(choice.version in v for v in covered.values()):
+                where = "; ".join(f"{d}: {list(v)}" for d, v in covered.items())
+                problems.append(
+                    (
+                        key,
+                        f"{choice.engine} version {choice.version!r} is not in the database "
+                        f"for these devices; it holds {where}",
+                    )
+                )
+                continue
+        out.append(choice)
+    return tuple(out), problems

@@ -136,7 +136,7 @@ class Kernels:
         spec = self._specs.get(asked)
         if spec is None:  # an attention op's kernel lanes: resolved once per op, not per shape
             if hasattr(op, "_lane_order"):
-                _resolve_attention_lane_orders([op], database, None)
+                _quiet(_resolve_attention_lane_orders, [op], database, None)
             spec = self._specs[asked] = build_ops_json([op])
         key = (spec, context, batch, s)
         if key not in self._memo:

@@ -19,6 +19,7 @@ from sweeps.grid.analyses.base import (
     Variable,
 )
 from sweeps.grid.analyses.decode import DECODE
+from sweeps.grid.analyses.expected import EXPECTED, KERNELS
 from sweeps.grid.analyses.model import MODEL
 from sweeps.grid.analyses.parallel import PARALLEL
 from sweeps.grid.analyses.pools import POOLS
@@ -36,6 +37,8 @@ ANALYSES: tuple[Analysis, ...] = (
     PREFIX,
     SERVING,
     POOLS,
+    EXPECTED,
+    KERNELS,
 )
 """Every analysis, each after those it needs."""
 
