@@ -145,7 +145,7 @@ AXES: tuple[Axis, ...] = (
         "name",
         "-",
         "Serving engine whose measured kernels give the expected times: trtllm, vllm or "
-        "sglang (engine@version pins a version; default: the database's current one)",
+        "sglang (engine-version pins a version; default: the database's current one)",
         "engine",
     ),
     Axis(

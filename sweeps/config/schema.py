@@ -137,7 +137,8 @@ class Axes(Strict):
     engine: NameAxis | None = Field(
         default=None,
         description="Engines whose measured kernels give expected times: 'trtllm', 'vllm', "
-        "'sglang', or 'engine@version' (needs the measured extra); turns on expected.parquet",
+        "'sglang', or 'engine-version' (vllm-0.24.0); needs the measured extra; turns on "
+        "expected.parquet",
     )
 
 

@@ -41,8 +41,8 @@ SYSTEMS: dict[str, str] = {
 (an A100 40 GB, an H200 NVL or a GH200 differ in memory, bandwidth or power from the system
 measured, so they map to none: their expectations are null, with the reason)."""
 
-SEPARATOR = "@"
-"""Between an engine and a pinned version in an ``engine`` label: ``vllm@0.24.0``."""
+SEPARATOR = "-"
+"""Between an engine and a pinned version in an ``engine`` label: ``vllm-0.24.0``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,12 +55,12 @@ class EngineChoice:
 
     @property
     def id(self) -> str:
-        """The label as written: ``vllm`` or ``vllm@0.24.0``."""
+        """The label as written: ``vllm`` or ``vllm-0.24.0``."""
         return self.engine if self.version is None else f"{self.engine}{SEPARATOR}{self.version}"
 
 
 def parse(label: str) -> EngineChoice:
-    """``vllm`` or ``vllm@0.24.0`` as an ``EngineChoice`` (unchecked)."""
+    """``vllm`` or ``vllm-0.24.0`` as an ``EngineChoice`` (unchecked)."""
     engine, _, version = label.partition(SEPARATOR)
     return EngineChoice(engine.strip().lower(), version.strip() or None)
 
@@ -201,7 +201,7 @@ def choices(
             problems.append(
                 (
                     key,
-                    f"unknown engine {label!r}; allowed: {list(ENGINES)}, each optionally @version",
+                    f"unknown engine {label!r}; allowed: {list(ENGINES)}, each optionally -version",
                 )
             )
             continue

@@ -52,6 +52,10 @@ MOE_FORMATS: dict[str, str] = {
 }
 """Catalog weight format -> the database's MoE mode."""
 
+DISTRIBUTION = "power_law_1.2"
+"""How tokens are routed to experts when the MoE table is read: the database's own default
+for a MoE model (a power law of exponent 1.2; measured serving traffic is not balanced)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Reading:
@@ -223,7 +227,7 @@ class Kernels:
         self, *, tokens: int, hidden: int, inter: int, topk: int, experts: int,
         tp: int, ep: int, fmt: str,
     ) -> Reading:  # fmt: skip
-        """The routed experts of a MoE layer for ``tokens`` tokens (balanced routing)."""
+        """The routed experts of a MoE layer for ``tokens`` tokens (routed as ``DISTRIBUTION``)."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
@@ -242,7 +246,7 @@ class Kernels:
         basis, at = table.place(shape)
         op = ops.MoE(
             "moe", 1, hidden, inter, topk, experts, tp, ep, common.MoEQuantMode[mode],
-            "balanced", 1,
+            DISTRIBUTION, 1,
         )  # fmt: skip
         return Reading(self._evaluate(op, context=False, batch=tokens, s=1), basis, at)
 
