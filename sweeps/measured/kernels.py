@@ -18,6 +18,7 @@ the table does not hold gives no reading (``Reading.reason``). No physics here.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,12 @@ class Reading:
     basis: str
     at: Mapping[str, float] = field(default_factory=dict)
     reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.latency_s is not None and math.isnan(self.latency_s):
+            object.__setattr__(self, "latency_s", None)
+            object.__setattr__(self, "basis", "")
+            object.__setattr__(self, "reason", "the database has no data for this shape")
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +151,11 @@ class Kernels:
             spec = self._specs[asked] = build_ops_json([op])
         key = (spec, context, batch, s)
         if key not in self._memo:
-            row = handle.evaluate_ops_json(spec, is_context=context, batch_size=batch, s=s)[0]
-            self._memo[key] = float(row[1]) * 1e-3  # the database's ms
+            try:
+                row = handle.evaluate_ops_json(spec, is_context=context, batch_size=batch, s=s)
+                self._memo[key] = float(row[0][1]) * 1e-3  # the database's ms
+            except Exception:
+                self._memo[key] = math.nan
         return self._memo[key]
 
     @functools.cache  # noqa: B019 - one instance per device and engine
