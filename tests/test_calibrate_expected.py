@@ -42,3 +42,26 @@ def test_the_engine_is_the_rows_column_else_the_one_its_source_names() -> None:
     assert engine_of({"engine": "vLLM"}, "TensorRT-LLM docs") == "vllm"
     assert engine_of({}, "NVIDIA TensorRT-LLM perf-overview") == "trtllm"
     assert engine_of({}, "a blog") is None
+
+
+def test_sweeps_calibrate_engine_adds_the_columns_and_the_error_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from click.testing import CliRunner
+
+    from sweeps.cli.main import cli
+
+    csv = tmp_path / "rows.csv"
+    csv.write_text(ROWS, encoding="utf-8")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        cli, ["calibrate", str(csv), "--engine", "source", "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "expected against measured" in result.output
+    import polars as pl
+
+    frame = pl.read_parquet(out / "calibration" / "calibration.parquet")
+    assert {"engine", "regime", "expected", "error", "expected_reason"} <= set(frame.columns)
+    plain = CliRunner().invoke(cli, ["calibrate", str(csv), "--out", str(tmp_path / "plain")])
+    assert "expected against measured" not in plain.output
+    columns = pl.read_parquet(tmp_path / "plain" / "calibration" / "calibration.parquet").columns
+    assert "expected" not in columns

@@ -28,6 +28,9 @@ REGIMES = ("batch-1 latency", "large-batch throughput", "ttft", "serving")
 """How the error is summarized: a latency of one request alone, a throughput without
 closed-loop clients, a time to first token, a closed-loop serving run."""
 
+EXPECTED_COLUMNS = ("engine", "regime", "expected", "error", "expected_reason")
+"""The columns ``sweeps calibrate --engine`` adds to the calibration table."""
+
 SOURCE_ENGINES = {"tensorrt-llm": "trtllm", "trtllm": "trtllm", "vllm": "vllm", "sglang": "sglang"}
 """Names a source gives an engine by, lower case, and the engine."""
 
