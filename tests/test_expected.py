@@ -176,6 +176,7 @@ def test_a_run_with_an_engine_writes_expected_and_kernels(
 ) -> None:
     code, out = _run(write_config, tmp_path, '["vllm"]')
     assert code == 0, out
+    assert "from the engine's measured kernels" in " ".join(out.split())  # the summary's columns
     folder = tmp_path / "out" / "expected"
     expected = pl.read_parquet(folder / "expected.parquet")
     mi300x = expected.filter(pl.col("hardware") == "mi300x")
