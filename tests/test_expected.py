@@ -185,5 +185,13 @@ def test_a_run_with_an_engine_writes_expected_and_kernels(
     h100 = expected.filter(pl.col("hardware") == "h100-sxm")
     assert (h100["roofline_share"] == h100["step_time_s"] / h100["expected_step_time_s"]).all()
     assert h100["roofline_share"].is_between(0.3, 1.0).all()
+    import json
+
+    counts = json.loads((folder / "manifest.json").read_text())["expected"]
+    assert counts == {
+        "rows": expected.height,
+        "below_bound": int(expected["below_bound"].sum()),
+        "without_data": mi300x.height,
+    }
     kernels_table = pl.read_parquet(folder / "kernels.parquet")
     assert kernels_table.height == expected.height * len(OPERATIONS)
