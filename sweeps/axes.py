@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sweeps.measured.database import OPERATIONS
 from sweeps.schedulers import (
     MODE_DOC,
     POOL_MODES,
@@ -147,6 +148,26 @@ AXES: tuple[Axis, ...] = (
     ),
     Axis("kv_dtype", "kv_dtype", "name", "-", "Number format of the KV cache", "kv dtype"),
     Axis("weight_dtype", "weight_dtype", "name", "-", "Number format of the weights", "weights"),
+    # the expected pass (axes.engine): engines whose measured kernels give expected times
+    Axis(
+        "engine",
+        "engine",
+        "name",
+        "-",
+        "Serving engine whose measured kernels give the expected times: trtllm, vllm or "
+        "sglang (engine-version pins a version; default: the database's current one)",
+        "engine",
+    ),
+    Axis(
+        "operation",
+        "engine",
+        "name",
+        "-",
+        "Operation of a step: " + ", ".join(OPERATIONS),
+        "operation",
+        derive=lambda sweep: OPERATIONS if sweep.engine else (),
+        most=len(OPERATIONS),
+    ),
     # speculative decoding and prefix caching (axes.spec_*, axes.prefix_hit_rate, axes.kv_tier)
     Axis(
         "spec_tokens",

@@ -51,6 +51,11 @@ UNITS: dict[str, tuple[str, str]] = {
         "with other closed-loop clients)",
     ),
     "source": ("-", "Where the measurement is published"),
+    "engine": ("-", "Engine of the expectation: the row's engine column, else its source's"),
+    "regime": ("-", "batch-1 latency, large-batch throughput, ttft or serving"),
+    "expected": ("SI", "Expected value from measured kernels, in the metric's unit (null: none)"),
+    "error": ("1", "expected / value - 1 (null: no expectation)"),
+    "expected_reason": ("-", "Why a row has no expectation (empty where it has one)"),
 }
 """Unit and meaning of every column of ``calibration.parquet`` but the file's own extras."""
 
@@ -100,11 +105,24 @@ SCHEMA = {
 """Columns that may be null on every row, typed all the same."""
 
 
-def calibrate(path: str | Path, attention_dtype: str = "auto") -> pl.DataFrame:
+def calibrate(
+    path: str | Path, attention_dtype: str = "auto", engine: str | None = None
+) -> pl.DataFrame:
     """Every measurement of the CSV at ``path`` with its bound, ratio and status;
-    ``attention_dtype`` as ``sweeps.calibrate.bounds.bounds`` takes it."""
-    rows = [_row(b) for b in bounds(load_measurements(path), attention_dtype)]
-    return pl.DataFrame(rows, schema_overrides=SCHEMA, infer_schema_length=None)
+    ``attention_dtype`` as ``sweeps.calibrate.bounds.bounds`` takes it. With ``engine`` (an
+    engine, or ``source``: none but the rows' own), also each row's ``engine``, ``regime``,
+    ``expected`` value and ``error`` (``sweeps.calibrate.expected``; the measured extra)."""
+    found = bounds(load_measurements(path), attention_dtype)
+    frame = pl.DataFrame(
+        [_row(b) for b in found], schema_overrides=SCHEMA, infer_schema_length=None
+    )
+    if engine is None:
+        return frame
+    from sweeps.calibrate.expected import EXPECTED_COLUMNS, expected_rows
+
+    default = None if engine == "source" else engine
+    extra = expected_rows(found, default).select(EXPECTED_COLUMNS)
+    return pl.concat([frame, extra], how="horizontal")
 
 
 def summarize_efficiency(frame: pl.DataFrame, by: tuple[str, ...] = ("hardware",)) -> pl.DataFrame:

@@ -214,16 +214,26 @@ def summary_table(summary: list[dict[str, Any]]) -> Any:
 
 
 def calibrate_to_folder(
-    path: Path, out: Path, force: bool, output: Output, attention_dtype: str = "auto"
+    path: Path,
+    out: Path,
+    force: bool,
+    output: Output,
+    attention_dtype: str = "auto",
+    engine: str | None = None,
 ) -> list[int]:
     """Bound every row of ``path``, write ``out/calibration/`` atomically, print the tables;
-    the lines of the rows that beat their bound."""
+    the lines of the rows that beat their bound. With ``engine``, also each row's expected
+    value and error, and their median and p90 per engine, device and regime."""
     from sweeps.calibrate import calibrate, summarize_efficiency, write_calibration
     from sweeps.export import atomic_folder, check_target
 
     target = out / FOLDER
     check_target(target, force)  # before any work, as a run
-    frame = calibrate(path, attention_dtype)
+    if engine is not None:
+        from sweeps.measured import require
+
+        require("sweeps calibrate --engine")
+    frame = calibrate(path, attention_dtype, engine)
     summary = summary_rows(summarize_efficiency(frame))
     with atomic_folder(target, force) as staging:
         files = write_calibration(frame, staging)
@@ -233,7 +243,33 @@ def calibrate_to_folder(
     if reasons is not None:
         output.result(reasons)
     output.result(summary_table(summary))
+    if engine is not None:
+        output.result(error_table(frame))
     output.status(f"wrote {target}/ ({', '.join(files)})")
     if output.json:
         output.document(document(path, target, files, rows, summary))
     return [row["line"] for row in rows if row["beats_bound"]]
+
+
+def error_table(frame: Any) -> Any:
+    """Median and p90 of ``|expected / measured - 1|`` per engine, device and regime."""
+    from rich.text import Text
+
+    from sweeps.calibrate.expected import error_summary
+    from sweeps.cli.console import table
+
+    grid = table("expected against measured, per engine, device and regime", "|error|")
+    for title in ("engine", "hardware", "regime", "rows", "median", "p90"):
+        grid.add_column(
+            Text(title), justify="right" if title in ("rows", "median", "p90") else "left"
+        )
+    for row in error_summary(frame).iter_rows(named=True):
+        grid.add_row(
+            str(row["engine"]),
+            row["hardware"],
+            row["regime"],
+            str(row["rows"]),
+            f"{row['median']:.1%}",
+            f"{row['p90']:.1%}",
+        )
+    return grid

@@ -26,6 +26,7 @@ from sweeps.cli.options import (
     check_out,
     cluster_options,
     configs_argument,
+    engine_option,
     limited_int,
     memory_budget_option,
     out_option,
@@ -228,10 +229,13 @@ def classify(
 @cli.command()
 @click.argument("measurements", required=False, type=click.Path(path_type=Path))
 @attention_option
+@engine_option
 @out_options("calibration/")
 @output_options
 @handled
-def calibrate(measurements: Path | None, attention_dtype: str, **given: Any) -> None:
+def calibrate(
+    measurements: Path | None, attention_dtype: str, engine: str | None, **given: Any
+) -> None:
     """Hold MEASUREMENTS (a CSV; default: the shipped published figures) against their
     roofline bounds: per row the bound, the ratio (1 at the roof) and a flag where a
     measurement beats it; per device the share of the bound reached. Writes
@@ -249,7 +253,7 @@ def calibrate(measurements: Path | None, attention_dtype: str, **given: Any) -> 
     out, force, output = given["out"], given["force"], given["output"]
     check_out(out)
     path = measurements or shipped_measurements()
-    beating = calibrate_to_folder(path, out, force, output, attention_dtype)
+    beating = calibrate_to_folder(path, out, force, output, attention_dtype, engine)
     if beating:
         lines = ", ".join(map(str, beating))
         fail(

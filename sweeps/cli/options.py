@@ -322,3 +322,13 @@ attention_option = click.option(
     help="Peak that runs attention FLOPs: auto (the KV format's), gemm (the GEMMs' own) or one.",
 )
 """``sweeps calibrate --attention-dtype``: the FP4 split's attention format."""
+
+engine_option = click.option(
+    "--engine",
+    default=None,
+    type=click.Choice(["source", "trtllm", "vllm", "sglang"]),
+    help="Also the expected value of each row from measured kernels (the measured extra): "
+    "source (the row's engine column, else the engine its source names) or the engine of "
+    "rows that name none. Default: no expectation.",
+)
+"""``sweeps calibrate --engine``: expected values and their error beside the bounds."""

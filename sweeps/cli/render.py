@@ -44,7 +44,25 @@ USER_HEADERS = {
 }
 """Their column titles: times in milliseconds, as people read them."""
 
+EXPECTED_TERMS = (
+    "expected_token_time_b1_s",
+    "expected_device_tokens_per_s_b1",
+    "expected_token_time_wall_s",
+    "expected_device_tokens_per_s_wall",
+)
+"""The same, expected from measured kernels (``axes.engine``), shown beside the bounds."""
+
+USER_HEADERS.update(
+    {
+        f"expected_{name}": "expected\n" + title
+        for name, title in USER_HEADERS.items()
+        if f"expected_{name}" in EXPECTED_TERMS
+    }
+)
+
 DROP_ORDER = (
+    "expected_token_time_wall_s",
+    "expected_device_tokens_per_s_b1",
     "knee_batch",
     "ridge_batch",
     "max_batch",
@@ -79,13 +97,13 @@ def summary_rows(frame: Any) -> list[dict[str, Any]]:
     """
     rows = []
     for row in frame.iter_rows(named=True):
-        record = {dim: row[dim] for dim in (*CONFIGURATION, "parallel") if dim in row}
+        record = {dim: row[dim] for dim in (*CONFIGURATION, "engine", "parallel") if dim in row}
         record["ceiling"] = float(row["ceiling"])
         for name in BATCHES:
             value = row[name]
             record[name] = None if value is None else _batch_value(name, value)
         record["ceiling_reachable"] = bool(row["ceiling_reachable"])
-        for name in USER_TERMS:
+        for name in (*USER_TERMS, *(t for t in EXPECTED_TERMS if t in row)):
             value = row.get(name)
             record[name] = None if value is None else float(value)
         record["fits"] = bool(row["fits"])
@@ -110,7 +128,7 @@ def _cell(name: str, row: Mapping[str, Any]) -> str:
     value = row[name]
     if name == "ceiling":
         return grouped(value)
-    if name in USER_TERMS:
+    if name in USER_TERMS or name in EXPECTED_TERMS:
         if value is None:
             return "-"
         shown = value * 1e3 if name.endswith("_s") else value
@@ -145,7 +163,7 @@ def summary_table(
     ``SUMMARY_ROWS`` configurations show their first ones and say that ``where`` has every
     one; a narrow terminal drops columns in ``DROP_ORDER`` and the caption says which.
     """
-    configuration = [d for d in (*CONFIGURATION, "parallel") if d in rows[0]]
+    configuration = [d for d in (*CONFIGURATION, "engine", "parallel") if d in rows[0]]
     varying = [
         dim
         for dim in configuration
@@ -159,6 +177,7 @@ def summary_table(
         )
         rows = rows[:SUMMARY_ROWS]
     values = ["ceiling", "knee_batch", "max_batch", "ridge_batch", *USER_TERMS]
+    values += [name for name in EXPECTED_TERMS if name in rows[0]]
     verdict = f"reaches {fraction:.0%}\nof ceiling?"
     dropped: list[str] = []
     while True:
@@ -195,6 +214,8 @@ def _summary_grid(
             "ms/token and tokens/s per device: bounds at batch 1 and at the memory wall (max "
             "batch); TTFT: one request at the first prompt length"
         )
+    if any(name in EXPECTED_TERMS for name in values):
+        caption.append("expected: from the engine's measured kernels (expected.parquet)")
     table = new_table(f"{title}: decode summary", ", ".join(caption))
     for dim in varying:
         right = _sized(dim)

@@ -127,6 +127,12 @@ class Axes(Strict):
     pp: CountAxis | None = Field(
         default=None, description="Pipeline stages (each must divide every model's layers)"
     )
+    engine: NameAxis | None = Field(
+        default=None,
+        description="Engines whose measured kernels give expected times: 'trtllm', 'vllm', "
+        "'sglang', or 'engine-version' (vllm-0.24.0); needs the measured extra; turns on "
+        "expected.parquet",
+    )
 
 
 class Options(Strict):

@@ -87,6 +87,9 @@ class Sweep:
     """``axes.dp_attention``: attention data-parallel over the ep ranks, or tensor-parallel."""
     pp: tuple[int, ...] = ()
     """``axes.pp``: pipeline stages [device]."""
+    engine: tuple[Any, ...] = ()
+    """``axes.engine``: the engines of the expected pass (``sweeps.measured.EngineChoice``);
+    empty: no expectation, and the database is never read."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
 

@@ -21,6 +21,7 @@ from sweeps.engine.base import Variable
 from sweeps.grid.analyses import active_dims
 from sweeps.grid.parallel import parallel_inputs
 from sweeps.grid.techniques import technique_inputs
+from sweeps.studies.expected.step import expected_inputs
 
 AXIS_COORDS: tuple[Variable, ...] = (
     Variable(
@@ -123,7 +124,7 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
     """
     counts = _kv_counts(sweep)
     models = sweep.models
-    known = technique_inputs(sweep) | parallel_inputs(sweep)
+    known = technique_inputs(sweep) | parallel_inputs(sweep) | expected_inputs(sweep)
     return known | {
         "_window": (
             "model",

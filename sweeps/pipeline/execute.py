@@ -30,7 +30,7 @@ from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.hook import Hook
-from sweeps.pipeline.manifest import manifest
+from sweeps.pipeline.manifest import expected_counts, manifest
 from sweeps.pipeline.pieces import in_pieces, reads_tables, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.receivers import model_device_slices
@@ -245,7 +245,8 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         rows = {name: table.rows for name, table in written.items()}
         columns = {name: table.columns for name, table in written.items()}
         files.append("manifest.json")
-        document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped))
+        counts = expected_counts(staging, files) if sweep.engine else None
+        document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped), counts)
         _write_manifest(staging, document)
         if settings.duckdb:  # in the staging folder: its views read paths relative to it
             settings.phase(f"writing {DATABASE}")

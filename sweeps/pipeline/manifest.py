@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata
+from pathlib import Path
 
 from sweeps.axes import AXIS
 from sweeps.config import Sweep
@@ -26,13 +27,15 @@ def manifest(
     timings: Mapping[str, float],
     files: list[str],
     layout: Mapping[str, object] | None = None,
+    expected: Mapping[str, int] | None = None,
 ) -> dict[str, object]:
     """The manifest of a result folder, as a JSON-ready dict.
 
     ``layout`` says how the tables are stored: ``{"kind": "single"}`` (``decode.parquet``) or
     ``{"kind": "partitioned", "partitioning": "hive", "by": ["model"], "chunks": n, ...}``.
+    ``expected`` (``axes.engine`` only): the counts of ``expected_counts``.
     """
-    return {
+    document: dict[str, object] = {
         "package": "sweeps",
         "version": version(),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -46,3 +49,29 @@ def manifest(
         "files": files,
         "layout": dict(layout or {"kind": "single"}),
     }
+    if expected is not None:
+        document["expected"] = dict(expected)
+    return document
+
+
+def expected_counts(folder: Path, files: list[str]) -> dict[str, int] | None:
+    """Of the expected table's rows in ``folder`` (its ``files``): how many there are, how
+    many have an expectation below their bound (flagged, never clamped) and how many have
+    none (no data); None where the run wrote no expected table."""
+    import polars as pl
+
+    paths = [folder / f for f in files if Path(f).name.startswith("expected")]
+    paths = [p for p in paths if p.suffix == ".parquet"]
+    if not paths:
+        return None
+    counts = (
+        pl.scan_parquet(paths)
+        .select(
+            rows=pl.len(),
+            below_bound=pl.col("below_bound").sum(),
+            without_data=pl.col("expected_step_time_s").is_null().sum(),
+        )
+        .collect()
+        .row(0, named=True)
+    )
+    return {key: int(value) for key, value in counts.items()}

@@ -15,10 +15,16 @@ from typing import Any
 from sweeps.engine.decode import DECODE
 from sweeps.engine.model import MODEL
 from sweeps.engine.prefill import PREFILL
-from sweeps.studies import parallel, prefix, serving, speculative
+from sweeps.studies import expected, parallel, prefix, serving, speculative
 from sweeps.studies.base import Study
 
-STUDIES: tuple[Study, ...] = (serving.STUDY, speculative.STUDY, prefix.STUDY, parallel.STUDY)
+STUDIES: tuple[Study, ...] = (
+    serving.STUDY,
+    speculative.STUDY,
+    prefix.STUDY,
+    parallel.STUDY,
+    expected.STUDY,
+)
 """Every study, in the order their tables are resolved."""
 
 BY_NAME: dict[str, Study] = {study.name: study for study in STUDIES}
@@ -33,6 +39,7 @@ ANALYSES: tuple[Any, ...] = (
     *speculative.STUDY.analyses,
     *prefix.STUDY.analyses,
     *serving.STUDY.analyses,
+    *expected.STUDY.analyses,
 )
 """Every analysis, each after those it needs: the core's, then each study's (the serving
 study's last: it reads the speculative, prefix and parallel terms). The one registry of

@@ -21,13 +21,28 @@ from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.export.frame import shared_enum
 from sweeps.grid import REGISTRY
 
-SUMMARY_DIMS = (*CONFIGURATION, *PARALLEL_DIMS)
-"""A configuration's dims: the decode dims but the batch, and the parallel axes a sweep has."""
+SUMMARY_DIMS = (*CONFIGURATION, "engine", *PARALLEL_DIMS)
+"""A configuration's dims: the decode dims but the batch, the engine and the parallel axes a
+sweep has (the engine only with ``axes.engine``)."""
+
+EXPECTED_TERMS = (
+    "expected_token_time_b1_s",
+    "expected_device_tokens_per_s_b1",
+    "expected_token_time_wall_s",
+    "expected_device_tokens_per_s_wall",
+)
+"""What the summary says of a configuration's expectation, per engine (``axes.engine``)."""
+
+
+def _names(ds: xr.Dataset) -> tuple[str, ...]:
+    """The summary's variables in ``ds``: the bounds', and the expected ones where it has them."""
+    expected = EXPECTED_TERMS if EXPECTED_TERMS[0] in ds.data_vars else ()
+    return (*SUMMARY_VARIABLES, *expected)
 
 
 def summary_rows(ds: xr.Dataset) -> int:
     """How many rows ``summarize(ds)`` has, without building them [row]."""
-    held = {d for name in SUMMARY_VARIABLES for d in ds[name].dims}
+    held = {d for name in _names(ds) for d in ds[name].dims}
     return math.prod(ds.sizes[d] for d in SUMMARY_DIMS if d in held)
 
 
@@ -41,7 +56,7 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
     The KV-head setting is the count in effect (``kv_heads``) with ``kv_heads_native`` beside
     it, as in ``decode.parquet``, so the summary joins the decode table on its axis columns.
     """
-    variables = {name: ds[name].variable for name in SUMMARY_VARIABLES}
+    variables = {name: ds[name].variable for name in _names(ds)}
     if "ttft_s" in ds.data_vars:  # one request's TTFT: the first prompt, the smallest batch
         first = {"prompt": 0, "batch": int(np.argmin(ds["batch"].values))}
         variables["ttft_s"] = ds["ttft_s"].isel(first).variable

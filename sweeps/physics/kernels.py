@@ -1,0 +1,135 @@
+"""The roofline bound of each kernel of a step, one at a time (docs/cost-model.md sections 1-4).
+
+The cost model bounds a whole step; ``sweeps expected`` holds each kernel's measured time
+against its own bound, so these are the same counts split by kernel: a GEMM reads its weight
+once and does ``2 m n k`` FLOPs; decode attention reads every sequence's cache and does
+``4 H d S`` FLOPs a sequence; a prefill's causal attention ``2 H d N^2`` and writes the cache;
+a ring all-reduce sends ``2 (tp - 1) / tp`` of its buffer over the device link; the routed
+experts read the experts the tokens touch; the embedding gathers one row a token. Pure and
+vectorized; activations are not counted, as the cost model counts none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sweeps.physics._array import Array
+
+
+def kernel_time(flops: Array, nbytes: Array, peak: Array, bandwidth: Array) -> Array:
+    """The roofline time of one kernel, ``max(flops / peak, bytes / bandwidth)`` [s].
+
+    Parameters
+    ----------
+    flops : Its FLOPs [FLOP]
+    nbytes : Its HBM bytes [byte]
+    peak : Peak FLOP/s of its compute format [FLOP/s]
+    bandwidth : HBM bandwidth [byte/s]
+    """
+    return np.maximum(flops / peak, nbytes / bandwidth)
+
+
+def gemm_time(
+    m: Array, n: Array, k: Array, weight_bytes: Array, peak: Array, bandwidth: Array
+) -> Array:
+    """Bound of a GEMM of ``m`` tokens by an ``n x k`` weight: ``2 m n k`` FLOPs, the
+    weight's ``n k wb`` bytes [s].
+
+    Parameters
+    ----------
+    m, n, k : Tokens, output and input width [1]
+    weight_bytes : Bytes per weight [byte]
+    peak : Peak FLOP/s [FLOP/s]
+    bandwidth : HBM bandwidth [byte/s]
+    """
+    return kernel_time(2.0 * m * n * k, n * k * weight_bytes, peak, bandwidth)
+
+
+def attention_time(
+    batch: Array,
+    length: Array,
+    heads: Array,
+    kv_heads: Array,
+    head_dim: Array,
+    kv_bytes: Array,
+    peak: Array,
+    bandwidth: Array,
+    prefill: bool,
+) -> Array:
+    """Bound of one layer's attention on one device [s]: decode, ``batch`` queries against
+    ``length`` cached tokens (``4 H d S`` FLOPs a sequence, its cache read); prefill, causal
+    over ``length`` prompt tokens (``2 H d N^2`` FLOPs a sequence, its cache written).
+
+    Parameters
+    ----------
+    batch : Sequences [sequence]
+    length : Cached tokens (decode) or prompt tokens (prefill) [token]
+    heads, kv_heads : Query and key/value heads on the device [head]
+    head_dim : Head dimension [1]
+    kv_bytes : Bytes per cached element [byte]
+    peak : Peak FLOP/s [FLOP/s]
+    bandwidth : HBM bandwidth [byte/s]
+    prefill : A prefill (True) or a decode step
+    """
+    flops = (2.0 * length if prefill else 4.0) * batch * heads * head_dim * length
+    nbytes = batch * length * 2.0 * kv_heads * head_dim * kv_bytes
+    return kernel_time(flops, nbytes, peak, bandwidth)
+
+
+def allreduce_time(tokens: Array, hidden: Array, tp: Array, link_bandwidth: Array) -> Array:
+    """Bound of a ring all-reduce of ``tokens x hidden`` bf16 activations over ``tp``
+    devices: ``2 (tp - 1) / tp`` of the buffer over the link [s] (0 at ``tp = 1``).
+
+    Parameters
+    ----------
+    tokens : Rows [token]
+    hidden : Model width [1]
+    tp : Devices [device]
+    link_bandwidth : Device-to-device bandwidth per direction [byte/s]
+    """
+    return 2.0 * (tp - 1) / tp * tokens * hidden * 2.0 / link_bandwidth
+
+
+def experts_time(
+    tokens: Array,
+    hidden: Array,
+    inter: Array,
+    topk: Array,
+    experts: Array,
+    tp: Array,
+    weight_bytes: Array,
+    peak: Array,
+    bandwidth: Array,
+) -> Array:
+    """Bound of a MoE layer's routed experts for ``tokens`` tokens, uniformly routed: three
+    ``hidden x inter`` matrices an expert, split over ``tp``; ``2 * 3 h i k`` FLOPs a token;
+    the ``E (1 - (1 - k/E)^T)`` experts the tokens touch read once [s].
+
+    Parameters
+    ----------
+    tokens : Tokens [token]
+    hidden, inter : Model width and expert width [1]
+    topk, experts : Experts a token and in the layer [1]
+    tp : Devices the experts split over [device]
+    weight_bytes : Bytes per weight [byte]
+    peak : Peak FLOP/s [FLOP/s]
+    bandwidth : HBM bandwidth [byte/s]
+    """
+    matrix = 3.0 * hidden * inter / tp
+    touched = experts * (1.0 - (1.0 - topk / experts) ** tokens)
+    return kernel_time(
+        2.0 * tokens * topk * matrix, touched * matrix * weight_bytes, peak, bandwidth
+    )
+
+
+def gather_time(tokens: Array, hidden: Array, weight_bytes: Array, bandwidth: Array) -> Array:
+    """Bound of the embedding gather: one ``hidden``-wide row a token, no FLOPs [s].
+
+    Parameters
+    ----------
+    tokens : Tokens [token]
+    hidden : Model width [1]
+    weight_bytes : Bytes per weight [byte]
+    bandwidth : HBM bandwidth [byte/s]
+    """
+    return tokens * hidden * weight_bytes / bandwidth

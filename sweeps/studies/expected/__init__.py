@@ -1,0 +1,36 @@
+"""The expected study: step times from measured kernels beside every bound (``[axes] engine``,
+the ``measured`` extra; docs/expected.md).
+
+``STUDY`` is the one face the core sees; ``step`` composes one step from the measured kernels
+of the operations the cost model counts, ``expected`` declares the two tables
+(expected.parquet, kernels.parquet) beside their compute.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sweeps.studies.base import Study
+from sweeps.studies.expected.expected import EXPECTED, KERNELS
+
+
+def _engine_records(
+    values: Mapping[str, tuple[Any, ...]], axes: Mapping[str, Any], sources: Mapping[str, Any]
+) -> tuple[dict[str, tuple[Any, ...]], list[tuple[str, str]]]:
+    """The engine labels checked against what the database holds for each device."""
+    from sweeps.measured.database import choices  # the package's files: not at import
+
+    engines, problems = choices(tuple(values["engine"]), tuple(axes.get("hardware", ())))
+    return {"engine": engines}, problems
+
+
+STUDY = Study(
+    name="expected",
+    table="axes",
+    axes=("engine",),
+    description="Expected step times from measured kernels (the measured extra), engine by "
+    "engine: expected.parquet and kernels.parquet",
+    records=_engine_records,
+    analyses=(EXPECTED, KERNELS),
+)

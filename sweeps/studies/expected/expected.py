@@ -1,0 +1,325 @@
+"""Expected: the step, TTFT and rates from measured kernels, beside the bounds (``axes.engine``).
+
+For each engine of ``axes.engine`` (the ``measured`` extra), every decode point's step is
+composed from the measured latencies of the operations the cost model counts
+(``sweeps.studies.expected.step``): the expected step and tokens/s, the time per token and tokens/s
+per device at batch 1 and at the memory wall, the TTFT of the batch's prompts of ``context``
+tokens, and ``roofline_share``, the bound (``step_time_s``) over the expected step. An
+expected step below its bound is not clamped: ``below_bound`` flags it (the catalog's peak
+or bandwidth is below what the device measured). ``kernels`` writes each operation's
+expected and bound time. A device, engine or format the database does not hold gives nulls,
+and ``expected_reason`` says why.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.decode import DIMS as DECODE_DIMS
+from sweeps.measured.database import OPERATIONS
+from sweeps.studies.expected.step import Config, Step, step
+
+DIMS = (*DECODE_DIMS, "engine")
+"""The decode table's dims and the engine."""
+
+CONFIGURATION = tuple(d for d in DIMS if d not in ("batch", "context"))
+"""The dims of one configuration (what one composition of the step is per)."""
+
+
+def _configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
+    """Every configuration of the grid, with its index over ``CONFIGURATION``."""
+    models, devices = x["_model_records"].values, x["_device_records"].values
+    choices, tps = x["_engine_choices"].values, x["tp"].values
+    kv_names, w_names = x["kv_dtype"].values, x["weight_dtype"].values
+    kv_counts, kv_bytes = x["kv_heads_count"].values, x["kv_bytes"].values
+    w_bytes, peaks = x["weight_bytes_per_param"].values, x["peak_flops"].values
+    ratio = x["_attention_ratio"].values
+    sizes = (
+        len(models),
+        len(devices),
+        len(tps),
+        kv_counts.shape[1],
+        len(kv_names),
+        len(w_names),
+        len(choices),
+    )
+    out = []
+    for index in itertools.product(*(range(n) for n in sizes)):
+        m, h, t, k, kd, w, e = index
+        peak = float(peaks[h, w])
+        config = Config(
+            models[m], devices[h], int(tps[t]), int(kv_counts[m, k]), str(kv_names[kd]),
+            str(w_names[w]), float(kv_bytes[kd]), float(w_bytes[w]), peak,
+            peak / float(ratio[h, kd, w]), choices[e],
+        )  # fmt: skip
+        out.append((index, config))
+    return out
+
+
+def _wall(config: Config, max_batch: np.ndarray, context: np.ndarray) -> np.ndarray:
+    """The expected step at the memory wall, one per context [s] (NaN: nothing fits)."""
+    out = np.full(len(context), np.nan)
+    for j, (batch, length) in enumerate(zip(max_batch, context, strict=True)):
+        if batch >= 1:
+            out[j] = step(config, np.array([int(batch)]), np.array([length])).total()[0, 0]
+    return out
+
+
+def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output array
+    batch, context = x["batch"].values, x["context"].values
+    configs = _configs(x)
+    shape = tuple(1 + max(i[n] for i, _ in configs) for n in range(7))
+    m, h, t, k, kd, w, e = shape
+    full = (m, h, t, len(batch), len(context), k, kd, w, e)
+    outs = {name: np.full(full, np.nan) for name in ("step", "ttft", "b1", "wall")}
+    basis = np.full(full, "", dtype=object)
+    reason = np.full(full, "", dtype=object)
+    kernel = {name: np.full((*full, len(OPERATIONS)), np.nan) for name in ("expected", "bound")}
+    kernel_basis = np.full((*full, len(OPERATIONS)), "", dtype=object)
+    max_batch = _max_batch(x)
+    for (mi, hi, ti, ki, kdi, wi, ei), config in configs:
+        decode: Step = step(config, batch, context)
+        at = (mi, hi, ti, slice(None), slice(None), ki, kdi, wi, ei)
+        outs["step"][at] = decode.total()
+        outs["ttft"][at] = step(config, batch, context, prefill=True).total()
+        one = step(config, np.array([1]), context).total()[0]
+        outs["b1"][at] = np.broadcast_to(one, (len(batch), len(context)))
+        wall = _wall(config, max_batch[mi, hi, ti, :, ki, kdi, wi], context)
+        outs["wall"][at] = np.broadcast_to(wall, (len(batch), len(context)))
+        basis[at] = decode.step_basis()
+        reason[at] = decode.reason
+        for o, op in enumerate(OPERATIONS):
+            kernel["expected"][(*at, o)] = decode.expected[op]
+            kernel["bound"][(*at, o)] = decode.bound[op]
+            kernel_basis[(*at, o)] = decode.basis[op]
+    return _outputs(x, outs, basis, reason, kernel, kernel_basis)
+
+
+WALL_DIMS = tuple(d for d in DECODE_DIMS if d != "batch")
+
+
+def _max_batch(x: Inputs) -> np.ndarray:
+    """The memory wall (decode's ``max_batch``) over ``WALL_DIMS`` [sequence]."""
+    wall = x["max_batch"]
+    sizes = {
+        d: int(x[d].size) if d != "kv_heads" else int(x["kv_heads_count"].shape[1])
+        for d in WALL_DIMS
+    }
+    expanded = wall.set_dims({**{d: 1 for d in WALL_DIMS}, **dict(wall.sizes)})
+    return np.broadcast_to(expanded.transpose(*WALL_DIMS).values, tuple(sizes.values()))
+
+
+def _outputs(
+    x: Inputs,
+    outs: dict[str, np.ndarray],
+    basis: np.ndarray,
+    reason: np.ndarray,
+    kernel: dict[str, np.ndarray],
+    kernel_basis: np.ndarray,
+) -> dict[str, Any]:
+    """The declared variables from the filled arrays."""
+    import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
+
+    def var(values: np.ndarray) -> xr.Variable:
+        return xr.Variable(DIMS, values)
+
+    devices = x["tp"]  # a replica of tp devices (the expected pass takes no ep or pp)
+    batch = x["batch"]
+    step_v = var(outs["step"])
+    per_config = (*WALL_DIMS, "engine")  # batch 1 and the wall: no batch dim
+    b1 = xr.Variable(per_config, outs["b1"][:, :, :, 0])
+    wall = xr.Variable(per_config, outs["wall"][:, :, :, 0])
+    bound = x["step_time_s"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = bound / step_v
+        kernel_share = kernel["bound"] / kernel["expected"]
+    kdims = (*DIMS, "operation")
+    return {
+        "expected_step_time_s": step_v,
+        "expected_tokens_per_s": batch / step_v,
+        "expected_ttft_s": var(outs["ttft"]),
+        "expected_token_time_b1_s": b1,
+        "expected_device_tokens_per_s_b1": 1.0 / b1 / devices,
+        "expected_token_time_wall_s": wall,
+        "expected_device_tokens_per_s_wall": xr.Variable(WALL_DIMS, _max_batch(x).astype(float))
+        / wall
+        / devices,
+        "roofline_share": share,
+        "below_bound": step_v < bound,
+        "expected_basis": var(basis),
+        "expected_reason": var(reason),
+        "_kernels": {
+            "kernel_expected_s": xr.Variable(kdims, kernel["expected"]),
+            "kernel_bound_s": xr.Variable(kdims, kernel["bound"]),
+            "kernel_roofline_share": xr.Variable(kdims, kernel_share),
+            "kernel_basis": xr.Variable(kdims, kernel_basis),
+        },
+    }
+
+
+_V = Variable
+
+EXPECTED = Analysis(
+    name="expected",
+    dims=DIMS,
+    variables=(
+        _V(
+            "expected_step_time_s",
+            "s",
+            "Expected decode step from the measured kernels of the cost model's operations "
+            "(null: no data, see expected_reason)",
+            "nullable",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_tokens_per_s",
+            "token/s",
+            "Expected decode throughput, batch / expected step",
+            "nullable",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_ttft_s",
+            "s",
+            "Expected prefill of the batch's prompts of `context` tokens (time to first token)",
+            "nullable",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_token_time_b1_s",
+            "s",
+            "Expected time per output token of one request alone (batch 1)",
+            "nullable",
+            "",
+        ),
+        _V(
+            "expected_device_tokens_per_s_b1",
+            "token/s",
+            "Expected decode tokens/s per device of one request alone (batch 1)",
+            "nullable",
+            "",
+        ),
+        _V(
+            "expected_token_time_wall_s",
+            "s",
+            "Expected time per output token at the memory wall (batch max_batch; null: does "
+            "not fit)",
+            "nullable",
+            "",
+        ),
+        _V(
+            "expected_device_tokens_per_s_wall",
+            "token/s",
+            "Expected decode tokens/s per device at the memory wall (null: does not fit)",
+            "nullable",
+            "",
+        ),
+        _V(
+            "roofline_share",
+            "1",
+            "The bound over the expected step, step_time_s / expected step (above 1: the "
+            "device measured faster than the catalog's roof)",
+            "nullable",
+            rank="full",
+        ),
+        _V(
+            "below_bound",
+            "-",
+            "The expected step is below its bound (not clamped: the catalog's peak or "
+            "bandwidth is below what the device measured)",
+            "bool",
+            rank="full",
+        ),
+        _V(
+            "expected_basis",
+            "-",
+            "Least certain basis of the step's kernels: measured, interpolated, extrapolated "
+            "(the nearest measured point's share of the roofline); empty: no data",
+            "str",
+            "basis",
+            "full",
+        ),
+        _V(
+            "expected_reason",
+            "-",
+            "Why there is no expectation (device, engine, format or operation not in the "
+            "database); empty where there is one",
+            "str",
+            "reason",
+            "full",
+        ),
+    ),
+    compute=_compute,
+    needs=("model", "decode"),
+    study="expected",
+    columns=(
+        "step_time_s",
+        "expected_step_time_s",
+        "expected_tokens_per_s",
+        "roofline_share",
+        "below_bound",
+        "expected_ttft_s",
+        "expected_token_time_b1_s",
+        "expected_device_tokens_per_s_b1",
+        "expected_token_time_wall_s",
+        "expected_device_tokens_per_s_wall",
+        "expected_basis",
+        "expected_reason",
+    ),
+)
+
+
+def _kernels(x: Inputs) -> dict[str, Any]:
+    kernels: dict[str, Any] = x["_kernels"]
+    return kernels
+
+
+KERNELS = Analysis(
+    name="kernels",
+    dims=(*DIMS, "operation"),
+    variables=(
+        _V(
+            "kernel_expected_s",
+            "s",
+            "Expected time of the operation in one decode step (all its layers), measured",
+            "nullable",
+            "expected_s",
+            "full",
+        ),
+        _V(
+            "kernel_bound_s",
+            "s",
+            "Roofline bound of the operation in one decode step (all its layers)",
+            "nullable",
+            "bound_s",
+            "full",
+        ),
+        _V(
+            "kernel_roofline_share",
+            "1",
+            "The operation's bound over its expected time: how far the kernel is from its roof",
+            "nullable",
+            "roofline_share",
+            "full",
+        ),
+        _V(
+            "kernel_basis",
+            "-",
+            "measured, interpolated or extrapolated; empty: no data",
+            "str",
+            "basis",
+            "full",
+        ),
+    ),
+    compute=_kernels,
+    needs=("expected",),
+    study="expected",
+    columns=("kernel_expected_s", "kernel_bound_s", "kernel_roofline_share", "kernel_basis"),
+)

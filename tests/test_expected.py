@@ -1,0 +1,197 @@
+"""The expected pass (issue 43): measured kernels, the composed step against aiconfigurator's
+own estimate of it, the engine axis's errors, nulls where the database has no data.
+
+Reads the installed ``aiconfigurator-core`` (the ``measured`` extra, a test dependency)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from click.testing import CliRunner
+
+from sweeps.catalog import load_catalog
+from sweeps.cli.main import cli
+from sweeps.measured.database import OPERATIONS, parse, systems_root
+from sweeps.measured.kernels import kernels
+from sweeps.studies.expected.step import Config, step
+
+pytest.importorskip("aiconfigurator_core")
+
+CATALOG = load_catalog()
+
+AIC_MODELS = {
+    "llama-3.1-8b": "meta-llama/Meta-Llama-3.1-8B",  # dense
+    "qwen3-32b": "Qwen/Qwen3-32B",  # GQA (8 of 64 heads), tp 4
+    "qwen3-235b-a22b": "Qwen/Qwen3-235B-A22B",  # MoE, tp 8
+}
+"""Shipped models with a config in aiconfigurator's own registry (read offline)."""
+
+NOT_COUNTED = ("add_norm", "act_gate", "p2p")
+"""aiconfigurator's operations the cost model does not count: the residual add + RMSNorm and
+the gated activation (elementwise, not from tables: 4-10 % of its step) and the pipeline
+hand-off (zero at pp = 1). The expected step is compared with its sum of the others."""
+
+
+def _config(model: str, device: str, tp: int, engine: str = "vllm") -> Config:
+    m, d = CATALOG.models[model], CATALOG.hardware[device]
+    peak = d.peak_flops["bf16"]
+    return Config(m, d, tp, m.kv_heads, "bf16", "bf16", 2.0, 2.0, peak, peak, parse(engine))
+
+
+def _tp(model: str) -> int:
+    params = CATALOG.models[model].params
+    return 8 if params > 1e11 else 4 if params > 3e10 else 1
+
+
+@pytest.mark.parametrize("device", ["h100-sxm", "b200"])
+@pytest.mark.parametrize("model", list(AIC_MODELS))
+def test_the_step_equals_aiconfigurators_estimate_of_the_same_operations(
+    model: str, device: str
+) -> None:
+    from aiconfigurator_core.sdk.engine import EngineHandle
+
+    system = {"h100-sxm": "h100_sxm", "b200": "b200_sxm"}[device]
+    tp = _tp(model)
+    quiet = io.StringIO()
+    with contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
+        handle = EngineHandle.compile(
+            AIC_MODELS[model], system, "vllm", tp_size=tp, moe_tp_size=tp, moe_ep_size=1
+        )
+    config, rng = _config(model, device, tp), random.Random(43)
+    for _ in range(20):
+        batch = rng.choice([1, 2, 3, 8, 16, 33, 64, 128, 256])
+        context = rng.choice([128, 512, 1000, 2048, 4096, 8192, 16384])
+        ours = step(config, np.array([batch]), np.array([context])).total()[0, 0]
+        rows = handle.decode_step_per_op(batch, context - 1, 2)
+        theirs = sum(v for name, v, *_ in rows if not any(n in name for n in NOT_COUNTED))
+        assert ours == pytest.approx(theirs * 1e-3, rel=0.10), (batch, context)
+
+
+def test_mla_is_null_and_says_which_operation() -> None:
+    got = step(_config("deepseek-v3", "h100-sxm", 8), np.array([1, 8]), np.array([1024]))
+    assert np.isnan(got.total()).all()
+    assert "MLA attention" in got.reason
+
+
+def test_a_device_without_data_gives_nulls_with_the_reason() -> None:
+    got = step(_config("llama-3.1-8b", "mi300x", 1), np.array([1, 8]), np.array([1024]))
+    assert np.isnan(got.total()).all()
+    assert got.reason == "device 'mi300x' not in the database"
+    assert (got.step_basis() == "").all()
+
+
+def test_at_measured_shapes_the_lookup_is_the_tables_value() -> None:
+    path = systems_root() / "data/h100_sxm/gemm/vllm/0.24.0/gemm_perf.parquet"
+    table = pl.read_parquet(path).filter(pl.col("gemm_dtype") == "bfloat16")
+    k = kernels("h100_sxm", "vllm", "0.24.0")
+    for row in table.sample(8, seed=43).iter_rows(named=True):
+        reading = k.gemm(row["m"], row["n"], row["k"], "bf16")
+        assert reading.basis == "measured"
+        assert reading.latency_s == row["latency"] * 1e-3
+    # the issue's example: H100 bf16, n 8192, k 4096 at m = 1
+    assert k.gemm(1, 8192, 4096, "bf16").latency_s == pytest.approx(2.4057e-5, rel=1e-4)
+
+
+def test_off_grid_is_interpolated_and_outside_extrapolated_at_the_roofs_share() -> None:
+    k = kernels("h100_sxm", "vllm", "0.24.0")
+    assert k.gemm(300, 8192, 4096, "bf16").basis == "interpolated"
+    outside = k.gemm(100_000, 8192, 4096, "bf16")
+    assert outside.basis == "extrapolated"
+    assert outside.at["m"] == 32768
+    # the composed step scales it by the roofline: compute-bound there, so 100000/32768
+    config = _config("llama-3.1-8b", "h100-sxm", 1)
+    far = step(config, np.array([100_000]), np.array([128]))
+    near = step(config, np.array([32768]), np.array([128]))
+    ratio = far.expected["ffn_up"][0, 0] / near.expected["ffn_up"][0, 0]
+    assert ratio == pytest.approx(100_000 / 32768, rel=1e-9)
+
+
+def test_expected_steps_grow_with_batch_and_context_where_the_tables_are() -> None:
+    """Monotone in context; in batch, as monotone as the measured tables: a GEMM's kernel
+    changes with m and the H100 tables step down by up to 4 % (qkv, m 32 to 64), 1.2 % on
+    the whole step, which is not smoothed away."""
+    batch = np.array([1, 2, 4, 8, 16, 32, 64, 128, 256])
+    context = np.array([512, 1024, 2048, 4096, 8192, 16384])
+    total = step(_config("llama-3.1-8b", "h100-sxm", 1), batch, context).total()
+    assert (np.diff(total, axis=1) >= 0).all()
+    assert (total[1:] >= total[:-1] * 0.98).all()
+    assert (total[-1] > 2 * total[0]).all()
+
+
+def test_operations_are_bounded_by_their_own_roofline_sum() -> None:
+    got = step(_config("llama-3.1-8b", "h100-sxm", 1), np.array([1, 64]), np.array([2048]))
+    assert set(got.expected) == set(OPERATIONS)
+    assert (got.total_bound() <= got.total()).all()
+
+
+ENGINE_CONFIG = """
+[sweep]
+name = "expected"
+
+[axes]
+model = ["llama-3.1-8b"]
+hardware = ["h100-sxm", "mi300x"]
+batch = [1, 8]
+context = [1024]
+engine = {engines}
+"""
+
+
+def _run(write_config: Callable[..., Path], tmp_path: Path, engines: str) -> tuple[int, str]:
+    path = write_config(ENGINE_CONFIG.format(engines=engines))
+    result = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert "Traceback" not in result.output
+    return result.exit_code, result.output
+
+
+def test_an_unknown_engine_exits_2_naming_the_key_and_the_engines(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    code, out = _run(write_config, tmp_path, '["tensorrt"]')
+    assert code == 2
+    assert "axes.engine[0]" in out
+    assert "'tensorrt'" in out
+    assert "['trtllm', 'vllm', 'sglang']" in out
+
+
+def test_an_unknown_version_exits_2_naming_what_the_device_holds(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    code, out = _run(write_config, tmp_path, '["vllm-0.1.0"]')
+    assert code == 2
+    assert "axes.engine[0]" in out
+    assert "'0.1.0'" in out
+    assert "h100-sxm: ['0.24.0']" in " ".join(out.split())
+
+
+def test_a_run_with_an_engine_writes_expected_and_kernels(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    code, out = _run(write_config, tmp_path, '["vllm"]')
+    assert code == 0, out
+    assert "from the engine's measured kernels" in " ".join(out.split())  # the summary's columns
+    folder = tmp_path / "out" / "expected"
+    expected = pl.read_parquet(folder / "expected.parquet")
+    mi300x = expected.filter(pl.col("hardware") == "mi300x")
+    assert mi300x["expected_step_time_s"].null_count() == mi300x.height
+    assert set(mi300x["reason"]) == {"device 'mi300x' not in the database"}
+    h100 = expected.filter(pl.col("hardware") == "h100-sxm")
+    assert (h100["roofline_share"] == h100["step_time_s"] / h100["expected_step_time_s"]).all()
+    assert h100["roofline_share"].is_between(0.3, 1.0).all()
+    import json
+
+    counts = json.loads((folder / "manifest.json").read_text())["expected"]
+    assert counts == {
+        "rows": expected.height,
+        "below_bound": int(expected["below_bound"].sum()),
+        "without_data": mi300x.height,
+    }
+    kernels_table = pl.read_parquet(folder / "kernels.parquet")
+    assert kernels_table.height == expected.height * len(OPERATIONS)
