@@ -35,3 +35,8 @@ class WriteError(SweepsError, OSError):
 class MissingExtraError(SweepsError, ImportError):
     """Something asked for needs an optional dependency that is not installed: names what
     asked, the extra and how to install it (a config's own need is a ``ConfigError``)."""
+
+
+class TraceError(ConfigError):
+    """A request trace is malformed or unreadable: names the file, the line and the column
+    (a ``ConfigError``: a trace is input a config or a command names)."""
