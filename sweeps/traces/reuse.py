@@ -1,0 +1,147 @@
+"""Prefix reuse of a trace with block hashes: the exact LRU hit rate at every cache capacity,
+from one replay.
+
+The cache (docs/workloads.md): a request, in arrival order, finds the longest prefix of its
+blocks held in the cache (its hit), then touches all its blocks, the last first and its first
+block last, so that a prefix is always at least as recent as what extends it (the order in
+which vLLM frees a sequence's blocks); a cache of ``C`` blocks holds the ``C`` most recently
+touched distinct blocks (LRU). A block is held before request ``r`` exactly when fewer than
+``C`` other distinct blocks were touched since its own last touch: its stack distance ``D``.
+The prefix up to block ``j`` is a hit exactly when ``M_j = max(D_0..D_j) < C``. One replay
+gives every ``M_j`` (a Fenwick tree over the touches, ``O(L log L)`` for ``L`` touches); the
+hit tokens at any capacity are then a sorted lookup, so the whole curve costs one replay.
+
+The replay is plain Python that numba compiles where it is installed (the ``fast`` extra);
+without numba the same function runs interpreted (the same numbers, slower).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from sweeps.traces.trace import Trace
+
+COLD = np.iinfo(np.int64).max
+"""``M`` of a prefix holding a block never seen before: a miss at every capacity [block]."""
+
+
+def replay(blocks: np.ndarray, offsets: np.ndarray, never: int) -> np.ndarray:
+    """``M_j`` of every hashed block, in ``blocks``' order (``never`` where the prefix holds a
+    block not seen before, ``COLD``): ``blocks`` dense ids ``0..K-1``, request ``i``'s at
+    ``offsets[i]:offsets[i + 1]``, its first block first."""
+    size = blocks.size
+    tree = np.zeros(size + 1, np.int64)  # Fenwick tree over touch positions, 1-based
+    last = np.full(size + 1, -1, np.int64)  # each block's last touch position, or -1
+    out = np.empty(size, np.int64)
+    distinct = 0  # touches marked: one a distinct block seen
+    for r in range(offsets.size - 1):
+        start, end = offsets[r], offsets[r + 1]
+        worst = 0
+        for j in range(start, end):  # the lookups, against the cache before this request
+            p = last[blocks[j]]
+            if p < 0:
+                worst = never
+            else:
+                seen, i = 0, p + 1
+                while i > 0:
+                    seen += tree[i]
+                    i -= i & -i
+                worst = max(worst, distinct - seen)
+            out[j] = worst
+        for k in range(end - 1, start - 1, -1):  # the touches: last block first
+            block, position = blocks[k], start + (end - 1 - k)
+            p = last[block]
+            if p >= 0:
+                i = p + 1
+                while i <= size:
+                    tree[i] -= 1
+                    i += i & -i
+            else:
+                distinct += 1
+            i = position + 1
+            while i <= size:
+                tree[i] += 1
+                i += i & -i
+            last[block] = position
+    return out
+
+
+@cache
+def compiled() -> Callable[..., Any] | None:
+    """``replay`` compiled by numba (cached on disk), or None without numba."""
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.njit(nogil=True, cache=True)(replay)
+
+
+@dataclass(frozen=True)
+class HitCurve:
+    """Hit tokens as a function of cache capacity: a step function, exact.
+
+    thresholds : Each hashed block's ``M_j`` sorted (``COLD``: never a hit) [block]
+    hit_tokens : ``hit_tokens[k]``: tokens of the ``k`` blocks of least ``M``, ``k + 1``
+        values from 0 [token]
+    prompt_tokens : Every prompt's tokens, hashed or not, the denominator [token]
+    block_tokens : Tokens a block holds [token]
+    working_set : Distinct blocks in the trace: a cache this large never evicts [block]
+    """
+
+    thresholds: np.ndarray
+    hit_tokens: np.ndarray
+    prompt_tokens: int
+    block_tokens: int
+    working_set: int
+
+    def tokens_at(self, capacity: Any) -> np.ndarray:
+        """Prompt tokens found in a cache of ``capacity`` blocks (array-like) [token]."""
+        held = np.searchsorted(self.thresholds, np.asarray(capacity), side="left")
+        return self.hit_tokens[held]
+
+    def rate_at(self, capacity: Any) -> np.ndarray:
+        """Share of prompt tokens found in a cache of ``capacity`` blocks [1]."""
+        return self.tokens_at(capacity) / self.prompt_tokens
+
+    @property
+    def unbounded_rate(self) -> float:
+        """Hit rate of a cache that never evicts [1]."""
+        return float(self.rate_at(self.working_set))
+
+
+def prefix_maxima(trace: Trace, use_numba: bool | None = None) -> np.ndarray:
+    """``M_j`` of every hashed block of ``trace``, in its ``hashes``' order [block]."""
+    if trace.hashes is None or trace.offsets is None:
+        msg = f"{trace.source}: the trace has no prefix-block hashes (the mooncake format has)"
+        from sweeps.errors import TraceError
+
+        raise TraceError(msg)
+    _, dense = np.unique(trace.hashes, return_inverse=True)
+    run = compiled() if use_numba is not False else None
+    if run is None and use_numba:
+        from sweeps.errors import MissingExtraError
+
+        msg = "use_numba=True: the LRU replay's compiled loop needs numba (the fast extra)"
+        raise MissingExtraError(msg)
+    blocks, offsets = dense.astype(np.int64), trace.offsets.astype(np.int64)
+    return (run or replay)(blocks, offsets, COLD)
+
+
+def hit_curve(trace: Trace, use_numba: bool | None = None) -> HitCurve:
+    """The exact LRU hit curve of ``trace`` (module docstring): one replay."""
+    maxima = prefix_maxima(trace, use_numba)
+    order = np.argsort(maxima, kind="stable")
+    tokens = trace.block_tokens_of()[order]
+    distinct = int(np.unique(trace.hashes).size) if trace.hashes is not None else 0
+    return HitCurve(
+        thresholds=maxima[order],
+        hit_tokens=np.concatenate([[0], np.cumsum(tokens)]).astype(np.int64),
+        prompt_tokens=int(trace.prompt.sum()),
+        block_tokens=trace.block_tokens,
+        working_set=distinct,
+    )
