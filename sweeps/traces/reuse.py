@@ -132,9 +132,12 @@ def prefix_maxima(trace: Trace, use_numba: bool | None = None) -> np.ndarray:
     return (run or replay)(blocks, offsets, COLD)
 
 
-def hit_curve(trace: Trace, use_numba: bool | None = None) -> HitCurve:
-    """The exact LRU hit curve of ``trace`` (module docstring): one replay."""
-    maxima = prefix_maxima(trace, use_numba)
+def hit_curve(
+    trace: Trace, use_numba: bool | None = None, maxima: np.ndarray | None = None
+) -> HitCurve:
+    """The exact LRU hit curve of ``trace`` (module docstring): one replay (none where its
+    ``prefix_maxima`` are given)."""
+    maxima = prefix_maxima(trace, use_numba) if maxima is None else maxima
     order = np.argsort(maxima, kind="stable")
     tokens = trace.block_tokens_of()[order]
     distinct = int(np.unique(trace.hashes).size) if trace.hashes is not None else 0
