@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from sweeps.physics.prefix_lru import cache_blocks, lru_hit_rate
 from sweeps.traces.trace import Trace
 
 COLD = np.iinfo(np.int64).max
@@ -106,7 +107,14 @@ class HitCurve:
 
     def rate_at(self, capacity: Any) -> np.ndarray:
         """Share of prompt tokens found in a cache of ``capacity`` blocks [1]."""
-        return self.tokens_at(capacity) / self.prompt_tokens
+        rate = lru_hit_rate(capacity, self.thresholds, self.hit_tokens, self.prompt_tokens)
+        return np.asarray(rate)
+
+    def rate_for_memory(self, free_bytes: Any, kv_bytes_per_token: Any) -> np.ndarray:
+        """Hit rate of a cache of the memory ``free_bytes`` [byte] at ``kv_bytes_per_token``
+        [byte/token] (each device's own, at its KV format and tp) [1]."""
+        blocks = cache_blocks(free_bytes, kv_bytes_per_token, self.block_tokens)
+        return self.rate_at(blocks)
 
     @property
     def unbounded_rate(self) -> float:
