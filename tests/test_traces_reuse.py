@@ -93,3 +93,14 @@ def test_compiled_and_interpreted_replays_agree() -> None:
     fast, plain = hit_curve(trace, use_numba=True), hit_curve(trace, use_numba=False)
     np.testing.assert_array_equal(fast.thresholds, plain.thresholds)
     np.testing.assert_array_equal(fast.hit_tokens, plain.hit_tokens)
+
+
+@settings(max_examples=40, deadline=None)
+@given(traces())
+def test_large_or_negative_hashes_give_the_curve_of_their_ranks(case) -> None:  # type: ignore[no-untyped-def]
+    blocks, prompts, size = case
+    small = hit_curve(made(blocks, prompts, size))
+    large = hit_curve(made([[h * 10**12 - 7 for h in b] for b in blocks], prompts, size))
+    np.testing.assert_array_equal(small.thresholds, large.thresholds)
+    np.testing.assert_array_equal(small.hit_tokens, large.hit_tokens)
+    assert small.working_set == large.working_set == len({h for b in blocks for h in b})

@@ -31,21 +31,21 @@ COLD = np.iinfo(np.int64).max
 """``M`` of a prefix holding a block never seen before: a miss at every capacity [block]."""
 
 
-def replay(blocks: np.ndarray, offsets: np.ndarray, never: int) -> np.ndarray:
+def replay(blocks: np.ndarray, offsets: np.ndarray, never: int, ids: int) -> np.ndarray:
     """``M_j`` of every hashed block, in ``blocks``' order (``never`` where the prefix holds a
-    block not seen before, ``COLD``): ``blocks`` dense ids ``0..K-1``, request ``i``'s at
-    ``offsets[i]:offsets[i + 1]``, its first block first."""
+    block not seen before, ``COLD``), then the count of distinct blocks: ``blocks`` ids in
+    ``0..ids-1``, request ``i``'s at ``offsets[i]:offsets[i + 1]``, its first block first."""
     size = blocks.size
-    tree = np.zeros(size + 1, np.int64)  # Fenwick tree over touch positions, 1-based
-    last = np.full(size + 1, -1, np.int64)  # each block's last touch position, or -1
-    out = np.empty(size, np.int64)
+    tree = np.zeros(size + 1, np.int32)  # Fenwick tree over touch positions, 1-based
+    last = np.full(ids, -1, np.int64)  # each block's last touch position, or -1
+    out = np.empty(size + 1, np.int64)
     distinct = 0  # touches marked: one a distinct block seen
     for r in range(offsets.size - 1):
         start, end = offsets[r], offsets[r + 1]
         worst = 0
         for j in range(start, end):  # the lookups, against the cache before this request
             p = last[blocks[j]]
-            if p < 0:
+            if p < 0 or worst == never:  # never seen: this prefix and every longer one miss
                 worst = never
             else:
                 seen, i = 0, p + 1
@@ -69,6 +69,7 @@ def replay(blocks: np.ndarray, offsets: np.ndarray, never: int) -> np.ndarray:
                 tree[i] += 1
                 i += i & -i
             last[block] = position
+    out[size] = distinct
     return out
 
 
@@ -124,31 +125,45 @@ class HitCurve:
 
 def prefix_maxima(trace: Trace, use_numba: bool | None = None) -> np.ndarray:
     """``M_j`` of every hashed block of ``trace``, in its ``hashes``' order [block]."""
+    return replayed(trace, use_numba)[:-1]
+
+
+def _ids(hashes: np.ndarray) -> tuple[np.ndarray, int]:
+    """The hashes as indices of an array of ``ids`` entries: themselves where they are small
+    whole numbers (Mooncake's are remapped from 0), else their ranks."""
+    small = hashes.size == 0 or (hashes.min() >= 0 and hashes.max() < 2 * hashes.size + 1024)
+    if small:
+        return hashes.astype(np.int64), int(hashes.max()) + 1 if hashes.size else 1
+    _, dense = np.unique(hashes, return_inverse=True)
+    return dense.astype(np.int64), int(dense.max()) + 1
+
+
+def replayed(trace: Trace, use_numba: bool | None = None) -> np.ndarray:
+    """``replay``'s output: every ``M_j``, then the count of distinct blocks [block]."""
     if trace.hashes is None or trace.offsets is None:
         msg = f"{trace.source}: the trace has no prefix-block hashes (the mooncake format has)"
         from sweeps.errors import TraceError
 
         raise TraceError(msg)
-    _, dense = np.unique(trace.hashes, return_inverse=True)
+    blocks, ids = _ids(trace.hashes)
     run = compiled() if use_numba is not False else None
     if run is None and use_numba:
         from sweeps.errors import MissingExtraError
 
         msg = "use_numba=True: the LRU replay's compiled loop needs numba (the fast extra)"
         raise MissingExtraError(msg)
-    blocks, offsets = dense.astype(np.int64), trace.offsets.astype(np.int64)
-    return (run or replay)(blocks, offsets, COLD)
+    return (run or replay)(blocks, trace.offsets.astype(np.int64), COLD, ids)
 
 
 def hit_curve(
-    trace: Trace, use_numba: bool | None = None, maxima: np.ndarray | None = None
+    trace: Trace, use_numba: bool | None = None, replay_out: np.ndarray | None = None
 ) -> HitCurve:
     """The exact LRU hit curve of ``trace`` (module docstring): one replay (none where its
-    ``prefix_maxima`` are given)."""
-    maxima = prefix_maxima(trace, use_numba) if maxima is None else maxima
+    ``replayed`` output is given)."""
+    out = replayed(trace, use_numba) if replay_out is None else replay_out
+    maxima, distinct = out[:-1], int(out[-1])
     order = np.argsort(maxima, kind="stable")
     tokens = trace.block_tokens_of()[order]
-    distinct = int(np.unique(trace.hashes).size) if trace.hashes is not None else 0
     return HitCurve(
         thresholds=maxima[order],
         hit_tokens=np.concatenate([[0], np.cumsum(tokens)]).astype(np.int64),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from sweeps.errors import ConfigError
-from sweeps.traces.reuse import COLD, hit_curve, prefix_maxima
+from sweeps.traces.reuse import COLD, hit_curve, replayed
 from sweeps.traces.trace import Trace
 
 PERCENTILES = (50, 90, 95, 99)
@@ -100,9 +100,9 @@ def reuse(trace: Trace, use_numba: bool | None = None) -> dict[str, Any] | None:
     """The LRU curve and the multi-turn shares of a trace with hashes; None without."""
     if not trace.has_hashes or trace.offsets is None:
         return None
-    maxima = prefix_maxima(trace, use_numba)
-    curve = hit_curve(trace, maxima=maxima)
-    held = maxima < COLD
+    out = replayed(trace, use_numba)
+    curve = hit_curve(trace, replay_out=out)
+    held = out[:-1] < COLD
     counts = np.diff(trace.offsets)
     owner = np.repeat(np.arange(counts.size), counts)
     found = np.bincount(owner, weights=held, minlength=counts.size)
