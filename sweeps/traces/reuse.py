@@ -131,11 +131,13 @@ def prefix_maxima(trace: Trace, use_numba: bool | None = None) -> np.ndarray:
 def _ids(hashes: np.ndarray) -> tuple[np.ndarray, int]:
     """The hashes as indices of an array of ``ids`` entries: themselves where they are small
     whole numbers (Mooncake's are remapped from 0), else their ranks."""
-    small = hashes.size == 0 or (hashes.min() >= 0 and hashes.max() < 2 * hashes.size + 1024)
+    small = hashes.size == 0 or (hashes.min() >= 0 and hashes.max() < 4 * hashes.size + 1024)
     if small:
         return hashes.astype(np.int64), int(hashes.max()) + 1 if hashes.size else 1
-    _, dense = np.unique(hashes, return_inverse=True)
-    return dense.astype(np.int64), int(dense.max()) + 1
+    import polars as pl  # its dense rank: multithreaded, three times numpy's unique here
+
+    dense = pl.Series(hashes).rank("dense").to_numpy().astype(np.int64) - 1
+    return dense, int(dense.max()) + 1
 
 
 def replayed(trace: Trace, use_numba: bool | None = None) -> np.ndarray:
@@ -162,7 +164,7 @@ def hit_curve(
     ``replayed`` output is given)."""
     out = replayed(trace, use_numba) if replay_out is None else replay_out
     maxima, distinct = out[:-1], int(out[-1])
-    order = np.argsort(maxima, kind="stable")
+    order = np.argsort(maxima)  # ties found or missed together: their order is free
     tokens = trace.block_tokens_of()[order]
     return HitCurve(
         thresholds=maxima[order],
