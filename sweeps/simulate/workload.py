@@ -188,14 +188,18 @@ def _check_trace(times: np.ndarray, prompts: np.ndarray, outputs: np.ndarray, so
             raise ConfigError(msg)
 
 
-def read_trace(path: str | Path, format: str | None = None) -> Arrivals:
+def read_trace(path: str | Path, format: str | None = None, rate_scale: float = 1.0) -> Arrivals:
     """A trace file of any format ``sweeps.traces`` reads (recognised by its columns, or
-    ``format``) as arrivals: its times, prompts and outputs."""
+    ``format``) as arrivals: its times, prompts and outputs; ``rate_scale`` times its load
+    (its times divided by it: 2 replays it at twice its rate) [1]."""
     from sweeps.traces import read_trace as read
 
+    if not (math.isfinite(rate_scale) and rate_scale > 0):
+        msg = f"{path}: rate_scale = {rate_scale!r} must be a number > 0"
+        raise ConfigError(msg)
     trace = read(path, format)
     return Arrivals(
-        "trace", times=trace.arrival, prompts=trace.prompt, outputs=trace.output,
+        "trace", times=trace.arrival / rate_scale, prompts=trace.prompt, outputs=trace.output,
         source=str(path),
     )  # fmt: skip
 
