@@ -41,3 +41,8 @@ def install_hint(extra: str) -> str:
     """``pip install 'sweeps[extra]'``: the one spelling of how to get an extra (the end of a
     ``MissingExtraError``'s message)."""
     return f"pip install 'sweeps[{extra}]'"
+
+
+class TraceError(ConfigError):
+    """A request trace is malformed or unreadable: names the file, the line and the column
+    (a ``ConfigError``: a trace is input a config or a command names)."""

@@ -115,10 +115,14 @@ def test_bench_quick_json_reports_every_key():
     assert set(simulated["seconds"]) == set(SCHEDULERS)
     assert simulated["budget_s"] == pytest.approx(0.1, rel=1e-12)
     assert simulated["numba_speedup"] > 0
+    traces = report["traces"]
+    assert traces["requests"] == 10_000
+    assert traces["blocks"] > traces["requests"]
     text = format_report(report)
     for line in (
         "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
         "(k) calibrate: 1,000 generated measurements (8 configurations",
+        "(l) traces: 10,000 generated requests read in ",
         "(g) validate of a 10,000-value range",
         "(h) Pareto front: 100,000 points",
         "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",
@@ -289,7 +293,7 @@ def test_run_path_spread_keeps_the_first_run_and_every_ratio(monkeypatch) -> Non
 def test_bench_runs_must_be_at_least_one() -> None:
     result = CliRunner().invoke(cli, ["bench", "--runs", "0"])
     assert result.exit_code == 2
-    assert "Invalid value for '--runs': 0 is not in the range x>=1." in result.output
+    assert "Invalid value for '--runs': 0 is not in the range 1<=x<=100." in result.output
 
 
 def test_each_timed_process_starts_with_earlier_writes_on_disk(monkeypatch) -> None:  # type: ignore[no-untyped-def]

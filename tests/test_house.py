@@ -153,7 +153,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "fields",
         "physics",
     ),  # ground
-    ("catalog", "measured"),  # the records and their data; the measured kernel database
+    ("catalog", "measured", "traces"),  # the records and their data; measured kernels; traces
     ("engine", "axes"),  # what an analysis is, the core analyses, the axis table
     ("studies",),  # one folder a study, each declaring its STUDY once
     ("config",),  # the TOML schema and its resolution into a Sweep

@@ -80,9 +80,9 @@ def test_the_same_config_gives_the_same_table(tmp_path: Path) -> None:
         ("slo_quantile = 1.0", "serving.slo_quantile"),
         ('lengths = "normal"', "'normal' is not a length distribution"),
         ('lengths = { kind = "lognormal" }', 'kind = "lognormal" needs cv'),
-        ('lengths = { csv = "lengths.csv" }', "serving.lengths.csv = 'lengths.csv': row 2: "
-         "output_tokens = 0 must be >= 1"),
-        ('lengths = { csv = "none.csv" }', "serving.lengths.csv = 'none.csv': cannot read it"),
+        ('lengths = { csv = "lengths.csv" }', "serving.lengths.csv = 'lengths.csv': line 2: "
+         "column 'output_tokens': 0 must be a whole number >= 1"),
+        ('lengths = { csv = "none.csv" }', "serving.lengths.csv = 'none.csv': cannot read the trace"),
     ],
 )  # fmt: skip
 def test_bad_simulation_inputs_exit_2_and_write_nothing(

@@ -129,19 +129,24 @@ def test_bad_values_are_named() -> None:
 def test_bad_files_are_named(tmp_path: Path) -> None:
     path = tmp_path / "trace.csv"
     path.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,10,2\n0.25,10,2\n")
-    with pytest.raises(ConfigError, match=r"trace.csv: row 3: arrival_s = 0.25 is before"):
+    with pytest.raises(
+        ConfigError, match=r"trace.csv: line 3: column 'arrival_s': '0.25' is before"
+    ):
         read_trace(path)
     path.write_text("arrival_s,prompt_tokens,output_tokens\n0.5,ten,2\n")
-    with pytest.raises(ConfigError, match=r"row 2: prompt_tokens = 'ten' is not a number"):
+    with pytest.raises(ConfigError, match=r"line 2: column 'prompt_tokens': 'ten' is not a number"):
         read_trace(path)
     path.write_text("arrival_s,prompt\n0.5,10\n")
     with pytest.raises(ConfigError, match=r"no column 'prompt_tokens'"):
         read_trace(path)
     lengths = tmp_path / "lengths.csv"
     lengths.write_text("prompt_tokens,output_tokens\n10,0\n")
-    with pytest.raises(ConfigError, match=r"lengths.csv: row 2: output_tokens = 0 must be >= 1"):
+    with pytest.raises(
+        ConfigError,
+        match=r"lengths.csv: line 2: column 'output_tokens': 0 must be a whole number >= 1",
+    ):
         read_lengths(lengths)
-    with pytest.raises(ConfigError, match=r"missing.csv: cannot read it"):
+    with pytest.raises(ConfigError, match=r"missing.csv: cannot read the trace"):
         read_lengths(tmp_path / "missing.csv")
     with pytest.raises(ConfigError, match=r"row 1: prompt_tokens = 0 must be >= 1"):
         Arrivals("trace", times=np.zeros(1), prompts=np.zeros(1, np.int64), outputs=np.ones(1))
@@ -171,3 +176,11 @@ def test_use_numba_true_without_numba_names_the_fast_extra(monkeypatch) -> None:
                  arrivals=poisson(20.0), requests=40)  # type: ignore[arg-type]  # fmt: skip
     assert drawn == []  # said before any work
     assert isinstance(MissingExtraError("x"), ImportError)
+
+
+def test_a_trace_replays_at_a_rate_scale(tmp_path: Path) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text("arrival_s,prompt_tokens,output_tokens\n0,10,2\n3,10,2\n")
+    np.testing.assert_array_equal(read_trace(path, rate_scale=2.0).times, [0.0, 1.5])
+    with pytest.raises(ConfigError, match=r"rate_scale = 0.0 must be a number > 0"):
+        read_trace(path, rate_scale=0.0)

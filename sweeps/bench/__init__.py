@@ -36,11 +36,13 @@ i. the cold default run: the seed study with its default outputs, split into imp
 j. the simulator: 1e5 saturated requests (I 2048, O 256, B 256) per named scheduler against
    its one-second budget, and the same loop without numba (``simulated``);
 k. ``sweeps calibrate`` on 48,000 generated measurements in a fresh interpreter: its time and
-   peak RSS against their budgets (``calibrated``).
+   peak RSS against their budgets (``calibrated``);
+l. a generated 1e6-request trace read and described (3 s) and its exact LRU curve at 20
+   capacities (10 s) (``traces``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
 (the seed run is small already and runs as it is), 1e4 simulated requests, 1,000 measurements
-to calibrate.
+to calibrate, 1e4 trace requests.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def run_bench(
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
 ) -> dict[str, Any]:
-    """Run the eleven measurements; a JSON-ready dict of figures (seconds, points, bytes).
+    """Run the twelve measurements; a JSON-ready dict of figures (seconds, points, bytes).
     ``runs``: how many cold runs (f) makes of each of its grids (their spread beside the first
     run's figures)."""
     import numpy as np
@@ -80,6 +82,7 @@ def run_bench(
     from sweeps.bench.scalar import measure_scalar
     from sweeps.bench.seed import measure_seed_run
     from sweeps.bench.simulated import measure_simulated
+    from sweeps.bench.traces import measure_traces
     from sweeps.bench.validate import measure_validate
     from sweeps.config import parse_config
 
@@ -117,6 +120,8 @@ def run_bench(
     )
     say("calibrate")
     report["calibrated"] = measure_calibration(rows=1_000 if quick else 48_000)
+    say("traces")
+    report["traces"] = measure_traces(requests=10_000 if quick else 1_000_000)
     return report
 
 

@@ -8,6 +8,7 @@ from sweeps.bench.calibrated import format_calibration
 from sweeps.bench.run_path import format_run_path
 from sweeps.bench.seed import format_seed_run
 from sweeps.bench.simulated import format_simulated
+from sweeps.bench.traces import format_traces
 
 
 def format_report(report: dict[str, Any]) -> str:
@@ -52,5 +53,6 @@ def format_report(report: dict[str, Any]) -> str:
             f"(i) {format_seed_run(report['seed_run'])}",
             f"(j) {format_simulated(report['simulated'])}",
             f"(k) {format_calibration(report['calibrated'])}",
+            *((f"(l) {format_traces(report['traces'])}",) if "traces" in report else ()),
         ]
     )

@@ -34,6 +34,7 @@ from sweeps.cli.options import (
     output_options,
     parse_size,
 )
+from sweeps.cli.workload import workload
 from sweeps.limits import MAX_PARAMS
 
 
@@ -392,6 +393,9 @@ def schema() -> None:
     from sweeps.cli.init import schema_text
 
     click.echo(schema_text(), nl=False)
+
+
+cli.add_command(workload)
 
 
 def main() -> None:

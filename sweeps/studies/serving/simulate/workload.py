@@ -2,12 +2,13 @@
 
 Arrivals are ``poisson`` at a rate, ``closed`` loop at a concurrency (clients that send the
 next request when their last one ends, no think time) or a ``trace`` (a CSV of arrival time,
-prompt and output tokens). Lengths are ``fixed`` (the operating point's ``I`` and ``O``),
-``uniform`` (integers on ``[1, 2m - 1]``, mean ``m``), ``lognormal`` (mean ``m`` and a CV,
-rounded, at least 1) or ``csv`` (an empirical CSV of (prompt, output) pairs drawn with
-replacement). One ``numpy.random.Generator`` seeded once draws everything, in a fixed order,
-so the same seed gives the same requests. Bad values raise ``ConfigError`` naming the source,
-the key and the value.
+prompt and output tokens, or any format ``sweeps.traces`` reads). Lengths are ``fixed`` (the
+operating point's ``I`` and ``O``), ``uniform`` (integers on ``[1, 2m - 1]``, mean ``m``),
+``lognormal`` (mean ``m`` and a CV, rounded, at least 1) or ``csv`` (an empirical CSV of
+(prompt, output) pairs drawn with replacement). One ``numpy.random.Generator`` seeded once
+draws everything, in a fixed order, so the same seed gives the same requests. Bad values
+raise ``ConfigError`` naming the source, the key and the value; trace files are read by
+``sweeps.traces`` (Polars), their problems named by file, line and column.
 """
 
 from __future__ import annotations
@@ -187,61 +188,30 @@ def _check_trace(times: np.ndarray, prompts: np.ndarray, outputs: np.ndarray, so
             raise ConfigError(msg)
 
 
-def _read_columns(path: Path, columns: tuple[str, ...]) -> list[list[str]]:
-    """The named columns of a CSV file, as text, one list per column."""
-    try:
-        with path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            missing = [c for c in columns if c not in (reader.fieldnames or ())]
-            if missing:
-                msg = f"{path}: no column {missing[0]!r} (columns needed: {', '.join(columns)})"
-                raise ConfigError(msg)
-            rows = [[row[c] for c in columns] for row in reader]
-    except OSError as error:
-        msg = f"{path}: cannot read it ({error.strerror})"
-        raise ConfigError(msg) from error
-    return [list(col) for col in zip(*rows, strict=True)] if rows else [[] for _ in columns]
+def read_trace(path: str | Path, format: str | None = None, rate_scale: float = 1.0) -> Arrivals:
+    """A trace file of any format ``sweeps.traces`` reads (recognised by its columns, or
+    ``format``) as arrivals: its times, prompts and outputs; ``rate_scale`` times its load
+    (its times divided by it: 2 replays it at twice its rate) [1]."""
+    from sweeps.traces import read_trace as read
 
-
-def _numbers(path: Path, name: str, texts: list[str], whole: bool) -> np.ndarray:
-    """A column's text as numbers (whole numbers where ``whole``), naming the bad row."""
-    out = np.empty(len(texts), np.int64 if whole else np.float64)
-    for row, text in enumerate(texts, start=2):  # row 1 is the header
-        try:
-            value = float(text)
-        except ValueError:
-            msg = f"{path}: row {row}: {name} = {text!r} is not a number"
-            raise ConfigError(msg) from None
-        if whole and not (math.isfinite(value) and value == int(value)):
-            msg = f"{path}: row {row}: {name} = {text!r} must be a whole number"
-            raise ConfigError(msg)
-        out[row - 2] = value
-    return out
-
-
-def read_trace(path: str | Path) -> Arrivals:
-    """A trace CSV with columns ``arrival_s, prompt_tokens, output_tokens`` (sorted times)."""
-    path = Path(path)
-    texts = _read_columns(path, TRACE_COLUMNS)
-    times = _numbers(path, "arrival_s", texts[0], whole=False)
-    prompts = _numbers(path, "prompt_tokens", texts[1], whole=True)
-    outputs = _numbers(path, "output_tokens", texts[2], whole=True)
-    return Arrivals("trace", times=times, prompts=prompts, outputs=outputs, source=str(path))
+    if not (math.isfinite(rate_scale) and rate_scale > 0):
+        msg = f"{path}: rate_scale = {rate_scale!r} must be a number > 0"
+        raise ConfigError(msg)
+    trace = read(path, format)
+    return Arrivals(
+        "trace", times=trace.arrival / rate_scale, prompts=trace.prompt, outputs=trace.output,
+        source=str(path),
+    )  # fmt: skip
 
 
 def read_lengths(path: str | Path) -> Lengths:
-    """An empirical CSV of ``prompt_tokens, output_tokens`` pairs, each at least 1."""
-    path = Path(path)
-    texts = _read_columns(path, LENGTH_COLUMNS)
-    pairs = np.stack(
-        [_numbers(path, n, t, whole=True) for n, t in zip(LENGTH_COLUMNS, texts, strict=False)], 1
-    )
-    for i, name in enumerate(LENGTH_COLUMNS):
-        small = np.flatnonzero(pairs[:, i] < 1)
-        if small.size:
-            msg = f"{path}: row {small[0] + 2}: {name} = {pairs[small[0], i]} must be >= 1"
-            raise ConfigError(msg)
-    return Lengths("csv", pairs=pairs.astype(np.int64), source=str(path))
+    """An empirical CSV of ``prompt_tokens, output_tokens`` pairs, each at least 1 (or any
+    trace ``sweeps.traces`` reads: its lengths)."""
+    from sweeps.traces import read_trace as read
+
+    trace = read(path)
+    pairs = np.stack([trace.prompt, trace.output], 1).astype(np.int64)
+    return Lengths("csv", pairs=pairs, source=str(path))
 
 
 def write_trace(path: str | Path, requests: Requests) -> None:
