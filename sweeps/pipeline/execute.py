@@ -28,6 +28,8 @@ from sweeps.export import (
 )
 from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
+from sweeps.pipeline.distributed import PART_PATTERN as DISTRIBUTED_PARTS
+from sweeps.pipeline.distributed import cluster_plan, write_streamed
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.pieces import in_pieces, reads_tables, write_pieces
@@ -185,6 +187,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         phase or (lambda _: None),
     )
     how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
+    how = how if client is None else cluster_plan(how, client)  # the workers' memory
     target = result_folder(out, sweep.name)
     check_target(target, force)
     check_extras(sweep, settings.grid_format, settings.duckdb)  # before any work
@@ -364,12 +367,9 @@ def _write(
             total = sum(written[table.name].rows for table in analyses.tables(how.sweep))
             progress(total, total)
         return written
-    from sweeps.grid.chunks import plan_chunks
-    from sweeps.pipeline.plan import chunk_budget
-    from sweeps.pipeline.stream import spec_tables, stream_tables
+    from sweeps.pipeline.stream import spec_tables
 
-    chunks = plan_chunks(how.sweep, chunk_budget(how.budget))
-    streamed = stream_tables(how.sweep, chunks, staging, how.layout, progress, client)
+    streamed = write_streamed(how, staging, progress, client)  # here, or by the workers
     written = {name: Written(*entry) for name, entry in streamed.items()}
     timings["grid_and_tables"] = time.perf_counter() - start
     for name, table in spec_tables(how.sweep).items():
@@ -385,7 +385,7 @@ def _layout(how: Plan, skipped: list[str]) -> dict[str, object]:
         "tables": {
             t.name: f"{t.name}.parquet"
             if how.layout == "single"
-            else PART_PATTERN.format(table=t.name)
+            else (DISTRIBUTED_PARTS if how.distributed else PART_PATTERN).format(table=t.name)
             for t in analyses.tables(how.sweep)
         },
         "chunks": how.chunks,
