@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # the names __getattr__ serves, for type checkers (aliases: r
     from sweeps.pipeline import run as run
     from sweeps.pipeline import run_to_folder as run_to_folder
     from sweeps.pipeline import summarize as summarize
+    from sweeps.pipeline.points import point as point
+    from sweeps.pipeline.points import points as points
 
 _LAZY = {
     "Sweep": "sweeps.config",
@@ -46,6 +48,8 @@ _LAZY = {
     "classify_llm_phases": "sweeps.physics",
     "compute_arithmetic_intensity": "sweeps.physics",
     "run": "sweeps.pipeline",
+    "point": "sweeps.pipeline.points",
+    "points": "sweeps.pipeline.points",
     "run_to_folder": "sweeps.pipeline",
     "to_parquet": "sweeps.export",
     "build_grid": "sweeps.grid",
