@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # the names __getattr__ serves, for type checkers (aliases: r
     from sweeps.physics import compute_arithmetic_intensity as compute_arithmetic_intensity
     from sweeps.pipeline import run as run
     from sweeps.pipeline import run_to_folder as run_to_folder
+    from sweeps.pipeline.points import point as point
+    from sweeps.pipeline.points import points as points
     from sweeps.views import cheapest_plans as cheapest_plans
     from sweeps.views import summarize as summarize
 
@@ -46,6 +48,8 @@ _LAZY = {
     "classify_llm_phases": "sweeps.physics",
     "compute_arithmetic_intensity": "sweeps.physics",
     "run": "sweeps.pipeline",
+    "point": "sweeps.pipeline.points",
+    "points": "sweeps.pipeline.points",
     "run_to_folder": "sweeps.pipeline",
     "to_parquet": "sweeps.export",
     "build_grid": "sweeps.grid",

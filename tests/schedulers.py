@@ -29,7 +29,6 @@ class Costs:
     """
 
     def __init__(self, sweep: object, point: dict[str, int] | None = None) -> None:
-        from sweeps.bench.scalar import POSITION, ScalarEngine, input_table, pointwise
         from sweeps.engine.steps import (
             cache_bytes,
             prefill_work,
@@ -37,6 +36,7 @@ class Costs:
             weights_read,
         )
         from sweeps.grid.analyses import Inputs
+        from sweeps.grid.scalar import POSITION, ScalarEngine, input_table, pointwise
 
         index = [0] * len(POSITION)
         for dim, i in (point or {}).items():

@@ -149,6 +149,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "limits",
         "outputs",
         "processes",
+        "signals",
         "schedulers",
         "fields",
         "physics",

@@ -21,8 +21,8 @@ import numpy as np
 
 from sweeps.axes import AXES
 from sweeps.config import Sweep
-from sweeps.grid.analyses import ANALYSES, Inputs, active_dims, applicable
-from sweeps.grid.scalar import POSITION, ScalarEngine, Table, input_table
+from sweeps.grid.analyses import ANALYSES, Inputs, active_dims
+from sweeps.grid.scalar import POSITION, ScalarEngine, Table, input_table, pointwise
 
 Index = tuple[int, ...]
 """One index per axis of ``AXES``, in its order."""
@@ -38,11 +38,6 @@ CHECKED: tuple[str, ...] = tuple(
 computes), but those that reduce a dim (``Variable.reduces``: the break-even batch, over the
 batch axis), which one point does not define; their tests hold them against loops over the
 axis."""
-
-
-def pointwise(sweep: Sweep) -> tuple[Any, ...]:
-    """The analyses ``sweep`` asks for that one point defines (none of the ``whole`` ones)."""
-    return tuple(analysis for analysis in applicable(sweep) if not analysis.whole)
 
 
 def scalar_point(sweep: Sweep, table: Table, index: Index) -> dict[str, Any]:

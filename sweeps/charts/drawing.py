@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import IO, Any
 
+from sweeps.signals import STOPPING, check
+
 WORKERS = min(2, os.cpu_count() or 1)
 """Drawing processes: one per core, at most two (a slice has four charts; the caller builds
 specs on a core too)."""
@@ -33,7 +35,14 @@ Request = tuple[dict[str, Any], tuple[str, ...], str | None, float]
 version, the PNG scale."""
 
 WORKER = r"""
-import pickle, sys
+import os, pickle, sys, threading, time
+
+def orphaned(parent=os.getppid()):  # the caller gone (even SIGKILLed): end, whatever runs
+    while os.getppid() == parent:
+        time.sleep(0.2)
+    os._exit(1)
+
+threading.Thread(target=orphaned, daemon=True).start()
 import vl_convert as vlc
 
 def draw(spec, formats, vl_version, scale):
@@ -119,6 +128,7 @@ class Drawers:
     def _draw(self, request: Request, fallback: Fallback) -> dict[str, bytes]:
         """In an idle worker; where it has died, in a new one from then on, and this request
         here (``None`` in the queue: a worker that could not be replaced, draw here)."""
+        check()  # the command is stopping: nothing more is drawn, here or there
         worker = self.idle.get()
         if worker is None:
             self.idle.put(None)
@@ -130,6 +140,7 @@ class Drawers:
             raise
         except (OSError, EOFError, pickle.PickleError):  # the process is gone
             worker.close()
+            check()  # ended by the command's stop: not drawn again, here or in another
             self.idle.put(self._replacement())
             return fallback(request)
         self.idle.put(worker)
@@ -144,8 +155,9 @@ class Drawers:
         return worker
 
     def close(self) -> None:
-        """Stop the threads, then the processes (they exit at the end of their input)."""
-        self.threads.shutdown(wait=True)
+        """Stop the threads, then the processes (they exit at the end of their input); once
+        the command is stopping, the requests not yet drawn are cancelled."""
+        self.threads.shutdown(wait=True, cancel_futures=STOPPING.is_set())
         for worker in self.workers:
             worker.close()
 

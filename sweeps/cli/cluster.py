@@ -55,9 +55,41 @@ def scheduler_address(text: str) -> str:
     return spelled.rstrip("/")
 
 
+QUIET = ("distributed", "tornado", "asyncio")
+"""Loggers quieted while a run uses a cluster (dask's, and its event loop's ``Task exception
+was never retrieved`` for a gather cut short): a lost scheduler or worker is said in one line
+(``sweeps.pipeline.distributed.ClusterLost``), not dask's log of reconnection attempts."""
+
+
 @contextmanager
-def cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
-    """A dask ``Client`` for ``--scheduler`` or ``--workers``, else ``None``."""
+def _quiet(timeout: float) -> Iterator[None]:
+    """dask's loggers at CRITICAL and ``sweeps.cluster-timeout`` set inside; as before after."""
+    import logging
+
+    import dask
+
+    known = list(logging.root.manager.loggerDict)
+    loggers = [logging.getLogger(name) for name in known if name.split(".")[0] in QUIET] + [
+        logging.getLogger(name) for name in QUIET
+    ]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        with dask.config.set({"sweeps.cluster-timeout": timeout}):
+            yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+@contextmanager
+def cluster(
+    scheduler: str | None, workers: int | None, timeout: float | None = None
+) -> Iterator[Any]:
+    """A dask ``Client`` for ``--scheduler`` or ``--workers``, else ``None``; inside, dask's
+    log is quiet and a run waits ``timeout`` [s] for a cluster without workers
+    (``--cluster-timeout``)."""
     if scheduler is not None and workers is not None:
         msg = (
             "--workers starts a local cluster and --scheduler names an existing one; "
@@ -72,6 +104,17 @@ def cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
     except ImportError:
         msg = "--scheduler/--workers need the dask extra: pip install 'sweeps[dask]'"
         raise BadArguments(msg) from None
+    from sweeps.pipeline.distributed import CLUSTER_TIMEOUT
+
+    with _quiet(CLUSTER_TIMEOUT if timeout is None else timeout):
+        yield from _client(scheduler, workers, Client, LocalCluster)
+
+
+def _client(
+    scheduler: str | None, workers: int | None, client_type: Any, local: Any
+) -> Iterator[Any]:
+    """The client of ``cluster`` (a generator: the caller's ``with`` spans its use)."""
+    Client, LocalCluster = client_type, local
     if scheduler is not None:
         address = scheduler_address(scheduler)
         try:

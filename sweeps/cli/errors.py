@@ -196,23 +196,34 @@ class Stopped(KeyboardInterrupt):
         self.number = number
 
 
-def _stop(number: int, frame: Any) -> None:
+def _line(number: int) -> str:
+    """What the command says as a signal ends it."""
+    name = signal.Signals(number).name
+    if number == signal.SIGINT:
+        return "\nInterrupted."
+    return f"\n{HANDLED_SIGNALS.get(name, name)} ({name}): stopped."
+
+
+def _unwind(number: int) -> None:
+    """Raised in the main thread by the first signal: Ctrl-C's ``KeyboardInterrupt``, or
+    ``Stopped`` for SIGTERM and SIGHUP (the rest is ``sweeps.signals``)."""
+    if number == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Stopped(number)
 
 
 @contextmanager
 def _signals() -> Iterator[None]:
-    """SIGTERM and SIGHUP raise ``Stopped`` inside; the previous handlers after."""
+    """SIGINT, SIGTERM and SIGHUP stop the command (``sweeps.signals.handled``)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    numbers = [getattr(signal, name) for name in HANDLED_SIGNALS if hasattr(signal, name)]
-    before = {number: signal.signal(number, _stop) for number in numbers}
-    try:
+    from sweeps import signals
+
+    names = ("SIGINT", *HANDLED_SIGNALS)
+    numbers = [getattr(signal, name) for name in names if hasattr(signal, name)]
+    with signals.handled(numbers, _unwind, lambda n: click.echo(_line(n), err=True)):
         yield
-    finally:
-        for number, handler in before.items():
-            signal.signal(number, handler)
 
 
 @contextmanager
@@ -234,13 +245,12 @@ def errors() -> Iterator[None]:
             _quiet_stdout()
             fail(f"stdout: {_stream_problem(error)}; the results were not all written", EXIT_FAILED)
         fail(os_message(error), EXIT_FAILED)
-    except Stopped as stopped:
-        name = signal.Signals(stopped.number).name
-        click.echo(f"\n{HANDLED_SIGNALS.get(name, name)} ({name}): stopped.", err=True)
-        sys.exit(128 + stopped.number)
-    except KeyboardInterrupt:
-        click.echo("\nInterrupted.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt as stopped:
+        from sweeps import signals
+
+        number = stopped.number if isinstance(stopped, Stopped) else signal.SIGINT
+        signals.say_once(lambda: click.echo(_line(number), err=True))
+        sys.exit(128 + number)
 
 
 def quiet_broken_pipe() -> None:

@@ -69,6 +69,7 @@ def run(
     memory_budget: str | None,
     scheduler: str | None,
     workers: int | None,
+    cluster_timeout: float,
     output: Output,
 ) -> None:
     """Validate CONFIGS, compute every grid, write outputs/<name>/ and print a summary.
@@ -96,7 +97,7 @@ def run(
 
     start(f for sweep in sweeps if sweep.charts for f in sweep.formats)  # beside the imports
     documents = []
-    with cluster(scheduler, workers) as client:
+    with cluster(scheduler, workers, cluster_timeout) as client:
         for sweep in sweeps:
             documents.append(run_one(sweep, out, force, size, client, output))
     if output.json:

@@ -21,6 +21,7 @@ from click.shell_completion import CompletionItem
 
 from sweeps.cli.errors import BadArguments, RunFailed
 from sweeps.errors import ConfigError
+from sweeps.pipeline.distributed import CLUSTER_TIMEOUT
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -245,7 +246,8 @@ def bench_options(function: F) -> F:
 
 
 def cluster_options(function: F) -> F:
-    """``--scheduler ADDRESS`` and ``--workers N`` (they exclude each other)."""
+    """``--scheduler ADDRESS`` and ``--workers N`` (they exclude each other), and
+    ``--cluster-timeout SECONDS``."""
     options = (
         click.option(
             "--scheduler",
@@ -259,6 +261,15 @@ def cluster_options(function: F) -> F:
             default=None,
             help=f"Evaluate on a local dask cluster of N workers, 1 to {MAX_WORKERS} "
             "(needs the dask extra).",
+        ),
+        click.option(
+            "--cluster-timeout",
+            type=click.FloatRange(min=1.0),
+            default=CLUSTER_TIMEOUT,
+            show_default=True,
+            metavar="SECONDS",
+            help="Fail (exit 1) once the cluster has had no worker, or its scheduler has not "
+            "answered, for this long.",
         ),
     )
     return _stacked(function, options)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sweeps import signals
 from sweeps.errors import ConfigError, OutputExistsError
 
 
@@ -123,7 +124,8 @@ def atomic_folder(
     pid = os.getpid()
     staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.tmp-{pid}-", dir=hidden))
     try:
-        yield staging
+        with signals.staging(staging):  # removed too where a signal ends the process
+            yield staging
         os.chmod(staging, 0o755)
         # a kill between the two renames leaves the old result in ``aside``, which the
         # next run in this folder moves back (``remove_stale``): never lost

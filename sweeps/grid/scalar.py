@@ -84,3 +84,10 @@ def point_inputs(sweep: Any, point: dict[str, int] | None = None) -> Any:
         inputs = Inputs(values, sweep.options, ScalarEngine(), results)
         results.update(analysis.compute(inputs))
     return Inputs(values, sweep.options, ScalarEngine(), results)
+
+
+def pointwise(sweep: Any) -> tuple[Any, ...]:
+    """The analyses ``sweep`` asks for that one point defines (none of the ``whole`` ones)."""
+    from sweeps.grid.analyses import applicable
+
+    return tuple(analysis for analysis in applicable(sweep) if not analysis.whole)

@@ -28,6 +28,8 @@ from sweeps.export import (
 )
 from sweeps.export.parquet import PART_PATTERN
 from sweeps.grid import analyses, build_grid
+from sweeps.pipeline.distributed import PART_PATTERN as DISTRIBUTED_PARTS
+from sweeps.pipeline.distributed import cluster_plan, write_streamed
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.hook import Hook
 from sweeps.pipeline.manifest import expected_counts, manifest
@@ -218,6 +220,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     given = RunOptions(force, hooks, memory_budget, progress, client, layout, grid_format, duckdb)
     settings = replace(given, phase=phase).of(sweep)
     how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
+    how = how if client is None else cluster_plan(how, client)  # the workers' memory
     target = result_folder(out, sweep.name)
     check_target(target, force)
     check_extras(sweep, settings.grid_format, settings.duckdb)  # before any work
@@ -378,11 +381,9 @@ def _write(
             total = sum(written[table.name].rows for table in analyses.tables(how.sweep))
             progress(total, total)
         return written
-    from sweeps.pipeline.stream import spec_tables, stream_tables
+    from sweeps.pipeline.stream import spec_tables
 
-    streamed = stream_tables(
-        how.sweep, how.pieces, staging, how.layout, settings.progress, settings.client
-    )
+    streamed = write_streamed(how, staging, settings.progress, settings.client)  # or by the workers
     written = {name: Written(*entry) for name, entry in streamed.items()}
     timings["grid_and_tables"] = time.perf_counter() - start
     for name, table in spec_tables(how.sweep).items():
@@ -398,7 +399,7 @@ def _layout(how: Plan, skipped: list[str]) -> dict[str, object]:
         "tables": {
             t.name: f"{t.name}.parquet"
             if how.layout == "single"
-            else PART_PATTERN.format(table=t.name)
+            else (DISTRIBUTED_PARTS if how.distributed else PART_PATTERN).format(table=t.name)
             for t in analyses.tables(how.sweep)
         },
         "chunks": how.chunks,
