@@ -239,7 +239,8 @@ def _scalar_point(m, hw, tp, b, s, label, kv, weight, reserve, attention):  # ty
         "arithmetic_intensity": ai,
         "bottleneck": 1 if compute >= nbytes / bw else 0,
         "attainable_flops": attainable,
-        "utilization": attainable / peak,
+        # over the step's own roof: its FLOPs over their split compute time (no efficiency here)
+        "utilization": attainable / (flops / compute),
         "ceiling": ceiling,
         "fraction_of_ceiling": ai / ceiling,
         "knee_batch": _moe_root(own, m, wb / tp, table),
