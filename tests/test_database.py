@@ -48,7 +48,7 @@ def test_views_units_and_comments(tmp_path, layout):
             row[0]
             for row in db.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
         }
-        assert views == {"decode", "prefill", "hardware", "models"}
+        assert views == {"decode", "prefill", "hardware", "models", "summary"}
         assert db.sql("SELECT count(*) FROM decode").fetchall() == [(result.rows["decode"],)]
         rows = db.sql(DASHBOARD).fetchall()
         assert len(rows) == 2 * 2 * 2

@@ -210,6 +210,9 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
                 how, ds, staging, settings, hooks, timings, progress, client
             )
         timings["outputs"] = time.perf_counter() - start
+        if not pieces:
+            per_configuration = ds if ds is not None else configurations(sweep, how.budget)
+        _summary_table(per_configuration, how, staging, written, timings, settings.phase)
         files = [f for table in written.values() for f in table.files] + extra
         if settings.duckdb:  # written last in the staging folder, before the rename
             files.append(DATABASE)
@@ -221,8 +224,6 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         if settings.duckdb:  # in the staging folder: its views read paths relative to it
             settings.phase(f"writing {DATABASE}")
             write_database(staging, {name: table.files for name, table in written.items()})
-    if not pieces:
-        per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,
         ds if whole is None else whole,
@@ -236,6 +237,49 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         time.perf_counter() - began,
         [line for hook in hooks for line in getattr(hook, "notes", ())],
     )
+
+
+def _summary_table(
+    grid: xr.Dataset | None,
+    how: Plan,
+    staging: Path,
+    written: dict[str, Written],
+    timings: dict[str, float],
+    phase: Callable[[str], None],
+) -> None:
+    """``summary.parquet`` into ``staging`` and ``written`` (the manifest and the database
+    list it as a table), from the grid at every configuration; a streamed run whose grid at
+    one batch is over the budget builds it model by model (none where one model's is)."""
+    from sweeps.export.summary_table import SUMMARY, write_summary
+
+    phase(f"writing {SUMMARY}.parquet")
+    start = time.perf_counter()
+    frame = _summary(grid, how)
+    if frame is None:
+        return
+    info = write_summary(frame, staging)
+    seconds = time.perf_counter() - start
+    written[SUMMARY] = Written(frame.height, info, [f"{SUMMARY}.parquet"], seconds)
+    timings[f"table_{SUMMARY}"] = seconds
+
+
+def _summary(grid: xr.Dataset | None, how: Plan) -> pl.DataFrame | None:
+    """The summary frame of the run, from ``grid`` where one is held at every configuration."""
+    import dataclasses
+
+    from sweeps.export.summary_table import concat_summaries, summary_frame
+
+    sweep = how.sweep
+    fraction = sweep.options.ceiling_fraction
+    if grid is not None:
+        return summary_frame(grid, fraction)
+    parts = []
+    for model in sweep.models:
+        one = configurations(dataclasses.replace(sweep, models=(model,)), how.budget)
+        if one is None:
+            return None
+        parts.append(summary_frame(one, fraction))
+    return concat_summaries(parts, [m.id for m in sweep.models])
 
 
 def _write_outputs(
