@@ -24,6 +24,7 @@ from sweeps import physics
 from sweeps.axes import AXES
 from sweeps.config import Sweep
 from sweeps.grid.analyses import ANALYSES, Inputs, active_dims, applicable
+from sweeps.grid.analyses.base import LABELS
 
 Index = tuple[int, ...]
 """One index per axis of ``AXES``, in its order."""
@@ -36,7 +37,7 @@ CHECKED: tuple[str, ...] = tuple(
     for a in ANALYSES
     if not a.whole
     for v in a.variables
-    if v.dtype != "str" and not v.reduces
+    if v.dtype not in LABELS and not v.reduces
 )
 """What ``check`` compares: every number every pointwise analysis declares (those a sweep
 computes), but those that reduce a dim (``Variable.reduces``: the break-even batch, over the

@@ -27,41 +27,70 @@ from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.config import NATIVE
 from sweeps.grid import BOTTLENECK_FLAGS, REGISTRY, TABLES, Analysis
 from sweeps.grid.analyses import BY_NAME
+from sweeps.grid.analyses.base import LABELS
 
 Categories = Mapping[str, Sequence[str]]
 """Enum categories per name axis, to give a chunk's frame the whole sweep's schema."""
 
 
+FORMATS = "formats"
+"""The domain of a number format's name (``kv_dtype``, ``weight_dtype``, ``compute_dtype``)."""
+
+
 @functools.cache
-def _domain(spec: str) -> tuple[str, ...]:
-    """Every catalog id a name axis whose labels come from ``spec`` (``Axis.field``) can hold."""
+def _domain(domain: str) -> tuple[str, ...]:
+    """Every label a name axis of ``domain`` (``_DOMAINS``) can hold: catalog ids, the number
+    formats or the serving modes; () for an axis whose labels are the sweep's own."""
     from sweeps.axes import POOL_MODES, SERVING_MODES
     from sweeps.catalog.loader import load_catalog, unique
 
     catalog = load_catalog()
-    if spec == "models":
+    if domain == "models":
         return tuple(sorted(m.id for m in unique(catalog.models)))
-    if spec == "hardware":
+    if domain == "hardware":
         return tuple(sorted(h.id for h in unique(catalog.hardware)))
-    if spec == "serving":
-        return tuple(dict.fromkeys((*SERVING_MODES, *POOL_MODES)))
-    return tuple(catalog.dtypes)  # kv_dtype, weight_dtype
+    if domain == "mode":
+        return tuple(SERVING_MODES)
+    if domain == "pool_mode":
+        return tuple(POOL_MODES)
+    if domain == FORMATS:
+        return tuple(catalog.dtypes)
+    return ()
+
+
+def _axis_domain(dim: str) -> str:
+    """The domain of the name axis ``dim``: its ``Axis.field`` for catalog records and number
+    formats, its own dim for the serving modes (both come from ``studies``), else its dim."""
+    field = AXIS[dim].field
+    if field in ("models", "hardware"):
+        return field
+    if field in ("kv_dtype", "weight_dtype"):
+        return FORMATS
+    return dim
 
 
 @functools.cache
-def _shared(spec: str, extra: tuple[str, ...]) -> pl.Enum:
-    domain = _domain(spec)
-    return pl.Enum([*domain, *(label for label in extra if label not in domain)])
+def _shared(domain: str, extra: tuple[str, ...]) -> pl.Enum:
+    known = _domain(domain)
+    return pl.Enum([*known, *(label for label in extra if label not in known)])
 
 
 def shared_enum(dim: str, labels: Sequence[str]) -> pl.Enum:
-    """The Enum of the name axis ``dim``: every catalog id of its kind (sorted), then the
-    sweep's own ``labels`` that are none (``[models.NAME]`` tables), in their order.
+    """The Enum of the name axis ``dim``: every label of its kind (catalog ids sorted, number
+    formats, serving modes: ``_domain``), then the sweep's own ``labels`` that are none
+    (``[models.NAME]`` tables), in their order. An axis of no such kind (``spec_draft``,
+    ``kv_tier``, ``dp_attention``) has the sweep's labels only.
 
     Every study's tables share it, so two studies' tables concatenate in Polars as they are
     (where both name only catalog ids; a custom table's name makes its study's Enum longer).
     """
-    return _shared(AXIS[dim].field, tuple(str(label) for label in labels))
+    return _shared(_axis_domain(dim), tuple(str(label) for label in labels))
+
+
+def format_enum(labels: Sequence[str] = ()) -> pl.Enum:
+    """The Enum of a number format's name (``compute_dtype``): the catalog's formats, then any
+    of ``labels`` that is none."""
+    return _shared(FORMATS, tuple(labels))
 
 
 @dataclass(frozen=True)
@@ -251,11 +280,26 @@ def _column(
         make = partial(pl.Series, column, dtype=pl.Float64, nan_to_null=True)
     elif entry.dtype == "count":  # a whole number, null where there is none
         make = partial(_count_series, column)
-    elif entry.dtype == "str":  # a label; the grid may hold NaN where there is none
+    elif entry.dtype in LABELS:  # a label; the grid may hold NaN where there is none
         build = partial(_label_spread, column, values, own, layout)
-        return _repeated(repeats, values, own, (name, column, layout), build)
+        return _typed(entry.dtype, _repeated(repeats, values, own, (name, column, layout), build))
     build = partial(_spread, values, own, layout, make)  # the variable's name: its make
     return _repeated(repeats, values, own, (name, column, layout), build)
+
+
+def _typed(dtype: str, labels: pl.Series) -> pl.Series:
+    """A label column as its ``DType`` says: a number format's Enum, a Date (``''``: null),
+    or the String as it is."""
+    if dtype == "format":
+        return labels.cast(format_enum(labels.drop_nulls().unique().sort().to_list()))
+    if dtype == "date":
+        return dates(labels)
+    return labels
+
+
+def dates(labels: pl.Series) -> pl.Series:
+    """ISO date labels as a Date column, null where there is none (``''`` or null)."""
+    return labels.replace("", None).str.to_date("%Y-%m-%d")
 
 
 def _native_flag(
@@ -341,17 +385,24 @@ def _spec_frame(ds: xr.Dataset, dim: str, specs: Sequence[Spec]) -> pl.DataFrame
     return pl.DataFrame(columns)
 
 
+def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every float column with NaN as null: a value that does not exist is null, never NaN."""
+    floats = [c for c, kind in frame.schema.items() if kind in (pl.Float32, pl.Float64)]
+    return frame.with_columns(pl.col(c).fill_nan(None) for c in floats)
+
+
 def hardware_frame(ds: xr.Dataset) -> pl.DataFrame:
-    """The device specs actually used, one row each, SI units."""
-    frame = _spec_frame(ds, "hardware", HARDWARE_SPECS)
-    return frame.with_columns(
-        pl.col(c).fill_nan(None) for c in frame.columns if c.startswith("peak_")
-    )
+    """The device specs actually used, one row each, SI units; a price's date as a Date;
+    null where a figure is not known (a price, a peak, a board power)."""
+    frame = _no_nan(_spec_frame(ds, "hardware", HARDWARE_SPECS))
+    if "price_as_of" in frame.columns:
+        frame = frame.with_columns(dates(frame["price_as_of"].cast(pl.String)))
+    return frame
 
 
 def models_frame(ds: xr.Dataset) -> pl.DataFrame:
-    """The model specs actually used, one row each."""
-    return _spec_frame(ds, "model", MODEL_SPECS)
+    """The model specs actually used, one row each (null where a figure does not exist)."""
+    return _no_nan(_spec_frame(ds, "model", MODEL_SPECS))
 
 
 SPEC_TABLES = {"hardware": hardware_frame, "models": models_frame}
