@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from sweeps.pipeline.summary import summary_rows
 
 from .data import Choice, Selection, choose, select
 from .failures import built, failed, skipped_line
+from .fitting import within_rows
 from .heatmaps import bottleneck_chart, ceiling_chart
 from .kinds import DEVICES, MODEL_SIZE, SERVING, ChartKind
 from .lines import ai_vs_batch_chart
@@ -174,16 +176,20 @@ def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]
                     SERVING,
                     model,
                     None,
-                    chart_spec,
-                    builder,
-                    settings.width,
+                    within_rows,  # fewer batches where Altair's row limit stops it
+                    partial(_serving_spec, builder, settings.width),
                     grid,
                     model,
                     settings.weight_dtype,
-                    width=settings.width,
                 )
             )
     return figures
+
+
+def _serving_spec(
+    builder: Builder, width: str, grid: xr.Dataset, model: str, weight_dtype: str | None
+) -> dict[str, Any]:
+    return chart_spec(builder, width, grid, model, weight_dtype, width=width)
 
 
 def _write(

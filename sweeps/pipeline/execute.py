@@ -220,6 +220,8 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         columns = {name: table.columns for name, table in written.items()}
         files.append("manifest.json")
         document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped))
+        # each figure not drawn, with its reason (the same lines the run prints)
+        document["figures_not_drawn"] = [n for hook in hooks for n in getattr(hook, "notes", ())]
         _write_manifest(staging, document)
         if settings.duckdb:  # in the staging folder: its views read paths relative to it
             settings.phase(f"writing {DATABASE}")
