@@ -177,19 +177,14 @@ def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]
                     model,
                     None,
                     within_rows,  # fewer batches where Altair's row limit stops it
-                    partial(_serving_spec, builder, settings.width),
+                    partial(chart_spec, builder, settings.width),
                     grid,
                     model,
                     settings.weight_dtype,
+                    width=settings.width,
                 )
             )
     return figures
-
-
-def _serving_spec(
-    builder: Builder, width: str, grid: xr.Dataset, model: str, weight_dtype: str | None
-) -> dict[str, Any]:
-    return chart_spec(builder, width, grid, model, weight_dtype, width=width)
 
 
 def _write(

@@ -70,7 +70,7 @@ def cluster(scheduler: str | None, workers: int | None) -> Iterator[Any]:
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        msg = "--scheduler/--workers need the dask extra: pip install 'sweeps[dask]'"
+        msg = "--scheduler/--workers need the dask extra: pip install 'roofline-sweeps[dask]'"
         raise BadArguments(msg) from None
     if scheduler is not None:
         address = scheduler_address(scheduler)

@@ -33,7 +33,8 @@ from sweeps.pipeline.manifest import manifest
 from sweeps.pipeline.pieces import in_pieces, reads_tables, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.receivers import model_device_slices
-from sweeps.pipeline.stream import Progress, configurations
+from sweeps.pipeline.stream import Progress
+from sweeps.pipeline.summarized import summary_table
 
 if TYPE_CHECKING:
     import polars as pl
@@ -114,8 +115,7 @@ class RunResult:
         return self.grid if isinstance(self.grid, xr.Dataset) else None
 
     def summary(self) -> pl.DataFrame | None:
-        """``sweeps.pipeline.summarize`` of the result, or ``None`` where no grid is held: from
-        the grid at one batch size where the whole grid is not joined (the same rows)."""
+        """``summarize`` of the grid at every configuration held, or ``None`` (no grid held)."""
         from sweeps.pipeline.summary import summarize
 
         grid = self.held if self.held is not None else self.configurations
@@ -210,17 +210,14 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
                 how, ds, staging, settings, hooks, timings, progress, client
             )
         timings["outputs"] = time.perf_counter() - start
-        if not pieces:
-            per_configuration = ds if ds is not None else configurations(sweep, how.budget)
-        _summary_table(per_configuration, how, staging, written, timings, settings.phase)
+        grid = per_configuration if pieces else ds  # the summary's: at every configuration
+        per_configuration = summary_table(grid, how, staging, written, timings, settings.phase)
         files = [f for table in written.values() for f in table.files] + extra
-        if settings.duckdb:  # written last in the staging folder, before the rename
-            files.append(DATABASE)
+        files += [DATABASE] if settings.duckdb else []  # written last, before the rename
         rows = {name: table.rows for name, table in written.items()}
         columns = {name: table.columns for name, table in written.items()}
         files.append("manifest.json")
         document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped))
-        # each figure not drawn, with its reason (the same lines the run prints)
         document["figures_not_drawn"] = [n for hook in hooks for n in getattr(hook, "notes", ())]
         _write_manifest(staging, document)
         if settings.duckdb:  # in the staging folder: its views read paths relative to it
@@ -239,49 +236,6 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         time.perf_counter() - began,
         [line for hook in hooks for line in getattr(hook, "notes", ())],
     )
-
-
-def _summary_table(
-    grid: xr.Dataset | None,
-    how: Plan,
-    staging: Path,
-    written: dict[str, Written],
-    timings: dict[str, float],
-    phase: Callable[[str], None],
-) -> None:
-    """``summary.parquet`` into ``staging`` and ``written`` (the manifest and the database
-    list it as a table), from the grid at every configuration; a streamed run whose grid at
-    one batch is over the budget builds it model by model (none where one model's is)."""
-    from sweeps.export.summary_table import SUMMARY, write_summary
-
-    phase(f"writing {SUMMARY}.parquet")
-    start = time.perf_counter()
-    frame = _summary(grid, how)
-    if frame is None:
-        return
-    info = write_summary(frame, staging)
-    seconds = time.perf_counter() - start
-    written[SUMMARY] = Written(frame.height, info, [f"{SUMMARY}.parquet"], seconds)
-    timings[f"table_{SUMMARY}"] = seconds
-
-
-def _summary(grid: xr.Dataset | None, how: Plan) -> pl.DataFrame | None:
-    """The summary frame of the run, from ``grid`` where one is held at every configuration."""
-    import dataclasses
-
-    from sweeps.export.summary_table import concat_summaries, summary_frame
-
-    sweep = how.sweep
-    fraction = sweep.options.ceiling_fraction
-    if grid is not None:
-        return summary_frame(grid, fraction)
-    parts = []
-    for model in sweep.models:
-        one = configurations(dataclasses.replace(sweep, models=(model,)), how.budget)
-        if one is None:
-            return None
-        parts.append(summary_frame(one, fraction))
-    return concat_summaries(parts, [m.id for m in sweep.models])
 
 
 def _write_outputs(

@@ -22,7 +22,7 @@ from sweeps.errors import ConfigError
 @dataclass(frozen=True)
 class Need:
     """An optional dependency: the ``key`` that asks for it (and when, ``asks``), the
-    ``modules`` it takes, and the ``extra`` of ``pip install 'sweeps[extra]'`` that brings
+    ``modules`` it takes, and the ``extra`` of ``pip install 'roofline-sweeps[extra]'`` that brings
     them."""
 
     key: str
@@ -80,8 +80,10 @@ def installed(module: str) -> bool:
 
 
 def install_hint(extra: str) -> str:
-    """``pip install 'sweeps[extra]'``: the one spelling of how to get an extra."""
-    return f"pip install 'sweeps[{extra}]'"
+    """``pip install 'roofline-sweeps[extra]'``: the one spelling of how to get an extra."""
+    from sweeps.distribution import install_line
+
+    return install_line(extra)
 
 
 def check_extras(sweep: Sweep, grid_format: str | None = None, duckdb: bool | None = None) -> None:
