@@ -6,8 +6,8 @@ report loads them; inlined where the folder has none): no network, and the seed 
 stays under 2 MB (inlined, the page alone was 0.9 MB).
 
 Altair parameters bound to HTML inputs (``alt.binding_select``) filter the summary table
-(``sweeps.export.summary_table``) and the decode table. The decode rows are cut to ``EXPLORE_ROWS`` by
-keeping log-spaced batches, and the page says so.
+(``sweeps.export.summary_table``) and the decode table. The decode rows are cut to
+``EXPLORE_ROWS`` by keeping log-spaced batches, and the page says so.
 """
 
 from __future__ import annotations
