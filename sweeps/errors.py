@@ -38,9 +38,11 @@ class MissingExtraError(SweepsError, ImportError):
 
 
 def install_hint(extra: str) -> str:
-    """``pip install 'sweeps[extra]'``: the one spelling of how to get an extra (the end of a
-    ``MissingExtraError``'s message)."""
-    return f"pip install 'sweeps[{extra}]'"
+    """``pip install 'roofline-sweeps[extra]'``: the one spelling of how to get an extra (the
+    end of a ``MissingExtraError``'s message; ``sweeps.distribution.install_line``)."""
+    from sweeps.distribution import install_line
+
+    return install_line(extra)
 
 
 class TraceError(ConfigError):

@@ -23,6 +23,7 @@ from sweeps.bench.scalar import (
 from sweeps.bench.timing import interleaved
 from sweeps.cli.main import cli
 from sweeps.config import parse_config
+from sweeps.engine.base import LABELS
 from sweeps.grid import ANALYSES, REGISTRY, TABLES, build_grid
 from sweeps.grid.analyses import active_dims, applicable, tables
 from sweeps.studies.serving.simulate import SCHEDULERS
@@ -141,12 +142,14 @@ def test_check_compares_every_declared_variable(varied):  # type: ignore[no-unty
     """CHECKED is every pointwise analysis's declaration, so every table column computed by
     one (and every low-rank variable) is compared; the whole analyses need the whole grid."""
     declared = tuple(
-        v.name for a in ANALYSES if not a.whole for v in a.variables if v.dtype != "str"
+        v.name for a in ANALYSES if not a.whole for v in a.variables if v.dtype not in LABELS
     )
     reduced = {v.name for a in ANALYSES for v in a.variables if v.reduces}
     assert reduced == {"break_even_batch"}  # over the batch axis: one point does not define it
     assert tuple(name for name in declared if name not in reduced) == CHECKED
-    numbers = {c for t in TABLES if not t.whole for c in t.columns if REGISTRY[c].dtype != "str"}
+    numbers = {
+        c for t in TABLES if not t.whole for c in t.columns if REGISTRY[c].dtype not in LABELS
+    }
     assert numbers - reduced <= set(CHECKED)
     sweep, ds, points, values = varied
     assert [t.name for t in tables(sweep)] == ["decode", "prefill"]  # no [serving] table
@@ -175,7 +178,7 @@ def test_scalar_loop_runs_on_a_serving_sweep():
 
 def test_scalar_results_are_scalars(varied):  # type: ignore[no-untyped-def]
     sweep, _, _, values = varied
-    computed = [v.name for a in applicable(sweep) for v in a.variables if v.dtype != "str"]
+    computed = [v.name for a in applicable(sweep) for v in a.variables if v.dtype not in LABELS]
     assert computed
     assert all(np.ndim(values[0][name]) == 0 for name in computed)
 

@@ -49,7 +49,10 @@ def test_run_writes_outputs_and_prints_the_summary(
     assert "never" in result.stdout  # Llama-3 8B decode never turns compute-bound on an H100
     assert "does not fit" in result.stdout  # 70B in bf16 at 32k on one H100
     assert "wrote " not in result.stdout
-    assert "(decode 12 rows, prefill 12 rows, hardware 1 row, models 2 rows)" in result.stderr
+    assert (
+        "(decode 12 rows, prefill 12 rows, hardware 1 row, models 2 rows, summary 4 rows)"
+        in result.stderr
+    )
     # a second run without --force is refused before any work (exit 2: the arguments) and
     # leaves the result alone
     before = (out / "cli-run" / "manifest.json").read_bytes()

@@ -80,7 +80,7 @@ def test_run_json_is_the_table_and_the_lines_with_documented_keys(
     run = document["runs"][0]
     for field, unit in run["units"].items():  # the documented units are the document's
         assert documented("sweeps run --json")[f"runs[].summary[].{field}"] == unit
-    assert run["rows"] == {"decode": 12, "prefill": 12, "hardware": 1, "models": 2}
+    assert run["rows"] == {"decode": 12, "prefill": 12, "hardware": 1, "models": 2, "summary": 4}
     rows = {(r["model"], r["context"]): r for r in run["summary"]}
     small = rows[("llama-3-8b", 512)]
     assert isinstance(small["knee_batch"], int)  # whole sequences

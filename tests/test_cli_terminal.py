@@ -43,6 +43,7 @@ PROGRESS = ("computing", "writing figures", "summarizing", "━", "⠋", "⠙", 
 def env() -> dict[str, str]:
     environment = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(ROOT))
     environment.pop("NO_COLOR", None)
+    environment.pop("COLUMNS", None)
     return environment
 
 
@@ -133,7 +134,7 @@ def test_piped_stdout_is_the_table_alone_and_stderr_the_rest(config: Path, tmp_p
         *("per", "device", "TTFT", "reaches", "90%"),
     ]
     assert second.split()[:4] == ["model", "hardware", "context", "kv"]
-    assert set(rule) == {"─"}
+    assert set(rule) == {"-"}  # ASCII in a pipe: a line's bytes are its characters
     caption = rows.pop()
     assert caption.startswith("tp 1, kv heads 8, weights bf16, batches in whole sequences")
     assert len(rows) == 36
@@ -169,6 +170,39 @@ def test_the_screen_model_wraps_erases_and_moves_as_a_terminal() -> None:
     bar = Screen(20)
     bar.feed("line\r\nbar 1\rbar 2\r\x1b[2K\x1b[1A\r\x1b[2Kdone\x1b[1;32m!\x1b[0m")
     assert bar.text() == ["done!"]
+
+
+def test_piped_with_columns_fits_them_and_cuts_nothing(config: Path, tmp_path: Path) -> None:
+    """``COLUMNS=80 sweeps run ... | awk 'length > 80'`` prints nothing (issue 46, item 4)."""
+    done = subprocess.run(
+        sweeps("run", str(config), "--out", "out"),
+        capture_output=True,
+        env={**env(), "COLUMNS": "80"},
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line for line in lines if len(line) > 80] == []  # bytes, as awk counts them
+    text = done.stdout.decode("utf-8")
+    assert "…" not in text
+    rows = [line.split() for line in text.splitlines() if line.startswith("llama-3-")]
+    assert len(rows) == 36
+    assert {row[1] for row in rows} == {"a100-80gb", "h100-sxm", "h200"}  # ids whole
+    assert "left out to fit the terminal: knee_batch" in " ".join(text.split())
+
+
+@pytest.mark.parametrize("what", ["hardware", "models", "dtypes"])
+def test_the_catalog_at_80_columns_cuts_no_id(tmp_path: Path, what: str) -> None:
+    from sweeps.cli.render_catalog import catalog_rows
+
+    session = run_in_terminal(sweeps("list", what), 80, env(), str(tmp_path))
+    assert session.code == 0
+    screen = "\n".join(session.screen.text())
+    assert "…" not in screen
+    key = "name" if what == "dtypes" else "id"
+    words = set(screen.split())
+    assert all(row[key] in words for row in catalog_rows(what))
 
 
 @pytest.mark.parametrize("what", ["hardware", "models"])

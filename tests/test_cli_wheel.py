@@ -53,7 +53,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
         source,
         cwd=root,
     )
-    (wheel,) = (root / "dist").glob("sweeps-*.whl")
+    (wheel,) = (root / "dist").glob("roofline_sweeps-*.whl")
     sh(sys.executable, "-m", "venv", "--without-pip", root / "venv", cwd=root)
     python = root / "venv" / "bin" / "python"
     sh(

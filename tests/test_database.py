@@ -1,5 +1,5 @@
-"""``sweep.duckdb``: views over the Parquet files, units as a table and as column comments
-(issue 14, item 6)."""
+"""``sweep.duckdb``: the tables copied in (views over the Parquet files beyond
+``EMBED_ROWS``), units as a table and as column comments (issue 14, item 6; issue 46, item 2)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import duckdb
 import polars as pl
 import pytest
 
-from sweeps.config import parse_config
-from sweeps.export import DATABASE, connect, read_units
+from sweeps.config import load_config, parse_config
+from sweeps.export import DATABASE, connect, database, read_units
 from sweeps.pipeline import run_to_folder
+
+from .conftest import SEED_CONFIG
 
 CONFIG = """
 [sweep]
@@ -38,17 +40,25 @@ GROUP BY ALL ORDER BY best_tokens_per_s DESC
 """
 
 
-@pytest.mark.parametrize("layout", ["single", "partitioned"])
-def test_views_units_and_comments(tmp_path, layout):
+ALL = {"decode", "prefill", "hardware", "models", "summary"}
+
+
+@pytest.mark.parametrize(("layout", "embed"), [("single", True), ("partitioned", False)])
+def test_tables_units_and_comments(tmp_path, layout, embed, monkeypatch):
+    if not embed:
+        monkeypatch.setattr(database, "EMBED_ROWS", 0)
     sweep = parse_config(CONFIG, "bi.toml")
     result = run_to_folder(sweep, tmp_path, layout=layout, duckdb=True)
     assert DATABASE in result.files
     with connect(result.folder) as db:
-        views = {
-            row[0]
-            for row in db.sql("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
-        }
-        assert views == {"decode", "prefill", "hardware", "models"}
+        kinds = dict(db.sql("SELECT table_name, kind FROM tables").fetchall())
+        assert kinds == dict.fromkeys(ALL, "table" if embed else "view")
+        names = "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+        if embed:
+            names = "SELECT table_name FROM duckdb_tables() WHERE table_name IN ?"
+        assert {
+            row[0] for row in db.sql(names, params=[list(ALL)] if embed else None).fetchall()
+        } == ALL
         assert db.sql("SELECT count(*) FROM decode").fetchall() == [(result.rows["decode"],)]
         rows = db.sql(DASHBOARD).fetchall()
         assert len(rows) == 2 * 2 * 2
@@ -72,6 +82,8 @@ def test_no_database_unless_asked(tmp_path):
 
 
 def test_a_copied_folder_reads_its_own_files(tmp_path, monkeypatch):
+    """Views (tables over ``EMBED_ROWS``) read the files of the folder ``connect`` opens."""
+    monkeypatch.setattr(database, "EMBED_ROWS", 0)
     result = run_to_folder(parse_config(CONFIG, "bi.toml"), tmp_path / "first", duckdb=True)
     copy = tmp_path / "copy"
     shutil.copytree(result.folder, copy)
@@ -83,9 +95,26 @@ def test_a_copied_folder_reads_its_own_files(tmp_path, monkeypatch):
     monkeypatch.chdir(copy)  # the DuckDB shell started in the folder reads the same
     with duckdb.connect(DATABASE, read_only=True) as db:
         assert db.sql("SELECT count(*) FROM hardware").fetchall() == [(1,)]
-    monkeypatch.chdir(tmp_path)  # and from elsewhere, it never reads the original's files
-    with (
-        duckdb.connect(str(copy / DATABASE), read_only=True) as db,
-        pytest.raises(duckdb.IOException, match=r"hardware\.parquet"),
-    ):
-        db.sql("SELECT count(*) FROM hardware").fetchall()
+
+
+SEED_WALL = "SELECT round(device_tokens_per_s_wall) FROM summary WHERE context = 512"
+
+
+def test_opened_from_anywhere_it_reads_its_own_rows(tmp_path, monkeypatch):
+    """Copied in, the tables read the same from another folder, from inside another study's
+    folder, and after the folder is moved (issue 46: a view read the other study's rows)."""
+    seed = run_to_folder(load_config(SEED_CONFIG), tmp_path / "out", duckdb=True)
+    other = run_to_folder(parse_config(CONFIG, "bi.toml"), tmp_path / "out", duckdb=True)
+    path = str(seed.folder / DATABASE)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for folder in (elsewhere, other.folder):
+        monkeypatch.chdir(folder)
+        with duckdb.connect(path, read_only=True) as db:
+            assert db.sql(SEED_WALL).fetchall() == [(40_084.0,)]
+            assert db.sql("SELECT count(*) FROM decode").fetchall() == [(seed.rows["decode"],)]
+            assert db.sql("SELECT list(model) FROM models").fetchall() == [(["llama-3-8b"],)]
+    moved = tmp_path / "moved"
+    seed.folder.rename(moved)
+    with duckdb.connect(str(moved / DATABASE), read_only=True) as db:
+        assert db.sql(SEED_WALL).fetchall() == [(40_084.0,)]

@@ -66,11 +66,11 @@ def test_duckdb_not_installed_is_said_before_any_work(earlier, monkeypatch) -> N
     assert result.exit_code == 2
     line = one_error(result)
     assert "outputs.duckdb: needs DuckDB" in line
-    assert "pip install 'sweeps[duckdb]'" in line
+    assert "pip install 'roofline-sweeps[duckdb]'" in line
     assert snapshot(out) == before
     checked = invoke("validate", str(config))
     assert checked.exit_code == 2
-    assert "pip install 'sweeps[duckdb]'" in one_error(checked)
+    assert "pip install 'roofline-sweeps[duckdb]'" in one_error(checked)
 
 
 def test_netcdf_writer_not_installed_is_said_before_any_work(tmp_path, monkeypatch) -> None:
@@ -80,7 +80,7 @@ def test_netcdf_writer_not_installed_is_said_before_any_work(tmp_path, monkeypat
     result = invoke("run", str(config), "--out", str(tmp_path / "out"))
     assert result.exit_code == 2
     assert "outputs.grid: needs the NetCDF writer" in one_error(result)
-    assert "pip install 'sweeps[netcdf]'" in result.stderr
+    assert "pip install 'roofline-sweeps[netcdf]'" in result.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -105,7 +105,7 @@ def test_a_large_simulation_without_numba_names_the_fast_extra_before_any_work(
     line = one_error(result)
     assert f"{config}: serving.simulate = 10001: needs the simulator's compiled loop" in line
     assert "allowed without it: simulate <= 10000" in line
-    assert "pip install 'sweeps[fast]'" in line
+    assert "pip install 'roofline-sweeps[fast]'" in line
     assert not (tmp_path / "out").exists()
     assert invoke("validate", str(config)).exit_code == 2
 

@@ -150,6 +150,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "outputs",
         "processes",
         "signals",
+        "distribution",
         "schedulers",
         "fields",
         "physics",

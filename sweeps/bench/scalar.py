@@ -21,6 +21,7 @@ import numpy as np
 
 from sweeps.axes import AXES
 from sweeps.config import Sweep
+from sweeps.engine.base import LABELS
 from sweeps.grid.analyses import ANALYSES, Inputs, active_dims
 from sweeps.grid.scalar import POSITION, ScalarEngine, Table, input_table, pointwise
 
@@ -32,7 +33,7 @@ CHECKED: tuple[str, ...] = tuple(
     for a in ANALYSES
     if not a.whole
     for v in a.variables
-    if v.dtype != "str" and not v.reduces
+    if v.dtype not in LABELS and not v.reduces
 )
 """What ``check`` compares: every number every pointwise analysis declares (those a sweep
 computes), but those that reduce a dim (``Variable.reduces``: the break-even batch, over the

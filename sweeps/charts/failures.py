@@ -11,6 +11,7 @@ was (``ConfigError``), and the CLI exits 2.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -23,8 +24,21 @@ REASON_CHARS = 240
 """The longest reason a status line and the report quote [character]."""
 
 
+ROWS_ADVICE = (
+    "too many points to draw even at two batches ({rows}); fewer values on the config's "
+    "other axes (devices, tp, context, [serving] workloads) draw it, and the Parquet files "
+    "have every point"
+)
+"""What a user can do about a chart over Altair's row limit (never Altair's own advice)."""
+
+
 def why(error: BaseException) -> str:
-    """``error`` in one line: its type and the first line of its message, shortened [-]."""
+    """``error`` in one line: its type and the first line of its message, shortened [-];
+    Altair's row limit in words a command-line user can act on."""
+    if type(error).__name__ == "MaxRowsError":
+        found = re.search(r"\((\d+)\)", str(error))
+        rows = f"{int(found.group(1)):,} rows" if found else "over the row limit"
+        return ROWS_ADVICE.format(rows=rows)
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     # vl-convert's messages wrap the engine's: its first line says "conversion failed", the
     # JavaScript error (RangeError: Maximum call stack size exceeded) comes next

@@ -53,7 +53,26 @@ class FiguresHook:
 
         done = [r for step in self.steps if step.step.name == KIND.name for r in step.results]
         extra = cdf_figures(done, sweep) if done else []
-        return sweep_figures(ds, sweep, staging, extra, self.notes)
+        files = sweep_figures(ds, sweep, staging, extra, self.notes)
+        if isinstance(ds, xr.Dataset) and sweep.charts:  # the explorer needs the whole grid
+            files += _explore(ds, sweep, staging)
+        return files
+
+
+def _explore(ds: xr.Dataset, sweep: Sweep, staging: Path) -> list[str]:
+    """``explore.html``, linked from the report's heading (where there is a report)."""
+    from sweeps.views.summary_table import summary_frame
+
+    from .explore import EXPLORE, write_explore
+
+    summary = summary_frame(ds, sweep.options.ceiling_fraction)
+    written = [write_explore(ds, summary, staging, sweep.title)]
+    report = staging / "report.html"
+    if report.exists():
+        link = f'</h1>\n<p><a href="{EXPLORE}">Explore: pick the model, device, tp, context'
+        link += " and KV format</a></p>"
+        report.write_text(report.read_text("utf-8").replace("</h1>", link, 1), "utf-8")
+    return written
 
 
 def time_figures(ds: xr.Dataset, sweep: Sweep, folder: Path | None = None) -> dict[str, float]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from sweeps.views.summary import summary_rows
 
 from .data import Choice, Selection, choose, select
 from .failures import built, failed, skipped_line
+from .fitting import within_rows
 from .plans import cheapest, plans_section
 from .rendering import Renderer, bundle_file, caption, javascript
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, labels_as_text, report_html
@@ -149,9 +151,8 @@ def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]
                     SERVING.name,
                     model,
                     None,
-                    chart_spec,
-                    builder,
-                    settings.width,
+                    within_rows,  # fewer batches where Altair's row limit stops it
+                    partial(chart_spec, builder, settings.width),
                     grid,
                     model,
                     settings.weight_dtype,

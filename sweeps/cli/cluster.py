@@ -102,7 +102,7 @@ def cluster(
     try:
         from distributed import Client, LocalCluster
     except ImportError:
-        msg = "--scheduler/--workers need the dask extra: pip install 'sweeps[dask]'"
+        msg = "--scheduler/--workers need the dask extra: pip install 'roofline-sweeps[dask]'"
         raise BadArguments(msg) from None
     from sweeps.pipeline.distributed import CLUSTER_TIMEOUT
 

@@ -2,13 +2,16 @@
 
 A terminal gets its own width (never forced wider: a line longer than the terminal wraps and
 leaves a stale copy on every refresh of a progress bar), colour unless ``NO_COLOR`` is set, and
-transient progress bars. A pipe gets plain text at the table's natural width, so nothing is cut,
-and no bar. ``--json`` prints one document on stdout and nothing else there; ``--quiet`` keeps
-only the results; ``-v`` adds timings and the plan.
+transient progress bars. A pipe gets plain text (ASCII rules) at the table's natural width, so
+nothing is cut, and no bar, unless ``COLUMNS`` names a width: then tables are laid out to fit
+it, as on a terminal of that width (``COLUMNS=80 sweeps run ... | less``). ``--json`` prints
+one document on stdout and nothing else there; ``--quiet`` keeps only the results; ``-v`` adds
+timings and the plan.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import re
@@ -53,13 +56,20 @@ def _safe_console() -> Any:
     return SafeConsole
 
 
+def piped_width() -> int | None:
+    """The width ``COLUMNS`` names for output that is not a terminal (None: unset or no
+    positive whole number)."""
+    text = os.environ.get("COLUMNS", "").strip()
+    return int(text) if text.isdigit() and int(text) > 0 else None
+
+
 def _console(stream: Any) -> Any:
     Console = _safe_console()
 
     terminal = _isatty(stream)
     return Console(
         file=stream,
-        width=None if terminal else PIPE_WIDTH,
+        width=None if terminal else piped_width() or PIPE_WIDTH,
         no_color="NO_COLOR" in os.environ or not terminal,
         highlight=False,
         soft_wrap=False,
@@ -73,6 +83,18 @@ def _isatty(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
+
+
+def _pipe_box() -> Any:
+    """``SIMPLE_HEAD`` in ASCII: a pipe's line is as many bytes as characters, so ``awk
+    'length > 80'`` and ``cut -c`` read it as a person does."""
+    from rich.box import Box
+
+    return Box("    \n    \n -- \n    \n    \n    \n    \n    \n", ascii=True)
+
+
+PIPE_BOX = _pipe_box()
+"""The rule under a table's header where the output is no terminal."""
 
 
 def table(title: str, caption: str | None = None) -> Any:
@@ -92,6 +114,7 @@ def table(title: str, caption: str | None = None) -> Any:
         footing: Text | None
 
         def __rich_console__(self, console: Any, options: Any) -> Any:
+            self.box = box.SIMPLE_HEAD if console.is_terminal else PIPE_BOX
             yield self.heading
             yield from super().__rich_console__(console, options)
             if self.footing is not None:
@@ -101,6 +124,14 @@ def table(title: str, caption: str | None = None) -> Any:
     grid.heading = Text(title)
     grid.footing = Text(caption) if caption else None
     return grid
+
+
+def _iso(value: object) -> str:
+    """A date (a price's ``price_as_of``) in a JSON document: ISO 8601, as the config writes it."""
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    msg = f"{type(value).__name__} is not JSON serializable"
+    raise TypeError(msg)
 
 
 class StreamClosed(OSError):
@@ -141,8 +172,9 @@ class Output:
 
     @property
     def width(self) -> int | None:
-        """The terminal's width for stdout, or ``None`` when stdout is not a terminal."""
-        return self.out.width if self.out.is_terminal else None
+        """The terminal's width for stdout, or ``COLUMNS`` for a pipe, or ``None`` (any
+        width: a pipe without ``COLUMNS``)."""
+        return self.out.width if self.out.is_terminal else piped_width()
 
     def result(self, renderable: Any) -> None:
         """A result (a table, a line): stdout; not with ``--json``."""
@@ -152,7 +184,7 @@ class Output:
     def document(self, document: object) -> None:
         """The ``--json`` document: stdout, one JSON value."""
         stream = stdout()
-        stream.write(json.dumps(document, indent=2) + "\n")
+        stream.write(json.dumps(document, indent=2, default=_iso) + "\n")
         stream.flush()
 
     def status(self, text: str, level: int = 0) -> None:

@@ -161,7 +161,7 @@ def list_catalog(what: str, wide: bool, output: Output) -> None:
     if output.json:
         output.document(catalog_document(what))
         return
-    for renderable in catalog_table(what, wide):
+    for renderable in catalog_table(what, wide, output.out, output.width):
         output.result(renderable)
 
 

@@ -68,8 +68,13 @@ DROP_ORDER = (
     "max_batch",
     "token_time_wall_s",
     "device_tokens_per_s_b1",
+    "ttft_s",
+    "token_time_b1_s",
+    "ceiling",
 )
-"""Columns a summary leaves out, in this order, when the terminal is too narrow for it."""
+"""Columns a summary leaves out, in this order, when the terminal is too narrow for it: every
+value but tokens/s per device at the wall and the verdict, which then wraps between words;
+the ids and the numbers left are never cut."""
 
 
 def units(names: Sequence[str]) -> dict[str, str]:
@@ -186,7 +191,7 @@ def summary_table(
             return table
         left = [name for name in DROP_ORDER if name in values]
         if not left:
-            return table  # the cells are cut with an ellipsis: nothing more to drop
+            return table  # the verdict wraps between words; ids and numbers are whole
         values.remove(left[0])
         dropped.append(left[0])
 
@@ -223,16 +228,22 @@ def _summary_grid(
             Text(_title(dim)),
             justify="right" if right else "left",
             no_wrap=True,
-            overflow="ellipsis",
+            min_width=max(len(_title(dim)), *(len(_axis_cell(dim, row)) for row in rows)),
         )
     for name in values:
-        table.add_column(Text(header(name)), justify="right", no_wrap=True)
-    table.add_column(Text(verdict), no_wrap=True, overflow="ellipsis")
+        title = header(name)
+        widest = max([*map(len, title.split("\n")), *(len(_cell(name, row)) for row in rows)])
+        table.add_column(Text(title), justify="right", no_wrap=True, min_width=widest)
+    table.add_column(Text(verdict), overflow="fold", min_width=len("does not fit"))
     for row in rows:
-        cells = [f"{row[d]:,}" if _sized(d) else str(row[d]) for d in varying]
+        cells = [_axis_cell(d, row) for d in varying]
         cells += [_cell(name, row) for name in values]
         table.add_row(*(Text(cell) for cell in [*cells, _verdict(row)]))
     return table
+
+
+def _axis_cell(dim: str, row: Mapping[str, Any]) -> str:
+    return f"{row[dim]:,}" if _sized(dim) else str(row[dim])
 
 
 def _width(console: Any, renderable: Any) -> int:

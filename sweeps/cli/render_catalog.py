@@ -99,7 +99,15 @@ _CELLS: dict[str, tuple[tuple[str, Callable[[dict[str, Any]], str]], ...]] = {
     ),
 }
 _WRAPPED = {"name", "description"}
-"""Columns that may wrap in a narrow terminal; every other cell stays on one line."""
+"""Columns that may wrap in a narrow terminal; every other cell stays on one line, whole."""
+
+_DROP: dict[str, tuple[str, ...]] = {
+    "hardware": ("fp8 dense", f"ridge\n[{UNITS['hardware']['ridge_point']}]", "memory"),
+    "models": ("attention", "head dim", "active"),
+    "dtypes": ("group", "scale\n[byte]"),
+}
+"""Columns a list leaves out, in this order, when the width given is too narrow for it (the
+note under the table says which; ``--json`` has them all)."""
 
 
 def catalog_rows(what: str) -> list[dict[str, Any]]:
@@ -119,21 +127,51 @@ def catalog_document(what: str) -> dict[str, Any]:
     return {"list": what, "items": catalog_rows(what), "units": UNITS[what]}
 
 
-def catalog_table(what: str, wide: bool) -> list[Any]:
-    """The ``what`` list as a table, then its sources as notes (in the table with ``wide``)."""
+def catalog_table(
+    what: str, wide: bool, console: Any = None, width: int | None = None
+) -> list[Any]:
+    """The ``what`` list as a table, then its sources as notes (in the table with ``wide``).
+
+    Given a ``console`` and a ``width``, columns leave in ``_DROP``'s order until the table
+    fits it (its narrowest layout: names wrap, ids and numbers are never cut), and a note
+    says which left."""
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    rows = catalog_rows(what)
+    dropped: list[str] = []
+    while True:
+        parts = _catalog_table(what, wide, rows, dropped)
+        if console is None or width is None or wide:
+            return parts
+        options = console.options.update_width(10_000)
+        narrowest = Measurement.get(console, options, parts[0]).minimum
+        left = [title for title in _DROP[what] if title not in dropped]
+        if narrowest <= width or not left:
+            break
+        dropped.append(left[0])
+    if dropped:
+        names = ", ".join(title.split("\n")[0] for title in dropped)
+        parts.insert(1, Text(f"left out to fit the terminal: {names} (see --wide or --json)"))
+    return parts
+
+
+def _catalog_table(what: str, wide: bool, rows: list[dict[str, Any]], dropped: list[str]) -> Any:
     from rich.text import Text
 
     from sweeps.cli.console import table as new_table
 
-    rows = catalog_rows(what)
-    cells = _CELLS[what]
+    cells = [(title, cell) for title, cell in _CELLS[what] if title not in dropped]
     table = new_table(f"catalog: {what}")
-    for title, _ in cells:
-        table.add_column(Text(title), no_wrap=wide or title not in _WRAPPED)
+    for title, cell in cells:
+        whole = wide or title not in _WRAPPED
+        header = max(len(line) for line in title.split("\n"))
+        widest = max([header, *(len(cell(row)) for row in rows)]) if whole else None
+        table.add_column(Text(title), no_wrap=whole, min_width=widest)
     sources = "source" in rows[0] if rows else False
     notes: dict[str, int] = {}
     if sources:
-        table.add_column("source" if wide else "src", no_wrap=True)
+        table.add_column("source" if wide else "src", no_wrap=True, min_width=5)
     for row in rows:
         values = [cell(row) for _, cell in cells]
         if sources:

@@ -18,11 +18,16 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-DType = Literal["float64", "int64", "bool", "flag", "nullable", "count", "str"]
+DType = Literal["float64", "int64", "bool", "flag", "nullable", "count", "str", "format", "date"]
 """How a variable is stored: ``flag`` is the int8 bottleneck code (an Enum column in Parquet),
 ``nullable`` a float64 whose NaN means "none" (a null in Parquet; so is a ``float64``'s NaN),
 ``count`` a whole number kept as a float64 in the grid (NaN: none) and written as a nullable
-Int64 column, ``str`` a label."""
+Int64 column, ``str`` a label; ``format`` a number format's name (a label in the grid, an Enum
+of the catalog's formats in Parquet); ``date`` an ISO date (a label in the grid, ``''`` or NaN
+for none; a Date column in Parquet, null for none)."""
+
+LABELS: tuple[str, ...] = ("str", "format", "date")
+"""The ``DType`` s held as labels (Python strings) in the grid: no number to compare."""
 
 ITEMSIZE: dict[str, int] = {
     "float64": 8,
@@ -32,6 +37,8 @@ ITEMSIZE: dict[str, int] = {
     "nullable": 8,
     "count": 8,
     "str": 8,
+    "format": 8,
+    "date": 8,
 }
 """Bytes per value in the grid, by ``DType``."""
 
@@ -43,6 +50,8 @@ COLUMN_ITEMSIZE: dict[str, float] = {
     "nullable": 8 + 1 / 8,
     "count": 8 + 1 / 8,
     "str": 4,
+    "format": 4,
+    "date": 4,
 }
 """Bytes per row of a Parquet-bound Polars column, by ``DType`` (an Enum holds 4-byte codes at
 most, as does a label; a nullable column adds a validity bit)."""

@@ -231,7 +231,7 @@ DECODE = Analysis(
             "-",
             "Tensor-core format that runs the weights (options.compute_dtype; auto: the "
             "weight format's own, bf16 where the device has no such peak)",
-            "str",
+            "format",
         ),
         _V(
             "ceiling",

@@ -1,14 +1,20 @@
-"""``sweep.duckdb``: a DuckDB database of views over a result's Parquet files, for BI tools.
+"""``sweep.duckdb``: a DuckDB database of a result's tables, for BI tools.
 
-Superset, Metabase, Evidence and the DuckDB shell open one file and see every table as a view
-(``decode``, ``prefill``, ``hardware``, ``models``), each column commented with its unit and
-meaning, and the same facts as a ``units`` table. The views read the Parquet files by their
-paths relative to the result folder, so no data is copied (the database is a few hundred kB
-whatever the grid's size) and a copied or moved folder reads its own files, never the
-original's. DuckDB resolves a relative path against its ``file_search_path`` setting, else
-the working folder: ``connect`` sets it to the database's folder; the DuckDB shell started in
-the folder (``duckdb sweep.duckdb``) and a BI tool given
-``SET file_search_path = '<folder>'`` read the same files.
+Superset, Metabase, Evidence and the DuckDB shell open one file and see every table
+(``decode``, ``prefill``, ``summary``, ``hardware``, ``models``, ...), each column commented
+with its unit and meaning, and the same facts as a ``units`` table.
+
+A table of up to ``EMBED_ROWS`` rows is copied into the file (a DuckDB table): it reads the
+same wherever the file is opened from, moved or copied, from another folder or from inside
+another study's folder. DuckDB resolves a view's relative path against the working folder,
+not the database's, so a view over ``decode.parquet`` opened elsewhere failed or, worse, read
+another study's file of that name. Copying costs space and time, measured on a 262,144-row
+decode table (plus as many prefill rows): 6.2 MB of Parquet became a 68 MB database in 3.2 s,
+about 256 bytes and 12 us a row, so a 16.8 M-row grid would take 4 GB and over three minutes.
+A larger table stays a view over its Parquet files by their paths relative to the result
+folder (no copy; ``connect`` sets DuckDB's ``file_search_path`` to the database's folder; the
+DuckDB shell started in the folder and a BI tool given ``SET file_search_path =
+'<folder>'`` read the same files). The ``tables`` table says which each one is.
 """
 
 from __future__ import annotations
@@ -21,17 +27,23 @@ from typing import Any
 DATABASE = "sweep.duckdb"
 """The database's file name in a result folder."""
 
+EMBED_ROWS = 1 << 18
+"""Tables of at most this many rows (262,144) are copied into the database, larger ones are
+views over their Parquet files (see the module's docstring for the measured cost)."""
+
 
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
 def write_database(folder: Path, tables: Mapping[str, Sequence[str]]) -> str:
-    """Write ``folder/sweep.duckdb``: one view per table over its files, units and comments.
+    """Write ``folder/sweep.duckdb``: each table copied in (up to ``EMBED_ROWS`` rows) or a
+    view over its files, units and comments.
 
     ``tables`` maps each table to its Parquet files relative to ``folder`` (DuckDB reads the
-    files when it creates a view, so the database is written once they are there; the views
-    name relative paths, so a run writes it in its staging folder, before the rename).
+    files as it copies them or creates a view, so the database is written once they are
+    there; views name relative paths, so a run writes it in its staging folder, before the
+    rename).
     Checkpointed and read back, then renamed from a temporary name: a reader never sees half
     a database, and a full disk is an error. Returns the database's file name.
     """
@@ -51,21 +63,27 @@ def write_database(folder: Path, tables: Mapping[str, Sequence[str]]) -> str:
 
 def _build(building: Path, folder: Path, tables: Mapping[str, Sequence[str]]) -> None:
     """The database at ``building``, complete and on disk (checkpointed: a full disk is an
-    error here, not a database that quietly lacks its views)."""
+    error here, not a database that quietly lacks its tables)."""
     import duckdb
 
     from sweeps.export.parquet import read_units
 
     building.unlink(missing_ok=True)
-    # the views are bound (their files read) as they are made: against the folder itself
+    # the files are read (a view bound) as each is made: against the folder itself
     with duckdb.connect(str(building), config={"file_search_path": _search(folder)}) as connection:
         connection.execute(
             "CREATE TABLE units (table_name VARCHAR, column_name VARCHAR, unit VARCHAR, "
             "description VARCHAR)"
         )
+        connection.execute("CREATE TABLE tables (table_name VARCHAR, kind VARCHAR, files VARCHAR)")
         for table, files in tables.items():
-            paths = ", ".join(_quote(Path(f).as_posix()) for f in files)
-            connection.execute(f'CREATE VIEW "{table}" AS SELECT * FROM read_parquet([{paths}])')
+            source = f"read_parquet([{', '.join(_quote(Path(f).as_posix()) for f in files)}])"
+            [(rows,)] = connection.sql(f"SELECT count(*) FROM {source}").fetchall()
+            kind = "TABLE" if rows <= EMBED_ROWS else "VIEW"
+            connection.execute(f'CREATE {kind} "{table}" AS SELECT * FROM {source}')
+            connection.execute(
+                "INSERT INTO tables VALUES (?, ?, ?)", [table, kind.lower(), ", ".join(files)]
+            )
             units = read_units(folder / files[0])
             for column, entry in units.items():
                 comment = f"[{entry['unit']}] {entry['description']}"
@@ -78,19 +96,20 @@ def _build(building: Path, folder: Path, tables: Mapping[str, Sequence[str]]) ->
 
 
 def _check(building: Path, tables: Mapping[str, Sequence[str]]) -> None:
-    """Read the database back: every view there (a write that failed unseen is found here)."""
+    """Read the database back: every table there (a write that failed unseen is found here)."""
     import duckdb
 
     with duckdb.connect(str(building), read_only=True) as connection:
-        views = {
+        found = {
             row[0]
             for row in connection.sql(
-                "SELECT view_name FROM duckdb_views() WHERE NOT internal"
+                "SELECT view_name FROM duckdb_views() WHERE NOT internal "
+                "UNION SELECT table_name FROM duckdb_tables()"
             ).fetchall()
         }
-    missing = sorted(set(tables) - views)
+    missing = sorted(set(tables) - found)
     if missing:
-        msg = f"the database lacks the views {missing} once written"
+        msg = f"the database lacks the tables {missing} once written"
         raise OSError(msg)
 
 

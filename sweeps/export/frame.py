@@ -10,7 +10,6 @@ The frames equal fully copied ones; call ``.rechunk()`` for one contiguous array
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
@@ -25,43 +24,13 @@ import xarray as xr
 from sweeps.axes import AXIS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.config import NATIVE
+from sweeps.engine.base import LABELS
+from sweeps.export.enums import dates, format_enum, shared_enum
 from sweeps.grid import BOTTLENECK_FLAGS, REGISTRY, TABLES, Analysis
 from sweeps.grid.analyses import BY_NAME
 
 Categories = Mapping[str, Sequence[str]]
 """Enum categories per name axis, to give a chunk's frame the whole sweep's schema."""
-
-
-@functools.cache
-def _domain(spec: str) -> tuple[str, ...]:
-    """Every catalog id a name axis whose labels come from ``spec`` (``Axis.field``) can hold."""
-    from sweeps.catalog.loader import load_catalog, unique
-    from sweeps.schedulers import POOL_MODES, SERVING_MODES
-
-    catalog = load_catalog()
-    if spec == "models":
-        return tuple(sorted(m.id for m in unique(catalog.models)))
-    if spec == "hardware":
-        return tuple(sorted(h.id for h in unique(catalog.hardware)))
-    if spec == "serving":
-        return tuple(dict.fromkeys((*SERVING_MODES, *POOL_MODES)))
-    return tuple(catalog.dtypes)  # kv_dtype, weight_dtype
-
-
-@functools.cache
-def _shared(spec: str, extra: tuple[str, ...]) -> pl.Enum:
-    domain = _domain(spec)
-    return pl.Enum([*domain, *(label for label in extra if label not in domain)])
-
-
-def shared_enum(dim: str, labels: Sequence[str]) -> pl.Enum:
-    """The Enum of the name axis ``dim``: every catalog id of its kind (sorted), then the
-    sweep's own ``labels`` that are none (``[models.NAME]`` tables), in their order.
-
-    Every study's tables share it, so two studies' tables concatenate in Polars as they are
-    (where both name only catalog ids; a custom table's name makes its study's Enum longer).
-    """
-    return _shared(AXIS[dim].field, tuple(str(label) for label in labels))
 
 
 @dataclass(frozen=True)
@@ -251,11 +220,21 @@ def _column(
         make = partial(pl.Series, column, dtype=pl.Float64, nan_to_null=True)
     elif entry.dtype == "count":  # a whole number, null where there is none
         make = partial(_count_series, column)
-    elif entry.dtype == "str":  # a label; the grid may hold NaN where there is none
+    elif entry.dtype in LABELS:  # a label; the grid may hold NaN where there is none
         build = partial(_label_spread, column, values, own, layout)
-        return _repeated(repeats, values, own, (name, column, layout), build)
+        return _typed(entry.dtype, _repeated(repeats, values, own, (name, column, layout), build))
     build = partial(_spread, values, own, layout, make)  # the variable's name: its make
     return _repeated(repeats, values, own, (name, column, layout), build)
+
+
+def _typed(dtype: str, labels: pl.Series) -> pl.Series:
+    """A label column as its ``DType`` says: a number format's Enum, a Date (``''``: null),
+    or the String as it is."""
+    if dtype == "format":
+        return labels.cast(format_enum(labels.drop_nulls().unique().sort().to_list()))
+    if dtype == "date":
+        return dates(labels)
+    return labels
 
 
 def _native_flag(
@@ -341,17 +320,24 @@ def _spec_frame(ds: xr.Dataset, dim: str, specs: Sequence[Spec]) -> pl.DataFrame
     return pl.DataFrame(columns)
 
 
+def _no_nan(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every float column with NaN as null: a value that does not exist is null, never NaN."""
+    floats = [c for c, kind in frame.schema.items() if kind in (pl.Float32, pl.Float64)]
+    return frame.with_columns(pl.col(c).fill_nan(None) for c in floats)
+
+
 def hardware_frame(ds: xr.Dataset) -> pl.DataFrame:
-    """The device specs actually used, one row each, SI units."""
-    frame = _spec_frame(ds, "hardware", HARDWARE_SPECS)
-    return frame.with_columns(
-        pl.col(c).fill_nan(None) for c in frame.columns if c.startswith("peak_")
-    )
+    """The device specs actually used, one row each, SI units; a price's date as a Date;
+    null where a figure is not known (a price, a peak, a board power)."""
+    frame = _no_nan(_spec_frame(ds, "hardware", HARDWARE_SPECS))
+    if "price_as_of" in frame.columns:
+        frame = frame.with_columns(dates(frame["price_as_of"].cast(pl.String)))
+    return frame
 
 
 def models_frame(ds: xr.Dataset) -> pl.DataFrame:
-    """The model specs actually used, one row each."""
-    return _spec_frame(ds, "model", MODEL_SPECS)
+    """The model specs actually used, one row each (null where a figure does not exist)."""
+    return _no_nan(_spec_frame(ds, "model", MODEL_SPECS))
 
 
 SPEC_TABLES = {"hardware": hardware_frame, "models": models_frame}

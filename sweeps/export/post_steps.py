@@ -25,7 +25,22 @@ def typed_frame(rows: list[dict[str, Any]], variables: tuple[Any, ...]) -> Any:
     import polars as pl
 
     schema = {v.name: getattr(pl, _POLARS[v.dtype]) for v in variables}
-    return pl.DataFrame([{v.name: row.get(v.name) for v in variables} for row in rows], schema)
+    frame = pl.DataFrame([{v.name: row.get(v.name) for v in variables} for row in rows], schema)
+    return _axes_as_enums(frame)
+
+
+def _axes_as_enums(frame: Any) -> Any:
+    """Each name axis's column as that axis's Enum (``shared_enum``), as in every table."""
+    import polars as pl
+
+    from sweeps.axes import AXIS
+    from sweeps.export.enums import shared_enum
+
+    names = [c for c in frame.columns if c in AXIS and AXIS[c].kind == "name"]
+    return frame.with_columns(
+        pl.col(c).cast(shared_enum(c, frame[c].drop_nulls().unique(maintain_order=True)))
+        for c in names
+    )
 
 
 def read_table(ds: Any, staging: Path, name: str) -> Any:

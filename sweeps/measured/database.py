@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.errors import MissingExtraError
+from sweeps.errors import MissingExtraError, install_hint
 
 OPERATIONS: tuple[str, ...] = (
     "embedding",
@@ -92,7 +92,7 @@ def require(what: str) -> None:
     if not installed():
         msg = (
             f"{what} needs the measured kernel database ({PACKAGE}); install the extra: "
-            "pip install 'sweeps[measured]'"
+            f"{install_hint('measured')}"
         )
         raise MissingExtraError(msg)
 
@@ -209,7 +209,7 @@ def choices(
         return (), [
             (
                 "engine",
-                f"needs the measured kernel database; pip install 'sweeps[measured]' ({PACKAGE})",
+                f"needs the measured kernel database; {install_hint('measured')} ({PACKAGE})",
             )
         ]
     for index, label in enumerate(labels):

@@ -36,7 +36,8 @@ from sweeps.pipeline.manifest import expected_counts, manifest
 from sweeps.pipeline.pieces import in_pieces, reads_tables, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
 from sweeps.pipeline.receivers import model_device_slices
-from sweeps.pipeline.stream import Progress, configurations
+from sweeps.pipeline.stream import Progress
+from sweeps.pipeline.summarized import summary_table
 
 if TYPE_CHECKING:
     import polars as pl
@@ -111,8 +112,8 @@ class RunResult:
         return self.grid if isinstance(self.grid, xr.Dataset) else None
 
     def summary(self) -> pl.DataFrame | None:
-        """``sweeps.views.summarize`` of the result, or ``None`` where no grid is held: from
-        the grid at one batch size where the whole grid is not joined (the same rows)."""
+        """``sweeps.views.summarize`` of the grid at every configuration held, or ``None``
+        (no grid held)."""
         from sweeps.views.summary import summarize
 
         grid = self.held if self.held is not None else self.configurations
@@ -242,20 +243,20 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         else:  # the summary's grid (configurations) below; write_pieces computes its own
             written, extra, skipped = _write_outputs(how, ds, staging, settings, timings)
         timings["outputs"] = time.perf_counter() - start
+        grid = per_configuration if pieces else ds  # the summary's: at every configuration
+        per_configuration = summary_table(grid, how, staging, written, timings, settings.phase)
         files = [f for table in written.values() for f in table.files] + extra
-        if settings.duckdb:  # written last in the staging folder, before the rename
-            files.append(DATABASE)
+        files += [DATABASE] if settings.duckdb else []  # written last, before the rename
         rows = {name: table.rows for name, table in written.items()}
         columns = {name: table.columns for name, table in written.items()}
         files.append("manifest.json")
         counts = expected_counts(staging, files) if sweep.engine else None
         document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped), counts)
+        document["figures_not_drawn"] = [n for hook in hooks for n in getattr(hook, "notes", ())]
         _write_manifest(staging, document)
         if settings.duckdb:  # in the staging folder: its views read paths relative to it
             settings.phase(f"writing {DATABASE}")
             write_database(staging, {name: table.files for name, table in written.items()})
-    if not pieces:
-        per_configuration = ds if ds is not None else configurations(sweep, how.budget)
     return RunResult(
         target,
         ds if whole is None else whole,

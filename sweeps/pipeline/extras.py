@@ -22,7 +22,7 @@ from sweeps.errors import ConfigError, install_hint
 @dataclass(frozen=True)
 class Need:
     """An optional dependency: the ``key`` that asks for it (and when, ``asks``), the
-    ``modules`` it takes, and the ``extra`` of ``pip install 'sweeps[extra]'`` that brings
+    ``modules`` it takes, and the ``extra`` of ``pip install 'roofline-sweeps[extra]'`` that brings
     them."""
 
     key: str

@@ -14,10 +14,14 @@ from sweeps.grid.analyses import active_dims
 
 def version() -> str:
     """The installed package's version (``0+unknown`` when run from an uninstalled tree)."""
-    try:
-        return metadata.version("sweeps")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"
+    from sweeps.distribution import DISTRIBUTION, FORMER
+
+    for name in (DISTRIBUTION, FORMER):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return "0+unknown"
 
 
 def manifest(

@@ -18,7 +18,7 @@ from sweeps.config import NATIVE
 from sweeps.engine.decode import CONFIGURATION
 from sweeps.engine.decode import SUMMARY as SUMMARY_VARIABLES
 from sweeps.engine.parallel_terms import PARALLEL_DIMS
-from sweeps.export.frame import shared_enum
+from sweeps.export.enums import shared_enum
 from sweeps.grid import REGISTRY
 
 SUMMARY_DIMS = (*CONFIGURATION, "engine", *PARALLEL_DIMS)

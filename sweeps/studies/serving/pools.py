@@ -173,8 +173,8 @@ VARIABLES: tuple[Variable, ...] = (
         column="feasible",
         rank="full",
     ),
-    _V("prefill_price_as_of", "-", "Date of the prefill device's price", "str"),
-    _V("decode_price_as_of", "-", "Date of the decode device's price", "str"),
+    _V("prefill_price_as_of", "-", "Date of the prefill device's price (null: none)", "date"),
+    _V("decode_price_as_of", "-", "Date of the decode device's price (null: none)", "date"),
     _V(
         "pools_row",
         "-",

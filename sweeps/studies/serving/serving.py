@@ -246,7 +246,12 @@ SERVING = Analysis(
             "Cost of a million output tokens at saturation, from price_per_hour (null: no price)",
             rank="full",
         ),
-        _V("price_as_of", "-", "Date of the device-hour price the cost uses", "str"),
+        _V(
+            "price_as_of",
+            "-",
+            "Date of the device-hour price the cost uses (null: no price)",
+            "date",
+        ),
         _V(
             "serving_energy_per_output_token_j",
             "J/token",
