@@ -317,7 +317,7 @@ def _resolve(
                 "models": model_records,
                 "hardware": hardware,
             },
-            {"models": models, "catalog": catalog, "config": config},
+            {"models": models, "catalog": catalog, "config": config, "path": path},
             problems,
         ),
     )

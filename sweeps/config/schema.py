@@ -105,9 +105,19 @@ class Axes(Strict):
         description="Drafts: 'ngram' (free), 'mtp' (the model's own heads), or a model id or "
         "[models.*] name smaller than every target",
     )
-    prefix_hit_rate: Annotated[list[Probability], AXIS_LENGTH] | None = Field(
+    prefix_hit_rate: (
+        Annotated[list[Probability | Literal["trace"]], AXIS_LENGTH] | Literal["trace"] | None
+    ) = Field(
         default=None,
-        description="Share of prompt tokens whose cache is held [0, 1]; turns on prefix.parquet",
+        description="Share of prompt tokens whose cache is held [0, 1], or 'trace': the LRU "
+        "hit rate of prefix_trace at each point's own cache (the memory the weights leave); "
+        "turns on prefix.parquet",
+    )
+    prefix_trace: str | None = Field(
+        default=None,
+        description="Trace with prefix-block hashes (mooncake JSONL) whose LRU hit rate "
+        "prefix_hit_rate = 'trace' takes: a path relative to the config file, inside its "
+        "folder, or a shipped slice's name",
     )
     kv_tier: NameAxis | None = Field(
         default=None,
@@ -133,6 +143,13 @@ class Axes(Strict):
         "'sglang', or 'engine-version' (vllm-0.24.0); needs the measured extra; turns on "
         "expected.parquet",
     )
+
+    @model_validator(mode="after")
+    def _trace_alone(self) -> Axes:
+        """``prefix_hit_rate = "trace"`` stands for ``["trace"]``."""
+        if self.prefix_hit_rate == "trace":
+            object.__setattr__(self, "prefix_hit_rate", ["trace"])
+        return self
 
 
 class Options(Strict):

@@ -15,6 +15,7 @@ from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
 from sweeps.config import schema
 from sweeps.studies.prefix.tiers import KvTier
+from sweeps.studies.prefix.trace import TraceHitRate
 from sweeps.studies.speculative.drafts import Draft
 
 NATIVE = axes.NATIVE
@@ -77,8 +78,10 @@ class Sweep:
     """``axes.spec_acceptance``: per-token acceptance probabilities [1]."""
     spec_draft: tuple[Draft, ...] = ()
     """``axes.spec_draft``: the drafts (``sweeps.studies.speculative.drafts.Draft``)."""
-    prefix_hit_rate: tuple[float, ...] = ()
-    """``axes.prefix_hit_rate``: cached shares of the prompt [1]; empty: no prefix caching."""
+    prefix_hit_rate: tuple[float | TraceHitRate, ...] = ()
+    """``axes.prefix_hit_rate``: cached shares of the prompt [1], or the trace's hit rate at
+    each point's cache (``sweeps.studies.prefix.trace.TraceHitRate``); empty: no prefix
+    caching."""
     kv_tier: tuple[KvTier, ...] = ()
     """``axes.kv_tier``: where cached prefixes live (``sweeps.studies.prefix.tiers.KvTier``)."""
     ep: tuple[int, ...] = ()

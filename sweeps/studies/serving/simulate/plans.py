@@ -85,9 +85,10 @@ def _plain(value: Any) -> Any:
 
 
 def _index(values: Any, wanted: Any, key: str) -> int:
-    """Where ``wanted`` is among a sweep axis's ``values``."""
+    """Where ``wanted`` is among a sweep axis's ``values`` (None: the NaN label, as
+    ``prefix_hit_rate = "trace"`` has it)."""
     for i, value in enumerate(values):
-        if value == wanted:
+        if value == wanted or (wanted is None and value != value):  # a null: the NaN label
             return i
     msg = f"{key} = {wanted!r} is not on the sweep's axis"
     raise KeyError(msg)
@@ -113,7 +114,9 @@ def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
         **{
             axis.dim: _index(axis.labels(sweep), plan[axis.dim], axis.dim)
             for axis in AXES
-            if axis.dim in TECHNIQUES and plan.get(axis.dim) is not None
+            if axis.dim in TECHNIQUES
+            and axis.dim in plan
+            and (plan[axis.dim] is not None or any(v != v for v in axis.labels(sweep)))
         },
     }
 
