@@ -353,6 +353,7 @@ from sweeps.studies.serving.table import (  # noqa: E402
     Serving,
     ServingTable,
     SimulatedLengths,
+    WorkloadTable,
 )
 
 
@@ -374,3 +375,16 @@ class ConfigFile(Strict):
     serving: ServingTable | None = Field(
         default=None, description="Request-level serving study (turns on serving and pools tables)"
     )
+    workload: WorkloadTable | None = Field(
+        default=None,
+        description="A trace as the serving study's workload (needs [serving]: its "
+        "objectives; the trace gives the rates, lengths and simulated arrivals)",
+    )
+
+    @model_validator(mode="after")
+    def _workload_serves(self) -> ConfigFile:
+        """``[workload]`` feeds the serving study: it needs ``[serving]``."""
+        if self.workload is not None and self.serving is None:
+            msg = "[workload] needs a [serving] table (its objectives and schedulers)"
+            raise ValueError(msg)
+        return self

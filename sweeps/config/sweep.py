@@ -16,6 +16,7 @@ from sweeps.catalog import DType, Hardware, Model
 from sweeps.config import schema
 from sweeps.studies.prefix.tiers import KvTier
 from sweeps.studies.prefix.trace import TraceHitRate
+from sweeps.studies.serving.trace import TraceLoad
 from sweeps.studies.speculative.drafts import Draft
 
 NATIVE = axes.NATIVE
@@ -65,8 +66,10 @@ class Sweep:
     """``serving.prompt_tokens``: prompt tokens per request [token]."""
     output_tokens: tuple[int, ...] = ()
     """``serving.output_tokens``: tokens generated per request [token]."""
-    arrival_rate: tuple[float, ...] = ()
-    """``serving.arrival_rate``: request arrival rates [request/s]; empty with concurrency."""
+    arrival_rate: tuple[float | TraceLoad, ...] = ()
+    """``serving.arrival_rate``: request arrival rates [request/s], or with ``[workload]`` the
+    trace at each time scale (``sweeps.studies.serving.trace.TraceLoad``, labelled by its
+    rate); empty with concurrency."""
     concurrency: tuple[int, ...] = ()
     """``serving.concurrency``: closed-loop clients [request]; empty with arrival rates."""
     studies: Mapping[str, Any] = field(default_factory=dict)

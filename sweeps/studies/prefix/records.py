@@ -16,5 +16,7 @@ def prefix_records(
     """The prefix study's records and the problems found (keys relative to ``[axes]``)."""
     tiers, problems = tier_records(values, axes, sources)
     config = sources["config"]
-    rates, found = trace_records(values, config.axes, sources.get("path", "<config>"))
+    workload = getattr(config, "workload", None)
+    path = sources.get("path", "<config>")
+    rates, found = trace_records(values, config.axes, path, workload and workload.trace)
     return {**tiers, **rates}, [*problems, *found]

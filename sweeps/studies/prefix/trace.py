@@ -63,19 +63,22 @@ def _read(value: str, config: str) -> tuple[TraceHitRate | None, str]:
 
 
 def trace_records(
-    values: Mapping[str, tuple[Any, ...]], table: Any, config: str
+    values: Mapping[str, tuple[Any, ...]], table: Any, config: str, workload: str | None = None
 ) -> tuple[dict[str, tuple[Any, ...]], list[Problem]]:
     """``"trace"`` among ``values["prefix_hit_rate"]`` made a ``TraceHitRate`` of ``table``'s
-    ``prefix_trace`` (the validated ``[axes]``), read relative to the file ``config``."""
+    ``prefix_trace`` (the validated ``[axes]``; the ``[workload]`` trace, ``workload``, where
+    it names none), read relative to the file ``config``."""
     rates, named = values["prefix_hit_rate"], table.prefix_trace
     if TRACE not in rates:
         if named is None:
             return {}, []
         return {}, [("prefix_trace", f"{named!r} is read only where prefix_hit_rate has 'trace'")]
-    if named is None:
+    if named is None and workload is None:
         msg = "'trace' needs prefix_trace = \"FILE\" (a trace with prefix-block hashes)"
         return {}, [("prefix_hit_rate", msg)]
-    record, problem = _read(named, config)
+    record, problem = _read(named or str(workload), config)
+    if record is None and named is None:
+        return {}, [("prefix_hit_rate", f"'trace' takes workload.trace {workload!r}: {problem}")]
     if record is None:
         return {}, [("prefix_trace", f"{named!r}: {problem}")]
     return {"prefix_hit_rate": tuple(record if r == TRACE else r for r in rates)}, []

@@ -152,3 +152,22 @@ class ServingTable(Serving):
         """The resolved settings of the study (``Sweep.studies["serving"]``): the table without its
         axes."""
         return Serving(**{name: getattr(self, name) for name in Serving.model_fields})
+
+
+class WorkloadTable(Strict):
+    """The ``[workload]`` table: a trace whose requests are the serving study's workload
+    (``sweeps.studies.serving.trace``; docs/workloads.md)."""
+
+    trace: str = Field(
+        description="Trace file (any format sweeps workload reads): a path relative to the "
+        "config file, inside its folder, or a shipped slice's name; its mean rate and lengths "
+        "are the serving axes, its requests the simulations'"
+    )
+    format: str | None = Field(
+        default=None, description="The trace's format (default: recognised by its columns)"
+    )
+    rate_scale: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
+        default=[1.0],
+        description="Multiples of the trace's load (its times divided by each): the arrival "
+        "rates of the serving axis, and the replays' time scales",
+    )
