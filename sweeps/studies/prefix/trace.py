@@ -2,11 +2,12 @@
 point's own cache (docs/workloads.md).
 
 The value ``"trace"`` of the ``prefix_hit_rate`` axis is a record, ``TraceHitRate``: the
-trace named by ``[axes] prefix_trace`` (relative to the config file; ``sweeps.traces.locate``)
-and its exact LRU hit curve (``sweeps.traces.reuse``), read once when the config is resolved.
-Its coordinate on the axis is NaN (a null in the tables): no one number; the hit rate at a
-point is ``sweeps.engine.steps.prefix_hit``'s, the curve at the cache that point's device
-leaves, and the prefix table's ``hit_rate`` column says it. Imports nothing heavy.
+trace named by ``[axes] prefix_trace`` (else ``[workload] trace``; relative to the config
+file: ``sweeps.traces.locate``) and its exact LRU hit curve (``sweeps.traces.reuse``), read
+once when the config is resolved. Its coordinate on the axis is NaN (a null in the tables):
+no one number. The hit rate at a point is ``sweeps.engine.steps.prefix_hit``'s, the curve at
+the cache that point's device leaves; the prefix table's ``hit_rate`` column says it.
+Imports nothing heavy.
 """
 
 from __future__ import annotations
