@@ -168,3 +168,19 @@ def test_a_shipped_slice_is_found_by_its_name(tmp_path: Path) -> None:
     hit = ds["hit_rate"].squeeze()
     assert bool(((hit > 0) & (hit < 1)).all())
     assert float(hit.sel(tp=2, kv_dtype="fp8")) >= float(hit.sel(tp=1, kv_dtype="bf16"))
+
+
+def test_the_plans_table_names_the_traces_hit_rate(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from sweeps.cli.main import cli
+
+    _write_trace(tmp_path, [[1, 2], [1, 2, 3], [1, 4]], [1024, 1536, 1024])
+    path = _config(tmp_path, 0.1, rates='[0.0, "trace"]')
+    serving = "[serving]\nprompt_tokens = [1024]\noutput_tokens = [64]\narrival_rate = [2.0]\n"
+    path.write_text(path.read_text("utf-8") + serving, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    plans = result.stdout.split("cheapest serving plans")[1].splitlines()
+    assert any(" trace " in line and " hbm " in line for line in plans)  # the trace's row
+    assert any(" 0% " in line for line in plans)  # and h = 0's
