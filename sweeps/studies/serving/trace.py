@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-FROM_TRACE = ("prompt_tokens", "output_tokens", "arrival_rate", "concurrency")
-"""The ``[serving]`` keys a workload trace gives: the table must leave them out."""
+FROM_TRACE = ("prompt_tokens", "output_tokens", "arrival_rate", "concurrency", "lengths")
+"""The ``[serving]`` keys a workload trace gives (``lengths``: the replays take the trace's
+own): the table must leave them out."""
 
 Problem = tuple[str, str]
 
