@@ -170,7 +170,7 @@ def test_a_shipped_slice_is_found_by_its_name(tmp_path: Path) -> None:
     assert float(hit.sel(tp=2, kv_dtype="fp8")) >= float(hit.sel(tp=1, kv_dtype="bf16"))
 
 
-def test_the_plans_table_names_the_traces_hit_rate(tmp_path: Path) -> None:
+def test_the_plans_table_and_the_manifest_name_the_traces_hit_rate(tmp_path: Path) -> None:
     from click.testing import CliRunner
 
     from sweeps.cli.main import cli
@@ -184,3 +184,5 @@ def test_the_plans_table_names_the_traces_hit_rate(tmp_path: Path) -> None:
     plans = result.stdout.split("cheapest serving plans")[1].splitlines()
     assert any(" trace " in line and " hbm " in line for line in plans)  # the trace's row
     assert any(" 0% " in line for line in plans)  # and h = 0's
+    manifest = json.loads((tmp_path / "out" / "trace-hits" / "manifest.json").read_text("utf-8"))
+    assert manifest["axes"]["prefix_hit_rate"] == [0.0, None]  # strict JSON: no NaN
