@@ -108,6 +108,7 @@ def test_the_simulated_plans_replay_the_trace_at_each_scale(tmp_path: Path) -> N
         ("trace.csv", "prompt_tokens = [512]", "serving.prompt_tokens: comes from workload"),
         ("trace.csv", "concurrency = [4]", "serving.concurrency: comes from workload"),
         ("trace.csv", 'lengths = "uniform"', "serving.lengths: comes from workload"),
+        ('trace.csv"\nformat = "csv', "", "workload.format: 'csv' is no trace format"),
     ],
 )
 def test_bad_workloads_are_refused_naming_the_key(

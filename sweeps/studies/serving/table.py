@@ -15,6 +15,7 @@ from sweeps.fields import (
     TokenAxis,
     TokensOrNone,
 )
+from sweeps.traces import formats as trace_formats
 
 SchedulerName = Annotated[
     str,
@@ -154,6 +155,24 @@ class ServingTable(Serving):
         return Serving(**{name: getattr(self, name) for name in Serving.model_fields})
 
 
+def _trace_format(name: str) -> str:
+    """``name`` if ``sweeps.traces`` reads a format of that name, else a ``ValueError`` that
+    lists the allowed names."""
+    if name not in trace_formats.NAMES:
+        listed = ", ".join(repr(n) for n in trace_formats.NAMES)
+        msg = f"{name!r} is no trace format; allowed: {listed}"
+        raise ValueError(msg)
+    return name
+
+
+TraceFormat = Annotated[
+    str,
+    AfterValidator(_trace_format),
+    WithJsonSchema({"enum": list(trace_formats.NAMES), "type": "string"}),
+]
+"""A format ``sweeps.traces`` reads (``[workload] format``)."""
+
+
 class WorkloadTable(Strict):
     """The ``[workload]`` table: a trace whose requests are the serving study's workload
     (``sweeps.studies.serving.trace``; docs/workloads.md)."""
@@ -163,7 +182,7 @@ class WorkloadTable(Strict):
         "config file, inside its folder, or a shipped slice's name; its mean rate and lengths "
         "are the serving axes, its requests the simulations'"
     )
-    format: str | None = Field(
+    format: TraceFormat | None = Field(
         default=None, description="The trace's format (default: recognised by its columns)"
     )
     rate_scale: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
