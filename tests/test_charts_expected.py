@@ -82,7 +82,7 @@ def test_the_share_heatmap_draws_the_grids_roofline_share_per_engine(grid: xr.Da
             assert row["status"] != DOES_NOT_FIT
         else:
             assert row["status"] == DOES_NOT_FIT
-    assert "vllm: the measured kernels reach" in _subtitle(spec)
+    assert "the measured kernels reach vllm" in _subtitle(spec)
 
 
 def test_a_device_without_data_is_pale_and_says_why(grid: xr.Dataset) -> None:

@@ -39,10 +39,10 @@ from .theme import (
     tooltip,
 )
 
-NO_DATA = "no measured data"
+NO_DATA = "no data"
 """The cells and bars the database has nothing for (the reason is in the caption)."""
 NO_DATA_FILL = "#f2f2f2"
-BELOW = "expected below its bound"
+BELOW = "below its bound"
 """The outline of a cell whose expected step beats its bound (flagged, never clamped)."""
 SHARE_DIMS = ("batch", "context", "engine", "kv_dtype")
 SHARE_VARIABLES = (
@@ -57,7 +57,7 @@ SHARE_TITLE = "share of the roofline reached [%]"
 """The colour's title: ``roofline_share`` [1] written as a percentage."""
 MOST_CONTEXTS = 3
 """Contexts the breakdown draws at most (log-spaced, ends kept): a row of panels each."""
-REGIMES = ("batch 1", "knee", "memory wall")
+REGIMES = ("batch 1", "knee", "wall")
 """The batches of the breakdown: the grid's first, the one nearest the knee (half the
 ceiling), the last that fits."""
 TIMES = ("expected", "bound")
@@ -66,8 +66,18 @@ OPERATION_COLOURS = (
     "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac",
 )  # fmt: skip
 """Vega's tableau10, one an operation in the order of kernels.parquet's ``operation`` axis."""
+TIME_TITLE = "time in the step [ms]"
 GEMMS = ("qkv", "o_proj", "ffn_up", "ffn_down", "router", "experts", "lm_head")
 """The operations read as GEMMs (``sweeps.studies.expected.step``)."""
+
+
+def _fits(text: str, room: float, font: float) -> str | list[str] | None:
+    """``text``, an axis title, broken before its unit where one line is too long for ``room``
+    [px] (``theme.fit_title``); ``None`` where even its longest part is: the facet's header says
+    it once instead of each narrow panel overprinting the next."""
+    fitted = fit_title(text, room, font)
+    longest = max([fitted] if isinstance(fitted, str) else fitted, key=len)
+    return fitted if len(longest) * 0.62 * font <= room else None
 
 
 def has_engine(ds: xr.Dataset) -> bool:
@@ -130,20 +140,16 @@ def share_cells(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
 
 
 def _share_sentence(frame: pl.DataFrame) -> list[str]:
-    """Per engine: the span and median of the share over the cells that fit, and how many
+    """The span and median of each engine's share over the cells that fit, and how many
     expected steps beat their bound [-]."""
-    lines = []
     fits = frame.filter(pl.col("feasible") & pl.col("data"))
+    said = []
     for engine in frame["engine"].unique(maintain_order=True):
         part = fits.filter(pl.col("engine") == engine)["roofline_share"].to_numpy()
-        if part.size == 0:
-            lines.append(f"{engine}: no measured data where the model fits.")
-            continue
-        lo, hi, mid = float(part.min()), float(part.max()), float(np.median(part))
-        lines.append(
-            f"{engine}: the measured kernels reach {percent(lo)} to {percent(hi)} of the "
-            f"roofline where the model fits (median {percent(mid)})."
-        )
+        if part.size:
+            lo, hi, mid = float(part.min()), float(part.max()), float(np.median(part))
+            said.append(f"{engine} {percent(lo)} to {percent(hi)} (median {percent(mid)})")
+    lines = [f"Where the model fits, the measured kernels reach {'; '.join(said)}."] if said else []
     below = int(fits["below_bound"].sum())
     if below:
         lines.append(f"{below} cells outlined: the expected step is below its bound.")
@@ -169,7 +175,12 @@ def _share_layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Chart]
             fill=alt.Fill(
                 "status:N",
                 scale=alt.Scale(domain=[DOES_NOT_FIT, NO_DATA], range=["#c9c9c9", NO_DATA_FILL]),
-                legend=alt.Legend(title=None, symbolType="square", orient=symbol_orient(sel)),
+                legend=alt.Legend(
+                    title=None,
+                    symbolType="square",
+                    orient=symbol_orient(sel),
+                    columns=1 if sel.size.width < 400 else 2,
+                ),
             )
         )
         .transform_filter(f"datum.status == '{DOES_NOT_FIT}' || datum.status == '{NO_DATA}'")
@@ -245,18 +256,20 @@ def share_chart(
     step, height = _cell_size(frame, sel)
     batches = [int(b) for b in frame["batch"].unique(maintain_order=True)]
     contexts = [int(c) for c in frame["context"].unique(maintain_order=True)]
+    rows = sel.ds.sizes.get("kv_dtype", 1) > 1
+    x_title = _fits(title("batch"), step * len(batches), sel.size.font + 1)
     base = (
         alt.Chart()
         .encode(
             x=alt.X(
                 "batch:O",
-                title=fit_title(title("batch"), step * len(batches), sel.size.font + 1),
+                title=x_title,
                 sort=batches,
                 axis=alt.Axis(labelAngle=-45 if step < LABEL_MIN_CELL else 0, labelOverlap=True),
             ),
             y=alt.Y(
                 "context:O",
-                title=title("context"),
+                title=None if rows else title("context"),
                 sort=contexts,
                 axis=alt.Axis(format=",", labelOverlap=True),
             ),
@@ -264,21 +277,18 @@ def share_chart(
         )
         .properties(width=alt.Step(step), height=alt.Step(height))
     )
-    facets: dict[str, Any] = {
-        "column": alt.Column("engine:N", title="engine", sort=list(sel.ds["engine"].values))
-    }
-    if sel.ds.sizes.get("kv_dtype", 1) > 1:
+    engines = [str(e) for e in sel.ds["engine"].values]
+    across = "engine" if x_title else f"{title('batch')} by engine"
+    facets: dict[str, Any] = {"column": alt.Column("engine:N", title=across, sort=engines)}
+    if rows:  # the context's title in the row header: a short row would overprint it
         facets["row"] = alt.Row(
             "kv_dtype:N",
-            title=title("kv_dtype"),
+            title=f"{title('context')} by {title('kv_dtype')}",
             header=alt.Header(labelAngle=0, labelAlign="left"),
             sort=[str(v) for v in sel.ds["kv_dtype"].values],
         )
     chart = alt.layer(*_share_layers(base, sel, step), data=frame).facet(**facets, spacing=12)
-    key = (
-        "Colour: the bound over the expected step from the measured kernels "
-        "(roofline_share), as a percentage."
-    )
+    key = "Colour: the bound over the expected step (roofline_share) as a percentage."
     lines = [*_share_sentence(frame), key, *_reasons(sel.ds), *sel.notes, *notes]
     what = "share of the roofline the measured kernels reach"
     return chart.properties(title=heading(sel.headline(what), lines, sel.size))
@@ -358,21 +368,22 @@ def _kernel_sentence(frame: pl.DataFrame) -> list[str]:
         return []
     batches = frame.group_by("context", "regime", maintain_order=True).agg(pl.col("batch").first())
     said = "; ".join(
-        f"{int(c):,} tokens: knee batch {_at(batches, c, 'knee')}, wall batch "
-        f"{_at(batches, c, 'memory wall')}"
+        f"{int(c):,} tokens knee {_at(batches, c, 'knee')}, wall {_at(batches, c, 'wall')}"
         for c in batches["context"].unique(maintain_order=True)
     )
     lines = [f"Batches drawn at {said}."]
-    first = frame.filter(
-        (pl.col("engine") == frame["engine"][0]) & (pl.col("context") == frame["context"][0])
+    engine, context = frame["engine"][0], int(frame["context"][0])
+    first = frame.filter((pl.col("engine") == engine) & (pl.col("context") == context))
+    gemms, attention = (
+        [_group_share(first, regime, names) for regime in ("batch 1", "wall")]
+        for names in (GEMMS, ("attention",))
     )
-    for group, names in (("the GEMMs reach", GEMMS), ("attention reaches", ("attention",))):
-        low, high = (_group_share(first, regime, names) for regime in ("batch 1", "memory wall"))
-        if low is not None and high is not None:
-            lines.append(
-                f"{frame['engine'][0]}, {int(frame['context'][0]):,} tokens: {group} "
-                f"{percent(low)} of its roof at batch 1, {percent(high)} at the wall."
-            )
+    if None not in (*gemms, *attention):
+        lines.append(
+            f"{engine} at {context:,} tokens: the GEMMs reach {percent(gemms[0])} of their roof "  # type: ignore[arg-type]
+            f"at batch 1 and {percent(gemms[1])} at the wall, attention {percent(attention[0])} "  # type: ignore[arg-type]
+            f"and {percent(attention[1])}."  # type: ignore[arg-type]
+        )
     return lines
 
 
@@ -406,16 +417,20 @@ def kernels_chart(
     every = [str(o) for o in sel.ds["operation"].values]  # each keeps its colour in every figure
     operations = [o for o in every if o in set(frame["operation"])]
     colours = [OPERATION_COLOURS[every.index(o) % len(OPERATION_COLOURS)] for o in operations]
-    font = sel.size.font
-    panel = max(60, (sel.size.width - sel.size.left) // max(1, frame["engine"].n_unique()) - 14)
+    font, screen = sel.size.font, sel.size.name == "screen"
+    engines = [str(e) for e in sel.ds["engine"].values]
+    # left of the panels: the context's header and the regimes' labels; right: the legends
+    room = sel.size.width - (160 + 140 if screen else 125) - 10 * (len(engines) - 1)
+    panel = max(36, int(room // len(engines)))
+    x_title = _fits(TIME_TITLE, panel, font + 1)
     chart = (
         alt.Chart(frame)
         .mark_bar()
         .encode(
             x=alt.X(
                 "sum(ms):Q",
-                title="time in the step [ms]",
-                axis=alt.Axis(tickCount=3 if sel.size.name != "screen" else 6),
+                title=x_title,
+                axis=alt.Axis(tickCount=6 if screen else 2, labelOverlap=True),
             ),
             y=alt.Y("regime:N", title=None, sort=list(REGIMES)),
             yOffset=alt.YOffset("time:N", sort=list(TIMES)),
@@ -424,14 +439,14 @@ def kernels_chart(
                 title="operation",
                 sort=operations,
                 scale=alt.Scale(domain=operations, range=colours),
-                legend=alt.Legend(orient=symbol_orient(sel), columns=5 if font < 10 else 1),
+                legend=alt.Legend(orient=symbol_orient(sel), columns=1 if screen else 3),
             ),
             opacity=alt.Opacity(
                 "time:N",
                 title=None,
                 sort=list(TIMES),
                 scale=alt.Scale(domain=list(TIMES), range=[1.0, 0.4]),
-                legend=alt.Legend(orient=symbol_orient(sel)),
+                legend=alt.Legend(orient=symbol_orient(sel)) if screen else None,
             ),
             order=alt.Order("operation_order:Q"),
             tooltip=[
@@ -447,7 +462,9 @@ def kernels_chart(
         .transform_calculate(operation_order=f"indexof({operations!r}, datum.operation)")
         .properties(width=panel, height=alt.Step(1.4 * font))
         .facet(
-            column=alt.Column("engine:N", title="engine", sort=list(sel.ds["engine"].values)),
+            column=alt.Column(
+                "engine:N", title="engine" if x_title else f"{TIME_TITLE} by engine", sort=engines
+            ),
             row=alt.Row(
                 "context:O",
                 title=title("context"),
@@ -457,8 +474,8 @@ def kernels_chart(
         )
     )
     key = (
-        "Each operation's expected time from the measured kernels (solid) beside its roofline "
-        "bound (faded), all layers of one decode step."
+        "Solid: each operation's expected time from the measured kernels, all layers of one "
+        "decode step; faded: its roofline bound."
     )
     lines = [key, *_kernel_sentence(frame), *_reasons(sel.ds), *sel.notes, *notes]
     what = "where the step goes, expected beside the bound"
