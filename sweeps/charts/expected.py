@@ -402,6 +402,33 @@ def _group_share(frame: pl.DataFrame, regime: str, names: Sequence[str]) -> floa
     return float(bound.sum()) / float(expected.sum())
 
 
+def _kernel_colours(sel: Selection, frame: pl.DataFrame) -> alt.Color:
+    """The operations drawn, each in its own colour, the same in every figure."""
+    every = [str(o) for o in sel.ds["operation"].values]
+    operations = [o for o in every if o in set(frame["operation"])]
+    colours = [OPERATION_COLOURS[every.index(o) % len(OPERATION_COLOURS)] for o in operations]
+    return alt.Color(
+        "operation:N",
+        title="operation",
+        sort=operations,
+        scale=alt.Scale(domain=operations, range=colours),
+        legend=alt.Legend(
+            orient=symbol_orient(sel), columns=1 if sel.size.legend == "right" else 3
+        ),
+    )
+
+
+KERNEL_TOOLTIPS = (
+    alt.Tooltip("engine:N", title="engine"),
+    alt.Tooltip("context:Q", title=title("context"), format=","),
+    alt.Tooltip("regime:N", title="at"),
+    alt.Tooltip("batch:Q", title=title("batch"), format=","),
+    alt.Tooltip("time:N", title="time"),
+    alt.Tooltip("operation:N", title="operation"),
+    alt.Tooltip("sum(ms):Q", title="time [ms]", format=".3~f"),
+)
+
+
 @themed
 def kernels_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
@@ -414,15 +441,13 @@ def kernels_chart(
     """
     sel = select(ds, model, hardware, **options)
     frame, notes = kernel_rows(sel)
-    every = [str(o) for o in sel.ds["operation"].values]  # each keeps its colour in every figure
-    operations = [o for o in every if o in set(frame["operation"])]
-    colours = [OPERATION_COLOURS[every.index(o) % len(OPERATION_COLOURS)] for o in operations]
-    font, screen = sel.size.font, sel.size.name == "screen"
+    screen = sel.size.name == "screen"
     engines = [str(e) for e in sel.ds["engine"].values]
     # left of the panels: the context's header and the regimes' labels; right: the legends
     room = sel.size.width - (160 + 140 if screen else 125) - 10 * (len(engines) - 1)
     panel = max(36, int(room // len(engines)))
-    x_title = _fits(TIME_TITLE, panel, font + 1)
+    x_title = _fits(TIME_TITLE, panel, sel.size.font + 1)
+    order = [str(o) for o in sel.ds["operation"].values]
     chart = (
         alt.Chart(frame)
         .mark_bar()
@@ -434,13 +459,7 @@ def kernels_chart(
             ),
             y=alt.Y("regime:N", title=None, sort=list(REGIMES)),
             yOffset=alt.YOffset("time:N", sort=list(TIMES)),
-            color=alt.Color(
-                "operation:N",
-                title="operation",
-                sort=operations,
-                scale=alt.Scale(domain=operations, range=colours),
-                legend=alt.Legend(orient=symbol_orient(sel), columns=1 if screen else 3),
-            ),
+            color=_kernel_colours(sel, frame),
             opacity=alt.Opacity(
                 "time:N",
                 title=None,
@@ -449,18 +468,10 @@ def kernels_chart(
                 legend=alt.Legend(orient=symbol_orient(sel)) if screen else None,
             ),
             order=alt.Order("operation_order:Q"),
-            tooltip=[
-                alt.Tooltip("engine:N", title="engine"),
-                alt.Tooltip("context:Q", title=title("context"), format=","),
-                alt.Tooltip("regime:N", title="at"),
-                alt.Tooltip("batch:Q", title=title("batch"), format=","),
-                alt.Tooltip("time:N", title="time"),
-                alt.Tooltip("operation:N", title="operation"),
-                alt.Tooltip("sum(ms):Q", title="time [ms]", format=".3~f"),
-            ],
+            tooltip=list(KERNEL_TOOLTIPS),
         )
-        .transform_calculate(operation_order=f"indexof({operations!r}, datum.operation)")
-        .properties(width=panel, height=alt.Step(1.4 * font))
+        .transform_calculate(operation_order=f"indexof({order!r}, datum.operation)")
+        .properties(width=panel, height=alt.Step(1.4 * sel.size.font))
         .facet(
             column=alt.Column(
                 "engine:N", title="engine" if x_title else f"{TIME_TITLE} by engine", sort=engines
