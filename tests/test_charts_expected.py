@@ -19,11 +19,11 @@ from sweeps.charts import output_hooks
 from sweeps.charts.expected import (
     KERNELS,
     NO_DATA,
-    REGIMES,
     ROOFLINE_SHARE,
     SHARE_TITLE,
     kernels_chart,
     regime_batches,
+    regimes,
     share_chart,
 )
 from sweeps.charts.spec import spec_of
@@ -108,14 +108,14 @@ def test_the_breakdown_stacks_each_operation_beside_its_bound(grid: xr.Dataset) 
     assert encoding["x"]["aggregate"] == "sum"
     assert "[ms]" in encoding["x"]["title"]
     assert encoding["yOffset"]["field"] == "time"
-    assert encoding["y"]["sort"] == list(REGIMES)
+    assert encoding["y"]["sort"] == ["batch 1", "knee", "wall"] == list(regimes(grid))
     # a dense model at tp 1: no router, experts or all-reduce, each other operation its colour
     shown = ["embedding", "qkv", "attention", "o_proj", "ffn_up", "ffn_down", "lm_head"]
     assert encoding["color"]["scale"]["domain"] == shown
     assert len(set(encoding["color"]["scale"]["range"])) == len(shown)
     at = grid.sel(model=MODEL, hardware="h100-sxm").squeeze(drop=True)
     rows = _rows(spec)
-    assert {r["regime"] for r in rows} == set(REGIMES)
+    assert {r["regime"] for r in rows} == set(regimes(grid))
     for row in rows:
         point = at.sel(
             batch=row["batch"],
@@ -129,6 +129,13 @@ def test_the_breakdown_stacks_each_operation_beside_its_bound(grid: xr.Dataset) 
     first = [r for r in rows if r["regime"] == "batch 1"]
     assert {r["batch"] for r in first} == {1}
     assert "the GEMMs reach" in _subtitle(spec)
+
+
+def test_the_breakdown_names_the_grids_first_batch(grid: xr.Dataset) -> None:
+    """A grid without batch 1 draws its first batch, named as such (never called batch 1)."""
+    spec = spec_of(kernels_chart(grid.isel(batch=slice(1, None)), MODEL, "h100-sxm"), "screen")
+    assert spec["spec"]["encoding"]["y"]["sort"] == ["batch 8", "knee", "wall"]
+    assert "at batch 8 and" in _subtitle(spec)
 
 
 def test_the_breakdown_of_a_device_without_data_says_why(grid: xr.Dataset) -> None:

@@ -57,9 +57,6 @@ SHARE_TITLE = "share of the roofline reached [%]"
 """The colour's title: ``roofline_share`` [1] written as a percentage."""
 MOST_CONTEXTS = 3
 """Contexts the breakdown draws at most (log-spaced, ends kept): a row of panels each."""
-REGIMES = ("batch 1", "knee", "wall")
-"""The batches of the breakdown: the grid's first, the one nearest the knee (half the
-ceiling), the last that fits."""
 TIMES = ("expected", "bound")
 OPERATION_COLOURS = (
     "#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b",
@@ -312,6 +309,12 @@ def regime_batches(ds: xr.Dataset) -> np.ndarray:
     return np.where(some[:, None], out, -1)
 
 
+def regimes(ds: xr.Dataset) -> tuple[str, str, str]:
+    """The breakdown's batches in words: the grid's first ("batch 1"), the one nearest the knee
+    (half the ceiling), the last that fits (the wall) [-]."""
+    return f"batch {int(ds['batch'].values[0]):,}", "knee", "wall"
+
+
 def kernel_rows(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
     """One row per engine, context, regime, time (expected, bound) and operation [ms]: the
     breakdown's bars, at the first KV setting and at most ``MOST_CONTEXTS`` contexts; the
@@ -326,7 +329,7 @@ def kernel_rows(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
     index = regime_batches(ds)
     rows: list[dict[str, Any]] = []
     for c, context in enumerate(ds["context"].values):
-        for r, regime in enumerate(REGIMES):
+        for r, regime in enumerate(regimes(ds)):
             if index[c, r] < 0:
                 continue
             at = ds.isel(context=c, batch=int(index[c, r]))
@@ -374,15 +377,16 @@ def _kernel_sentence(frame: pl.DataFrame) -> list[str]:
     lines = [f"Batches drawn at {said}."]
     engine, context = frame["engine"][0], int(frame["context"][0])
     first = frame.filter((pl.col("engine") == engine) & (pl.col("context") == context))
-    gemms, attention = (
-        [_group_share(first, regime, names) for regime in ("batch 1", "wall")]
+    start = str(first["regime"][0])  # the grid's first batch
+    g0, g1, a0, a1 = (
+        _group_share(first, regime, names)
         for names in (GEMMS, ("attention",))
+        for regime in (start, "wall")
     )
-    if None not in (*gemms, *attention):
+    if g0 is not None and g1 is not None and a0 is not None and a1 is not None:
         lines.append(
-            f"{engine} at {context:,} tokens: the GEMMs reach {percent(gemms[0])} of their roof "  # type: ignore[arg-type]
-            f"at batch 1 and {percent(gemms[1])} at the wall, attention {percent(attention[0])} "  # type: ignore[arg-type]
-            f"and {percent(attention[1])}."  # type: ignore[arg-type]
+            f"{engine} at {context:,} tokens: the GEMMs reach {percent(g0)} of their roof at "
+            f"{start} and {percent(g1)} at the wall, attention {percent(a0)} and {percent(a1)}."
         )
     return lines
 
@@ -457,7 +461,7 @@ def kernels_chart(
                 title=x_title,
                 axis=alt.Axis(tickCount=6 if screen else 2, labelOverlap=True),
             ),
-            y=alt.Y("regime:N", title=None, sort=list(REGIMES)),
+            y=alt.Y("regime:N", title=None, sort=list(regimes(sel.ds))),
             yOffset=alt.YOffset("time:N", sort=list(TIMES)),
             color=_kernel_colours(sel, frame),
             opacity=alt.Opacity(
