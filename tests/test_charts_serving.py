@@ -307,3 +307,14 @@ def test_the_pareto_dots_are_solid_and_carry_the_devices_colour_and_marker(
     colour, shape = dots["encoding"]["color"]["scale"], dots["encoding"]["shape"]["scale"]
     assert colour["range"] == [device_colour(d) for d in devices]
     assert shape["range"] == [device_shape(d) for d in devices]
+
+
+def test_request_time_draws_the_named_schedulers_where_neither_phase_mode_is_asked() -> None:
+    """``[serving] schedulers = ["chunked-greedy"]`` has no serial-prefill rows: the chart
+    draws the scheduler named in its place beside static (it raised a KeyError)."""
+    axes = {**AXES, "hardware": ["h100-sxm"], "tp": [1], "weight_dtype": ["bf16"]}
+    serving = {**SERVING, "schedulers": ["chunked-greedy"], "chunk_tokens": 512}
+    one = sweeps.run({"sweep": {"name": "greedy-only"}, "axes": axes, "serving": serving})
+    assert "serial-prefill" not in one["mode"].values
+    data = pl.DataFrame(rows(request_time_chart(one).to_dict()))
+    assert set(data["mode"]) == {"static", "chunked-greedy"}

@@ -61,6 +61,17 @@ PHASE_MODES = ("static", "serial-prefill")
 """The modes whose request time is drawn: one batch at a time, and continuous batching."""
 
 
+def phase_modes(ds: xr.Dataset) -> list[str]:
+    """The modes whose request time is drawn: ``PHASE_MODES`` where the grid has them, the
+    first continuous scheduler ``[serving] schedulers`` names in place of ``serial-prefill``
+    where it names another [-]."""
+    have = [str(m) for m in ds["mode"].values]
+    static, continuous = PHASE_MODES
+    others = [m for m in have if m not in (BOUND, static)]
+    batching = continuous if continuous in have else next(iter(others), None)
+    return [m for m in (static, batching) if m is not None and m in have]
+
+
 def has_serving(ds: xr.Dataset) -> bool:
     """Whether ``ds`` holds the serving and pools analyses (a sweep with ``[serving]``)."""
     return "on_pareto_front" in ds and "pools_row" in ds
@@ -255,7 +266,7 @@ def _split(ds: xr.Dataset, work: Workload, weight_dtype: str | None = None) -> p
     of ``PHASE_MODES`` and batch: prefill (``serving_ttft_s``) and decode (the rest of
     ``request_latency_s``) [s], and whether the batch fits and meets the objectives."""
     names = ["serving_ttft_s", "request_latency_s", "serving_feasible", "meets_slo"]
-    data = every_workload(ds.sel(mode=list(PHASE_MODES)), names, work.at, weight_dtype)
+    data = every_workload(ds.sel(mode=phase_modes(ds)), names, work.at, weight_dtype)
     data = data[np.isfinite(data["request_latency_s"])]
     least = data.groupby(["workload", "hardware"])["tp"].transform("min")
     data = data[data["tp"] == least]
@@ -340,7 +351,7 @@ def request_time_chart(
     ]
     faceted = bars.facet(
         row=alt.Row("hardware:N", title=None),
-        column=alt.Column("mode:N", title=None, sort=list(PHASE_MODES)),
+        column=alt.Column("mode:N", title=None, sort=phase_modes(ds)),
         title=heading("Time per request: prefill and decode", caption, size),
     )
     faceted = chosen(faceted, param, default)
