@@ -1,0 +1,110 @@
+"""The named schedulers priced on expected step costs (docs/expected.md, "Serving").
+
+The serving table's closed forms (docs/serving.md sections 1 and 3) are sums and ratios of
+step times: ``t_d(B, S_mean)``, ``t_p(m, I)``, a chunked step's ``t_mix``. Here each of those
+steps is the expected one (``steps.ExpectedSteps``) evaluated at exactly the points the closed
+form names, and the algebra is the package's own (``sweeps.physics``: the slot groups, the
+rates, the TPOTs), so a mode's expected figure is what that scheduler is expected to reach on
+the measured kernels, saturated. No bound is priced here: an expectation bounds nothing.
+
+Each function takes the steps of one configuration at its batch ``B`` and the workload's
+``I``, ``O`` (arrays, broadcast) and returns ``ttft``, ``tpot`` (NaN at ``O = 1``),
+``latency``, ``steady`` (the mode's steady step), ``rate`` (requests/s a replica) [s, 1/s].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from sweeps import physics
+from sweeps.studies.expected.steps import ExpectedSteps
+
+
+def _result(ttft: Any, tpot: Any, rate: Any, steady: Any, output: Any) -> dict[str, Any]:
+    decodes = np.asarray(output) > 1
+    tpot = np.where(decodes, tpot, np.nan)
+    latency = ttft + np.where(decodes, (output - 1) * np.nan_to_num(tpot), 0.0)
+    return {"ttft": ttft, "tpot": tpot, "latency": latency, "steady": steady, "rate": rate}
+
+
+def _steady(e: ExpectedSteps, prompt: Any, output: Any) -> Any:
+    """``t_d(B, S_mean)`` on expected steps, ``S_mean = I + O / 2`` [s]."""
+    return e.decode(e.batch, physics.mean_context(prompt, output))
+
+
+def serial_prefill(e: ExpectedSteps, prompt: Any, output: Any, budget: float) -> dict[str, Any]:
+    """Each prompt prefilled alone, as its own step, when a slot frees."""
+    batch, steady, alone = e.batch, _steady(e, prompt, output), e.prefills(1, prompt)
+    rate = physics.colocated_request_rate(batch, output, steady, alone)
+    tpot = physics.serial_prefill_tpot(batch, output, steady, alone)
+    return _result(alone, tpot, rate, steady, output)
+
+
+def batched_prefill(e: ExpectedSteps, prompt: Any, output: Any, budget: float) -> dict[str, Any]:
+    """The waiting prompts with a free slot prefilled together, one step per slot group."""
+    batch, steady, cycle = e.batch, _steady(e, prompt, output), output - 1
+    small, _ = physics.slot_groups(batch, cycle)
+    large, less = e.prefills(small + 1, prompt), e.prefills(small, prompt)
+    prefills, own = physics.grouped(batch, cycle, large, less)
+    rate = physics.batched_prefill_rate(batch, output, steady, prefills)
+    tpot = physics.batched_prefill_tpot(output, steady, prefills, own)
+    return _result(own, tpot, rate, steady, output)
+
+
+def static(e: ExpectedSteps, prompt: Any, output: Any, budget: float) -> dict[str, Any]:
+    """``B`` requests start together: ``t_p(B, I)``, then the decode steps at ``I + j``."""
+    batch = e.batch
+    prompt, output = np.broadcast_arrays(np.asarray(prompt), np.asarray(output))
+    ttft = e.prefills(batch, prompt)
+    decode = np.zeros(prompt.shape)
+    for at in np.ndindex(prompt.shape):  # the sum over j = 1 .. O - 1, each I once
+        steps = np.arange(1, int(output[at]))
+        decode[at] = float(np.sum(e.decode(batch, prompt[at] + steps)))
+    latency = ttft + decode
+    tpot = decode / np.maximum(output - 1, 1)
+    result = _result(ttft, tpot, batch / latency, tpot, output)
+    return {**result, "latency": latency}
+
+
+def chunked_paced(e: ExpectedSteps, prompt: Any, output: Any, budget: float) -> dict[str, Any]:
+    """Sarathi-Serve: each step the decodes and the chunk that keeps them fed (balanced), the
+    mean mixed step on expected steps (``ExpectedSteps.mixed``)."""
+    batch = e.batch
+    decoders = physics.balanced_decoders(batch, prompt, output, budget)
+    chunk = physics.paced_chunk(decoders, prompt, output, budget)
+    step = e.mixed(decoders, physics.mean_context(prompt, output), chunk, prompt)
+    rate = physics.chunked_request_rate(prompt, chunk, step)
+    ttft = physics.chunked_ttft(prompt, chunk, step)
+    return _result(ttft, step, rate, step, output)
+
+
+Priced = Callable[[ExpectedSteps, Any, Any, float], dict[str, Any]]
+
+PRICED: dict[str, Priced] = {
+    "static": static,
+    "serial-prefill": serial_prefill,
+    "batched-prefill": batched_prefill,
+    "chunked-paced": chunked_paced,
+}
+"""The modes priced on expected steps, by name (``sweeps.schedulers``)."""
+
+NOT_PRICED: dict[str, str] = {
+    "bound": "a bound has no expectation: it holds for every scheduler",
+    "chunked-greedy": "chunked-greedy is not priced on expected steps (the simulator replays "
+    "it: [serving] simulate)",
+}
+"""Why a mode has no expected figure."""
+
+
+def priced(
+    mode: str, e: ExpectedSteps, prompt: Any, output: Any, budget: float = math.inf
+) -> dict[str, Any]:
+    """``mode``'s expected figures (all NaN where it is not priced or ``e`` has no data)."""
+    if mode not in PRICED:
+        nan = np.full(np.broadcast_shapes(np.shape(prompt), np.shape(output)), np.nan)
+        return {k: nan for k in ("ttft", "tpot", "latency", "steady", "rate")}
+    return PRICED[mode](e, prompt, output, budget)

@@ -1,0 +1,178 @@
+"""Expected step costs of a replica: any step a scheduler runs, priced from measured kernels.
+
+The serving closed forms and the simulator price steps that carry ``n`` decodes at their own
+contexts and prompt tokens in chunks (docs/serving.md sections 3 and 7); the bound prices each
+as the roofline of its FLOPs and bytes. The expected step of one configuration at batch ``B``
+(``ExpectedSteps``) is, in place of that roofline (docs/expected.md, "Serving"):
+
+    t(T, {S_i}, chunks) = body(T) + sum_i a_B(S_i) + sum_chunks (P(p + c) - P(p))
+
+- ``body(T)``: every operation but attention of a step of ``T`` tokens (the GEMMs at ``m = T``,
+  the all-reduces, the MoE experts, the embedding gather; the LM head at ``min(T, B)`` rows:
+  every decode's and at most ``B`` prompts' last tokens), read from ``step`` at batch ``T``;
+- ``a_B(S)``: decode attention per sequence at context ``S``, the measured attention of ``B``
+  sequences over ``B`` (measured at the plan's own batch);
+- ``P(n)``: the prefill attention of one prompt of ``n`` tokens; a chunk of ``c`` tokens after a
+  prefix of ``p`` costs its increment.
+
+Each table is ``step`` evaluated on a grid of ``T``, ``S`` and ``n`` (every integer to ``DENSE``,
+then ``PER_DECADE`` log-spaced points a decade, the batch itself included) and interpolated
+linearly between them, as the database interpolates its own tables; beyond the grid nothing is
+read (the grid covers what the caller asks for). A step of ``B`` decodes at one context on the
+grid is ``step``'s own decode step exactly; a prefill of ``m`` prompts is ``m`` single-prompt
+attentions (the measured batched attention is within a few per cent of it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sweeps.measured.database import OPERATIONS
+from sweeps.studies.expected.step import Config, step
+from sweeps.studies.serving.simulate.costs import StepCosts
+
+DENSE = 64
+"""Every integer up to this is a point of the tables' grids [token]."""
+PER_DECADE = 24
+"""Log-spaced points a decade of the tables' grids beyond ``DENSE`` [1]."""
+_RANK = {"measured": 0, "interpolated": 1, "extrapolated": 2, "": 3}
+
+
+def grid(largest: int, *also: int) -> np.ndarray:
+    """The points a table is read at, from 1 to ``largest`` (and ``also``) [token]."""
+    top = max(int(largest), 1)
+    decades = max(math.log10(top / DENSE), 0.0)
+    spaced = np.geomspace(DENSE, max(top, DENSE), max(int(decades * PER_DECADE), 1) + 1)
+    points = np.concatenate([np.arange(1, DENSE + 1), np.round(spaced), [top, *also]])
+    return np.unique(points[(points >= 1) & (points <= max(top, *also, 1))]).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class ExpectedSteps:
+    """The expected step costs of one configuration at batch ``batch``.
+
+    batch : The replica's slots, ``B`` [sequence]
+    tokens, body : ``body(T)`` on its grid of step tokens [token], [s]
+    contexts, attention : ``a_B(S)`` on its grid of contexts [token], [s]
+    prompts, prefill : ``P(n)`` on its grid of prompt lengths (0 included) [token], [s]
+    basis : The least certain basis of its decode steps at batch ``B`` and its single-prompt
+        prefills (``measured``, ``interpolated``, ``extrapolated``); "" where there is none
+    reason : Why there is no expectation ("" where there is one)
+    """
+
+    batch: int
+    tokens: np.ndarray
+    body: np.ndarray
+    contexts: np.ndarray
+    attention: np.ndarray
+    prompts: np.ndarray
+    prefill: np.ndarray
+    basis: str = ""
+    reason: str = ""
+
+    def linear(self, tokens: Any) -> Any:
+        """``body(T)`` [s]."""
+        return _read(tokens, self.tokens, self.body)
+
+    def per_decode(self, context: Any) -> Any:
+        """``a_B(S)``: one decode's attention at context ``S`` [s]."""
+        return _read(context, self.contexts, self.attention)
+
+    def prompt(self, length: Any) -> Any:
+        """``P(n)``: the attention of one prompt of ``n`` tokens [s]."""
+        return _read(length, self.prompts, self.prefill)
+
+    def decode(self, decoders: Any, context: Any) -> Any:
+        """A step of ``decoders`` decodes at context ``context`` [s]."""
+        return self.linear(decoders) + decoders * self.per_decode(context)
+
+    def prefills(self, count: Any, length: Any) -> Any:
+        """A step of ``count`` whole prompts of ``length`` tokens, nothing else (0: none) [s]."""
+        time = self.linear(count * length) + count * self.prompt(length)
+        return np.where(np.asarray(count) > 0, time, 0.0)
+
+    def mixed(self, decoders: Any, context: Any, tokens: Any, length: Any) -> Any:
+        """A step of ``decoders`` decodes at ``context`` and ``tokens`` prompt tokens of
+        prompts of ``length`` streaming through, the mean step (a prompt's attention spread
+        over its chunks, ``P(I) c / I``) [s]."""
+        share = np.asarray(tokens) / np.maximum(length, 1)
+        return (
+            self.linear(decoders + tokens)
+            + decoders * self.per_decode(context)
+            + share * self.prompt(length)
+        )
+
+    def step_costs(self, max_context: int, max_tokens: int, devices: int) -> StepCosts:
+        """The tables the simulator's loop reads, as ``StepCosts``: the FLOP terms carry
+        seconds at a peak of 1 (``decode_flops`` the per-decode attention, ``pairs`` the prompt
+        attention with ``pair_flops`` 1), no bytes (bandwidth infinite) and ``fixed`` the body
+        of a step of ``T`` tokens, so that its time is exactly this class's step."""
+        contexts = np.arange(max_context + 1, dtype=np.float64)
+        tokens = np.arange(max_tokens + 1, dtype=np.float64)
+        body = np.where(tokens > 0, self.linear(np.maximum(tokens, 1)), 0.0)
+        return StepCosts(
+            peak=1.0,
+            bandwidth=math.inf,
+            decode_flops=np.ascontiguousarray(self.per_decode(np.maximum(contexts, 1))),
+            cache=np.zeros(max_context + 1),
+            pairs=np.ascontiguousarray(np.where(contexts > 0, self.prompt(contexts), 0.0)),
+            weights=np.zeros(max_tokens + 1),
+            token_flops=0.0,
+            pair_flops=1.0,
+            logit_flops=0.0,
+            tp=int(devices),
+            fixed=np.ascontiguousarray(body),
+        )
+
+
+def _read(at: Any, points: np.ndarray, values: np.ndarray) -> Any:
+    """``values`` interpolated linearly at ``at`` over ``points`` (no reading beyond them)."""
+    array = np.asarray(at, dtype=np.float64)
+    out = np.interp(array, points, values)
+    beyond = (array > points[-1] * (1 + 1e-12)) | (array < points[0] * (1 - 1e-12))
+    return np.where(beyond, np.nan, out)
+
+
+def _worst(*bases: np.ndarray) -> str:
+    """The least certain of the bases (object arrays) [-]."""
+    names = {str(b) for array in bases for b in np.asarray(array).reshape(-1)}
+    return max(names, key=_RANK.__getitem__) if names else ""
+
+
+def expected_steps(config: Config, batch: int, max_context: int, max_tokens: int) -> ExpectedSteps:
+    """``ExpectedSteps`` of ``config`` at batch ``batch``, its tables covering contexts and
+    prompts to ``max_context`` and steps to ``max_tokens`` tokens."""
+    tokens = grid(max(max_tokens, batch), batch)
+    contexts, prompts = grid(max_context), grid(max_context)
+    rows = step(config, tokens, np.array([2]))
+    if rows.reason:
+        return _empty(batch, rows.reason)
+    others = [op for op in OPERATIONS if op not in ("attention", "lm_head")]
+    body = np.sum([rows.expected[op][:, 0] for op in others], axis=0)
+    head = rows.expected["lm_head"][:, 0]
+    at = np.searchsorted(tokens, np.minimum(tokens, batch))
+    decode = step(config, np.array([batch]), contexts)
+    prefill = step(config, np.array([1]), prompts, prefill=True)
+    reason = decode.reason or prefill.reason
+    if reason:
+        return _empty(batch, reason)
+    basis = _worst(decode.step_basis(), prefill.step_basis())  # the steps it mostly prices
+    return ExpectedSteps(
+        batch=int(batch),
+        tokens=tokens.astype(np.float64),
+        body=body + head[at],
+        contexts=contexts.astype(np.float64),
+        attention=decode.expected["attention"][0] / batch,
+        prompts=np.concatenate([[0.0], prompts]),
+        prefill=np.concatenate([[0.0], prefill.expected["attention"][0]]),
+        basis=basis,
+    )
+
+
+def _empty(batch: int, reason: str) -> ExpectedSteps:
+    one, nan = np.ones(1), np.full(1, np.nan)
+    return ExpectedSteps(int(batch), one, nan, one, nan, one, nan, "", reason)
