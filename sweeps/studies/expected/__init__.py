@@ -5,7 +5,8 @@ the ``measured`` extra; docs/expected.md).
 of the operations the cost model counts, ``expected`` declares the two tables
 (expected.parquet, kernels.parquet) beside their compute; ``steps`` prices any step a scheduler
 runs, ``priced`` the named schedulers on those steps and ``served`` their table
-(serving_expected.parquet, where the sweep also has ``[serving]``).
+(serving_expected.parquet, where the sweep also has ``[serving]``) and ``pools`` the devices a
+load needs by expectation (pools_expected.parquet).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from sweeps.studies.base import Study
 from sweeps.studies.expected.expected import EXPECTED, KERNELS
+from sweeps.studies.expected.pools import POOLS_EXPECTED
 from sweeps.studies.expected.served import SERVING_EXPECTED
 
 
@@ -35,5 +37,5 @@ STUDY = Study(
     description="Expected step times from measured kernels (the measured extra), engine by "
     "engine: expected.parquet and kernels.parquet",
     records=_engine_records,
-    analyses=(EXPECTED, KERNELS, SERVING_EXPECTED),
+    analyses=(EXPECTED, KERNELS, SERVING_EXPECTED, POOLS_EXPECTED),
 )

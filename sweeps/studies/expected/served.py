@@ -45,7 +45,9 @@ CONFIG = ("model", "hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype", "en
 """The dims of one composition of the step (``steps.expected_steps`` is per these and batch)."""
 NOT_COMPOSED = ("speculative", "prefix", "parallel")
 """Studies whose techniques are not composed on expected steps: no table with them."""
-FIGURES = ("ttft", "tpot", "latency", "steady", "per_device")
+FIGURES = ("ttft", "tpot", "latency", "steady", "per_device", "alone")
+"""The figures filled per mode (``alone``: one prompt's prefill alone, the prefill server's
+service time of the pools, ``_expected_prefill_alone``)."""
 
 
 def configs(x: Inputs) -> Iterator[tuple[tuple[int, ...], Config]]:
@@ -75,9 +77,10 @@ def _figures(
     grid_i, grid_o = np.meshgrid(prompt.astype(float), output.astype(float), indexing="ij")
     for j, mode in enumerate(modes):
         got = priced(mode, steps, grid_i, grid_o, budget)
-        for name in FIGURES[:-1]:
+        for name in FIGURES[:4]:
             out[name][..., j] = got[name]
         out["per_device"][..., j] = got["rate"] * grid_o
+        out["alone"][..., j] = steps.prefills(1, grid_i)
     return out
 
 
@@ -133,10 +136,11 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
         "expected_serving_basis": var(basis),
         "expected_serving_reason": var(reason),
         "serving_expected_row": x["mode"] != "bound",
+        "_expected_prefill_alone": var(out["alone"]),
     }
 
 
-def _wanted(sweep: Any) -> bool:
+def wanted(sweep: Any) -> bool:
     """An engine is set, and no study whose technique is not composed on expected steps."""
     studies = getattr(sweep, "studies", {})
     return bool(getattr(sweep, "engine", ())) and not any(s in studies for s in NOT_COMPOSED)
@@ -244,7 +248,7 @@ SERVING_EXPECTED = Analysis(
         "expected_serving_reason",
     ),
     study="serving",
-    applies=_wanted,
+    applies=wanted,
     rows="serving_expected_row",
     count=_rows,
     whole=True,
