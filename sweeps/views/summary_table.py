@@ -112,6 +112,8 @@ def _declared() -> dict[str, Variable]:
     from sweeps.export.parquet import declared_columns
 
     lookup = {**declared_columns("decode"), **declared_columns("parallel")}
+    for name, entry in declared_columns("expected").items():  # with an engine: its rows
+        lookup.setdefault(name, entry)
     for name in (*SUMMARY_VARIABLES, "wall_fraction_of_ceiling"):  # columns of no table
         lookup[name] = REGISTRY[name]
     for variable in (*OWN_COLUMNS, *(c for e in EXTENSIONS for c in e.columns)):

@@ -93,7 +93,7 @@ def _index(values: Any, wanted: Any, key: str) -> int:
     raise KeyError(msg)
 
 
-def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
+def point_of(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
     """The grid indices of a plan's replica in ``sweep``."""
     from sweeps.axes import AXES, NATIVE
 
@@ -155,7 +155,7 @@ def _simulated(
     clients = plan["concurrency"]
     arrivals = poisson(plan["arrival_rate"]) if clients is None else closed_loop(clients)
     timeline = simulate(
-        inputs_at(sweep, _point(sweep, plan)), plan["scheduler"], plan["batch"],
+        inputs_at(sweep, point_of(sweep, plan)), plan["scheduler"], plan["batch"],
         arrivals=arrivals, requests=serving.simulate,
         prompt=plan["prompt_tokens"], output=plan["output_tokens"], lengths=lengths,
         budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,
