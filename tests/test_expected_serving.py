@@ -6,7 +6,9 @@ Reads the installed ``aiconfigurator-core`` (the ``measured`` extra, a test depe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -169,3 +171,93 @@ def test_without_an_engine_there_is_no_expected_serving_table() -> None:
         "serving": {"prompt_tokens": [512], "output_tokens": [64], "arrival_rate": [1.0]},
     })  # fmt: skip
     assert not any(str(name).startswith("expected_") for name in ds.data_vars)
+
+
+def test_no_expected_plan_needs_fewer_devices_than_the_roofline_plan_of_its_scheduler() -> None:
+    tables = _tables()
+    plan = ["model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens"]
+    roofline = (
+        tables["pools"]
+        .filter(
+            pl.col("feasible"),
+            pl.col("pool_mode").cast(pl.String) != "disaggregated",
+        )
+        .select(
+            *plan,
+            "arrival_rate",
+            pl.col("decode_hardware").cast(pl.String).alias("hardware"),
+            pl.col("decode_tp").alias("tp"),
+            pl.col("pool_mode").cast(pl.String).alias("mode"),
+            "devices",
+        )
+    )
+    expected = (
+        tables["pools_expected"]
+        .filter(pl.col("expected_devices").is_not_null())
+        .with_columns(pl.col("hardware", "mode").cast(pl.String))
+    )
+    assert expected.height > 0
+    both = expected.join(roofline, on=[*plan, "arrival_rate", "hardware", "tp", "mode"])
+    assert both.height == expected.height  # a plan by expectation has one on roofline steps
+    assert (both["expected_devices"] >= both["devices"]).all()
+
+
+def test_the_plans_say_the_devices_by_expectation_beside_the_roofline_plans() -> None:
+    from sweeps.views.plans import cheapest_plans
+    from sweeps.views.plans_expected import NO_EXPECTED, expected_plans
+
+    tables = _tables()
+    plans = expected_plans(tables["pools"], tables["pools_expected"])
+    assert plans.height == cheapest_plans(tables["pools"]).height  # one engine
+    found = plans.filter(pl.col("expected_devices").is_not_null())
+    assert found.height > 0
+    assert (found["expected_devices"] >= found["fewest_devices"]).all()
+    assert set(found["expected_hardware"].cast(pl.String)) <= {"h100-sxm", "b200"}
+    missing = plans.filter(pl.col("expected_devices").is_null())
+    assert set(missing["expected_reason"]) <= {NO_EXPECTED}
+
+
+CONFIG = """
+[sweep]
+name = "expected-serving"
+[axes]
+model = ["llama-3.1-8b"]
+hardware = ["h100-sxm", "mi300x"]
+tp = [1]
+batch = [16, 64]
+context = [1024]
+engine = ["vllm"]
+[options]
+attention_flops = true
+[serving]
+prompt_tokens = [512]
+output_tokens = [128]
+arrival_rate = [8.0]
+chunk_tokens = 2048
+simulate = 300
+"""
+
+
+def test_a_run_replays_the_expected_plan_on_expected_step_costs(
+    write_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from sweeps.cli.main import cli
+
+    path = write_config(CONFIG)
+    result = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "out" / "expected-serving"
+    pools = pl.read_parquet(folder / "pools_expected.parquet")
+    replayed = pl.read_parquet(folder / "simulated_expected.parquet")
+    plain = pl.read_parquet(folder / "simulated.parquet")
+    assert replayed.height == 1  # one workload, load and engine; the MI300X has no data
+    row = replayed.row(0, named=True)
+    assert (row["engine"], row["hardware"], row["requests"]) == ("vllm", "h100-sxm", 300)
+    fewest = pools.filter(pl.col("expected_devices").is_not_null()).sort("expected_devices")
+    assert row["replicas"] * row["tp"] == fewest["expected_devices"][0]
+    # the same plan's requests take longer a token on the measured kernels than at the roof
+    same = plain.filter(pl.col("batch") == row["batch"], pl.col("scheduler") == row["scheduler"])
+    if same.height:
+        assert row["tpot_mean_s"] > same["tpot_mean_s"][0]
