@@ -26,6 +26,8 @@ from sweeps.studies.expected.served import wanted
 from sweeps.studies.serving.pools import LOADS
 from sweeps.studies.serving.pools_colocated import QUANTILES, Load, colocated
 
+PERCENTILES = tuple(QUANTILES)
+"""The TTFT percentiles the plans report (the pools table's)."""
 PLANNED = tuple(name for name in SCHEDULERS if name in PRICED)
 """The pools' one-pool schedulers that are priced on expected steps: one plan each."""
 
@@ -154,7 +156,7 @@ POOLS_EXPECTED = Analysis(
             "",
             "full",
         ),
-        *(_ttft(name) for name in QUANTILES),
+        *(_ttft(name) for name in PERCENTILES),
         _V(
             "expected_pools_tpot_s",
             "s",
@@ -197,7 +199,7 @@ POOLS_EXPECTED = Analysis(
         "expected_decode_batch",
         "expected_pools_request_rate",
         "expected_pools_ttft_s",
-        *(f"expected_pools_ttft_{n}_s" for n in QUANTILES),
+        *(f"expected_pools_ttft_{n}_s" for n in PERCENTILES),
         "expected_pools_tpot_s",
         "expected_goodput_tokens_per_s_per_device",
         "expected_pools_cost_per_million_output_tokens_usd",
