@@ -17,7 +17,7 @@ import pytest
 import sweeps
 from sweeps.catalog import load_catalog
 from sweeps.measured.database import OPERATIONS, parse
-from sweeps.studies.expected.priced import PRICED, priced
+from sweeps.studies.expected.priced import PRICED, priced, prompt_counts, prompts_a_step
 from sweeps.studies.expected.step import Config, step
 from sweeps.studies.expected.steps import ExpectedSteps, expected_steps, grid
 from sweeps.studies.serving.simulate import backlog, simulate, step_time, summarize
@@ -49,7 +49,7 @@ def _config(model: str, device: str, tp: int) -> Config:
 @cache
 def _steps(case: tuple) -> ExpectedSteps:  # type: ignore[type-arg]
     model, device, tp, b, i, o, _ = case
-    return expected_steps(_config(model, device, tp), b, i + o, b * (i + 1))
+    return expected_steps(_config(model, device, tp), b, i + o, b * (i + 1), prompt_counts(b, o))
 
 
 def test_a_decode_step_on_the_grid_is_the_composed_step_exactly() -> None:
@@ -67,15 +67,21 @@ def test_a_decode_step_on_the_grid_is_the_composed_step_exactly() -> None:
 
 
 def test_the_step_costs_price_a_step_as_the_expected_steps_do() -> None:
-    steps = _steps(POINTS[0])
-    costs = steps.step_costs(2304, 64 * 2049, 1)
+    config = _config("llama-3.1-8b", "h100-sxm", 1)
+    steps = expected_steps(config, 64, 2304, 64 * 2049, (1, 3))
+    costs = steps.step_costs(2304, 64 * 2049, 1, prompts=3)
     contexts = np.full(64, 2100)
     assert step_time(costs, contexts) == pytest.approx(float(steps.decode(64, 2100)), rel=1e-9)
     whole = step_time(costs, [], [(0, 2048, 2048)] * 3)
     assert whole == pytest.approx(float(steps.prefills(3, 2048)), rel=1e-9)
+    # three prompts together: each prompt's attention is the measured three's over three (at a
+    # point of the tables' grid: the longest prompt)
+    three = step(config, np.array([3]), np.array([2304]), prefill=True).expected["attention"]
+    assert float(steps.prompt(2304, 3)) * 3 == pytest.approx(float(three[0, 0]), rel=1e-9)
     # a chunk pays its increment of the prompt's attention: the chunks of one prompt sum to it
-    first = step_time(costs, [], [(0, 1024, 2048)]) - float(steps.linear(1024))
-    second = step_time(costs, [], [(1024, 1024, 2048)]) - float(steps.linear(1024))
+    alone = steps.step_costs(2304, 64 * 2049, 1)
+    first = step_time(alone, [], [(0, 1024, 2048)]) - float(steps.linear(1024))
+    second = step_time(alone, [], [(1024, 1024, 2048)]) - float(steps.linear(1024))
     assert first + second == pytest.approx(float(steps.prompt(2048)), rel=1e-9)
 
 
@@ -96,7 +102,8 @@ def test_each_expected_closed_form_matches_the_simulator_on_expected_steps(
     figures = priced(scheduler, steps, np.array(float(i)), np.array(float(o)), float(tau))
     n = max(12 * b, 1200)
     timeline = simulate(
-        steps.step_costs(i + o, b * (i + 1), tp), scheduler, b, arrivals=backlog(n, b),
+        steps.step_costs(i + o, b * (i + 1), tp, prompts_a_step(scheduler, b, o)), scheduler, b,
+        arrivals=backlog(n, b),
         requests=n, prompt=i, output=o, budget=tau if scheduler.startswith("chunked") else 0,
     )  # fmt: skip
     s = summarize(timeline)

@@ -100,6 +100,26 @@ NOT_PRICED: dict[str, str] = {
 """Why a mode has no expected figure."""
 
 
+def prompts_a_step(mode: str, batch: int, output: float) -> int:
+    """The prompts a prefill step of ``mode`` carries, whose attention the simulator's tables
+    price each prompt at (``steps.ExpectedSteps.step_costs``): a static batch's ``B``, the slot
+    group most slots free in for batched-prefill (``B / (O - 1)`` rounded, at least 1), one
+    for the others (a prompt alone, or a chunk or two a step) [prompt]."""
+    if mode == "static":
+        return int(batch)
+    if mode == "batched-prefill" and output > 1:
+        return max(1, round(batch / (output - 1)))
+    return 1
+
+
+def prompt_counts(batch: int, outputs: Any) -> tuple[int, ...]:
+    """Every prompt count the modes' closed forms read at batch ``B`` and outputs ``O``: one,
+    ``B`` (static) and the slot groups' ``q`` and ``q + 1`` (batched-prefill) [prompt]."""
+    cycles = np.maximum(np.atleast_1d(np.asarray(outputs, dtype=np.int64)) - 1, 1)
+    small = batch // cycles
+    return tuple(sorted({1, int(batch), *(int(q) for q in small), *(int(q) + 1 for q in small)}))
+
+
 def priced(
     mode: str, e: ExpectedSteps, prompt: Any, output: Any, budget: float = math.inf
 ) -> dict[str, Any]:

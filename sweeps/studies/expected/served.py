@@ -24,7 +24,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
-from sweeps.studies.expected.priced import NOT_PRICED, priced
+from sweeps.studies.expected.priced import NOT_PRICED, priced, prompt_counts
 from sweeps.studies.expected.step import Config
 from sweeps.studies.expected.steps import ExpectedSteps, expected_steps
 
@@ -99,7 +99,9 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     longest = int(np.max(prompt) + np.max(output))
     for (m, h, t, k, kd, w, e), config in every:
         for b, slots in enumerate(batch):  # the largest step: B whole prompts, or B + B I
-            steps = expected_steps(config, int(slots), longest, int(slots * (np.max(prompt) + 1)))
+            counts = prompt_counts(int(slots), output)
+            tokens = int(slots * (np.max(prompt) + 1))
+            steps = expected_steps(config, int(slots), longest, tokens, counts)
             at = (m, h, t, b, k, kd, w, e)
             if steps.reason:
                 reason[at] = steps.reason

@@ -18,6 +18,7 @@ import numpy as np
 
 from sweeps.engine.base import Variable
 from sweeps.studies.base import PostStep
+from sweeps.studies.expected.priced import prompts_a_step
 from sweeps.studies.expected.step import Config
 from sweeps.studies.expected.steps import expected_steps
 from sweeps.studies.serving.simulated import SIMULATED, wants_simulation
@@ -86,10 +87,11 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
     batch = plan["batch"]
     context = int(np.max(drawn.prompt + drawn.output))
     tokens = int(max(batch * (int(np.max(drawn.prompt)) + 1), serving.chunk_tokens))
-    steps = expected_steps(config_at(inputs_at(sweep, point)), batch, context, tokens)
+    count = prompts_a_step(plan["scheduler"], batch, float(np.mean(drawn.output)))
+    steps = expected_steps(config_at(inputs_at(sweep, point)), batch, context, tokens, (count,))
     chunked = BY_NAME[plan["scheduler"]].chunked
     timeline = simulate(
-        steps.step_costs(context, tokens, plan["tp"]), plan["scheduler"], batch,
+        steps.step_costs(context, tokens, plan["tp"], count), plan["scheduler"], batch,
         arrivals=arrivals, requests=serving.simulate, prompt=plan["prompt_tokens"],
         output=plan["output_tokens"], lengths=lengths,
         budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,

@@ -5,15 +5,18 @@ contexts and prompt tokens in chunks (docs/serving.md sections 3 and 7); the bou
 as the roofline of its FLOPs and bytes. The expected step of one configuration at batch ``B``
 (``ExpectedSteps``) is, in place of that roofline (docs/expected.md, "Serving"):
 
-    t(T, {S_i}, chunks) = body(T) + sum_i a_B(S_i) + sum_chunks (P(p + c) - P(p))
+    t(T, {S_i}, chunks) = body(T) + sum_i a_B(S_i) + sum_chunks (P_m(p + c) - P_m(p))
 
 - ``body(T)``: every operation but attention of a step of ``T`` tokens (the GEMMs at ``m = T``,
   the all-reduces, the MoE experts, the embedding gather; the LM head at ``min(T, B)`` rows:
   every decode's and at most ``B`` prompts' last tokens), read from ``step`` at batch ``T``;
 - ``a_B(S)``: decode attention per sequence at context ``S``, the measured attention of ``B``
   sequences over ``B`` (measured at the plan's own batch);
-- ``P(n)``: the prefill attention of one prompt of ``n`` tokens; a chunk of ``c`` tokens after a
-  prefix of ``p`` costs its increment.
+- ``P_m(n)``: the prefill attention of a prompt of ``n`` tokens in a step of ``m`` prompts (the
+  measured attention of ``m`` prompts over ``m``: batched, short prompts share the device far
+  better than one alone, 2-3x at 512 tokens); a chunk of ``c`` tokens after a prefix of ``p``
+  costs its increment. The tables hold it for the prompt counts asked for (``prompts``); the
+  simulator reads one of them, the count its scheduler's prefill steps carry.
 
 Each table is ``step`` evaluated on a grid of ``T``, ``S`` and ``n`` (every integer to ``DENSE``,
 then ``PER_DECADE`` log-spaced points a decade, the batch itself included) and interpolated
@@ -58,7 +61,8 @@ class ExpectedSteps:
     batch : The replica's slots, ``B`` [sequence]
     tokens, body : ``body(T)`` on its grid of step tokens [token], [s]
     contexts, attention : ``a_B(S)`` on its grid of contexts [token], [s]
-    prompts, prefill : ``P(n)`` on its grid of prompt lengths (0 included) [token], [s]
+    prompts : The grid of prompt lengths of ``prefill`` (0 included) [token]
+    prefill : ``P_m(n)`` on that grid, by prompt count ``m`` [s]
     basis : The least certain basis of its decode steps at batch ``B`` and its single-prompt
         prefills (``measured``, ``interpolated``, ``extrapolated``); "" where there is none
     reason : Why there is no expectation ("" where there is one)
@@ -70,7 +74,7 @@ class ExpectedSteps:
     contexts: np.ndarray
     attention: np.ndarray
     prompts: np.ndarray
-    prefill: np.ndarray
+    prefill: dict[int, np.ndarray]
     basis: str = ""
     reason: str = ""
 
@@ -82,9 +86,14 @@ class ExpectedSteps:
         """``a_B(S)``: one decode's attention at context ``S`` [s]."""
         return _read(context, self.contexts, self.attention)
 
-    def prompt(self, length: Any) -> Any:
-        """``P(n)``: the attention of one prompt of ``n`` tokens [s]."""
-        return _read(length, self.prompts, self.prefill)
+    def prompt(self, length: Any, count: Any = 1) -> Any:
+        """``P_m(n)``: the attention of a prompt of ``n`` tokens among ``m`` [s] (NaN: ``m``
+        not tabulated)."""
+        counts = np.asarray(count)
+        out = np.full(np.broadcast_shapes(np.shape(length), counts.shape), np.nan)
+        for m, table in self.prefill.items():
+            out = np.where(counts == m, _read(length, self.prompts, table), out)
+        return out
 
     def decode(self, decoders: Any, context: Any) -> Any:
         """A step of ``decoders`` decodes at context ``context`` [s]."""
@@ -92,7 +101,7 @@ class ExpectedSteps:
 
     def prefills(self, count: Any, length: Any) -> Any:
         """A step of ``count`` whole prompts of ``length`` tokens, nothing else (0: none) [s]."""
-        time = self.linear(count * length) + count * self.prompt(length)
+        time = self.linear(count * length) + count * self.prompt(length, np.maximum(count, 1))
         return np.where(np.asarray(count) > 0, time, 0.0)
 
     def mixed(self, decoders: Any, context: Any, tokens: Any, length: Any) -> Any:
@@ -106,11 +115,14 @@ class ExpectedSteps:
             + share * self.prompt(length)
         )
 
-    def step_costs(self, max_context: int, max_tokens: int, devices: int) -> StepCosts:
+    def step_costs(
+        self, max_context: int, max_tokens: int, devices: int, prompts: int = 1
+    ) -> StepCosts:
         """The tables the simulator's loop reads, as ``StepCosts``: the FLOP terms carry
         seconds at a peak of 1 (``decode_flops`` the per-decode attention, ``pairs`` the prompt
-        attention with ``pair_flops`` 1), no bytes (bandwidth infinite) and ``fixed`` the body
-        of a step of ``T`` tokens, so that its time is exactly this class's step."""
+        attention ``P_m`` of ``m = prompts`` with ``pair_flops`` 1), no bytes (bandwidth
+        infinite) and ``fixed`` the body of a step of ``T`` tokens, so that its time is this
+        class's step (each prompt's attention at ``prompts`` a step)."""
         contexts = np.arange(max_context + 1, dtype=np.float64)
         tokens = np.arange(max_tokens + 1, dtype=np.float64)
         body = np.where(tokens > 0, self.linear(np.maximum(tokens, 1)), 0.0)
@@ -119,7 +131,7 @@ class ExpectedSteps:
             bandwidth=math.inf,
             decode_flops=np.ascontiguousarray(self.per_decode(np.maximum(contexts, 1))),
             cache=np.zeros(max_context + 1),
-            pairs=np.ascontiguousarray(np.where(contexts > 0, self.prompt(contexts), 0.0)),
+            pairs=np.ascontiguousarray(np.where(contexts > 0, self.prompt(contexts, prompts), 0.0)),
             weights=np.zeros(max_tokens + 1),
             token_flops=0.0,
             pair_flops=1.0,
@@ -143,11 +155,14 @@ def _worst(*bases: np.ndarray) -> str:
     return max(names, key=_RANK.__getitem__) if names else ""
 
 
-def expected_steps(config: Config, batch: int, max_context: int, max_tokens: int) -> ExpectedSteps:
+def expected_steps(
+    config: Config, batch: int, max_context: int, max_tokens: int, prompts: tuple[int, ...] = (1,)
+) -> ExpectedSteps:
     """``ExpectedSteps`` of ``config`` at batch ``batch``, its tables covering contexts and
-    prompts to ``max_context`` and steps to ``max_tokens`` tokens."""
+    prompts to ``max_context``, steps to ``max_tokens`` tokens and prefill steps of each count
+    of ``prompts``."""
     tokens = grid(max(max_tokens, batch), batch)
-    contexts, prompts = grid(max_context), grid(max_context)
+    contexts, lengths = grid(max_context), grid(max_context)
     rows = step(config, tokens, np.array([2]))
     if rows.reason:
         return _empty(batch, rows.reason)
@@ -156,23 +171,27 @@ def expected_steps(config: Config, batch: int, max_context: int, max_tokens: int
     head = rows.expected["lm_head"][:, 0]
     at = np.searchsorted(tokens, np.minimum(tokens, batch))
     decode = step(config, np.array([batch]), contexts)
-    prefill = step(config, np.array([1]), prompts, prefill=True)
-    reason = decode.reason or prefill.reason
+    counts = sorted({int(m) for m in prompts if m >= 1} | {1})
+    prefill = {m: step(config, np.array([m]), lengths, prefill=True) for m in counts}
+    reason = decode.reason or prefill[1].reason
     if reason:
         return _empty(batch, reason)
-    basis = _worst(decode.step_basis(), prefill.step_basis())  # the steps it mostly prices
+    basis = _worst(decode.step_basis(), prefill[1].step_basis())  # the steps it mostly prices
     return ExpectedSteps(
         batch=int(batch),
         tokens=tokens.astype(np.float64),
         body=body + head[at],
         contexts=contexts.astype(np.float64),
         attention=decode.expected["attention"][0] / batch,
-        prompts=np.concatenate([[0.0], prompts]),
-        prefill=np.concatenate([[0.0], prefill.expected["attention"][0]]),
+        prompts=np.concatenate([[0.0], lengths]),
+        prefill={
+            m: np.concatenate([[0.0], got.expected["attention"][0] / m])
+            for m, got in prefill.items()
+        },
         basis=basis,
     )
 
 
 def _empty(batch: int, reason: str) -> ExpectedSteps:
     one, nan = np.ones(1), np.full(1, np.nan)
-    return ExpectedSteps(int(batch), one, nan, one, nan, one, nan, "", reason)
+    return ExpectedSteps(int(batch), one, nan, one, nan, one, {1: nan}, "", reason)
