@@ -255,6 +255,7 @@ def test_a_run_replays_the_expected_plan_on_expected_step_costs(
     path = write_config(CONFIG)
     result = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
+    assert "expected devices: the fewest any scheduler" in " ".join(result.output.split())
     folder = tmp_path / "out" / "expected-serving"
     pools = pl.read_parquet(folder / "pools_expected.parquet")
     replayed = pl.read_parquet(folder / "simulated_expected.parquet")
