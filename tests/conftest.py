@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+# pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment, and a piped
+# `sweeps` lays its tables out to COLUMNS (sweeps.cli.console): the suite runs as a user's pipe
+# does, with no width named; a test that wants one names it
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = ROOT / "configs"

@@ -10,6 +10,7 @@ import pytest
 
 from sweeps.axes import AXES, canonical
 from sweeps.config import parse_config
+from sweeps.engine.base import LABELS
 from sweeps.grid import ANALYSES, REGISTRY, TABLES, VARIABLES, build_grid
 from sweeps.grid.analyses import (
     BY_NAME,
@@ -109,7 +110,8 @@ def test_each_compute_returns_its_declared_variables_and_only_internals_besides(
 
 def test_the_grid_stores_each_variable_as_declared(sweep, grid) -> None:
     numpy = {"float64": np.float64, "nullable": np.float64, "int64": np.int64}
-    numpy |= {"bool": np.bool_, "flag": np.int8, "str": np.object_}
+    numpy |= {"bool": np.bool_, "flag": np.int8}
+    numpy |= {label: np.object_ for label in LABELS}  # names, formats, dates: Python strings
     for analysis in applicable(sweep):
         for variable in analysis.variables:
             data = grid[variable.name]

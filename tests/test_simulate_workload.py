@@ -171,7 +171,7 @@ def test_use_numba_true_without_numba_names_the_fast_extra(monkeypatch) -> None:
         "sweeps.studies.serving.simulate.run.draw_requests", lambda *a, **k: drawn.append(a) or None
     )
     with pytest.raises(MissingExtraError, match=r"use_numba=True: .*numba.*fast extra: pip "
-                       r"install 'sweeps\[fast\]'"):  # fmt: skip
+                       r"install 'roofline-sweeps\[fast\]'"):  # fmt: skip
         simulate(point(), "chunked-paced", 8, budget=256, use_numba=True,
                  arrivals=poisson(20.0), requests=40)  # type: ignore[arg-type]  # fmt: skip
     assert drawn == []  # said before any work

@@ -83,6 +83,9 @@ def test_the_whole_tables_add_one_grid_and_match_in_memory(monkeypatch, tmp_path
     one_context = dataclasses.replace(sweep, context=sweep.context[:1], prompt=sweep.prompt[:1])
     assert streamed.configurations is None  # the serving grid at one batch is over the budget
     expected = [*(chunk.sweep for chunk in chunks), one_context, *_small_grids(sweep, False)]
+    # summary.parquet: the one-batch grid of each model alone (the whole one is over the budget)
+    first = {"batch": sweep.batch[:1], "prompt": sweep.prompt[:1]}
+    expected += [dataclasses.replace(sweep, models=(m,), **first) for m in sweep.models]
     assert built == expected
     names = sorted(f for f in whole.files if f.endswith(".parquet"))
     assert names == sorted(f for f in streamed.files if f.endswith(".parquet"))

@@ -106,14 +106,13 @@ figures); each adds its columns only where its grid has what they need."""
 
 
 def _declared() -> dict[str, Variable]:
-    """Every column the summary can have, by column name: the decode and parallel tables'
-    axis and value columns, then this module's own and the extensions'."""
+    """Every column the summary can have, by column name: the decode, parallel and expected
+    tables' axis and value columns, then this module's own and the extensions'."""
     from sweeps.engine.decode import SUMMARY as SUMMARY_VARIABLES
     from sweeps.export.parquet import declared_columns
 
-    lookup = {**declared_columns("decode"), **declared_columns("parallel")}
-    for name, entry in declared_columns("expected").items():  # with an engine: its rows
-        lookup.setdefault(name, entry)
+    lookup = {**declared_columns("expected"), **declared_columns("decode")}
+    lookup |= declared_columns("parallel")  # the engine axis and expected figures: expected
     for name in (*SUMMARY_VARIABLES, "wall_fraction_of_ceiling"):  # columns of no table
         lookup[name] = REGISTRY[name]
     for variable in (*OWN_COLUMNS, *(c for e in EXTENSIONS for c in e.columns)):
