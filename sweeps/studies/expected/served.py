@@ -212,7 +212,7 @@ SERVING_EXPECTED = Analysis(
             "expected_meets_slo",
             "-",
             "Feasible in memory (the serving table's), and the expected TTFT and TPOT meet "
-            "ttft_slo_s and tpot_slo_s",
+            "ttft_slo_s and tpot_slo_s (false where there is no expectation: see reason)",
             "bool",
             rank="full",
         ),
