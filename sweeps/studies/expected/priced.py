@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from sweeps import physics
 from sweeps.studies.expected.steps import ExpectedSteps
+from sweeps.studies.serving import closed_forms
 
 
 def _result(ttft: Any, tpot: Any, rate: Any, steady: Any, output: Any) -> dict[str, Any]:
@@ -82,6 +83,49 @@ def chunked_paced(e: ExpectedSteps, prompt: Any, output: Any, budget: float) -> 
     return _result(ttft, step, rate, step, output)
 
 
+class _Plain:
+    """Inputs of a grid with no technique axes (no speculation, no prefix hit, no parallel
+    layout): what the serving closed forms ask of their inputs beside the terms."""
+
+    values: dict[str, Any] = {}  # noqa: RUF012 - read only
+
+
+class _Terms:
+    """What ``sweeps.studies.serving.closed_forms``' chunked-greedy reads of its ``Terms``, on
+    expected steps: the workload, the steady decode step and the mixed step of
+    ``decoders`` decodes at the mean context and ``tokens`` prompt tokens in ``chunks`` pieces
+    after a mean ``prefix`` (each piece its increment of the prompt's attention; a piece longer
+    than what is left of a prompt spans prompts, each paying its share, ``P(I) c / I``)."""
+
+    def __init__(self, e: ExpectedSteps, prompt: Any, output: Any, budget: float) -> None:
+        self.e, self.x = e, cast(Any, _Plain())
+        self.batch, self.prompt, self.output, self.budget = e.batch, prompt, output, budget
+        self.decodes = np.asarray(output) > 1
+        self.context = physics.mean_context(prompt, output)
+        self.computed, self.cached, self.rows, self.random = prompt, 0.0, 1.0, False
+        self.steps = output - 1
+        self.steady = _steady(e, prompt, output)
+
+    def mixed_step(self, decoders: Any, tokens: Any, prefix: Any, chunks: Any) -> Any:
+        """A step of decodes and prompt pieces on expected steps [s]."""
+        e, piece = self.e, tokens / np.maximum(chunks, 1)
+        within = prefix + piece <= self.computed  # else a piece spans prompts: the mean share
+        increments = chunks * (e.prompt(prefix + piece) - e.prompt(prefix))
+        attention = np.where(within, increments, tokens / self.computed * e.prompt(self.computed))
+        return e.linear(decoders + tokens) + decoders * e.per_decode(self.context) + attention
+
+    def result(self, ttft: Any, tpot: Any, rate: Any, steady: Any, share: Any) -> dict[str, Any]:
+        """A mode's figures, as ``Terms.result`` gives them (per device left to the caller)."""
+        return {**_result(ttft, tpot, rate, steady, self.output), "share": share}
+
+
+def chunked_greedy(e: ExpectedSteps, prompt: Any, output: Any, budget: float) -> dict[str, Any]:
+    """vLLM V1: decodes first, the whole leftover budget to the waiting prompts, ``B`` slots
+    counting prefilling requests: the serving table's closed form
+    (``closed_forms.chunked_greedy``) on expected steps."""
+    return closed_forms.chunked_greedy(cast(Any, _Terms(e, prompt, output, budget)))
+
+
 Priced = Callable[[ExpectedSteps, Any, Any, float], dict[str, Any]]
 
 PRICED: dict[str, Priced] = {
@@ -89,13 +133,12 @@ PRICED: dict[str, Priced] = {
     "serial-prefill": serial_prefill,
     "batched-prefill": batched_prefill,
     "chunked-paced": chunked_paced,
+    "chunked-greedy": chunked_greedy,
 }
 """The modes priced on expected steps, by name (``sweeps.schedulers``)."""
 
 NOT_PRICED: dict[str, str] = {
     "bound": "a bound has no expectation: it holds for every scheduler",
-    "chunked-greedy": "chunked-greedy is not priced on expected steps (the simulator replays "
-    "it: [serving] simulate)",
 }
 """Why a mode has no expected figure."""
 

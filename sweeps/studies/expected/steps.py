@@ -120,8 +120,9 @@ class ExpectedSteps:
     reason: str = ""
 
     def linear(self, tokens: Any) -> Any:
-        """``body(T)`` [s]."""
-        return _read(tokens, self.tokens, self.body)
+        """``body(T)``: 0 for a step of no token, a fraction of one read as one [s]."""
+        count = np.asarray(tokens, dtype=np.float64)
+        return np.where(count > 0, _read(np.maximum(count, 1.0), self.tokens, self.body), 0.0)
 
     def per_decode(self, context: Any) -> Any:
         """``a_B(S)``: one decode's attention at context ``S`` [s]."""
