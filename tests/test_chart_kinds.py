@@ -29,6 +29,7 @@ CONFIG = {
         "spec_draft": ["ngram"],
         "prefix_hit_rate": [0.0, 0.9],
         "kv_tier": ["host"],
+        "engine": ["vllm"],
     },
     "serving": {
         "prompt_tokens": [512],
@@ -39,7 +40,8 @@ CONFIG = {
     "outputs": {"charts": list(chart_names()), "formats": ["html"], "grid": "none"},
 }
 """Two models on two devices (the cross-device and model-size figures), with serving, its
-simulation, speculative decoding and prefix caching: every kind has what it needs."""
+simulation, speculative decoding, prefix caching and an engine (the expected figures): every
+kind has what it needs."""
 
 
 @pytest.fixture(scope="module")

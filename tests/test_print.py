@@ -29,7 +29,7 @@ from sweeps.charts.ticks import log_ticks, tight_span
 from sweeps.config import parse_config
 from sweeps.grid import build_grid
 from sweeps.grid.variables import REGISTRY
-from sweeps.outputs import registered
+from sweeps.outputs import Kind, registered
 from tests.svg_text import Box, boxes, overlapping, text_width
 from tests.test_charts_serving import AXES, SERVING
 from tests.test_charts_techniques import CONFIG as TECHNIQUES
@@ -45,6 +45,18 @@ context = [512, 8192, 32768]
 kv_heads = ["native", 1]
 kv_dtype = ["bf16", "fp8"]
 """
+EXPECTED = """
+[sweep]
+name = "print-expected"
+[axes]
+model = ["llama-3-8b"]
+hardware = ["h100-sxm"]
+batch = { start = 1, stop = 1024, geometric = true }
+context = [512, 8192, 32768]
+kv_dtype = ["bf16", "fp8"]
+engine = ["vllm", "trtllm", "sglang"]
+"""
+"""The decode study with every engine: the expected figures (``sweeps.charts.expected``)."""
 WIDTHS = ("single-column", "double-column", "screen")
 PRINT = WIDTHS[:2]
 MODEL, TECH_MODEL = "llama-3-8b", "llama-3.1-70b"
@@ -79,6 +91,7 @@ def _simulated() -> list[Any]:
 def grids() -> dict[str, Any]:
     return {
         "decode": build_grid(parse_config(DECODE)),
+        "expected": build_grid(parse_config(EXPECTED)),
         "sizes": build_grid(parse_config(SIZES_STUDY)),
         "serving": sweeps.run({"sweep": {"name": "print"}, "axes": AXES, "serving": SERVING}),
         "techniques": build_grid(parse_config(TECHNIQUES)),
@@ -86,12 +99,14 @@ def grids() -> dict[str, Any]:
     }
 
 
-def _per_slice(builder: Callable[..., Any]) -> Callable[[dict[str, Any], str], Any]:
-    return lambda g, w: builder(g["decode"], MODEL, "h100-sxm", width=w)
+def _per_slice(kind: Kind) -> Callable[[dict[str, Any], str], Any]:
+    """A kind drawn per slice, on the decode study, or the one with engines where it needs them."""
+    grid = "decode" if kind.applies is None else "expected"
+    return lambda g, w: kind.builder(g[grid], MODEL, "h100-sxm", width=w)  # type: ignore[misc]
 
 
 KINDS: dict[str, Callable[[dict[str, Any], str], Any]] = {
-    **{k.name: _per_slice(k.builder) for k in registered().values() if k.builder is not None},
+    **{k.name: _per_slice(k) for k in registered().values() if k.builder is not None},
     "roofline-devices": lambda g, w: compare_chart(g["decode"], MODEL, width=w),
     "serving-pareto": lambda g, w: pareto_chart(g["serving"], width=w),
     "serving-request-time": lambda g, w: request_time_chart(g["serving"], width=w),

@@ -156,3 +156,38 @@ def test_an_extension_adds_declared_columns():
         EXTENSIONS.remove(extension)
     with pytest.raises(KeyError, match="not declared"):
         summary_columns(frame)
+
+
+ENGINES_CONFIG = """
+[sweep]
+name = "engines"
+[axes]
+model = ["llama-3.1-8b"]
+hardware = ["h100-sxm", "mi300x"]
+batch = [1, 64]
+context = [1024, 8192]
+engine = ["vllm", "trtllm"]
+[outputs]
+charts = []
+grid = "none"
+"""
+
+
+def test_with_engines_a_row_per_engine_every_column_declared(tmp_path):
+    """With ``axes.engine`` the summary has a row per configuration and engine, the bound's
+    columns the same on each, the expected ones the engine's own (two engines: the wall's
+    share spread over the engine's rows too)."""
+    pytest.importorskip("aiconfigurator_core")
+    result = run_to_folder(parse_config(ENGINES_CONFIG, "engines.toml"), tmp_path)
+    summary = pl.read_parquet(result.folder / "summary.parquet")
+    assert summary.height == 2 * 2 * 2  # device x context x engine
+    units = read_units(result.folder / "summary.parquet")
+    assert units["engine"]["unit"] == "-"
+    assert units["expected_device_tokens_per_s_wall"]["unit"] == "token/s"
+    by = summary.group_by("hardware", "context").agg(
+        pl.col("wall_fraction_of_ceiling").n_unique(),
+        pl.col("expected_token_time_b1_s").n_unique(),
+    )
+    assert (by["wall_fraction_of_ceiling"] == 1).all()  # a bound: one value for both engines
+    h100 = by.filter(pl.col("hardware") == "h100-sxm")
+    assert (h100["expected_token_time_b1_s"] == 2).all()  # each engine its own expectation

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import xarray as xr
 
-from sweeps.outputs import registered
+from sweeps.outputs import Kind, registered
 from sweeps.views.summary import summary_rows
 
 from .data import Choice, Selection, choose, select
@@ -89,7 +89,7 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
     it can be drawn while the next is built): each kind's spec, or, where the model fits
     nowhere the settings allow, the one reason for all of them."""
     registry = registered()
-    kinds = [k for k in charts if registry[k].builder is not None]  # drawn per slice
+    kinds = [k for k in charts if registry[k].builder is not None and _applies(registry[k], one)]
     if not kinds:  # the report alone: no choice to make here (``_Kept.add`` makes its own)
         return
     model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
@@ -112,6 +112,12 @@ def slice_figures(one: xr.Dataset, charts: Iterable[str], settings: Settings) ->
             device,
             **settings.options(),
         )
+
+
+def _applies(kind: Kind, one: xr.Dataset) -> bool:
+    """Whether ``one`` has what ``kind``'s figures need (an engine for the expected ones): a
+    kind drawn by default is left out quietly where it does not."""
+    return kind.applies is None or kind.applies(one)
 
 
 def across_devices(selections: list[Selection], settings: Settings) -> list[Figure]:

@@ -47,8 +47,11 @@ def _techniques(row: dict[str, Any]) -> list[str]:
             "-" if row["spec_acceptance"] is None else f"{row['spec_acceptance']:g}",
         ]
     if "prefix_hit_rate" in row:
-        hit = row["prefix_hit_rate"]
-        cells += ["-" if hit is None else f"{hit:.0%}", "-" if not hit else str(row["kv_tier"])]
+        hit = row["prefix_hit_rate"]  # null: prefix_hit_rate = "trace", a rate at each device
+        cells += [
+            "trace" if hit is None else f"{hit:.0%}",
+            "-" if hit is not None and not hit else str(row["kv_tier"]),
+        ]
     return cells
 
 

@@ -229,8 +229,8 @@ def _studies(
         if study.records is not None:
             records, found = study.records(values, axes, sources)
             values.update(records)
-            for key, message in found:
-                problems.add(f"{study.table}.{key}", message)
+            for key, message in found:  # "/table.key": a key of another table
+                problems.add(key[1:] if key[:1] == "/" else f"{study.table}.{key}", message)
         fields.update({AXIS[dim].field: value for dim, value in values.items()})
         studies[study.name] = study.resolve(table)
     return {**fields, "studies": studies}
@@ -317,7 +317,7 @@ def _resolve(
                 "models": model_records,
                 "hardware": hardware,
             },
-            {"models": models, "catalog": catalog, "config": config},
+            {"models": models, "catalog": catalog, "config": config, "path": path},
             problems,
         ),
     )

@@ -105,9 +105,19 @@ class Axes(Strict):
         description="Drafts: 'ngram' (free), 'mtp' (the model's own heads), or a model id or "
         "[models.*] name smaller than every target",
     )
-    prefix_hit_rate: Annotated[list[Probability], AXIS_LENGTH] | None = Field(
+    prefix_hit_rate: (
+        Annotated[list[Probability | Literal["trace"]], AXIS_LENGTH] | Literal["trace"] | None
+    ) = Field(
         default=None,
-        description="Share of prompt tokens whose cache is held [0, 1]; turns on prefix.parquet",
+        description="Share of prompt tokens whose cache is held [0, 1], or 'trace': the LRU "
+        "hit rate of prefix_trace at each point's own cache (the memory the weights leave); "
+        "turns on prefix.parquet",
+    )
+    prefix_trace: str | None = Field(
+        default=None,
+        description="Trace with prefix-block hashes (mooncake JSONL) whose LRU hit rate "
+        "prefix_hit_rate = 'trace' takes: a path relative to the config file, inside its "
+        "folder, or a shipped slice's name",
     )
     kv_tier: NameAxis | None = Field(
         default=None,
@@ -133,6 +143,13 @@ class Axes(Strict):
         "'sglang', or 'engine-version' (vllm-0.24.0); needs the measured extra; turns on "
         "expected.parquet",
     )
+
+    @model_validator(mode="after")
+    def _trace_alone(self) -> Axes:
+        """``prefix_hit_rate = "trace"`` stands for ``["trace"]``."""
+        if self.prefix_hit_rate == "trace":
+            object.__setattr__(self, "prefix_hit_rate", ["trace"])
+        return self
 
 
 class Options(Strict):
@@ -336,6 +353,7 @@ from sweeps.studies.serving.table import (  # noqa: E402
     Serving,
     ServingTable,
     SimulatedLengths,
+    WorkloadTable,
 )
 
 
@@ -357,3 +375,16 @@ class ConfigFile(Strict):
     serving: ServingTable | None = Field(
         default=None, description="Request-level serving study (turns on serving and pools tables)"
     )
+    workload: WorkloadTable | None = Field(
+        default=None,
+        description="A trace as the serving study's workload (needs [serving]: its "
+        "objectives; the trace gives the rates, lengths and simulated arrivals)",
+    )
+
+    @model_validator(mode="after")
+    def _workload_serves(self) -> ConfigFile:
+        """``[workload]`` feeds the serving study: it needs ``[serving]``."""
+        if self.workload is not None and self.serving is None:
+            msg = "[workload] needs a [serving] table (its objectives and schedulers)"
+            raise ValueError(msg)
+        return self

@@ -15,6 +15,8 @@ from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
 from sweeps.config import schema
 from sweeps.studies.prefix.tiers import KvTier
+from sweeps.studies.prefix.trace import TraceHitRate
+from sweeps.studies.serving.trace import TraceLoad
 from sweeps.studies.speculative.drafts import Draft
 
 NATIVE = axes.NATIVE
@@ -64,8 +66,10 @@ class Sweep:
     """``serving.prompt_tokens``: prompt tokens per request [token]."""
     output_tokens: tuple[int, ...] = ()
     """``serving.output_tokens``: tokens generated per request [token]."""
-    arrival_rate: tuple[float, ...] = ()
-    """``serving.arrival_rate``: request arrival rates [request/s]; empty with concurrency."""
+    arrival_rate: tuple[float | TraceLoad, ...] = ()
+    """``serving.arrival_rate``: request arrival rates [request/s], or with ``[workload]`` the
+    trace at each time scale (``sweeps.studies.serving.trace.TraceLoad``, labelled by its
+    rate); empty with concurrency."""
     concurrency: tuple[int, ...] = ()
     """``serving.concurrency``: closed-loop clients [request]; empty with arrival rates."""
     studies: Mapping[str, Any] = field(default_factory=dict)
@@ -77,8 +81,10 @@ class Sweep:
     """``axes.spec_acceptance``: per-token acceptance probabilities [1]."""
     spec_draft: tuple[Draft, ...] = ()
     """``axes.spec_draft``: the drafts (``sweeps.studies.speculative.drafts.Draft``)."""
-    prefix_hit_rate: tuple[float, ...] = ()
-    """``axes.prefix_hit_rate``: cached shares of the prompt [1]; empty: no prefix caching."""
+    prefix_hit_rate: tuple[float | TraceHitRate, ...] = ()
+    """``axes.prefix_hit_rate``: cached shares of the prompt [1], or the trace's hit rate at
+    each point's cache (``sweeps.studies.prefix.trace.TraceHitRate``); empty: no prefix
+    caching."""
     kv_tier: tuple[KvTier, ...] = ()
     """``axes.kv_tier``: where cached prefixes live (``sweeps.studies.prefix.tiers.KvTier``)."""
     ep: tuple[int, ...] = ()

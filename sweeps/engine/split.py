@@ -47,15 +47,22 @@ def roofline(
     own (``batch <= max_batch``), so the pass is not run: computing its five full-rank
     outputs to replace them was 40 % of the grid's time (measured on issue 14's 16.8 M-point
     grid, 3 December). ``work`` gives the step's (GEMM FLOPs, attention FLOPs) per device
-    [FLOP], called only then.
+    [FLOP], called only then. So is work that differs by device (a prefix hit at each
+    device's own cache, ``prefix_hit_rate = "trace"``): the pass takes the work per point,
+    the same on every device.
     """
-    if not splits(x):
+    if not (splits(x) or _per_device(inputs)):
         return x.engine.roofline(dims, with_tokens=with_tokens, **inputs)
     gemm, attention = work()
     device = (inputs["peak"], inputs["bandwidth"])
     step = (gemm, attention, inputs["nbytes"], inputs["ai"])
     out = split_outputs(x, dims, step, device, inputs["batch"] if with_tokens else None)
     return {**out, "feasible": x.engine.fits(dims, **inputs)}
+
+
+def _per_device(inputs: dict[str, Any]) -> bool:
+    """Whether the step's work has a hardware dim (the pass's has none)."""
+    return any("hardware" in getattr(inputs[k], "dims", ()) for k in ("flops", "nbytes", "ai"))
 
 
 def split_outputs(

@@ -10,6 +10,7 @@ quantity is per device, as in the decode and prefill tables (docs/cost-model.md 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,8 @@ import numpy as np
 from sweeps import physics
 from sweeps.engine.base import Inputs
 from sweeps.engine.parallel_terms import parallel
+from sweeps.physics._array import where
+from sweeps.physics.prefix_lru import cache_blocks
 
 
 def path_weights_read(x: Inputs, tokens: Any) -> Any:
@@ -168,3 +171,32 @@ def step_coefficients(x: Inputs, batch: Any) -> tuple[tuple[Any, ...], tuple[Any
         batch, weights_read(x, batch), 0.0, per_token, layers, local
     )
     return flops, nbytes
+
+
+def prefix_hit(x: Inputs) -> Any:
+    """The prefix hit rate ``h`` at each point [1]: the ``prefix_hit_rate`` axis's, and where
+    its label is ``"trace"`` (NaN) the trace's exact LRU hit rate at the point's own cache:
+    the memory the weights leave per device, ``M (1 - reserve) - W``, in whole blocks of the
+    trace's KV bytes on the busiest device (``sweeps.physics.cache_blocks``), looked up once
+    per distinct capacity and broadcast."""
+    hit = x["prefix_hit_rate"]
+    if "_hit_curve" not in x.values:
+        return hit
+    curve = np.asarray(x["_hit_curve"], dtype=object).item()
+    blocks = cache_capacity(x, curve.block_tokens)
+    rate = x.engine.pointwise(partial(_once_per_capacity, curve), (), blocks)
+    return where(np.isnan(hit), rate, hit)
+
+
+def cache_capacity(x: Inputs, block_tokens: Any) -> Any:
+    """Whole prefix blocks of ``block_tokens`` tokens the memory the weights leave on a
+    device holds (``sweeps.physics.cache_blocks``) [block]."""
+    free = x["memory"] * (1 - x.options.memory_reserve) - x["weight_bytes"]
+    return cache_blocks(free, cache_bytes(x, 1.0), block_tokens)
+
+
+def _once_per_capacity(curve: Any, blocks: Any) -> Any:
+    """``curve.rate_at(blocks)``, looked up once per distinct capacity [1]."""
+    values = np.asarray(blocks)
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return curve.rate_at(distinct)[inverse].reshape(values.shape)[()]

@@ -181,7 +181,9 @@ def _axis_column(
     else:
         kind = np.float64 if axis.kind == "value" else np.int64
         values = np.asarray(ds[dim].values, dtype=kind)
-        make, key = partial(pl.Series, column), (column, layout)
+        # a value axis's NaN label (prefix_hit_rate = "trace": no one number) is a null
+        make = partial(pl.Series, column, nan_to_null=axis.kind == "value")
+        key = (column, layout)
     return _repeated(repeats, values, own, key, partial(_spread, values, own, layout, make))
 
 

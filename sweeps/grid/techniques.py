@@ -5,7 +5,9 @@ and, for a draft model, its shapes (``_draft_*``, neutral values for the others,
 the analysis never takes from them). Along ``kv_tier`` and ``hardware``: each tier's bandwidth
 per device (``_tier_bandwidth``, ``inf`` for hbm), its capacity (``_tier_capacity``, NaN where
 unknown) and whether it is HBM. Along ``hardware``: the board power (``_board_power``, NaN
-where the catalog has none). Units as in ``sweeps.grid.coords``.
+where the catalog has none). With ``prefix_hit_rate = "trace"``: the trace's LRU hit curve
+(``_hit_curve``, one value: a ``sweeps.traces.reuse.HitCurve``). Units as in
+``sweeps.grid.coords``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from sweeps.config import Sweep
 from sweeps.studies.prefix.tiers import HBM
+from sweeps.studies.prefix.trace import TraceHitRate
 
 Coord = tuple[str | tuple[str, ...], np.ndarray]
 
@@ -78,4 +81,7 @@ def technique_inputs(sweep: Sweep) -> dict[str, Coord]:
         out.update(_draft_inputs(sweep))
     if sweep.kv_tier:
         out.update(_tier_inputs(sweep))
+    traced = [r for r in sweep.prefix_hit_rate if isinstance(r, TraceHitRate)]
+    if traced:  # one value, the curve: ``sweeps.engine.steps.prefix_hit`` reads it
+        out["_hit_curve"] = ((), np.array(traced[0].curve, dtype=object))
     return out

@@ -24,6 +24,12 @@ def version() -> str:
     return "0+unknown"
 
 
+def _labels(dim: str, sweep: Sweep) -> list[object]:
+    """An axis's labels for JSON: a null for a NaN label (``prefix_hit_rate = "trace"``: no
+    one number), as in the tables."""
+    return [None if v != v else v for v in AXIS[dim].labels(sweep)]
+
+
 def manifest(
     sweep: Sweep,
     rows: Mapping[str, int],
@@ -45,7 +51,7 @@ def manifest(
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "sweep": {"name": sweep.name, "title": sweep.title},
         "config": {"path": sweep.path, "sha256": sweep.sha256, "text": sweep.text},
-        "axes": {dim: AXIS[dim].labels(sweep) for dim in active_dims(sweep)},
+        "axes": {dim: _labels(dim, sweep) for dim in active_dims(sweep)},
         "options": vars(sweep.options),
         "rows": dict(rows),
         "columns": dict(columns),

@@ -36,7 +36,8 @@ Records = Callable[
 """Labels of a study's axes turned into records: from its axes' values by dim, the sweep's
 resolved axes by field (``models``, ``hardware``, ...) and the sources (``models``: the custom
 model records, ``catalog``, ``config``: the validated file), the records by dim and the
-problems found, each a key (relative to the table) and a message."""
+problems found, each a key (relative to the table; ``/table.key`` for a key of another table
+the records read, as the serving study's ``[workload]``) and a message."""
 
 Check = Callable[[Any, Mapping[str, Sequence[Any]]], list[tuple[str, str]]]
 """Cross-checks of a study's validated table against the sweep's resolved axes (by field):

@@ -168,10 +168,11 @@ def summary_frame(ds: xr.Dataset, ceiling_fraction: float) -> pl.DataFrame:
     Every float column is null, never NaN, where a value does not exist.
     """
     from sweeps.engine.decode import SUMMARY as SUMMARY_VARIABLES
-    from sweeps.views.summary import SUMMARY_DIMS, summarize
+    from sweeps.views.summary import EXPECTED_TERMS, SUMMARY_DIMS, summarize
 
     frame = summarize(ds)
-    held = {d for name in SUMMARY_VARIABLES for d in ds[name].dims}
+    names = (*SUMMARY_VARIABLES, *(n for n in EXPECTED_TERMS if n in ds.data_vars))
+    held = {d for name in names for d in ds[name].dims}  # summarize's rows: the engine's too
     if "ttft_s" in ds.data_vars:  # as summarize: the prefill's dims but prompt and batch
         held |= set(ds["ttft_s"].dims) - {"prompt", "batch"}
     dims = [d for d in SUMMARY_DIMS if d in held]

@@ -19,7 +19,7 @@ from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.parallel_terms import PARALLEL_DIMS, handoff_time, link_time, parallel
 from sweeps.engine.prefill import DIMS as PREFILL_DIMS
 from sweeps.engine.split import roofline
-from sweeps.engine.steps import cache_bytes, hit_work, prefill_split
+from sweeps.engine.steps import cache_bytes, hit_work, prefill_split, prefix_hit
 from sweeps.physics._array import where
 
 DIMS = (*PREFILL_DIMS, "prefix_hit_rate", "kv_tier")
@@ -29,14 +29,15 @@ HIT_DIMS = DIMS[:-1]
 
 def _compute(x: Inputs) -> dict[str, Any]:
     opt, batch, point = x.options, x["batch"], x.engine.pointwise
-    flops, read, kv_dev = hit_work(x, x["batch"], x["prompt"], x["prefix_hit_rate"])
+    h = prefix_hit(x)
+    flops, read, kv_dev = hit_work(x, x["batch"], x["prompt"], h)
     nbytes = point(physics.prefill_bytes, HIT_DIMS, read, batch, kv_dev)
     ai = point(physics.arithmetic_intensity, HIT_DIMS, flops, nbytes)
     # a prefill writes every stage's cache in turn; a device holds its stage's (the prefill's)
     held = kv_dev / x["_pp"]
     max_batch = physics.max_batch(x["memory"], opt.memory_reserve, x["weight_bytes"], held)
     # the GEMMs at the weight format's peak, attention at the attention format's
-    new = physics.tokens_recomputed(x["prompt"], x["prefix_hit_rate"])
+    new = physics.tokens_recomputed(x["prompt"], h)
     roof = roofline(
         x, HIT_DIMS, lambda: prefill_split(x, batch, new, flops),
         with_tokens=False, flops=flops, nbytes=nbytes, ai=ai, batch=batch,
@@ -50,7 +51,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
         roof = {**roof, "time": point(np.add, HIT_DIMS, ttft, (x["_pp"] - 1) * handoff)}
     # each device reloads its own share of the prefixes: a stage's layers, an attention
     # copy's sequences (``cache_bytes``), every stage at once
-    prefix = cache_bytes(x, x["prefix_hit_rate"] * x["prompt"])
+    prefix = cache_bytes(x, h * x["prompt"])
     reload_bytes = physics.reload_bytes(batch, prefix)
     reload = physics.reload_time(reload_bytes, x["_tier_bandwidth"])
     hit = physics.hit_time(roof["time"], reload)
@@ -58,7 +59,8 @@ def _compute(x: Inputs) -> dict[str, Any]:
     free = x["memory"] * (1 - opt.memory_reserve) - x["weight_bytes"]
     capacity = where(x["_tier_is_hbm"], free, x["_tier_capacity"])
     return {
-        "tokens_recomputed": physics.tokens_recomputed(x["prompt"], x["prefix_hit_rate"]),
+        "hit_rate": h,
+        "tokens_recomputed": new,
         "hit_flops": flops,
         "hit_bytes": nbytes,
         "hit_compute_time_s": roof["time"],
@@ -80,6 +82,13 @@ PREFIX = Analysis(
     name="prefix",
     dims=DIMS,
     variables=(
+        _V(
+            "hit_rate",
+            "1",
+            "Prefix hit rate h: the axis's, or with prefix_hit_rate = 'trace' (a null there) "
+            "the trace's LRU hit rate at this point's own cache (docs/workloads.md)",
+            rank="low",
+        ),
         _V("tokens_recomputed", "token", "Prompt tokens the hit prefill computes, (1-h) I"),
         _V(
             "hit_flops",
@@ -153,6 +162,7 @@ PREFIX = Analysis(
     compute=_compute,
     needs=("model", "decode", "prefill"),
     columns=(
+        "hit_rate",
         "tokens_recomputed",
         "hit_flops",
         "hit_bytes",

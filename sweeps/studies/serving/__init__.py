@@ -1,5 +1,6 @@
 """The serving study: requests of I prompt and O output tokens, served at a rate or by closed-loop
-clients (``[serving]``): the serving, pools and simulated tables (docs/serving.md).
+clients (``[serving]``), or a production trace's (``[workload]``, ``trace``): the serving, pools
+and simulated tables (docs/serving.md, docs/workloads.md).
 
 ``STUDY`` is the one face the core sees; the schedulers are records in ``schedulers``.
 """
@@ -14,6 +15,7 @@ from sweeps.studies.base import Study
 from sweeps.studies.serving.pools import POOLS
 from sweeps.studies.serving.serving import SERVING
 from sweeps.studies.serving.simulated import STEP
+from sweeps.studies.serving.trace import workload_records
 
 
 def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[str, str]]:
@@ -52,6 +54,7 @@ STUDY = Study(
     defaults={"concurrency": ()},
     settings=lambda table: table.objectives(),
     check=_check_serving,
+    records=workload_records,
     analyses=(SERVING, POOLS),
     post_steps=(STEP,),
     description="Requests of I prompt and O output tokens: the serving and pools tables",

@@ -24,6 +24,7 @@ from sweeps.engine.steps import (
     pipeline_fill,
     prefill_split,
     prefill_work,
+    prefix_hit,
     weights_read,
 )
 from sweeps.physics._array import on_values, where
@@ -57,14 +58,14 @@ def computed_tokens(x: Inputs, prompt: Any) -> Any:
     [token]."""
     if not caches_prefixes(x):
         return prompt
-    return physics.tokens_recomputed(prompt, x["prefix_hit_rate"])
+    return physics.tokens_recomputed(prompt, prefix_hit(x))
 
 
 def hit_prefill(x: Inputs, batch: Any, prompt: Any) -> tuple[Any, Any]:
     """The hit prefill of ``batch`` prompts: its compute time with the prefix in HBM, its
     attention at its own peak (analyses/split.py), and the reload of the prefixes from their
     tier [s, s]."""
-    hit = x["prefix_hit_rate"]
+    hit = prefix_hit(x)
     flops, read, kv_dev = hit_work(x, batch, prompt, hit)
     new = physics.tokens_recomputed(prompt, hit)
     flops = timed_flops(x, *prefill_split(x, batch, new, flops), flops)
@@ -212,7 +213,7 @@ def hit_prompt(x: Inputs, prompt: Any) -> dict[str, Any]:
     """One prompt's prefill with its prefix hit: the tokens it computes (at least one, the
     logits row's), the cached ones, its FLOPs as their time at the GEMM peak, the KV it writes
     and the prefix bytes it reloads from its tier [token, token, FLOP, byte, byte]."""
-    hit = x["prefix_hit_rate"]
+    hit = prefix_hit(x)
     flops, _, _ = hit_work(x, 1.0, prompt, hit)
     new = physics.tokens_recomputed(prompt, hit)
     prefix = cache_bytes(x, hit * prompt)

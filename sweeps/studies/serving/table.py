@@ -15,6 +15,7 @@ from sweeps.fields import (
     TokenAxis,
     TokensOrNone,
 )
+from sweeps.traces import formats as trace_formats
 
 SchedulerName = Annotated[
     str,
@@ -152,3 +153,40 @@ class ServingTable(Serving):
         """The resolved settings of the study (``Sweep.studies["serving"]``): the table without its
         axes."""
         return Serving(**{name: getattr(self, name) for name in Serving.model_fields})
+
+
+def _trace_format(name: str) -> str:
+    """``name`` if ``sweeps.traces`` reads a format of that name, else a ``ValueError`` that
+    lists the allowed names."""
+    if name not in trace_formats.NAMES:
+        listed = ", ".join(repr(n) for n in trace_formats.NAMES)
+        msg = f"{name!r} is no trace format; allowed: {listed}"
+        raise ValueError(msg)
+    return name
+
+
+TraceFormat = Annotated[
+    str,
+    AfterValidator(_trace_format),
+    WithJsonSchema({"enum": list(trace_formats.NAMES), "type": "string"}),
+]
+"""A format ``sweeps.traces`` reads (``[workload] format``)."""
+
+
+class WorkloadTable(Strict):
+    """The ``[workload]`` table: a trace whose requests are the serving study's workload
+    (``sweeps.studies.serving.trace``; docs/workloads.md)."""
+
+    trace: str = Field(
+        description="Trace file (any format sweeps workload reads): a path relative to the "
+        "config file, inside its folder, or a shipped slice's name; its mean rate and lengths "
+        "are the serving axes, its requests the simulations'"
+    )
+    format: TraceFormat | None = Field(
+        default=None, description="The trace's format (default: recognised by its columns)"
+    )
+    rate_scale: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
+        default=[1.0],
+        description="Multiples of the trace's load (its times divided by each): the arrival "
+        "rates of the serving axis, and the replays' time scales",
+    )

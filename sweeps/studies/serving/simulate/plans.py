@@ -5,7 +5,9 @@ table as written, so a streamed run's plans are its whole table's) the cheapest 
 that one scheduler runs on one kind of device (the least cost, the fewest devices where no
 device has a price) is simulated with ``N`` requests: its replicas, batch and scheduler,
 Poisson arrivals at the workload's rate (a closed loop of its clients where the table has a
-concurrency), the lengths of ``[serving] lengths``, seed 0. ``simulated.parquet`` has one row
+concurrency), the lengths of ``[serving] lengths``, seed 0; with ``[workload]`` the trace
+itself, its first ``N`` requests at their recorded times over the rate's scale, with their
+own lengths (``sweeps.studies.serving.trace``). ``simulated.parquet`` has one row
 per plan, its columns declared once in ``sweeps.studies.serving.simulated`` (units and
 descriptions go into the file's metadata as for every table); the TTFT and TPOT of every
 request feed the CDF charts (``sweeps.charts.simulated``).
@@ -26,6 +28,7 @@ from sweeps.studies.serving.simulate.kernel import SCHEDULER_CODES
 from sweeps.studies.serving.simulate.run import Timeline, simulate
 from sweeps.studies.serving.simulate.stats import summarize
 from sweeps.studies.serving.simulate.workload import Lengths, closed_loop, poisson, read_lengths
+from sweeps.studies.serving.trace import trace_load
 
 WORKLOAD = (
     "model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens",
@@ -85,9 +88,10 @@ def _plain(value: Any) -> Any:
 
 
 def _index(values: Any, wanted: Any, key: str) -> int:
-    """Where ``wanted`` is among a sweep axis's ``values``."""
+    """Where ``wanted`` is among a sweep axis's ``values`` (None: the NaN label, as
+    ``prefix_hit_rate = "trace"`` has it)."""
     for i, value in enumerate(values):
-        if value == wanted:
+        if value == wanted or (wanted is None and value != value):  # a null: the NaN label
             return i
     msg = f"{key} = {wanted!r} is not on the sweep's axis"
     raise KeyError(msg)
@@ -113,7 +117,9 @@ def point_of(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
         **{
             axis.dim: _index(axis.labels(sweep), plan[axis.dim], axis.dim)
             for axis in AXES
-            if axis.dim in TECHNIQUES and plan.get(axis.dim) is not None
+            if axis.dim in TECHNIQUES
+            and axis.dim in plan
+            and (plan[axis.dim] is not None or any(v != v for v in axis.labels(sweep)))
         },
     }
 
@@ -152,8 +158,10 @@ def _simulated(
     """One plan simulated, and its row."""
     serving = sweep.studies["serving"]
     chunked = BY_NAME[plan["scheduler"]].chunked
-    clients = plan["concurrency"]
+    clients, load = plan["concurrency"], trace_load(sweep, plan["arrival_rate"])
     arrivals = poisson(plan["arrival_rate"]) if clients is None else closed_loop(clients)
+    if load is not None:  # [workload]: the trace itself, at its time scale
+        arrivals = load.arrivals(serving.simulate)
     timeline = simulate(
         inputs_at(sweep, point_of(sweep, plan)), plan["scheduler"], plan["batch"],
         arrivals=arrivals, requests=serving.simulate,

@@ -25,6 +25,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.engine.drafts import mtp_head
+from sweeps.engine.steps import prefix_hit
 from sweeps.studies.speculative.speculative import verify_terms
 
 
@@ -147,7 +148,8 @@ def techniques(x: Any, max_context: int, max_slots: int) -> Techniques:
     else:
         draft = (np.zeros(1), np.zeros(1), np.zeros(1))
     tier = _value(x, "_tier_bandwidth", math.inf)
-    hit = _value(x, "prefix_hit_rate", 0.0)
+    # the axis's, or the trace's at this point's cache (prefix_hit_rate = "trace")
+    hit = float(prefix_hit(x)) if "prefix_hit_rate" in x.values else 0.0
 
     def table(values: Any) -> np.ndarray:
         return np.ascontiguousarray(np.broadcast_to(values, np.shape(values)), dtype=np.float64)
