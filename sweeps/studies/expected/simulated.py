@@ -4,9 +4,10 @@ Where ``[serving] simulate`` is above 0 and the sweep sets an engine, the plan o
 load and engine with the fewest devices by expectation (``pools_expected``: then the lowest
 cost) is simulated as the serving study simulates its cheapest plans
 (``sweeps.studies.serving.simulate``: its replicas, batch and scheduler, Poisson arrivals at the
-rate or a closed loop of the clients, ``[serving] lengths``, seed 0), each step priced by the
-expected step costs of its configuration (``steps.ExpectedSteps.step_costs``) instead of the
-roofline. One row per plan: the ``simulated.parquet`` columns and the engine.
+rate, a closed loop of the clients or a ``[workload]`` trace, ``[serving] lengths``, seed 0),
+each step priced by the expected step costs of its configuration
+(``steps.ExpectedSteps.step_costs``) instead of the roofline. One row per plan: the
+``simulated.parquet`` columns and the engine.
 """
 
 from __future__ import annotations
@@ -75,12 +76,15 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
     from sweeps.studies.serving.simulate import closed_loop, draw_requests, poisson, simulate
     from sweeps.studies.serving.simulate.plans import SEED, Simulated, point_of
     from sweeps.studies.serving.simulate.stats import summarize
+    from sweeps.studies.serving.trace import trace_load
 
     serving = sweep.studies["serving"]
     point = point_of(sweep, plan)
     point["engine"] = [str(e) for e in AXIS["engine"].labels(sweep)].index(plan["engine"])
-    clients = plan.get("concurrency")
+    clients, load = plan.get("concurrency"), trace_load(sweep, plan.get("arrival_rate"))
     arrivals = poisson(plan["arrival_rate"]) if clients is None else closed_loop(clients)
+    if load is not None:  # [workload]: the trace itself, at its time scale, as simulated
+        arrivals = load.arrivals(serving.simulate)
     drawn = draw_requests(
         arrivals, lengths, plan["prompt_tokens"], plan["output_tokens"], serving.simulate, SEED
     )
