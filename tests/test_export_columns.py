@@ -13,6 +13,7 @@ from sweeps.config import parse_config
 from sweeps.export.columns import CONDITIONAL, column_reference
 from sweeps.export.frame import TABLE_NAMES
 from sweeps.export.parquet import frames
+from sweeps.export.post_steps import declared
 from sweeps.grid import REGISTRY, build_grid
 from sweeps.grid.analyses import TABLES
 from sweeps.studies.serving.simulated import SIMULATED
@@ -59,7 +60,8 @@ def _declared(table: str) -> dict[str, str]:
 
 
 def test_every_table_has_a_section(sections) -> None:
-    assert list(sections) == [*TABLE_NAMES, "simulated"]
+    assert list(sections) == [*TABLE_NAMES, *(step.name for step in declared())]
+    assert {"simulated", "simulated_expected"} <= set(sections)
 
 
 @pytest.mark.parametrize("table", TABLE_NAMES)

@@ -118,19 +118,45 @@ def run_one(
 
 def _plans(result: Any) -> list[dict[str, Any]]:
     """The cheapest serving plans of ``result`` (none without a ``[serving]`` table), from
-    its grid or, for a streamed run, its pools table."""
+    its grid or, for a streamed run, its pools table; with an engine, each says the devices
+    it needs by expectation (``expected``: engine to devices, ``sweeps.views.plans_expected``)."""
     from sweeps.views import cheapest_plans
+
+    tables = _pools_tables(result)
+    if tables is None:
+        return []
+    plans = cheapest_plans(tables["pools"])
+    rows = list(plans.to_dicts())
+    if "pools_expected" in tables:
+        from sweeps.views.plans import _keys
+        from sweeps.views.plans_expected import expected_plans
+
+        keys = _keys(plans)
+        by_key: dict[tuple[str, ...], dict[str, Any]] = {}
+        for got in expected_plans(tables["pools"], tables["pools_expected"]).to_dicts():
+            found = by_key.setdefault(tuple(str(got[k]) for k in keys), {})
+            found[str(got["engine"])] = got["expected_devices"]
+        for row in rows:
+            row["expected"] = by_key.get(tuple(str(row[k]) for k in keys), {})
+    return rows
+
+
+def _pools_tables(result: Any) -> dict[str, Any] | None:
+    """The pools table (and pools_expected where the run has it) of ``result`` as frames."""
+    import polars as pl
 
     if result.held is not None:  # the grid in one piece (a grid held model by model is not
         # joined for this: its pools table is written)
         if "pools_feasible" not in result.held:
-            return []
-        return list(cheapest_plans(result.held).to_dicts())
-    files = sorted(result.folder.glob("pools.parquet")) + sorted(
-        result.folder.glob("pools/*.parquet")
-    )
-    if not files:
-        return []
-    import polars as pl
+            return None
+        from sweeps.export import frames
 
-    return list(cheapest_plans(pl.concat([pl.read_parquet(f) for f in files])).to_dicts())
+        held = frames(result.held)
+        return {k: held[k] for k in ("pools", "pools_expected") if k in held}
+    out = {}
+    for name in ("pools", "pools_expected"):
+        files = sorted(result.folder.glob(f"{name}.parquet"))
+        files += sorted(result.folder.glob(f"{name}/*.parquet"))
+        if files:
+            out[name] = pl.concat([pl.read_parquet(f) for f in files])
+    return out if "pools" in out else None

@@ -55,6 +55,12 @@ def _techniques(row: dict[str, Any]) -> list[str]:
     return cells
 
 
+def _expected(devices: dict[str, Any]) -> str:
+    """The devices a plan needs by expectation, per engine (``vllm 2, trtllm 3``)."""
+    cells = [f"{engine} {'-' if n is None else grouped(n)}" for engine, n in devices.items()]
+    return ", ".join(cells) or "-"
+
+
 def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
     """The cheapest plan that meets the objectives per model, weights, workload and rate;
     with speculation or a prefix cache in the run, which ``k``, draft and tier it takes."""
@@ -69,14 +75,22 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
     if len(rows) > PLAN_ROWS:
         notes.append(f"first {PLAN_ROWS} of {len(rows):,} plans")
         rows = rows[:PLAN_ROWS]
-    table = new_table(f"{title}: cheapest serving plans", "; ".join(notes))
     first = rows[0] if rows else {}
+    if "expected" in first:
+        notes.append(
+            "expected devices: the fewest any scheduler is expected to need on the engine's "
+            "measured kernels (pools_expected.parquet); the plan's devices are sized on "
+            "roofline steps"
+        )
+    table = new_table(f"{title}: cheapest serving plans", "; ".join(notes))
     closed = "concurrency" in first
     heads = ["model", "weights", "I", "O", "clients" if closed else "req/s", "plan"]
     heads += ["prefill", "decode", "devices"]
     heads += ["k", "draft", "accept"] if "spec_tokens" in first else []
     heads += ["hit", "tier"] if "prefix_hit_rate" in first else []
     heads += ["$/M tok", "TTFT ms", "TPOT ms", "decode share"]
+    expected = "expected" in first
+    heads += ["expected devices"] if expected else []
     for head in heads:
         table.add_column(Text(head), no_wrap=True, overflow="ellipsis")
     for row in rows:
@@ -96,5 +110,6 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
             _ms(row["ttft_s"]),
             _ms(row["tpot_s"]),
             "-" if row["decode_time_share"] is None else f"{row['decode_time_share']:.0%}",
+            *([_expected(row["expected"])] if expected else []),
         )
     return table

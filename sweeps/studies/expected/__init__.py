@@ -3,7 +3,11 @@ the ``measured`` extra; docs/expected.md).
 
 ``STUDY`` is the one face the core sees; ``step`` composes one step from the measured kernels
 of the operations the cost model counts, ``expected`` declares the two tables
-(expected.parquet, kernels.parquet) beside their compute.
+(expected.parquet, kernels.parquet) beside their compute; ``steps`` prices any step a scheduler
+runs, ``priced`` the named schedulers on those steps and ``served`` their table
+(serving_expected.parquet, where the sweep also has ``[serving]``) and ``pools`` the devices a
+load needs by expectation (pools_expected.parquet), ``simulated`` those plans replayed by the
+simulator on expected step costs (simulated_expected.parquet, with ``[serving] simulate``).
 """
 
 from __future__ import annotations
@@ -13,6 +17,9 @@ from typing import Any
 
 from sweeps.studies.base import Study
 from sweeps.studies.expected.expected import EXPECTED, KERNELS
+from sweeps.studies.expected.pools import POOLS_EXPECTED
+from sweeps.studies.expected.served import SERVING_EXPECTED
+from sweeps.studies.expected.simulated import STEP
 
 
 def _engine_records(
@@ -32,5 +39,6 @@ STUDY = Study(
     description="Expected step times from measured kernels (the measured extra), engine by "
     "engine: expected.parquet and kernels.parquet",
     records=_engine_records,
-    analyses=(EXPECTED, KERNELS),
+    analyses=(EXPECTED, KERNELS, SERVING_EXPECTED, POOLS_EXPECTED),
+    post_steps=(STEP,),
 )

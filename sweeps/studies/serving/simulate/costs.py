@@ -51,6 +51,10 @@ class StepCosts:
     tp : Devices of the replica [device]
     stages : Pipeline stages, ``pp``: a step of ``m < pp`` whole sequences takes ``pp / m``
         times its roofline (``sweeps.physics.pipeline_fill``) [1]
+    fixed : Time a step of ``T`` tokens adds to its roofline (index ``T``), None: nothing.
+        The bound's tables have none; expected step costs (``sweeps.studies.expected.steps``)
+        put there what is not a sum over the step's sequences (the GEMMs of its ``T``
+        tokens) [s]
     """
 
     peak: float
@@ -64,6 +68,11 @@ class StepCosts:
     logit_flops: float
     tp: int
     stages: float = 1.0
+    fixed: np.ndarray | None = None
+
+    def fixed_table(self) -> np.ndarray:
+        """``fixed``, or zeros: what the loop adds to a step of ``T`` tokens [s]."""
+        return self.fixed if self.fixed is not None else np.zeros(self.weights.size)
 
     @property
     def max_context(self) -> int:
@@ -155,5 +164,6 @@ def step_time(
         tokens += size
     nbytes += costs.weights[tokens]
     roof = physics.roofline_time(flops, nbytes, costs.peak, costs.bandwidth)
+    roof = roof + float(costs.fixed_table()[tokens])
     fill = physics.pipeline_fill(contexts.size + len(chunks), costs.stages)
     return float(roof * fill)

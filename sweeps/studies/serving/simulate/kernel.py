@@ -28,7 +28,9 @@ tokens of the step's budget and weight reads), the draft's ``draft_passes`` roof
 before it, and the slot advances by its next acceptance draw, cut to what it still needs. With
 a prefix hit a prompt starts at its ``cached`` tokens, its prefix reloaded over
 ``tier_bandwidth`` overlapped with the step: ``max(roofline, reload)``
-(``simulate.speculation``). ``rows = 1`` and no hit are the plain loop exactly.
+(``simulate.speculation``). ``rows = 1`` and no hit are the plain loop exactly. ``fixed[T]`` is
+added to a step of ``T`` tokens: zeros for the bound, the body of an expected step
+(``sweeps.studies.expected.steps``) where the tables carry measured seconds.
 
 The loop is plain Python that numba compiles (``compiled``); without numba the same function
 runs interpreted, step by step, and gives the same numbers.
@@ -67,7 +69,7 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
     token_flops, pair_flops, logit_flops, peak, bandwidth, slots, budget, scheduler, pace,
     admit, first, done, totals,
     verify_cache, rows, draws, draw_start, draft_passes, draft_shift, draft_flops, draft_cache,
-    draft_weights, cached, tier_bandwidth, stages,
+    draft_weights, cached, tier_bandwidth, stages, fixed,
 ):  # fmt: skip
     n = prompt.size
     # the decoding requests, packed in [0, active): context, decode tokens left, request
@@ -210,7 +212,7 @@ def loop(  # long: one event loop, its state in locals so that numba keeps it in
             continue
         nbytes += weights[tokens]
         # the reload from the prefix's tier overlapped with the step, the draft before it
-        roof = _roofline_time(flops, nbytes, peak, bandwidth)
+        roof = _roofline_time(flops, nbytes, peak, bandwidth) + fixed[tokens]  # 0: the bound
         roof = roof * stages / min(max(pieces, 1), stages)  # fewer sequences than stages
         step = max(roof, reload / tier_bandwidth)
         step += drafted

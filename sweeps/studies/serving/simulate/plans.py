@@ -97,7 +97,7 @@ def _index(values: Any, wanted: Any, key: str) -> int:
     raise KeyError(msg)
 
 
-def _point(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
+def point_of(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
     """The grid indices of a plan's replica in ``sweep``."""
     from sweeps.axes import AXES, NATIVE
 
@@ -163,7 +163,7 @@ def _simulated(
     if load is not None:  # [workload]: the trace itself, at its time scale
         arrivals = load.arrivals(serving.simulate)
     timeline = simulate(
-        inputs_at(sweep, _point(sweep, plan)), plan["scheduler"], plan["batch"],
+        inputs_at(sweep, point_of(sweep, plan)), plan["scheduler"], plan["batch"],
         arrivals=arrivals, requests=serving.simulate,
         prompt=plan["prompt_tokens"], output=plan["output_tokens"], lengths=lengths,
         budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,

@@ -181,6 +181,7 @@ def _run_replica(
         costs.peak, costs.bandwidth, batch, budget, code, paced,
         admit, first, done, totals,
         cache, rows, draws, starts, passes, shift, *draft, cached, tier, costs.stages,
+        costs.fixed_table(),
     )  # fmt: skip
     return arrival, admit, first, done, totals
 

@@ -1,0 +1,214 @@
+"""``pools_expected``: how many devices a load needs by expectation, one plan per scheduler.
+
+The pools table's colocated plans (``sweeps.studies.serving.pools_colocated``: for every
+usable batch the fewest replicas that meet the TTFT objective at ``[serving] slo_quantile``
+and keep the slots at most 0.9 busy, then the batch with the fewest devices, then the lowest
+cost) sized again, per engine, on the named schedulers' expected figures
+(``serving_expected``): the same sizing, its step times the expected ones. The plan's
+``devices`` in ``pools.parquet`` are sized on roofline steps, so no implementation of that
+scheduler needs fewer; ``expected_devices`` here is what the measured kernels are expected to
+need. Every column is an expectation; the TPOT percentiles are the mean (the slot groups'
+spread is not priced on expected steps). Disaggregated pools are not sized on expected steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sweeps import physics
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.physics._array import where
+from sweeps.schedulers import SCHEDULERS
+from sweeps.studies.expected.priced import PRICED
+from sweeps.studies.expected.served import wanted
+from sweeps.studies.serving.pools import LOADS
+from sweeps.studies.serving.pools_colocated import QUANTILES, Load, colocated
+
+PERCENTILES = tuple(QUANTILES)
+"""The TTFT percentiles the plans report (the pools table's)."""
+PLANNED = tuple(name for name in SCHEDULERS if name in PRICED)
+"""The pools' one-pool schedulers that are priced on expected steps: one plan each."""
+
+DIMS = (
+    "model",
+    "hardware",
+    "tp",
+    "kv_heads",
+    "kv_dtype",
+    "weight_dtype",
+    "engine",
+    "prompt_tokens",
+    "output_tokens",
+    "mode",
+)
+
+AS_SERVING = {
+    "output_tokens_per_s_per_device": "expected_output_tokens_per_s_per_device",
+    "tpot_s": "expected_tpot_s",
+    "step_time_steady_s": "expected_step_time_steady_s",
+    "serving_ttft_s": "expected_serving_ttft_s",
+    **{f"_tpot_{name}": "expected_tpot_s" for name in QUANTILES},
+}
+"""What the colocated sizing reads of the serving table, read from the expected one."""
+
+
+def _compute(x: Inputs) -> dict[str, Any]:
+    import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
+
+    load = Load.of(x)
+    wanted = {"slo": x.settings.slo_quantile, **QUANTILES}
+    tables = {key: physics.md1_quantile_table(q) for key, q in wanted.items()}
+    results = {**x.results, **{name: x[own] for name, own in AS_SERVING.items()}}
+    results["_prefill_alone"] = x["_expected_prefill_alone"].isel(mode=0)
+    results["prefill_time_share"] = 0.0 * x["expected_tpot_s"]  # not reported here
+    view = Inputs(x.values, x.options, x.engine, results, x.settings)
+    mode = x["mode"]
+    labels = [str(m) for m in np.asarray(mode.values).reshape(-1)]
+    plans = {name: colocated(view, name, load, tables) for name in labels if name in PLANNED}
+
+    def pick(key: str) -> Any:
+        chosen: Any = np.nan
+        for name, plan in plans.items():
+            chosen = where(mode == name, plan[key], chosen)
+        return chosen
+
+    devices, output = pick("devices"), x["output_tokens"]
+    rate = where(np.isfinite(devices), pick("rate"), np.nan)  # no plan: no rate
+    return {
+        "expected_replicas": pick("decode"),
+        "expected_devices": devices,
+        "expected_decode_batch": pick("batch"),
+        "expected_pools_request_rate": rate,
+        "expected_pools_ttft_s": pick("ttft"),
+        **{f"expected_pools_ttft_{n}_s": pick(f"ttft_{n}") for n in QUANTILES},
+        "expected_pools_tpot_s": pick("tpot"),
+        "expected_goodput_tokens_per_s_per_device": physics.goodput_per_device(
+            rate, output, devices
+        ),
+        "expected_pools_cost_per_million_output_tokens_usd": physics.cost_per_million_tokens(
+            pick("fleet"), rate * output
+        ),
+        "expected_slot_bound": pick("slot_bound") == 1,
+        "pools_expected_row": xr.Variable(mode.dims, np.isin(mode.values, list(PLANNED))),
+    }
+
+
+def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
+    """Every point of the planned modes (``PLANNED``) [row]."""
+    from sweeps.axes import AXIS, points
+
+    priced = len([m for m in AXIS["mode"].labels(sweep) if str(m) in PLANNED])
+    return int(points(sweep, [d for d in dims if d != "mode"])) * priced
+
+
+_V = Variable
+_E = "expected on the engine's measured kernels"
+
+
+def _ttft(name: str) -> Variable:
+    return _V(
+        f"expected_pools_ttft_{name}_s",
+        "s",
+        f"Time to first token under the load, its {name} (M/D/1 waits), {_E}",
+        "nullable",
+        "",
+        "full",
+    )
+
+
+POOLS_EXPECTED = Analysis(
+    name="pools_expected",
+    dims=DIMS,
+    variables=(
+        _V("expected_replicas", "replica", f"Replicas of the plan, {_E}", "count", "", "full"),
+        _V(
+            "expected_devices",
+            "device",
+            f"Devices of the plan, replicas times tp, {_E} (the "
+            "pools table's devices: sized on roofline steps)",
+            "count",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_decode_batch",
+            "sequence",
+            f"Batch of the plan (the fewest devices, then the lowest cost), {_E}",
+            "count",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_pools_request_rate",
+            "request/s",
+            f"Requests per second the plan serves, {_E}",
+            "nullable",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_pools_ttft_s",
+            "s",
+            f"Mean time to first token at this load, {_E}",
+            "nullable",
+            "",
+            "full",
+        ),
+        *(_ttft(name) for name in PERCENTILES),
+        _V(
+            "expected_pools_tpot_s",
+            "s",
+            f"Mean time per output token of the plan's batch, {_E}",
+            "nullable",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_goodput_tokens_per_s_per_device",
+            "token/s",
+            f"Output tokens per second over every device of the plan at this load, {_E}",
+            "nullable",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_pools_cost_per_million_output_tokens_usd",
+            "USD",
+            f"Fleet cost of a million output tokens at this load, {_E} (null: no price)",
+            "nullable",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_slot_bound",
+            "-",
+            "The replicas were set by the slots (at most 0.9 busy), not by the prefill queue",
+            "bool",
+            "",
+            "full",
+        ),
+        _V("pools_expected_row", "-", "A one-pool scheduler priced on expected steps", "bool"),
+    ),
+    compute=_compute,
+    needs=("serving", "serving_expected"),
+    columns=(
+        "expected_replicas",
+        "expected_devices",
+        "expected_decode_batch",
+        "expected_pools_request_rate",
+        "expected_pools_ttft_s",
+        *(f"expected_pools_ttft_{n}_s" for n in PERCENTILES),
+        "expected_pools_tpot_s",
+        "expected_goodput_tokens_per_s_per_device",
+        "expected_pools_cost_per_million_output_tokens_usd",
+        "expected_slot_bound",
+    ),
+    study="serving",
+    applies=wanted,
+    rows="pools_expected_row",
+    count=_rows,
+    whole=True,
+    extra_dims=LOADS,
+)

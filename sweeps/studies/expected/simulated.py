@@ -1,0 +1,132 @@
+"""``simulated_expected.parquet``: the expected plans replayed by the simulator on expected steps.
+
+Where ``[serving] simulate`` is above 0 and the sweep sets an engine, the plan of each workload,
+load and engine with the fewest devices by expectation (``pools_expected``: then the lowest
+cost) is simulated as the serving study simulates its cheapest plans
+(``sweeps.studies.serving.simulate``: its replicas, batch and scheduler, Poisson arrivals at the
+rate, a closed loop of the clients or a ``[workload]`` trace, ``[serving] lengths``, seed 0),
+each step priced by the expected step costs of its configuration
+(``steps.ExpectedSteps.step_costs``) instead of the roofline. One row per plan: the
+``simulated.parquet`` columns and the engine.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from sweeps.engine.base import Variable
+from sweeps.studies.base import PostStep
+from sweeps.studies.expected.priced import prompts_a_step
+from sweeps.studies.expected.step import Config
+from sweeps.studies.expected.steps import expected_steps
+from sweeps.studies.serving.simulated import SIMULATED, wants_simulation
+
+ENGINE = Variable("engine", "-", "Serving engine of the measured kernels (engine-version)", "str")
+SIMULATED_EXPECTED: tuple[Variable, ...] = (*SIMULATED[:4], ENGINE, *SIMULATED[4:])
+"""The columns of ``simulated_expected.parquet``: ``simulated.parquet``'s and the engine."""
+WORKLOAD = ("model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens")
+LOADS = ("arrival_rate", "concurrency")
+
+
+def config_at(p: Any) -> Config:
+    """The configuration of the grid's inputs ``p`` at one point (``point_inputs``)."""
+    peak = float(p["peak_flops"])
+    return Config(
+        p["_model_records"], p["_device_records"], int(p["tp"]), int(p["kv_heads_count"]),
+        str(p["kv_dtype"]), str(p["weight_dtype"]), float(p["kv_bytes"]),
+        float(p["weight_bytes_per_param"]), peak, peak / float(p["_attention_ratio"]),
+        p["_engine_choices"],
+    )  # fmt: skip
+
+
+def fewest_plans(expected: Any) -> Any:
+    """The plan with the fewest expected devices, then the lowest cost, of each workload,
+    load and engine of the ``pools_expected`` frame."""
+    import polars as pl
+
+    planned = expected.filter(pl.col("expected_devices").is_not_null())
+    ranked = planned.sort(
+        ["expected_devices", "expected_pools_cost_per_million_output_tokens_usd"],
+        nulls_last=True,
+        maintain_order=True,
+    )
+    keys = [*WORKLOAD, *(c for c in LOADS if c in expected.columns), "engine"]
+    return ranked.group_by(keys, maintain_order=True).first().sort(keys, maintain_order=True)
+
+
+def _plan(found: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **{k: found.get(k) for k in (*WORKLOAD, *LOADS)},
+        **{k: str(found[k]) for k in ("model", "kv_dtype", "weight_dtype", "engine")},
+        "hardware": str(found["hardware"]),
+        "tp": int(found["tp"]),
+        "batch": int(found["expected_decode_batch"]),
+        "replicas": int(found["expected_replicas"]),
+        "scheduler": str(found["mode"]),
+    }
+
+
+def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) -> Any:
+    """One plan simulated on its expected step costs."""
+    from sweeps.axes import AXIS
+    from sweeps.schedulers import BY_NAME
+    from sweeps.studies.serving.simulate import closed_loop, draw_requests, poisson, simulate
+    from sweeps.studies.serving.simulate.plans import SEED, Simulated, point_of
+    from sweeps.studies.serving.simulate.stats import summarize
+    from sweeps.studies.serving.trace import trace_load
+
+    serving = sweep.studies["serving"]
+    point = point_of(sweep, plan)
+    point["engine"] = [str(e) for e in AXIS["engine"].labels(sweep)].index(plan["engine"])
+    clients, load = plan.get("concurrency"), trace_load(sweep, plan.get("arrival_rate"))
+    arrivals = poisson(plan["arrival_rate"]) if clients is None else closed_loop(clients)
+    if load is not None:  # [workload]: the trace itself, at its time scale, as simulated
+        arrivals = load.arrivals(serving.simulate)
+    drawn = draw_requests(
+        arrivals, lengths, plan["prompt_tokens"], plan["output_tokens"], serving.simulate, SEED
+    )
+    batch = plan["batch"]
+    context = int(np.max(drawn.prompt + drawn.output))
+    tokens = int(max(batch * (int(np.max(drawn.prompt)) + 1), serving.chunk_tokens))
+    count = prompts_a_step(plan["scheduler"], batch, float(np.mean(drawn.output)))
+    steps = expected_steps(config_at(inputs_at(sweep, point)), batch, context, tokens, (count,))
+    chunked = BY_NAME[plan["scheduler"]].chunked
+    timeline = simulate(
+        steps.step_costs(context, tokens, plan["tp"], count), plan["scheduler"], batch,
+        arrivals=arrivals, requests=serving.simulate, prompt=plan["prompt_tokens"],
+        output=plan["output_tokens"], lengths=lengths,
+        budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,
+    )  # fmt: skip
+    stats = summarize(timeline, serving.ttft_slo_s, serving.tpot_slo_s)
+    row = {
+        **plan,
+        "seed": SEED,
+        **{k: None if math.isnan(v) else v for k, v in stats.items()},
+        "requests": int(stats["requests"]),
+    }
+    return Simulated(row, timeline)
+
+
+def _run(expected: Any, sweep: Any, lengths: Any, inputs_at: Any) -> list[Any]:
+    plans = fewest_plans(expected)
+    rows = plans.iter_rows(named=True)
+    return [_replayed(sweep, _plan(found), lengths, inputs_at) for found in rows]
+
+
+def _wanted(sweep: Any) -> bool:
+    from sweeps.studies.expected.served import wanted
+
+    return wants_simulation(sweep) and wanted(sweep)
+
+
+def _lengths(sweep: Any) -> Any:
+    from sweeps.studies.serving.simulate.plans import lengths_of
+
+    return lengths_of(sweep)
+
+
+STEP = PostStep("simulated_expected", "pools_expected", SIMULATED_EXPECTED, _wanted, _lengths, _run)
+"""``simulated_expected.parquet`` from the pools_expected table."""

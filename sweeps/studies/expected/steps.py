@@ -1,0 +1,243 @@
+"""Expected step costs of a replica: any step a scheduler runs, priced from measured kernels.
+
+The serving closed forms and the simulator price steps that carry ``n`` decodes at their own
+contexts and prompt tokens in chunks (docs/serving.md sections 3 and 7); the bound prices each
+as the roofline of its FLOPs and bytes. The expected step of one configuration at batch ``B``
+(``ExpectedSteps``) is, in place of that roofline (docs/expected.md, "Serving"):
+
+    t(T, {S_i}, chunks) = body(T) + sum_i a_B(S_i) + sum_chunks (P_m(p + c) - P_m(p))
+
+- ``body(T)``: every operation but attention of a step of ``T`` tokens (the GEMMs at ``m = T``,
+  the all-reduces, the MoE experts, the embedding gather; the LM head at ``min(T, B)`` rows:
+  every decode's and at most ``B`` prompts' last tokens), read from ``step`` at batch ``T``;
+- ``a_B(S)``: decode attention per sequence at context ``S``, the measured attention of ``B``
+  sequences over ``B`` (measured at the plan's own batch);
+- ``P_m(n)``: the prefill attention of a prompt of ``n`` tokens in a step of ``m`` prompts (the
+  measured attention of ``m`` prompts over ``m``: batched, short prompts share the device far
+  better than one alone, 2-3x at 512 tokens); a chunk of ``c`` tokens after a prefix of ``p``
+  costs its increment. The tables hold it for the prompt counts asked for (``prompts``); the
+  simulator reads one of them, the count its scheduler's prefill steps carry.
+
+Each table is ``step`` evaluated on a grid of ``T``, ``S`` and ``n`` (every integer to ``DENSE``,
+then ``PER_DECADE`` log-spaced points a decade, the batch itself included) and interpolated
+linearly between them, as the database interpolates its own tables; beyond the grid nothing is
+read (the grid covers what the caller asks for). A step of ``B`` decodes at one context on the
+grid is ``step``'s own decode step exactly; a prefill of ``m`` prompts is ``m`` single-prompt
+attentions (the measured batched attention is within a few per cent of it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sweeps.measured.database import OPERATIONS
+from sweeps.studies.expected.step import Config, step
+from sweeps.studies.serving.simulate.costs import StepCosts
+
+DENSE = 64
+"""Every integer up to this is a point of the tables' grids [token]."""
+PER_DECADE = 24
+"""Log-spaced points a decade of the tables' grids beyond ``DENSE`` [1]."""
+_RANK = {"measured": 0, "interpolated": 1, "extrapolated": 2, "": 3}
+
+
+def grid(largest: int, *also: int) -> np.ndarray:
+    """The points a table is read at, from 1 to ``largest`` (and ``also``) [token]: every
+    integer to ``DENSE``, then ``DENSE 10^(k / PER_DECADE)`` rounded (the same points whatever
+    ``largest``, so tables of different sizes share their readings)."""
+    top = max(int(largest), 1)
+    steps = math.ceil(max(math.log10(top / DENSE), 0.0) * PER_DECADE)
+    spaced = np.round(DENSE * 10.0 ** (np.arange(steps + 1) / PER_DECADE))
+    points = np.concatenate([np.arange(1, DENSE + 1), spaced, [top, *also]])
+    return np.unique(points[(points >= 1) & (points <= max(top, *also, 1))]).astype(np.int64)
+
+
+_READ: dict[tuple[Any, ...], Any] = {}
+"""Readings already composed, by configuration and shape: the serving pass asks for the same
+ones at every batch (a memo, like the database's own; cleared past ``_MEMO`` entries)."""
+_MEMO = 200_000
+
+
+def _key(config: Config) -> tuple[Any, ...]:
+    m, d = config.model, config.device
+    return (m.id, d.id, *(getattr(config, f) for f in _FIELDS), repr(config.choice))
+
+
+_FIELDS = ("tp", "kv_heads", "kv_dtype", "weight_dtype", "kv_bytes", "weight_bytes", "peak",
+           "attention_peak")  # fmt: skip
+
+
+def _memo(key: tuple[Any, ...], make: Any) -> Any:
+    if key not in _READ:
+        if len(_READ) > _MEMO:
+            _READ.clear()
+        _READ[key] = make()
+    return _READ[key]
+
+
+def _body(config: Config, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, str]:
+    """Every operation but attention and the LM head at each ``T`` of ``tokens``, the LM head
+    there, and the reason there is none ("" where there is) [s]."""
+    key = _key(config)
+    missing = np.array([t for t in tokens if (key, "body", int(t)) not in _READ], dtype=np.int64)
+    if missing.size:
+        rows = step(config, missing, np.array([2]))
+        others = [op for op in OPERATIONS if op not in ("attention", "lm_head")]
+        body = np.sum([rows.expected[op][:, 0] for op in others], axis=0)
+        for i, t in enumerate(missing):
+            got = (float(body[i]), float(rows.expected["lm_head"][i, 0]), rows.reason)
+            _memo((key, "body", int(t)), lambda got=got: got)
+    found = [_READ[(key, "body", int(t))] for t in tokens]
+    return np.array([f[0] for f in found]), np.array([f[1] for f in found]), found[0][2]
+
+
+@dataclass(frozen=True)
+class ExpectedSteps:
+    """The expected step costs of one configuration at batch ``batch``.
+
+    batch : The replica's slots, ``B`` [sequence]
+    tokens, body : ``body(T)`` on its grid of step tokens [token], [s]
+    contexts, attention : ``a_B(S)`` on its grid of contexts [token], [s]
+    prompts : The grid of prompt lengths of ``prefill`` (0 included) [token]
+    prefill : ``P_m(n)`` on that grid, by prompt count ``m`` [s]
+    basis : The least certain basis of its decode steps at batch ``B`` and its single-prompt
+        prefills (``measured``, ``interpolated``, ``extrapolated``); "" where there is none
+    reason : Why there is no expectation ("" where there is one)
+    """
+
+    batch: int
+    tokens: np.ndarray
+    body: np.ndarray
+    contexts: np.ndarray
+    attention: np.ndarray
+    prompts: np.ndarray
+    prefill: dict[int, np.ndarray]
+    basis: str = ""
+    reason: str = ""
+
+    def linear(self, tokens: Any) -> Any:
+        """``body(T)``: 0 for a step of no token, a fraction of one read as one [s]."""
+        count = np.asarray(tokens, dtype=np.float64)
+        return np.where(count > 0, _read(np.maximum(count, 1.0), self.tokens, self.body), 0.0)
+
+    def per_decode(self, context: Any) -> Any:
+        """``a_B(S)``: one decode's attention at context ``S`` [s]."""
+        return _read(context, self.contexts, self.attention)
+
+    def prompt(self, length: Any, count: Any = 1) -> Any:
+        """``P_m(n)``: the attention of a prompt of ``n`` tokens among ``m`` [s] (NaN: ``m``
+        not tabulated)."""
+        counts = np.asarray(count)
+        out = np.full(np.broadcast_shapes(np.shape(length), counts.shape), np.nan)
+        for m, table in self.prefill.items():
+            out = np.where(counts == m, _read(length, self.prompts, table), out)
+        return out
+
+    def decode(self, decoders: Any, context: Any) -> Any:
+        """A step of ``decoders`` decodes at context ``context`` [s]."""
+        return self.linear(decoders) + decoders * self.per_decode(context)
+
+    def prefills(self, count: Any, length: Any) -> Any:
+        """A step of ``count`` whole prompts of ``length`` tokens, nothing else (0: none) [s]."""
+        time = self.linear(count * length) + count * self.prompt(length, np.maximum(count, 1))
+        return np.where(np.asarray(count) > 0, time, 0.0)
+
+    def mixed(self, decoders: Any, context: Any, tokens: Any, length: Any) -> Any:
+        """A step of ``decoders`` decodes at ``context`` and ``tokens`` prompt tokens of
+        prompts of ``length`` streaming through, the mean step (a prompt's attention spread
+        over its chunks, ``P(I) c / I``) [s]."""
+        share = np.asarray(tokens) / np.maximum(length, 1)
+        return (
+            self.linear(decoders + tokens)
+            + decoders * self.per_decode(context)
+            + share * self.prompt(length)
+        )
+
+    def step_costs(
+        self, max_context: int, max_tokens: int, devices: int, prompts: int = 1
+    ) -> StepCosts:
+        """The tables the simulator's loop reads, as ``StepCosts``: the FLOP terms carry
+        seconds at a peak of 1 (``decode_flops`` the per-decode attention, ``pairs`` the prompt
+        attention ``P_m`` of ``m = prompts`` with ``pair_flops`` 1), no bytes (bandwidth
+        infinite) and ``fixed`` the body of a step of ``T`` tokens, so that its time is this
+        class's step (each prompt's attention at ``prompts`` a step)."""
+        contexts = np.arange(max_context + 1, dtype=np.float64)
+        tokens = np.arange(max_tokens + 1, dtype=np.float64)
+        body = np.where(tokens > 0, self.linear(np.maximum(tokens, 1)), 0.0)
+        return StepCosts(
+            peak=1.0,
+            bandwidth=math.inf,
+            decode_flops=np.ascontiguousarray(self.per_decode(np.maximum(contexts, 1))),
+            cache=np.zeros(max_context + 1),
+            pairs=np.ascontiguousarray(np.where(contexts > 0, self.prompt(contexts, prompts), 0.0)),
+            weights=np.zeros(max_tokens + 1),
+            token_flops=0.0,
+            pair_flops=1.0,
+            logit_flops=0.0,
+            tp=int(devices),
+            fixed=np.ascontiguousarray(body),
+        )
+
+
+def _read(at: Any, points: np.ndarray, values: np.ndarray) -> Any:
+    """``values`` interpolated linearly at ``at`` over ``points`` (no reading beyond them)."""
+    array = np.asarray(at, dtype=np.float64)
+    out = np.interp(array, points, values)
+    beyond = (array > points[-1] * (1 + 1e-12)) | (array < points[0] * (1 - 1e-12))
+    return np.where(beyond, np.nan, out)
+
+
+def _worst(*bases: np.ndarray) -> str:
+    """The least certain of the bases (object arrays) [-]."""
+    names = {str(b) for array in bases for b in np.asarray(array).reshape(-1)}
+    return max(names, key=_RANK.__getitem__) if names else ""
+
+
+def expected_steps(
+    config: Config, batch: int, max_context: int, max_tokens: int, prompts: tuple[int, ...] = (1,)
+) -> ExpectedSteps:
+    """``ExpectedSteps`` of ``config`` at batch ``batch``, its tables covering contexts and
+    prompts to ``max_context``, steps to ``max_tokens`` tokens and prefill steps of each count
+    of ``prompts``."""
+    tokens = grid(max(max_tokens, batch), batch)
+    contexts = lengths = grid(max_context)
+    body, head, reason = _body(config, tokens)
+    if reason:
+        return _empty(batch, reason)
+    at = np.searchsorted(tokens, np.minimum(tokens, batch))
+    key, shape = _key(config), tuple(lengths.tolist())
+    decode = _memo((key, "decode", batch, shape), lambda: step(config, np.array([batch]), contexts))
+    counts = sorted({int(m) for m in prompts if m >= 1} | {1})
+    prefill = {
+        m: _memo(
+            (key, "prefill", m, shape),
+            lambda m=m: step(config, np.array([m]), lengths, prefill=True),
+        )
+        for m in counts
+    }
+    reason = decode.reason or prefill[1].reason
+    if reason:
+        return _empty(batch, reason)
+    basis = _worst(decode.step_basis(), prefill[1].step_basis())  # the steps it mostly prices
+    return ExpectedSteps(
+        batch=int(batch),
+        tokens=tokens.astype(np.float64),
+        body=body + head[at],
+        contexts=contexts.astype(np.float64),
+        attention=decode.expected["attention"][0] / batch,
+        prompts=np.concatenate([[0.0], lengths]),
+        prefill={
+            m: np.concatenate([[0.0], got.expected["attention"][0] / m])
+            for m, got in prefill.items()
+        },
+        basis=basis,
+    )
+
+
+def _empty(batch: int, reason: str) -> ExpectedSteps:
+    one, nan = np.ones(1), np.full(1, np.nan)
+    return ExpectedSteps(int(batch), one, nan, one, nan, one, {1: nan}, "", reason)
