@@ -369,3 +369,18 @@ def test_the_wrote_line_says_the_wall_time(
     manifest = json.loads((tmp_path / "cli-run" / "manifest.json").read_text("utf-8"))
     assert said < sum(run["seconds"].values())  # the phases overlap; their sum is more
     assert said >= manifest["timings_s"]["outputs"] - 0.01  # and no phase outlasts the run
+
+
+def test_version_prints_the_package_version_and_the_install_agrees(runner: CliRunner) -> None:
+    """``sweeps --version`` prints ``sweeps.__version__`` with no metadata lookup (an editable
+    install lists the import name under the distribution twice, which click's lookup refused),
+    and the installed distribution's version is that same one fact."""
+    from importlib import metadata
+
+    from sweeps import __version__
+    from sweeps.distribution import DISTRIBUTION
+
+    result = runner.invoke(cli, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"sweeps, version {__version__}"
+    assert metadata.version(DISTRIBUTION) == __version__
