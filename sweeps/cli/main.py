@@ -41,7 +41,7 @@ from sweeps.limits import MAX_PARAMS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(version=__version__, package_name=DISTRIBUTION)
+@click.version_option(version=__version__, package_name=DISTRIBUTION, prog_name="sweeps")
 def cli() -> None:
     """Roofline sweeps of LLM decode and prefill: memory- or compute-bound, how close to the
     asymptotic ceiling, and where memory runs out.
