@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from sweeps.distribution import VERSION as __version__  # noqa: F401  (in __all__)
 
 if TYPE_CHECKING:  # the names __getattr__ serves, for type checkers (aliases: re-exported)
     from sweeps.charts import ai_vs_batch_chart as ai_vs_batch_chart

@@ -15,7 +15,6 @@ from typing import Any
 
 import click
 
-from sweeps import __version__
 from sweeps.cli.console import Output
 from sweeps.cli.errors import EXIT_BAD_INPUT, EXIT_FAILED, error_line, fail, handled
 from sweeps.cli.options import (
@@ -36,12 +35,12 @@ from sweeps.cli.options import (
     parse_size,
 )
 from sweeps.cli.workload import workload
-from sweeps.distribution import DISTRIBUTION
+from sweeps.distribution import DISTRIBUTION, VERSION
 from sweeps.limits import MAX_PARAMS
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(version=__version__, package_name=DISTRIBUTION, prog_name="sweeps")
+@click.version_option(version=VERSION, package_name=DISTRIBUTION, prog_name="sweeps")
 def cli() -> None:
     """Roofline sweeps of LLM decode and prefill: memory- or compute-bound, how close to the
     asymptotic ceiling, and where memory runs out.
