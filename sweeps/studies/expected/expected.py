@@ -21,7 +21,7 @@ import numpy as np
 from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.decode import DIMS as DECODE_DIMS
 from sweeps.measured.database import OPERATIONS
-from sweeps.studies.expected.step import Config, Step, step
+from sweeps.studies.expected.step import Config, Step, step, step_at
 
 DIMS = (*DECODE_DIMS, "engine")
 """The decode table's dims and the engine."""
@@ -61,11 +61,13 @@ def _configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
 
 
 def _wall(config: Config, max_batch: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """The expected step at the memory wall, one per context [s] (NaN: nothing fits)."""
+    """The expected step at the memory wall, one per context [s] (NaN: nothing fits): every
+    context's step at once, each summed as a one-point step is (``Step.point_totals``)."""
     out = np.full(len(context), np.nan)
-    for j, (batch, length) in enumerate(zip(max_batch, context, strict=True)):
-        if batch >= 1:
-            out[j] = step(config, np.array([int(batch)]), np.array([length])).total()[0, 0]
+    fits = max_batch >= 1
+    if fits.any():
+        batch = max_batch[fits].astype(np.int64)
+        out[fits] = step_at(config, batch, np.asarray(context)[fits]).point_totals()
     return out
 
 
