@@ -31,6 +31,16 @@ from sweeps.measured.database import require, systems_root
 BASES = ("measured", "interpolated", "extrapolated")
 """The basis of an expected value: a table's point, between points, or outside them."""
 
+NAMES = np.array([*BASES, ""], dtype=object)
+"""Basis code -> name: ``BASES`` by their index, and ``NONE`` (no reading), ""; the codes rank
+from the most certain to the least (the least certain of several is their largest code)."""
+
+NONE = 3
+"""The basis code of no reading."""
+
+EXTRAPOLATED = 2
+"""The basis code of a reading outside the measured range."""
+
 GEMM_FORMATS: dict[str, str] = {
     "bf16": "bfloat16",
     "fp16": "bfloat16",
@@ -86,7 +96,7 @@ class Readings:
     """Many shapes' latencies from the database, one per element of the shapes' arrays.
 
     latency_s : At each shape asked for, or (``extrapolated``) at ``at`` [s]; NaN: no reading
-    basis : ``measured``, ``interpolated``, ``extrapolated`` or "" (no reading), object array
+    basis : Each one's basis code (``NAMES``: measured, interpolated, extrapolated, none), int8
     at : The coordinates each latency was read at (the shapes clamped into the measured
         range), one array per coordinate; empty where the table has none
     reason : Why there is no reading ("" where there is one)
@@ -99,10 +109,10 @@ class Readings:
 
     def one(self) -> Reading:
         """The single reading of a one-shape ``Readings``."""
-        latency = float(self.latency_s[0])
-        at = {name: float(values[0]) for name, values in self.at.items()}
+        latency = float(self.latency_s.flat[0])
+        at = {name: float(values.flat[0]) for name, values in self.at.items()}
         reason = self.reason if np.isnan(latency) and self.reason else ""
-        return Reading(None if reason else latency, str(self.basis[0]), at, reason)
+        return Reading(None if reason else latency, str(NAMES[self.basis.flat[0]]), at, reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,23 +122,24 @@ class _Table:
     axes: Mapping[str, np.ndarray]
 
     def place(self, shape: Mapping[str, Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The basis of each of the ``shape`` arrays' shapes (object array) and the shapes
-        clamped into the measured range (an axis the table lacks passes through)."""
-        values = dict(zip(shape, np.broadcast_arrays(*shape.values()), strict=True))
-        size = np.shape(next(iter(values.values())))
-        outside, between = np.zeros(size, dtype=bool), np.zeros(size, dtype=bool)
+        """The basis code of each of the ``shape`` arrays' shapes (they broadcast; int8) and
+        the shapes clamped into the measured range (an axis the table lacks passes through)."""
+        outside: Any = False
+        between: Any = False
         clamped = {}
-        for name, value in values.items():
+        for name, value in shape.items():
             held = self.axes.get(name)
             asked = np.asarray(value, dtype=np.float64)
             if held is None or held.size == 0:
                 clamped[name] = asked
                 continue
             clamped[name] = np.minimum(np.maximum(asked, float(held[0])), float(held[-1]))
-            outside |= clamped[name] != asked
-            between |= ~np.isin(asked, held)
-        basis = np.where(outside, "extrapolated", np.where(between, "interpolated", "measured"))
-        return basis.astype(object), clamped
+            outside = outside | (clamped[name] != asked)
+            nearest = np.minimum(np.searchsorted(held, asked), held.size - 1)
+            between = between | (held[nearest] != asked)
+        code = np.where(outside, EXTRAPOLATED, np.where(between, 1, 0)).astype(np.int8)
+        size = np.broadcast_shapes(*(np.shape(v) for v in shape.values()))
+        return np.broadcast_to(code, size), clamped
 
 
 class Kernels:
@@ -140,7 +151,7 @@ class Kernels:
     def __init__(self, system: str, engine: str, version: str) -> None:
         require(f"engine {engine!r}")
         self.system, self.engine, self.version = system, engine, version
-        self._memo: dict[Any, float] = {}
+        self._memo: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._specs: dict[str, str] = {}
 
     @functools.cached_property
@@ -182,30 +193,40 @@ class Kernels:
         return spec
 
     def _evaluate(self, op: Any, *, context: bool, batch: Any, s: Any) -> np.ndarray:
-        """One op's latency from the database's estimator at each ``batch``, ``s`` [s]: each
-        distinct pair asked once (memoized by the op's spec); NaN where it has none.
+        """One op's latency from the database's estimator at each ``batch``, ``s`` (arrays
+        that broadcast) [s]: each distinct pair asked once, and once a process (memoized by
+        the op's spec as sorted keys and values); NaN where it has none.
 
-        The estimator (aiconfigurator-core's compiled query, 3 us a shape on an H100 host's
-        CPU) is asked shape by shape: its values are not the tables' linear interpolation
-        (a decode attention step between two measured contexts is not on their chord, and at
-        a measured context of a measured batch it need not be the table's value), so a
-        NumPy interpolation of the tables would not give the same numbers."""
+        The estimator (aiconfigurator-core's compiled query, 3 us a shape) is asked shape by
+        shape: its values are not the tables' linear interpolation (a decode attention step
+        between two measured contexts is not on their chord, and at a measured context need
+        not be the table's value), so a NumPy interpolation of the tables would not give the
+        same numbers."""
         spec = self._spec(op)
+        sizes, lengths = np.broadcast_arrays(np.asarray(batch), np.asarray(s))
+        keys = (sizes.astype(np.int64) << _SHIFT) | lengths.astype(np.int64)
+        distinct, where = np.unique(keys, return_inverse=True)
+        held, values = self._memo.get((spec, context), (np.empty(0, np.int64), np.empty(0)))
+        at = np.minimum(np.searchsorted(held, distinct), max(held.size - 1, 0))
+        missing = distinct if held.size == 0 else distinct[held[at] != distinct]
+        if missing.size:
+            asked = np.array([self._ask(spec, context, int(k)) for k in missing.tolist()])
+            held, values = np.concatenate([held, missing]), np.concatenate([values, asked])
+            order = np.argsort(held, kind="stable")
+            held, values = held[order], values[order]
+            self._memo[(spec, context)] = (held, values)
+            at = np.searchsorted(held, distinct)
+        return values[at][where.reshape(keys.shape)]
+
+    def _ask(self, spec: str, context: bool, key: int) -> float:
+        """The estimator's latency of one shape (``key``: batch and s) [s] (NaN: none)."""
         handle = self._handle[1]
-        pairs = np.stack(np.broadcast_arrays(np.asarray(batch), np.asarray(s)), axis=-1)
-        flat = pairs.reshape(-1, 2).astype(np.int64)
-        distinct, where = np.unique(flat, axis=0, return_inverse=True)
-        memo, values = self._memo, np.empty(len(distinct))
-        for index, (b, length) in enumerate(distinct.tolist()):
-            key = (spec, context, b, length)
-            if key not in memo:
-                try:
-                    row = handle.evaluate_ops_json(spec, is_context=context, batch_size=b, s=length)
-                    memo[key] = float(row[0][1]) * 1e-3  # the database's ms
-                except Exception:
-                    memo[key] = math.nan
-            values[index] = memo[key]
-        return values[where.reshape(-1)].reshape(pairs.shape[:-1])
+        batch, s = key >> _SHIFT, key & ((1 << _SHIFT) - 1)
+        try:
+            row = handle.evaluate_ops_json(spec, is_context=context, batch_size=batch, s=s)
+        except Exception:
+            return math.nan
+        return float(row[0][1]) * 1e-3  # the database's ms
 
     def gemm_many(self, m: Any, n: int, k: int, fmt: str) -> Readings:
         """GEMMs of ``m`` tokens (an array) by an ``n x k`` weight in catalog format ``fmt``."""
@@ -287,7 +308,7 @@ class Kernels:
 
         rows = np.asarray(tokens)
         if tp <= 1:
-            return Readings(np.zeros(rows.shape), np.full(rows.shape, "measured", dtype=object))
+            return Readings(np.zeros(rows.shape), np.zeros(rows.shape, dtype=np.int8))
         axes = ("num_gpus", "message_size")
         table = self._table("comm", "custom_allreduce_perf", "op_name", "all_reduce", axes)
         if table is None:
@@ -340,7 +361,7 @@ class Kernels:
 
         op = ops.Embedding("embedding", 1, vocab, hidden, 0.3)
         latency = self._evaluate(op, context=False, batch=tokens, s=1)
-        basis = np.where(np.isnan(latency), "", "extrapolated").astype(object)
+        basis = np.where(np.isnan(latency), NONE, EXTRAPOLATED).astype(np.int8)
         return Readings(latency, basis, {})
 
     def embedding(self, tokens: int, vocab: int, hidden: int) -> Reading:
@@ -348,14 +369,19 @@ class Kernels:
         return self.embedding_many(np.array([tokens]), vocab, hidden).one()
 
 
+_SHIFT = 32
+"""A shape's key: its batch shifted by this many bits, or its ``s``."""
+
+
 def _read(latency: np.ndarray, basis: np.ndarray, at: dict[str, np.ndarray]) -> Readings:
-    """Latencies with their bases ("" where the estimator gave none) and clamped shapes."""
-    return Readings(latency, np.where(np.isnan(latency), "", basis).astype(object), at)
+    """Latencies with their basis codes (none where the estimator gave none) and clamped
+    shapes."""
+    return Readings(latency, np.where(np.isnan(latency), NONE, basis).astype(np.int8), at)
 
 
 def _none_many(like: Any, reason: str) -> Readings:
     shape = np.shape(like)
-    return Readings(np.full(shape, np.nan), np.full(shape, "", dtype=object), {}, reason)
+    return Readings(np.full(shape, np.nan), np.full(shape, NONE, dtype=np.int8), {}, reason)
 
 
 def _none(reason: str) -> Reading:

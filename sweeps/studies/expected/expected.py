@@ -21,6 +21,7 @@ import numpy as np
 from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.decode import DIMS as DECODE_DIMS
 from sweeps.measured.database import OPERATIONS
+from sweeps.measured.kernels import NAMES, NONE
 from sweeps.studies.expected.step import Config, Step, step, step_at
 
 DIMS = (*DECODE_DIMS, "engine")
@@ -81,7 +82,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     basis = np.full(full, "", dtype=object)
     reason = np.full(full, "", dtype=object)
     kernel = {name: np.full((*full, len(OPERATIONS)), np.nan) for name in ("expected", "bound")}
-    kernel_basis = np.full((*full, len(OPERATIONS)), "", dtype=object)
+    kernel_basis = np.full((*full, len(OPERATIONS)), NONE, dtype=np.int8)
     max_batch = _max_batch(x)
     for (mi, hi, ti, ki, kdi, wi, ei), config in configs:
         decode: Step = step(config, batch, context)
@@ -98,7 +99,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             kernel["expected"][(*at, o)] = decode.expected[op]
             kernel["bound"][(*at, o)] = decode.bound[op]
             kernel_basis[(*at, o)] = decode.basis[op]
-    return _outputs(x, outs, basis, reason, kernel, kernel_basis)
+    return _outputs(x, outs, basis, reason, kernel, NAMES[kernel_basis])
 
 
 WALL_DIMS = tuple(d for d in DECODE_DIMS if d != "batch")

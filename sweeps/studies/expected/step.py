@@ -23,7 +23,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.measured.database import OPERATIONS, EngineChoice, resolve
-from sweeps.measured.kernels import Kernels, Readings, kernels
+from sweeps.measured.kernels import EXTRAPOLATED, NAMES, NONE, Kernels, Readings, kernels
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ class Step:
 
     expected, bound : Per operation, the time in the step (its count included) [s]; NaN
         where there is no reading
-    basis : Per operation, the least certain basis of its readings (object array)
+    basis : Per operation, the basis code of its readings (``sweeps.measured.kernels.NAMES``
+        names them; int8)
     reason : Why the step has no expectation ("" where it has one)
     """
 
@@ -82,28 +83,19 @@ class Step:
         return np.sum([self.bound[op] for op in OPERATIONS], axis=0)
 
     def step_basis(self) -> np.ndarray:
-        """The step's basis: the least certain of those of its operations that take at least
-        ``SIGNIFICANT`` of it (the embedding gather, read from no table, takes 0.05 %)."""
-        rank = {"": 3, "extrapolated": 2, "interpolated": 1, "measured": 0}
-        names = np.asarray(("measured", "interpolated", "extrapolated", ""), dtype=object)
-        ranks = np.vectorize(rank.__getitem__, otypes=[int])(
-            np.stack([self.basis[op] for op in OPERATIONS])
-        )
+        """The step's basis (object array of names): the least certain of those of its
+        operations that take at least ``SIGNIFICANT`` of it (the embedding gather, read from
+        no table, takes 0.05 %)."""
+        total = self.total()
+        codes = np.stack([np.broadcast_to(self.basis[op], total.shape) for op in OPERATIONS])
         with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.stack([self.expected[op] for op in OPERATIONS]) / self.total()
-        counted = np.where(np.isnan(share) | (share >= SIGNIFICANT), ranks, 0)
-        return names[counted.max(axis=0)]
+            share = np.stack([self.expected[op] for op in OPERATIONS]) / total
+        counted = np.where(np.isnan(share) | (share >= SIGNIFICANT), codes, 0)
+        return NAMES[counted.max(axis=0)]
 
 
 SIGNIFICANT = 0.01
 """The share of a step an operation must take for its basis to be the step's [1]."""
-
-
-_LEAST = {"measured": 0, "interpolated": 1, "extrapolated": 2, "": 3}
-
-
-def _worse(a: str, b: str) -> str:
-    return a if _LEAST[a] >= _LEAST[b] else b
 
 
 Timed = tuple[np.ndarray, np.ndarray, np.ndarray]
@@ -211,7 +203,7 @@ def _scaled(readings: Readings, shape: dict[str, Any], bound: Callable[[Any], An
         return latency, readings.basis, own
     with np.errstate(invalid="ignore", divide="ignore"):
         scaled = latency * own / bound({**shape, **readings.at})
-    return np.where(readings.basis == "extrapolated", scaled, latency), readings.basis, own
+    return np.where(readings.basis == EXTRAPOLATED, scaled, latency), readings.basis, own
 
 
 def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
@@ -233,7 +225,7 @@ def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
 
 def _no_step(shape: tuple[int, ...], reason: str) -> Step:
     nan = np.full(shape, np.nan)
-    empty = np.full(shape, "", dtype=object)
+    empty = np.full(shape, NONE, dtype=np.int8)
     return Step(
         {o: nan for o in OPERATIONS},
         {o: nan for o in OPERATIONS},
@@ -245,15 +237,14 @@ def _no_step(shape: tuple[int, ...], reason: str) -> Step:
 def step(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool = False) -> Step:
     """The expected step of ``config`` over ``batch`` x ``length`` (decode: cached tokens;
     prefill: prompt tokens), each operation's time in the step, bound and basis."""
-    grid = np.meshgrid(np.asarray(batch), np.asarray(length), indexing="ij")
-    return step_at(config, grid[0], grid[1], prefill)
+    return step_at(config, np.asarray(batch)[:, None], np.asarray(length)[None, :], prefill)
 
 
 def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool = False) -> Step:
-    """The expected step of ``config`` at each ``batch``, ``length`` pair (arrays of one
-    shape, the step's arrays' shape): the operations over all of them at once, each distinct
-    kernel shape read once."""
-    shape = np.shape(batch)
+    """The expected step of ``config`` at each ``batch``, ``length`` pair (arrays that
+    broadcast to the step's arrays' shape): the operations over all of them at once, each
+    distinct kernel shape read once (a decode step's GEMMs over ``batch`` alone)."""
+    shape = np.broadcast_shapes(np.shape(batch), np.shape(length))
     resolved = resolve(config.device.id, config.choice)
     if resolved.system is None or resolved.version is None:
         return _no_step(shape, resolved.reason)
@@ -274,7 +265,7 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
     }
     expected = {op: np.zeros(shape) for op in OPERATIONS}
     bound = {op: np.zeros(shape) for op in OPERATIONS}
-    basis = {op: np.full(shape, "measured", dtype=object) for op in OPERATIONS}
+    basis = {op: np.zeros(shape, dtype=np.int8) for op in OPERATIONS}
     for op, (value, kind, own) in rows.items():
         expected[op][...] = value * counts[op]
         bound[op][...] = own * counts[op]
