@@ -180,6 +180,15 @@ class Kernels:
             return None
         return _Table({a: np.sort(frame[a].unique().to_numpy()) for a in axes})
 
+    @property
+    def asked(self) -> int:
+        """How many shapes the estimator has been asked (each once) [1]."""
+        return sum(held.size for held, _ in self._memo.values())
+
+    def forget(self) -> None:
+        """Forget the shapes read (not the tables): the next lookups ask the estimator again."""
+        self._memo.clear()
+
     def _spec(self, op: Any) -> str:
         """The op as the estimator reads it (an attention op's kernel lanes resolved once)."""
         from aiconfigurator_core.sdk.engine import _resolve_attention_lane_orders, build_ops_json
@@ -404,7 +413,18 @@ def _quiet(function: Any, *args: Any) -> Any:
         logger.setLevel(level)
 
 
-@functools.cache
+_LOADED: dict[tuple[str, str, str], Kernels] = {}
+"""The ``Kernels`` read so far in this process, by system, engine and version."""
+
+
 def kernels(system: str, engine: str, version: str) -> Kernels:
     """The ``Kernels`` of one system, engine and version, one per process."""
-    return Kernels(system, engine, version)
+    key = (system, engine, version)
+    if key not in _LOADED:
+        _LOADED[key] = Kernels(*key)
+    return _LOADED[key]
+
+
+def loaded() -> tuple[Kernels, ...]:
+    """The ``Kernels`` this process has made (none until an engine is asked for)."""
+    return tuple(_LOADED.values())
