@@ -65,15 +65,14 @@ POINT = (
 )
 
 
-def run_bench(
+def run_bench(  # long: the thirteen measurements in order, each a line or two
     quick: bool = False,
     e2e_budget: int = 2 * 2**30,
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
 ) -> dict[str, Any]:
     """Run the thirteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
-    ``runs``: how many cold runs (f) makes of each of its grids (their spread beside the first
-    run's figures)."""
+    ``runs``: the cold runs (f) makes of each of its grids (their spread beside the first's)."""
     import numpy as np
 
     from sweeps.bench.calibrated import measure_calibration

@@ -206,7 +206,8 @@ class Kernels:
         that broadcast) [s]: each distinct pair asked once, and once a process (memoized by
         the op's spec as sorted keys and values); NaN where it has none.
 
-        The estimator (aiconfigurator-core's compiled query, 3 us a shape) is asked shape by
+        The estimator (aiconfigurator-core's compiled query: 2 us a shape among the measured rows,
+        130 us outside them) is asked shape by
         shape: its values are not the tables' linear interpolation (a decode attention step
         between two measured contexts is not on their chord, and at a measured context need
         not be the table's value), so a NumPy interpolation of the tables would not give the
