@@ -118,12 +118,18 @@ def test_bench_quick_json_reports_every_key():
     assert simulated["numba_speedup"] > 0
     traces = report["traces"]
     assert traces["requests"] == 10_000
+    expected = report["expected"]
+    assert expected["seed"]["overhead_s"] == pytest.approx(
+        expected["seed"]["with_engine_s"] - expected["seed"]["without_s"]
+    )
+    assert [grid["points"] for grid in expected["grids"]] == [96 * 4 * 4, 96 * 10 * 10]
     assert traces["blocks"] > traces["requests"]
     text = format_report(report)
     for line in (
         "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
         "(k) calibrate: 1,000 generated measurements (8 configurations",
         "(l) traces: 10,000 generated requests read in ",
+        "(m) expected pass: the seed study with an engine takes ",
         "(g) validate of a 10,000-value range",
         "(h) Pareto front: 100,000 points",
         "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",

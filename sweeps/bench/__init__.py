@@ -38,11 +38,14 @@ j. the simulator: 1e5 saturated requests (I 2048, O 256, B 256) per named schedu
 k. ``sweeps calibrate`` on 48,000 generated measurements in a fresh interpreter: its time and
    peak RSS against their budgets (``calibrated``);
 l. a generated 1e6-request trace read and described (3 s) and its exact LRU curve at 20
-   capacities (10 s) (``traces``).
+   capacities (10 s) (``traces``);
+m. the expected pass (the ``measured`` extra): what an engine adds to the warm seed study
+   (0.3 s), and the pass's points/s on grids of 1e5 and 1e6 points, with every shape new
+   and with the shapes known (``expected``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
 (the seed run is small already and runs as it is), 1e4 simulated requests, 1,000 measurements
-to calibrate, 1e4 trace requests.
+to calibrate, 1e4 trace requests, expected grids of 1.5e3 and 1e4 points.
 """
 
 from __future__ import annotations
@@ -62,20 +65,20 @@ POINT = (
 )
 
 
-def run_bench(
+def run_bench(  # long: the thirteen measurements in order, each a line or two
     quick: bool = False,
     e2e_budget: int = 2 * 2**30,
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
 ) -> dict[str, Any]:
-    """Run the twelve measurements; a JSON-ready dict of figures (seconds, points, bytes).
-    ``runs``: how many cold runs (f) makes of each of its grids (their spread beside the first
-    run's figures)."""
+    """Run the thirteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
+    ``runs``: the cold runs (f) makes of each of its grids (their spread beside the first's)."""
     import numpy as np
 
     from sweeps.bench.calibrated import measure_calibration
     from sweeps.bench.e2e import measure_end_to_end
     from sweeps.bench.engine import measure_engine, measure_export
+    from sweeps.bench.expected import QUICK_SIDES, SIDES, measure_expected
     from sweeps.bench.grids import bench_configs
     from sweeps.bench.pareto import measure_pareto
     from sweeps.bench.run_path import measure_run_paths
@@ -122,6 +125,8 @@ def run_bench(
     report["calibrated"] = measure_calibration(rows=1_000 if quick else 48_000)
     say("traces")
     report["traces"] = measure_traces(requests=10_000 if quick else 1_000_000)
+    say("expected pass")
+    report["expected"] = measure_expected(QUICK_SIDES if quick else SIDES)
     return report
 
 
