@@ -23,7 +23,20 @@ if TYPE_CHECKING:
 def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
     """Hooks for ``sweeps.pipeline.run_to_folder``: the charts ``sweep`` asks for in the
     formats it asks for, and the report page. Starts the processes that draw them
-    (``drawing.start``) at once, so that their start-up overlaps the grid."""
+    (``drawing.start``) at once, so that their start-up overlaps the grid.
+
+    Parameters
+    ----------
+    sweep
+        The sweep run (its ``[outputs]`` charts, formats and report).
+
+    Returns
+    -------
+    tuple of callable
+        The hooks, each ``hook(grid, sweep, folder)`` returning the files it wrote (relative
+        to ``folder``): the studies' post-steps, then the figures (``FiguresHook``, which
+        names each figure it could not draw, with why, in ``notes``).
+    """
     start(sweep.formats if sweep.charts else ())
 
     from sweeps.export.post_steps import post_steps

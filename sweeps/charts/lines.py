@@ -264,7 +264,24 @@ def ai_vs_batch_chart(
 
     Dashed: each context's asymptotic ceiling; black dashes: the device's ridge point; a black
     bar at each line's memory wall (max batch); dotted: batches that do not fit.
-    ``options`` as ``heatmaps.ceiling_chart``.
+
+    Parameters
+    ----------
+    ds
+        A grid (``sweeps.run``) with the decode analysis.
+    model
+        The model drawn (default: the grid's first).
+    hardware
+        The device drawn (default: the grid's first).
+    **options
+        As ``ceiling_chart`` takes them: ``tp``, ``weight_dtype``, ``pick``, ``max_cells``,
+        ``width``.
+
+    Returns
+    -------
+    alt.Chart
+        The Altair chart; its title and subtitle are the caption
+        (``sweeps.charts.rendering.caption``).
     """
     sel = select(ds, model, hardware, **options)
     frame, note = decode_cells(sel)

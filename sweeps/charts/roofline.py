@@ -222,7 +222,25 @@ def roofline_chart(
     """Roofline of one device: a roof per compute dtype it has (``ROOF_DTYPES``; the sweep's
     ``compute_dtype`` solid, the others dashed), the bandwidth slope labelled, and the decode
     and prefill points of ``model`` by phase (grey: does not fit).
-    ``options`` as ``heatmaps.ceiling_chart``."""
+
+    Parameters
+    ----------
+    ds
+        A grid (``sweeps.run``) with the decode analysis.
+    model
+        The model drawn (default: the grid's first).
+    hardware
+        The device drawn (default: the grid's first).
+    **options
+        As ``ceiling_chart`` takes them: ``tp``, ``weight_dtype``, ``pick``, ``max_cells``,
+        ``width``.
+
+    Returns
+    -------
+    alt.LayerChart
+        The Altair chart; its title and subtitle are the caption
+        (``sweeps.charts.rendering.caption``).
+    """
     # long: one layer per roof, slope label and phase, each from the same selection
     sel = select(ds, model, hardware, **options)
     points, notes = phase_points(sel)

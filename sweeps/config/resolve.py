@@ -324,7 +324,27 @@ def _resolve(
 
 
 def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = None) -> Sweep:
-    """Validate config ``text`` (TOML) and resolve it; ``path`` names it in error messages."""
+    """Validate config ``text`` (TOML) and resolve it.
+
+    Parameters
+    ----------
+    text
+        The config file's text.
+    path
+        Its name in error messages (and the folder its relative paths are read from).
+    catalog
+        The catalog its ids resolve against (default: the shipped one).
+
+    Returns
+    -------
+    Sweep
+        The validated sweep.
+
+    Raises
+    ------
+    ConfigError
+        On any mistake of the text, each named with its key, value and what is allowed.
+    """
     structure = structure_problem(text)  # before the TOML reader, whose cost it bounds
     if structure is not None:
         msg = f"{path}: {structure}"
@@ -346,5 +366,22 @@ def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = No
 
 
 def load_config(path: str | Path) -> Sweep:
-    """Read, validate and resolve the config file at ``path``; ``ConfigError`` on any mistake."""
+    """Read, validate and resolve the config file at ``path``.
+
+    Parameters
+    ----------
+    path
+        A TOML config file (``configs/*.toml``); its relative ``config = "..."`` paths are
+        read from its folder.
+
+    Returns
+    -------
+    Sweep
+        The validated sweep.
+
+    Raises
+    ------
+    ConfigError
+        On any mistake of the file, each named with its key, value and what is allowed.
+    """
     return parse_config(read_text(path, ConfigError, "config"), str(path))

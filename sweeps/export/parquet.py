@@ -210,7 +210,17 @@ def write_tables(
 def to_parquet(ds: xr.Dataset, folder: str | Path) -> dict[str, int]:
     """Write ``<table>.parquet`` for every table of the result (``TABLES``) into ``folder``.
 
-    Returns the row count of each table.
+    Parameters
+    ----------
+    ds
+        A grid (``sweeps.run``).
+    folder
+        The folder written into (made if missing).
+
+    Returns
+    -------
+    dict of str to int
+        The row count of each table, by table name.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

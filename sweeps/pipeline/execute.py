@@ -46,11 +46,22 @@ if TYPE_CHECKING:
 def run(
     config: Sweep | str | Path | Mapping[str, Any], chunks: Mapping[str, int] | None = None
 ) -> xr.Dataset:
-    """The grid of a sweep: a ``Sweep``, the path of a config file to load first, or a dict of
-    the file's tables (as ``tomllib`` reads one), validated as a file is.
+    """The grid of a sweep, in memory.
 
-    ``chunks`` (e.g. ``{"model": 1}``, needs the ``dask`` extra) gives a lazy grid whose full-rank
-    variables are dask arrays, computed block by block when asked (``sweeps.grid.build_grid``).
+    Parameters
+    ----------
+    config
+        A ``Sweep``, the path of a config file to load first, or a dict of the file's tables
+        (as ``tomllib`` reads one), validated as a file is.
+    chunks
+        ``{"model": 1}`` (needs the ``dask`` extra) gives a lazy grid whose full-rank
+        variables are dask arrays, computed block by block when asked
+        (``sweeps.grid.build_grid``).
+
+    Returns
+    -------
+    xr.Dataset
+        The grid (``sweeps.grid.build_grid``).
     """
     if isinstance(config, Sweep):
         sweep = config
@@ -201,21 +212,46 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
 ) -> RunResult:
     """Compute ``sweep`` and write ``<out>/<name>/`` atomically (replaced only with ``force``).
 
-    Writes the Parquet tables in ``layout`` (``[outputs] layout``: ``auto``, ``single`` or
-    ``partitioned``, see ``sweeps.pipeline.plan``), the grid file (``grid_format``:
-    ``[outputs] grid``), whatever ``hooks`` add (charts, report), ``sweep.duckdb`` where
-    ``duckdb`` (``[outputs] duckdb``) and ``manifest.json`` last. The parameters left ``None``
-    take the sweep's own settings.
+    Writes the Parquet tables, the grid file, whatever ``hooks`` add (charts, report),
+    ``sweep.duckdb`` where asked and ``manifest.json`` last. When the grid's estimated memory
+    (``sweeps.grid.memory.estimate_bytes``) exceeds ``memory_budget``, or when ``client`` is
+    given, the grid is evaluated in chunks and its rows streamed into the same files; the grid
+    file is written block by block where its format allows (Zarr), the hooks get the grid one
+    model and device at a time, and what cannot be written is skipped (the manifest says so).
 
-    When the grid's estimated memory (``sweeps.grid.memory.estimate_bytes``) exceeds
-    ``memory_budget`` [byte] (default: half of what the process may use; at least
-    ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
-    ``dask.distributed.Client``) is given, the grid is evaluated in chunks and its rows
-    streamed into the same files; the grid file is written block by block where its format
-    allows (Zarr), the hooks get the grid one model and device at a time, and what cannot be
-    written is skipped (the manifest says so). ``progress`` is called after each chunk with
-    (rows done, rows in all); ``phase`` with what the run starts doing (computing the grid,
-    writing each table file).
+    Parameters
+    ----------
+    sweep
+        The validated sweep (``sweeps.load_config``).
+    out
+        The folder the run's folder ``<name>/`` is written into.
+    force
+        Replace ``<out>/<name>/`` where it exists (else ``OutputExistsError``).
+    hooks
+        Called with the grid (or its one-model-one-device slices), the sweep and the staging
+        folder; each returns the files it wrote (``sweeps.charts.output_hooks``).
+    memory_budget
+        The most the grid may take in memory [byte] (default: half of what the process may
+        use; at least ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``).
+    progress
+        Called after each chunk with (rows done, rows in all) [row].
+    client
+        A ``dask.distributed.Client``: the chunks are computed on its workers.
+    layout
+        ``auto``, ``single`` or ``partitioned`` (``[outputs] layout``, see
+        ``sweeps.pipeline.plan``); ``None``: the sweep's.
+    grid_format
+        ``zarr``, ``netcdf`` or ``none`` (``[outputs] grid``); ``None``: the sweep's.
+    duckdb
+        Write ``sweep.duckdb`` (``[outputs] duckdb``); ``None``: the sweep's.
+    phase
+        Told what the run starts doing: computing the grid, writing each table file.
+
+    Returns
+    -------
+    RunResult
+        The folder, the grid where it was held, the row count of each table, the timings
+        [s], the files written and what was skipped.
     """
     began = time.perf_counter()
     given = RunOptions(force, hooks, memory_budget, progress, client, layout, grid_format, duckdb)
