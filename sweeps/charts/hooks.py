@@ -18,9 +18,10 @@ from .drawing import start
 if TYPE_CHECKING:
     from sweeps.config import Sweep
     from sweeps.export.post_steps import PostStepHook
+    from sweeps.pipeline.hook import Track
 
 
-def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
+def output_hooks(sweep: Sweep, track: Track | None = None) -> tuple[Callable[..., list[str]], ...]:
     """Hooks for ``sweeps.pipeline.run_to_folder``: the charts ``sweep`` asks for in the
     formats it asks for, and the report page. Starts the processes that draw them
     (``drawing.start``) at once, so that their start-up overlaps the grid.
@@ -29,6 +30,10 @@ def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
     ----------
     sweep
         The sweep run (its ``[outputs]`` charts, formats and report).
+    track
+        Told how the figures move (``sweeps.pipeline.hook.Track``, the phase ``figures``):
+        slice by slice (one model on one device), then the figures across them and the
+        report.
 
     Returns
     -------
@@ -42,7 +47,7 @@ def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
     from sweeps.export.post_steps import post_steps
 
     steps = post_steps(sweep)  # the studies' tables made after the grid's (simulated.parquet)
-    return (*steps, FiguresHook(steps))
+    return (*steps, FiguresHook(steps, track))
 
 
 class FiguresHook:
@@ -51,8 +56,10 @@ class FiguresHook:
 
     __name__ = "figures"
 
-    def __init__(self, steps: Sequence[PostStepHook] = ()) -> None:
+    def __init__(self, steps: Sequence[PostStepHook] = (), track: Track | None = None) -> None:
         self.steps = steps
+        self.track = track
+        """Told how the figures move (the phase ``figures``), where given."""
         """The studies' post-steps, run before this: their results are drawn (the simulated
         plans' CDFs, ``simulated.cdf_figures``)."""
         self.notes: list[str] = []
@@ -66,7 +73,9 @@ class FiguresHook:
 
         done = [r for step in self.steps if step.step.name == KIND.name for r in step.results]
         extra = cdf_figures(done, sweep) if done else []
-        files = sweep_figures(ds, sweep, staging, extra, self.notes)
+        track = self.track
+        told = None if track is None else lambda d, n, what: track("figures", d, n, what)
+        files = sweep_figures(ds, sweep, staging, extra, self.notes, told)
         if isinstance(ds, xr.Dataset) and sweep.charts:  # the explorer needs the whole grid
             files += _explore(ds, sweep, staging)
         return files
