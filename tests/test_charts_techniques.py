@@ -106,3 +106,85 @@ def test_with_the_parallel_axes_a_technique_chart_draws_one_layout(name: str) ->
     if name == "speedup":
         dep = ds.sel(ep=8, spec_tokens=2, batch=1).squeeze()
         assert f"{float(dep['speedup']):.2f}x" in techniques.speedup_sentence(ds, "deepseek-v3")
+
+
+def _dominated(xs: list[float], ys: list[float], i: int) -> bool:
+    """The plain reading of a front: row ``i`` is beaten where another row is at least as
+    fast and at least as frugal, and better in one (or the same, and listed first)."""
+    for j in range(len(xs)):
+        if j == i or xs[j] < xs[i] or ys[j] < ys[i]:
+            continue
+        if xs[j] > xs[i] or ys[j] > ys[i] or j < i:
+            return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_front_is_the_rows_no_other_beats(seed: int) -> None:
+    """An adversary: random groups with ties (small integers) against the pairwise loop."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 30))
+    frame = pd.DataFrame(
+        {
+            "g": rng.choice(["a", "b", "c"], n),
+            "x": rng.integers(0, 6, n).astype(float),
+            "y": rng.integers(0, 6, n).astype(float),
+        },
+        index=rng.permutation(n) + 100,  # not a range: the result follows the index
+    )
+    got = techniques.on_front(frame, "x", "y", "g")
+    for group in frame["g"].unique():
+        rows = frame[frame["g"] == group]
+        xs, ys = rows["x"].tolist(), rows["y"].tolist()
+        expected = [not _dominated(xs, ys, i) for i in range(len(rows))]
+        assert got[rows.index].tolist() == expected, (seed, group)
+
+
+ENERGY = """
+[sweep]
+name = "energy"
+[axes]
+model = ["llama-3.1-70b"]
+hardware = ["h200", "h100-sxm"]
+tp = [2, 4, 8]
+batch = [1, 4, 16, 64, 256]
+context = [1024]
+weight_dtype = ["fp8"]
+kv_dtype = ["fp8"]
+[serving]
+prompt_tokens = [1024]
+output_tokens = [128]
+arrival_rate = [2.0]
+"""
+
+
+def test_energy_draws_each_device_as_a_front_not_a_zigzag() -> None:
+    """The line of a device joins its front alone, in order of speed: along it, tokens per
+    joule only fall (before, one line joined every tp and batch, up and down)."""
+    grid = build_grid(parse_config(ENERGY))
+    spec = techniques.energy_chart(grid, "llama-3.1-70b").to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    assert len(rows) > 2 * len({r["hardware"] for r in rows})  # several tp and batch a device
+    filters = sorted(layer["transform"][0]["filter"] for layer in spec["layer"])
+    assert filters == ["!datum.front", "datum.front"]
+    line = next(
+        layer for layer in spec["layer"] if layer["transform"][0]["filter"] == "datum.front"
+    )
+    assert line["mark"]["type"] == "line"
+    for device in ("h200", "h100-sxm"):
+        mine = [r for r in rows if r["hardware"] == device]
+        front = sorted((r for r in mine if r["front"]), key=lambda r: r["tokens_per_s_per_user"])
+        assert front
+        energy = [r["serving_output_tokens_per_joule"] for r in front]
+        assert energy == sorted(energy, reverse=True)
+        for r in mine:  # every point off the front is beaten by one on it
+            if not r["front"]:
+                assert any(
+                    f["tokens_per_s_per_user"] >= r["tokens_per_s_per_user"]
+                    and f["serving_output_tokens_per_joule"] >= r["serving_output_tokens_per_joule"]
+                    for f in front
+                )
+    assert "front" in " ".join(spec["title"]["subtitle"])

@@ -41,6 +41,7 @@ from .theme import (
     category_scale,
     fit_title,
     heading,
+    percent_title,
     themed,
     title,
     tooltip,
@@ -260,7 +261,7 @@ def _ceiling_layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Char
         .encode(
             color=alt.Color(
                 "fraction_of_ceiling:Q",
-                title=title("fraction_of_ceiling"),
+                title=percent_title("fraction_of_ceiling"),
                 scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
                 legend=alt.Legend(format=".0%", gradientLength=12 * sel.size.font),
             ),

@@ -264,7 +264,7 @@ def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: An
     frame = sel[["prefix_ttft_s"]].to_dataframe().reset_index()
     tiers = [str(t) for t in ds["kv_tier"].values]  # lines cross: a hue and a marker each
     recompute = pd.DataFrame({"ttft_s": [float(sel["ttft_s"])]})
-    x = alt.X("prefix_hit_rate:Q", title="prefix hit rate [1]", axis=alt.Axis(format="%"))
+    x = alt.X("prefix_hit_rate:Q", title="prefix hit rate [%]", axis=alt.Axis(format="%"))
     lines = alt.Chart(frame).mark_line(point=True).encode(
         x=x, y=alt.Y("prefix_ttft_s:Q", title="TTFT bound [s]"),
         color=alt.Color("kv_tier:N", title="tier", scale=series_scale(tiers)),
@@ -332,11 +332,23 @@ def technique_figures(parts: list[xr.Dataset], charts: Any, width: str) -> list[
     return figures
 
 
+def on_front(frame: pd.DataFrame, x: str, y: str, by: str) -> pd.Series:
+    """Whether each row of ``frame`` is on its ``by`` group's front: no row of the group has
+    both a higher ``x`` and a higher ``y`` (nor one equal and the other higher) [bool]."""
+    order = frame.sort_values([by, x, y], ascending=[True, False, False], kind="stable")
+    best = order.groupby(by, observed=True)[y].cummax()
+    before = best.groupby(order[by], observed=True).shift(1)
+    kept = before.isna() | (order[y] > before)
+    return kept.reindex(frame.index)
+
+
 def energy_chart(
     ds: xr.Dataset, model: str, weight_dtype: Any = None, width: str = "screen"
 ) -> Any:
     """Output tokens per joule against tokens/s per user: continuous batching on each device
-    at the first workload (a serving figure, beside the cost one)."""
+    at the first workload (a serving figure, beside the cost one). A device's line is its
+    front (``on_front``: the tp and batch that no other of its points beats on both); its
+    other points are drawn faint, unjoined."""
     at = {
         "model": model,
         "kv_heads": ds["kv_heads"].values[0],
@@ -358,7 +370,12 @@ def energy_chart(
         if np.isfinite(best)
         else "No device of the grid has a known board power: no energy figure."
     )
-    points = alt.Chart(frame).mark_line(point=True).encode(
+    frame = frame.assign(
+        front=on_front(
+            frame, "tokens_per_s_per_user", "serving_output_tokens_per_joule", "hardware"
+        )
+    )
+    base = alt.Chart(frame).encode(
         x=alt.X("tokens_per_s_per_user:Q", scale=alt.Scale(type="log"),
                 title="tokens/s per user [token/s]"),
         y=alt.Y("serving_output_tokens_per_joule:Q", title="output tokens per joule [token/J]"),
@@ -366,13 +383,17 @@ def energy_chart(
         shape=alt.Shape("hardware:N", title="device", scale=device_shapes(devices)),
         tooltip=["hardware", "tp", "batch", "serving_output_tokens_per_joule"],
     )  # fmt: skip
+    rest = base.transform_filter("!datum.front").mark_point(opacity=0.3)
+    front = base.transform_filter("datum.front").mark_line(point=True)
     caption = [
         f"{model}, {at['weight_dtype']} weights, {at['prompt_tokens']} prompt and "
-        f"{at['output_tokens']} output tokens per request.",
+        f"{at['output_tokens']} output tokens per request. Lines: each device's front over "
+        "tp and batch (no other point of it both faster per user and more tokens per joule); "
+        "faint: the rest.",
         sentence,
     ]
     size = size_of(width)
-    return points.properties(
+    return alt.layer(rest, front).properties(
         title=heading("Tokens per joule against speed per user", caption, size),
         width=panel_width(size, 1, 120),
         height=size.panel_height,
