@@ -99,6 +99,6 @@ def test_the_roofline_draws_each_point_against_its_own_roof() -> None:
     spec = roofline_chart(ds).to_dict()
     dashes = [layer for layer in spec["layer"] if layer["mark"].get("strokeDash") == [2, 2]]
     drawn = spec["datasets"][dashes[0]["data"]["name"]]
-    assert sorted(r["own_roof"] for r in drawn) == sorted(above["own_roof"].to_list())
+    assert sorted(r["attainable_flops"] for r in drawn) == sorted(above["own_roof"].to_list())
     caption = " ".join(spec["title"]["subtitle"])
     assert "a point's own roof" in caption

@@ -92,12 +92,13 @@ def phase_points(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
 
 def own_roofs(points: pl.DataFrame) -> pl.DataFrame:
     """A short dashed segment at each point's own roof, where it is above the roof drawn:
-    from 0.8 to 1.25 times its intensity, at ``own_roof`` [FLOP/s]."""
+    from 0.8 to 1.25 times its intensity (``arithmetic_intensity`` to ``x_high``), at
+    ``attainable_flops``, its own roof [FLOP/s] (the roofline's own axes' fields)."""
     above = points.filter(pl.col("above"))
     return above.select(
-        x_low=pl.col("arithmetic_intensity") * 0.8,
+        arithmetic_intensity=pl.col("arithmetic_intensity") * 0.8,
         x_high=pl.col("arithmetic_intensity") * 1.25,
-        own_roof=pl.col("own_roof"),
+        attainable_flops=pl.col("own_roof"),
         phase=pl.col("phase"),
     )
 
@@ -150,7 +151,7 @@ def _scales(
         np.r_[
             roof["attainable_flops"].to_numpy(),
             points["attainable_flops"].drop_nulls().to_numpy(),
-            own_roofs(points)["own_roof"].to_numpy(),
+            own_roofs(points)["attainable_flops"].to_numpy(),
         ],
         above=2,
     )
@@ -325,7 +326,7 @@ def roofline_chart(
     ]
     mine = own_roofs(points)
     if mine.height:
-        layers.append(_own_roof_layer(mine, (x_span, y_span)))
+        layers.append(_own_roof_layer(mine, x, y))
     caption = [
         f"Roofs: min(intensity × bandwidth, peak) for each compute dtype of the device; the "
         f"points use the {compute} roof (options.compute_dtype, solid); each point one batch "
@@ -349,18 +350,16 @@ OWN_ROOF_NOTE = (
 """The caption's sentence where a point's own roof is drawn."""
 
 
-def _own_roof_layer(
-    segments: pl.DataFrame, spans: tuple[tuple[float, float], tuple[float, float]]
-) -> alt.Chart:
-    """``own_roofs`` as short grey dashes over their points (the axes' ``spans``)."""
+def _own_roof_layer(segments: pl.DataFrame, x: alt.X, y: alt.Y) -> alt.Chart:
+    """``own_roofs`` as short grey dashes over their points, on the roofline's axes."""
     return (
         alt.Chart(segments)
         .mark_rule(color="#888888", strokeDash=[2, 2], strokeWidth=1.5)
         .encode(
-            x=alt.X("x_low:Q", scale=log_scale(spans[0]), axis=None),
+            x=x,
             x2="x_high:Q",
-            y=alt.Y("own_roof:Q", scale=log_scale(spans[1]), axis=None),
-            tooltip=[alt.Tooltip("own_roof:Q", title="own roof [FLOP/s]", format=".3~s")],
+            y=y,
+            tooltip=[alt.Tooltip("attainable_flops:Q", title="own roof [FLOP/s]", format=".3~s")],
         )
     )
 
@@ -433,7 +432,7 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
     ]
     mine = own_roofs(points)
     if mine.height:
-        layers.append(_own_roof_layer(mine, (x_span, y_span)))
+        layers.append(_own_roof_layer(mine, x, y))
     pairs = {(sel.tp, sel.weight_dtype) for sel in drawn}
     chosen = (
         f"all at tp {drawn[0].tp} with {drawn[0].weight_dtype} weights"
