@@ -198,6 +198,7 @@ MODEL_SIZE = register(Kind(
     name="model-size",
     title="Model size: the share of the ceiling at the memory wall",
     order=60,
+    family=True,
     doc="per device that ran two models or more: the share of the ceiling at the memory wall, "
     "model by context",
 ))  # fmt: skip

@@ -90,6 +90,17 @@ def _validate(raw: dict[str, Any], problems: Problems) -> tuple[schema.ConfigFil
         return None, broken
 
 
+def _charts(outputs: Any, model: Any, families: Mapping[str, Any]) -> tuple[str, ...]:
+    """``[outputs] charts``, and where the file leaves it to its default and the model axis
+    names a family table, the kinds that answer a family's question (``family_charts``)."""
+    from sweeps.outputs import family_charts
+
+    charts = list(outputs.charts)
+    if "charts" not in outputs.model_fields_set and any(families.get(m) for m in model):
+        charts += family_charts()
+    return tuple(dict.fromkeys(charts))
+
+
 def _resolve_names(
     names: list[str],
     key: str,
@@ -300,7 +311,7 @@ def _resolve(
         weight_dtype=weight_dtype,
         tp=tp,
         options=config.options,
-        charts=tuple(dict.fromkeys(outputs.charts)),
+        charts=_charts(outputs, a.model, families),
         formats=tuple(dict.fromkeys(outputs.formats)),
         grid_format=outputs.grid,
         layout=outputs.layout,
