@@ -58,11 +58,23 @@ def _indices(sweep: Any, rows: Sequence[Mapping[str, Any]]) -> np.ndarray:
 def points(
     rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """Every pointwise output of the analyses at each of ``rows``: one dict of
-    Python scalars a point, in order. ``options`` is a config's ``[options]`` table.
+    """Every pointwise output of the analyses at each of ``rows``, without building a grid.
 
-    >>> points([{"model": "llama-3-8b", "hardware": "h100-sxm", "batch": 8}])[0]["time"]
-    ... # doctest: +SKIP
+    Parameters
+    ----------
+    rows
+        The points: each a mapping of ``[axes]`` keys to one value (``model`` and
+        ``hardware`` at least), e.g. ``{"model": "llama-3-8b", "hardware": "h100-sxm",
+        "batch": 8}``.
+    options
+        A config's ``[options]`` table (default: the defaults).
+
+    Returns
+    -------
+    list of dict
+        One dict of Python scalars a point, in the order of ``rows``: each output by its
+        variable's name (``time`` [s], ``tokens_per_s`` [token/s], ...), units as in
+        ``decode.parquet``.
     """
     from sweeps.grid.analyses import Inputs
     from sweeps.grid.scalar import ScalarEngine, input_table, pointwise
@@ -90,6 +102,19 @@ def points(
 
 
 def point(options: Mapping[str, Any] | None = None, **axes: Any) -> dict[str, Any]:
-    """The outputs at one point (``points`` of one): ``point(model=..., hardware=...,
-    batch=8, context=4096)``."""
+    """The outputs at one point (``points`` of one).
+
+    Parameters
+    ----------
+    options
+        A config's ``[options]`` table (default: the defaults).
+    **axes
+        The point: one value per ``[axes]`` key, ``model`` and ``hardware`` at least
+        (``point(model="llama-3-8b", hardware="h100-sxm", batch=8, context=4096)``).
+
+    Returns
+    -------
+    dict
+        Each output by its variable's name, as ``points`` gives them.
+    """
     return points([axes], options)[0]
