@@ -286,8 +286,7 @@ DECODE = Analysis(
         _V(
             "device_tokens_per_s_b1",
             "token/s",
-            "Decode throughput bound per device of one request alone (batch 1; null: does "
-            "not fit)",
+            "Decode throughput bound per device of one request alone (batch 1; null: does not fit)",
             "nullable",
         ),
         _V(

@@ -4,10 +4,10 @@ Along ``spec_draft``: the kind of each draft (``_draft_kind``: 0 ngram, 1 mtp, 2
 and, for a draft model, its shapes (``_draft_*``, neutral values for the others, whose cost
 the analysis never takes from them). Along ``kv_tier`` and ``hardware``: each tier's bandwidth
 per device (``_tier_bandwidth``, ``inf`` for hbm), its capacity (``_tier_capacity``, NaN where
-unknown) and whether it keeps the prefix in device memory (the built-in hbm). Along ``hardware``: the board power (``_board_power``, NaN
-where the catalog has none). With ``prefix_hit_rate = "trace"``: the trace's LRU hit curve
-(``_hit_curve``, one value: a ``sweeps.traces.reuse.HitCurve``). Units as in
-``sweeps.grid.coords``.
+unknown) and whether it keeps the prefix in device memory (the built-in hbm). Along
+``hardware``: the board power (``_board_power``, NaN where the catalog has none). With
+``prefix_hit_rate = "trace"``: the trace's LRU hit curve (``_hit_curve``, one value: a
+``sweeps.traces.reuse.HitCurve``). Units as in ``sweeps.grid.coords``.
 """
 
 from __future__ import annotations
