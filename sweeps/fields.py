@@ -73,6 +73,42 @@ ChartName = Annotated[
 """A chart kind's name (``[outputs] charts``): one the registry declares."""
 
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+def _at_least(minimum: float, unit: str, name: str) -> AfterValidator:
+    """A check that a positive value is at least ``minimum`` (``limits.<name>``) [``unit``]."""
+
+    def check(value: float) -> float:
+        if value < minimum:
+            msg = (
+                f"{value:g} {unit} is below the slowest allowed; allowed: at least "
+                f"{minimum:g} {unit} (limits.{name})"
+            )
+            raise ValueError(msg)
+        return value
+
+    return AfterValidator(check)
+
+
+def _floor(minimum: float) -> Any:
+    """``Field`` of a positive finite float whose JSON Schema says its ``minimum``."""
+    return Field(gt=0, allow_inf_nan=False, json_schema_extra={"minimum": minimum})
+
+
+Rate = Annotated[
+    float, _floor(limits.MIN_RATE), _at_least(limits.MIN_RATE, "request/s", "MIN_RATE")
+]
+"""An arrival rate [request/s]: at least ``limits.MIN_RATE``."""
+Bandwidth = Annotated[
+    float,
+    _floor(limits.MIN_BANDWIDTH),
+    _at_least(limits.MIN_BANDWIDTH, "byte/s", "MIN_BANDWIDTH"),
+]
+"""A bandwidth of a device, tier or link [byte/s]: at least ``limits.MIN_BANDWIDTH``."""
+Flops = Annotated[
+    float, _floor(limits.MIN_FLOPS), _at_least(limits.MIN_FLOPS, "FLOP/s", "MIN_FLOPS")
+]
+"""A device's peak [FLOP/s]: at least ``limits.MIN_FLOPS``."""
 Fraction = Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)]
 Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
 DraftTokens = Annotated[int, Field(ge=0, le=MAX_SPEC_TOKENS)]

@@ -74,6 +74,23 @@ MAX_BYTES = 2**53
 """Largest memory capacity [byte] (8 PiB): byte counts stay exact in float64, and the memory
 wall's batch (capacity over the smallest cache a sequence can hold) stays within int64."""
 
+MIN_RATE = 1e-6
+"""Slowest arrival rate [request/s] (one request in 11.6 days): a rate of 1e-300 made every
+figure divided by it (a cost per token, a simulated span) overflow or lose its steps."""
+
+MIN_BANDWIDTH = 1e3
+"""Slowest bandwidth of a device, a tier or a link [byte/s] (1 kB/s): a byte count over
+1e-300 byte/s is ``inf`` seconds (a TTFT, a reload time); at 1 kB/s the largest byte count
+(``MAX_BYTES``) takes 9e12 s, finite, and so does everything derived from it."""
+
+MIN_FLOPS = 1e3
+"""Slowest peak of a device [FLOP/s]: as ``MIN_BANDWIDTH``, every time stays finite."""
+
+MAX_SIMULATED_SPAN_S = 1e9
+"""Longest simulated span [s], ``[serving] simulate`` requests over the slowest rate (about 32
+years): float64 times there are 1.2e-7 s apart, so a step of a millisecond keeps four digits;
+at 1e300 s a step vanished and every TTFT, TPOT and latency came out exactly 0."""
+
 MIN_BITS = 1.0
 """Fewest bits per element of a number format [bit]; a smaller one lets the memory wall's
 batch leave int64 (it overflowed to -9.2e18)."""

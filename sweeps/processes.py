@@ -48,9 +48,25 @@ cores): page faults 826-873 k -> 614-641 k, system time 6.1-9.7 -> 4.1-5.4 s, CP
 ``glibc.malloc``) is kept."""
 
 
+def escape_unencodable() -> None:
+    """stdout and stderr write a character their encoding cannot hold as an escape
+    (``\\xe9``) instead of raising: a title in UTF-8 on a stream opened as ASCII
+    (``PYTHONIOENCODING=ascii``, a C locale) ended in a traceback after the result was
+    written. A stream that is not a text file of the interpreter's (a test's capture) is
+    left as it is."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", None) == "strict":
+            reconfigure(errors="backslashreplace")
+
+
 def start_process() -> None:
-    """What the command does as it starts: ``PROCESS_MALLOC``'s settings, where the C
-    library is glibc (elsewhere, nothing), each unless the environment sets it."""
+    """What the command does as it starts: unencodable characters escaped on its streams
+    (``escape_unencodable``); ``PROCESS_MALLOC``'s settings, where the C library is glibc
+    (elsewhere, nothing), each unless the environment sets it."""
+    escape_unencodable()
     try:
         libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # glibc's own name for itself
     except (ValueError, OSError, AttributeError):  # no such name here (not glibc, not Unix)

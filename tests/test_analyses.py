@@ -169,13 +169,18 @@ def test_the_summary_in_user_terms_is_the_decode_table_at_batch_1_and_at_the_wal
         point = ds.sel(at).isel(kv_heads=0)
         one = point.sel(batch=1)
         per_device = float(one["tokens_per_s"]) / row["tp"]
-        assert row["token_time_b1_s"] == pytest.approx(float(one["step_time_s"]), rel=1e-12)
-        assert row["device_tokens_per_s_b1"] == pytest.approx(per_device, rel=1e-12)
         wall = int(row["max_batch"])
-        if wall < 1:
+        if wall < 1:  # not one sequence fits: no figure, at batch 1 nor at the wall
+            assert not bool(one["feasible"])
+            for name in ("token_time_b1_s", "device_tokens_per_s_b1"):
+                assert row[name] is None, name
             assert row["token_time_wall_s"] is None
             assert row["device_tokens_per_s_wall"] is None
+            assert row["reason"].startswith("does not fit")
             continue
+        assert row["token_time_b1_s"] == pytest.approx(float(one["step_time_s"]), rel=1e-12)
+        assert row["device_tokens_per_s_b1"] == pytest.approx(per_device, rel=1e-12)
+        assert row["reason"] is None
         there = point.sel(batch=wall)
         assert bool(there["feasible"])
         assert not bool(point.sel(batch=wall + 1)["feasible"])

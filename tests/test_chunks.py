@@ -13,7 +13,7 @@ from sweeps.errors import ConfigError
 from sweeps.export.frame import decode_frame, prefill_frame
 from sweeps.grid import DECODE_DIMS, PREFILL_DIMS
 from sweeps.grid.chunks import needs_chunks, plan_chunks
-from sweeps.grid.memory import BASE_BYTES, estimate_bytes
+from sweeps.grid.memory import BASE_BYTES, check_budget, estimate_bytes
 from sweeps.pipeline import run_to_folder
 
 CONFIG = """
@@ -69,6 +69,26 @@ def test_a_budget_below_what_a_run_holds_is_refused(sweep, tmp_path):
         run_to_folder(sweep, tmp_path, memory_budget=1000)
     assert list(tmp_path.iterdir()) == []  # refused before anything is written
     assert parse_size("448MiB") == BASE_BYTES
+
+
+@pytest.mark.parametrize("installed", [True, False])
+def test_the_budget_floor_names_numba_only_where_it_is_installed(monkeypatch, installed):
+    """The floor's message listed numba on an install without it (the fast extra)."""
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+
+    def spec(name, *args):
+        if name == "numba":
+            return find_spec("json") if installed else None
+        return find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", spec)
+    for call in (lambda: parse_size("64MiB"), lambda: check_budget(1000)):
+        with pytest.raises(ConfigError) as caught:
+            call()
+        assert "(448 MiB: Python, numpy, xarray, Polars" in str(caught.value)
+        assert ("numba" in str(caught.value)) is installed
 
 
 def test_estimate_counts_the_materialised_grid(sweep):

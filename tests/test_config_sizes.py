@@ -108,6 +108,21 @@ def test_a_bad_family_table_is_named_by_its_key(
         parse_config(text)
 
 
+def test_a_custom_table_as_base_is_named_as_the_configs_own_table() -> None:
+    """A base naming the config's own [models.mine] table was called 'unknown model'."""
+    mine = (
+        "[models.mine]\nparams = 8e9\nlayers = 32\nhidden_size = 4096\nheads = 32\n"
+        "kv_heads = 8\nhead_dim = 128\nvocab_size = 128256\n"
+    )
+    text = _config("[1e9]", 'base = "mine"') + mine
+    with pytest.raises(ConfigError) as caught:
+        parse_config(text)
+    message = str(caught.value)
+    assert "models.llama-sizes.base: 'mine' is this config's own [models.mine] table" in message
+    assert "allowed bases: ['llama-2-13b'" in message
+    assert "unknown" not in message
+
+
 def test_a_family_model_named_like_another_table_is_refused() -> None:
     text = _config("[1e9]") + "[models.llama-sizes-1b]\nconfig = 'x.json'\n"
     with pytest.raises(ConfigError, match=r"models\.llama-sizes: its model 'llama-sizes-1b' has"):

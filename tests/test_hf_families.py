@@ -90,8 +90,16 @@ def test_experts_rule_reads_the_family_fields() -> None:
     assert isinstance(mixtral, Experts)
     assert (mixtral.count_key, mixtral.width_key) == ("num_local_experts", "intermediate_size")
     cfg = dict(_config("mixtral-8x7b"), num_experts_per_tok=9)
-    with pytest.raises(ImportModelError, match="9 experts per token exceed the 8 experts"):
+    message = r"cfg\.json: field 'num_experts_per_tok' = 9 exceeds field 'num_local_experts' = 8; "
+    with pytest.raises(ImportModelError, match=message + "allowed: 1 to 8"):
         model_from_config(cfg, "m", "cfg.json")
+    deepseek = dict(_config("deepseek-v3"), num_experts_per_tok=300)
+    with pytest.raises(ImportModelError, match="'num_experts_per_tok' = 300 exceeds field "
+                       "'n_routed_experts' = 256"):  # fmt: skip
+        model_from_config(deepseek, "d", "cfg.json")
+    gpt = {k: v for k, v in _config("gpt-oss-20b").items() if k != "num_experts_per_tok"}
+    with pytest.raises(ImportModelError, match="field 'experts_per_token' = 64 exceeds"):
+        model_from_config(dict(gpt, experts_per_token=64), "g", "cfg.json")
     gpt = _config("gpt-oss-20b")
     del gpt["num_experts_per_tok"]
     assert model_from_config(dict(gpt, experts_per_token=4), "g").experts_per_token == 4

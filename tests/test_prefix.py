@@ -95,3 +95,21 @@ def test_host_tier_is_the_devices_host_link() -> None:
     bandwidth = ds["tier_bandwidth"].sel(kv_tier="host")
     assert float(bandwidth.sel(hardware="h100-sxm")) == 64e9  # PCIe Gen5 x16, a direction
     assert ds["tier_bandwidth"].sel(kv_tier="hbm").isnull().all()
+
+
+def test_a_table_named_like_a_built_in_tier_replaces_it_whole() -> None:
+    """A user's [kv_tiers.hbm] took its bandwidth for the reload but kept the built-in tier's
+    HBM capacity and null tier_bandwidth (half of each); it is now the user's table in every
+    column, the same as that table under another name."""
+    tiers = PREFIX.replace(', "fast"', "")
+    mine = grid('["llama-3.1-8b"]', tiers, FAST.replace("[kv_tiers.fast]", "[kv_tiers.hbm]"))
+    other = grid('["llama-3.1-8b"]', PREFIX, FAST)
+    user, same_table = mine.sel(kv_tier="hbm"), other.sel(kv_tier="fast")
+    for name in ("tier_bandwidth", "reload_time_s", "hit_time_s", "prefixes_held"):
+        same(user[name], same_table[name], name)
+    assert (user["tier_bandwidth"] == 64e9).all()
+    assert (user.sel(prefix_hit_rate=0.5)["reload_time_s"] > 0).all()
+    # the built-in hbm tier, beside it, is still in device memory: nothing to reload
+    built_in = other.sel(kv_tier="hbm")
+    assert built_in["tier_bandwidth"].isnull().all()
+    assert (built_in["reload_time_s"] == 0).all()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -151,3 +152,28 @@ def test_the_command_and_the_bench_start_their_processes() -> None:
         assert "from sweeps.processes import" in head
         assert "set_environment()" in head
         assert "load_config" not in head  # before any work
+
+
+def test_a_stdout_that_cannot_encode_the_title_escapes_it(tmp_path: Path) -> None:
+    """A title in UTF-8 on an ASCII stdout (``PYTHONIOENCODING=ascii``) ended in a traceback
+    after the result was written (exit 0 beside it); the command escapes what its streams
+    cannot encode and ends cleanly."""
+    config = tmp_path / "uni.toml"
+    config.write_text(
+        '[sweep]\nname = "uni"\ntitle = "D\u00e9codage \u2014 8B"\n'
+        '[axes]\nmodel = ["llama-3-8b"]\nhardware = ["h100-sxm"]\nbatch = [1, 8]\n'
+        "context = [512]\n[outputs]\ncharts = []\n",
+        encoding="utf-8",
+    )
+    code = (
+        "import sys\n"
+        f"sys.argv = ['sweeps', 'run', {str(config)!r}, '--out', {str(tmp_path / 'out')!r}]\n"
+        "from sweeps.cli.main import main\n"
+        "main()\n"
+    )
+    done = _python(code, PYTHONIOENCODING="ascii")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "UnicodeEncodeError" not in done.stderr
+    assert "D\\xe9codage \\u2014 8B" in done.stdout
+    assert (tmp_path / "out" / "uni" / "manifest.json").is_file()

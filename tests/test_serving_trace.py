@@ -122,6 +122,18 @@ def test_bad_workloads_are_refused_naming_the_key(
     assert said in str(error.value)
 
 
+def test_a_rate_scale_below_the_slowest_rate_is_refused(tmp_path: Path) -> None:
+    """The trace's 0.75 request/s at a scale of 1e-300 was a rate that overflowed what is
+    divided by it; a scale whose rate is below limits.MIN_RATE is named with the range."""
+    path = _config(tmp_path)
+    path.write_text(path.read_text().replace("[1.0, 2.0]", "[1e-300, 1.0]"), encoding="utf-8")
+    with pytest.raises(ConfigError) as error:
+        sweeps.load_config(path)
+    said = str(error.value)
+    assert "workload.rate_scale[0]: 1e-300 makes the trace's 0.75 request/s 7.5e-301" in said
+    assert "at least 1e-06 request/s (limits.MIN_RATE), a scale of at least 1.33333e-06" in said
+
+
 def test_a_workload_needs_the_serving_table(tmp_path: Path) -> None:
     path = _config(tmp_path)
     text = path.read_text("utf-8").split("[serving]")[0] + '[workload]\ntrace = "trace.csv"\n'

@@ -191,3 +191,68 @@ def test_with_engines_a_row_per_engine_every_column_declared(tmp_path):
     assert (by["wall_fraction_of_ceiling"] == 1).all()  # a bound: one value for both engines
     h100 = by.filter(pl.col("hardware") == "h100-sxm")
     assert (h100["expected_token_time_b1_s"] == 2).all()  # each engine its own expectation
+
+
+NOT_FITTING = """
+[sweep]
+name = "nofit"
+[axes]
+model = ["deepseek-v3", "llama-3-8b"]
+hardware = ["h200"]
+batch = [1, 8]
+context = [4096]
+[outputs]
+charts = []
+grid = "none"
+"""
+
+
+def test_a_configuration_that_does_not_fit_has_null_figures_and_a_reason(tmp_path):
+    """DeepSeek-V3 at tp 1 on one H200 does not fit (671 B parameters in bf16 against 141 GB):
+    the summary printed a batch-1 ms/token and a TTFT for it. Every time and throughput is
+    null in the file, the terminal's frame and the --json rows, with the reason beside; the
+    row that fits keeps its figures and has no reason."""
+    from click.testing import CliRunner
+
+    from sweeps.cli.main import cli
+    from sweeps.cli.render import summary_rows
+
+    result = run_to_folder(parse_config(NOT_FITTING), tmp_path)
+    figures = [
+        "token_time_b1_s",
+        "device_tokens_per_s_b1",
+        "replica_tokens_per_s_b1",
+        "token_time_wall_s",
+        "device_tokens_per_s_wall",
+        "replica_tokens_per_s_wall",
+        "ttft_s",
+    ]
+    written = pl.read_parquet(result.folder / "summary.parquet")
+    for frame in (written, result.summary()):
+        deepseek = frame.filter(pl.col("model") == "deepseek-v3").row(0, named=True)
+        llama = frame.filter(pl.col("model") == "llama-3-8b").row(0, named=True)
+        assert deepseek["max_batch"] == 0
+        assert not deepseek["fits"]
+        for name in figures:
+            if name in frame.columns:
+                assert deepseek[name] is None, name
+                assert llama[name] is not None, name
+                assert llama[name] > 0, name
+        assert deepseek["reason"].startswith("does not fit: the weights and one sequence")
+        assert llama["reason"] is None
+    assert summary_columns(written)["reason"]["unit"] == "-"
+    rows = {r["model"]: r for r in summary_rows(result.summary())}
+    assert rows["deepseek-v3"]["token_time_b1_s"] is None
+    assert rows["deepseek-v3"]["ttft_s"] is None
+    assert "does not fit" in rows["deepseek-v3"]["reason"]
+    config = tmp_path / "nofit.toml"
+    config.write_text(NOT_FITTING)
+    printed = CliRunner().invoke(cli, ["run", str(config), "--out", str(tmp_path / "t")])
+    assert printed.exit_code == 0, printed.output
+    line = next(s for s in printed.output.splitlines() if s.startswith("deepseek-v3"))
+    assert "does not fit" in line
+    assert not any(ch.isdigit() for ch in line.split("  ")[-1])  # verdict alone at the end
+    # after the batches (ceiling, knee, max, ridge) every figure is '-'
+    cells = line.split()
+    assert cells[-3:] == ["does", "not", "fit"]
+    assert cells[-8:-3] == ["-"] * 5

@@ -36,9 +36,18 @@ with data-parallel attention (the grid's ``axes.ep`` and ``dp_attention``); ``pp
 ``pp = gpus / tp`` stages. Its per-device figure is over the replica's ``gpus`` devices (read
 ``tp`` above as the replica's devices).
 
+An ``ep+dp`` row whose ``ep`` does not divide the ``E`` routed experts (DeepSeek-V3's 256 on
+72 H100s or 48 GB200s, as published, with redundant experts placed by a load balancer) is
+bounded at its busiest rank's share: every rank holds ``ceil(E / ep)`` experts, a model of
+``E' = ep ceil(E / ep)`` routed experts (``E' - E`` redundant copies, each the size of one
+expert) that still routes each token to ``k`` of them (``redundant_experts``). Each rank then
+holds the weights the busiest rank holds (so the memory wall is no looser than the real one's),
+and a token's work is the same ``k`` experts; spread over more copies, a batch touches fewer
+distinct experts a rank, and the bound stays above any placement of those experts.
+
 A row gets no bound, and says why in ``reason``, where a bound would be wrong: a model that does
-not fit on the row's devices, and a layout the grid refuses (an ``ep`` that does not divide the
-experts, a ``pp`` the layers).
+not fit on the row's devices, and a layout the grid refuses (``ep+dp`` for a dense model, a
+``pp`` that does not divide the layers).
 
 At scale the rows of one configuration share grids: the distinct batches, contexts and prompts
 of its rows are cut into chunks whose grid stays under ``POINTS`` points, and each chunk's
@@ -47,14 +56,16 @@ bounds are read from its grid in one vectorized selection.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import xarray as xr
 
 from sweeps.calibrate.measurements import Measurement, needs_serving
+from sweeps.catalog import Model
 from sweeps.config import Sweep, parse_config
 from sweeps.errors import MeasurementsError, SweepsError
 from sweeps.grid import BOTTLENECK_FLAGS, build_grid
@@ -137,6 +148,33 @@ def _serving_table(rows: list[Measurement]) -> str:
     )
 
 
+def redundant_experts(model: Model, ranks: int) -> Model:
+    """``model`` with its routed experts made a multiple of ``ranks``: ``E' = ranks ceil(E /
+    ranks)``, each of the ``E' - E`` added a copy of one expert (``P - P_act`` is ``E - k``
+    experts, ``sweeps.physics.routed_params``), ``k`` per token as before; ``model`` itself
+    where ``ranks`` divides ``E``."""
+    experts = model.experts
+    padded = ranks * -(-experts // ranks)
+    if padded == experts:
+        return model
+    per_expert = (model.params - model.active_params) / (experts - model.experts_per_token)
+    params = model.params + (padded - experts) * per_expert
+    return replace(model, experts=padded, params=params)
+
+
+def _uneven_ep(model_id: str, parallel: str) -> int:
+    """The ``ep`` of an ``ep+dp`` layout (``layout``) that does not divide the routed experts
+    of ``model_id``; 0 for any other layout."""
+    from sweeps.catalog import load_catalog
+
+    match = re.match(r"ep = \[(\d+)\]", parallel)
+    model = load_catalog().lookup_model(model_id)
+    if match is None or not model.is_moe:
+        return 0
+    ranks = int(match.group(1))
+    return ranks if model.experts % ranks else 0
+
+
 def _sweep(
     key: tuple[str, ...],
     batches: Iterable[int],
@@ -145,6 +183,9 @@ def _sweep(
     serving: str = "",
 ) -> Sweep:
     model, hardware, tp, weight, kv, compute, attention, parallel = key
+    uneven = _uneven_ep(model, parallel)
+    if uneven:  # parsed at one rank, then given its ranks and the padded experts
+        parallel = parallel.replace(f"ep = [{uneven}]", "ep = [1]")
     options = f'compute_dtype = "{compute}"\n' if compute != "auto" else ""
     options += f'attention_dtype = "{attention}"\n'
     text = (
@@ -156,7 +197,11 @@ def _sweep(
         "[options]\nattention_flops = true\nmemory_reserve = 0.0\n"
         f"bandwidth_efficiency = 1.0\ncompute_efficiency = 1.0\n{options}{serving}"
     )
-    return parse_config(text, "<calibrate>")
+    sweep = parse_config(text, "<calibrate>")
+    if not uneven:
+        return sweep
+    padded = tuple(redundant_experts(m, uneven) for m in sweep.models)
+    return replace(sweep, models=padded, ep=(uneven,))
 
 
 def _grid(
@@ -196,11 +241,10 @@ def _unbounded_reason(m: Measurement) -> str:
 
     model = load_catalog().lookup_model(m.model)
     ranks = m.gpus // m.tp
-    if m.parallel == "ep+dp" and (not model.is_moe or model.experts % ranks):
-        routed = f"{model.experts} routed experts" if model.is_moe else "no routed experts"
+    if m.parallel == "ep+dp" and not model.is_moe:
         return (
-            f"ep+dp over {m.gpus} GPUs at tp {m.tp} is ep {ranks}, and {m.model} has {routed} "
-            "to split that way"
+            f"ep+dp over {m.gpus} GPUs at tp {m.tp} is ep {ranks}, and {m.model} has no "
+            "routed experts to split that way"
         )
     if m.parallel == "pp" and model.layers % ranks:
         return f"pp over {m.gpus} GPUs at tp {m.tp} is {ranks} stages of {model.layers} layers"

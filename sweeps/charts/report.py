@@ -108,7 +108,8 @@ def condensed_row(one: xr.Dataset, model: str, device: str, choice: Choice) -> d
 
 def full_rows(one: xr.Dataset) -> pl.DataFrame:
     """``sweeps.views.summary.summarize`` of one slice, ``ceiling_reachable`` replaced by
-    the first grid batch that reaches the threshold (``data.reached``, the charts' rule)."""
+    the first grid batch that reaches the threshold (``data.reached``, the charts' rule);
+    ``reason`` empty where the row has its figures."""
     from sweeps.views.summary import summarize
 
     threshold = float(one.attrs.get("ceiling_fraction", 0.9))
@@ -116,7 +117,10 @@ def full_rows(one: xr.Dataset) -> pl.DataFrame:
     frame = summarize(one.assign(ceiling_reachable=first)).rename(
         {"ceiling_reachable": "first_reached"}
     )
-    return frame.with_columns(pl.col("first_reached").fill_nan(None))
+    return frame.with_columns(
+        pl.col("first_reached").fill_nan(None),
+        pl.col("reason").fill_null(""),  # a row with its figures has no reason (not "never")
+    )
 
 
 def _cell(value: object) -> str:

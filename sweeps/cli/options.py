@@ -61,7 +61,7 @@ def parse_size(text: str) -> int:
 
     At least what a run holds before any grid (``sweeps.grid.memory.BASE_BYTES``).
     """
-    from sweeps.grid.memory import BASE_BYTES
+    from sweeps.grid.memory import BASE_BYTES, base_holds
 
     match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-z]*)\s*", text.lower())
     if match is None or match.group(2) not in _UNITS:
@@ -78,8 +78,7 @@ def parse_size(text: str) -> int:
     if size < BASE_BYTES:
         msg = (
             f"--memory-budget: {text!r} is less than a run holds before any grid "
-            f"({BASE_BYTES // 2**20} MiB: Python, numpy, xarray, Polars, numba); "
-            f"allowed: at least {BASE_BYTES // 2**20}MiB"
+            f"({base_holds()}); allowed: at least {BASE_BYTES // 2**20}MiB"
         )
         raise ConfigError(msg)
     return size

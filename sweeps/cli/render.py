@@ -98,7 +98,8 @@ def summary_rows(frame: Any) -> list[dict[str, Any]]:
     """The summary frame (``RunResult.summary()``) as plain rows: batches in whole sequences.
 
     ``ridge_batch`` is ``None`` where decode never turns compute-bound; ``fits`` is false where
-    not one sequence fits (``max_batch`` 0).
+    not one sequence fits (``max_batch`` 0), every time and throughput then ``None`` and
+    ``reason`` saying why (``None`` where the figures exist).
     """
     rows = []
     for row in frame.iter_rows(named=True):
@@ -112,6 +113,7 @@ def summary_rows(frame: Any) -> list[dict[str, Any]]:
             value = row.get(name)
             record[name] = None if value is None else float(value)
         record["fits"] = bool(row["fits"])
+        record["reason"] = row.get("reason")  # why the figures are null; None where they exist
         rows.append(record)
     return rows
 

@@ -19,6 +19,7 @@ from sweeps.fields import (
     AXIS_LENGTH,
     NAME_PATTERN,
     AxisRange,
+    Bandwidth,
     BatchAxis,
     ChartName,
     ComputeDType,
@@ -27,6 +28,7 @@ from sweeps.fields import (
     CountOrNone,
     DraftTokens,
     Efficiency,
+    Flops,
     Fraction,
     KvHeadsAxis,
     Name,
@@ -245,7 +247,10 @@ ModelEntry = Annotated[
 class KvTierTable(Strict):
     """A KV tier a cached prefix is reloaded from: bandwidth into HBM and capacity, per device."""
 
-    bandwidth: PositiveFloat = Field(description="Tier-to-HBM bandwidth per device [byte/s]")
+    bandwidth: Bandwidth = Field(
+        description="Tier-to-HBM bandwidth per device [byte/s], at least "
+        f"{limits.MIN_BANDWIDTH:g} (limits.MIN_BANDWIDTH)"
+    )
     capacity: PositiveFloat | None = Field(
         default=None, description="Bytes the tier holds per device [byte]; none: unknown"
     )
@@ -257,18 +262,21 @@ class KvTierTable(Strict):
 class PeakFlops(Strict):
     """Dense peak throughput per compute dtype [FLOP/s]; never the 2:4-sparse figure."""
 
-    bf16: PositiveFloat = Field(description="bf16 dense peak [FLOP/s]")
-    fp8: PositiveFloat | None = Field(default=None, description="fp8 dense peak [FLOP/s]")
-    int8: PositiveFloat | None = Field(default=None, description="int8 dense peak [OP/s]")
-    fp4: PositiveFloat | None = Field(default=None, description="fp4 dense peak [FLOP/s]")
-    fp32: PositiveFloat | None = Field(default=None, description="fp32 dense peak [FLOP/s]")
+    bf16: Flops = Field(description="bf16 dense peak [FLOP/s]")
+    fp8: Flops | None = Field(default=None, description="fp8 dense peak [FLOP/s]")
+    int8: Flops | None = Field(default=None, description="int8 dense peak [OP/s]")
+    fp4: Flops | None = Field(default=None, description="fp4 dense peak [FLOP/s]")
+    fp32: Flops | None = Field(default=None, description="fp32 dense peak [FLOP/s]")
 
 
 class HardwareTable(Strict):
     """A custom device, SI units: FLOP/s, bytes/s, bytes."""
 
     peak_flops: PeakFlops = Field(description="Dense peaks per compute dtype [FLOP/s]")
-    bandwidth: PositiveFloat = Field(description="Peak memory bandwidth [byte/s]")
+    bandwidth: Bandwidth = Field(
+        description=f"Peak memory bandwidth [byte/s], at least {limits.MIN_BANDWIDTH:g} "
+        "(limits.MIN_BANDWIDTH)"
+    )
     memory: Annotated[float, Field(gt=0, le=limits.MAX_BYTES, allow_inf_nan=False)] = Field(
         description=f"Device memory [byte], at most 2**53 ({limits.MAX_BYTES:,})"
     )

@@ -8,7 +8,7 @@ value and what is allowed; a table with one is left out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +35,23 @@ def _bases(catalog: Catalog) -> list[str]:
 
 
 def _base(
-    name: str, table: FamilyTable, catalog: Catalog, problems: Problems
+    name: str,
+    table: FamilyTable,
+    catalog: Catalog,
+    problems: Problems,
+    tables: Collection[str] = (),
 ) -> tuple[Model, Family] | None:
+    """The catalog model ``base`` names and its family, or None (reported); ``tables``: the
+    config's ``[models.*]`` names, so a base naming one of them is told what it is."""
     key = f"models.{name}.base"
+    if table.base in tables and table.base not in catalog.models:
+        problems.add(
+            key,
+            f"{table.base!r} is this config's own [models.{table.base}] table; a family "
+            "scales a catalog model of a family with a scaling rule, allowed bases: "
+            f"{_bases(catalog)}",
+        )
+        return None
     try:
         model = catalog.lookup_model(table.base)
     except CatalogError as error:
@@ -62,11 +76,15 @@ def _size_key(name: str, table: FamilyTable, index: int) -> str:
 
 
 def family_models(
-    name: str, table: FamilyTable, catalog: Catalog, problems: Problems
+    name: str,
+    table: FamilyTable,
+    catalog: Catalog,
+    problems: Problems,
+    tables: Collection[str] = (),
 ) -> tuple[Model, ...]:
     """The models of the family table ``[models.<name>]``, by ascending size; () where it has
-    a problem (reported)."""
-    found = _base(name, table, catalog, problems)
+    a problem (reported); ``tables``: the config's ``[models.*]`` names."""
+    found = _base(name, table, catalog, problems, tables)
     if found is None:
         return ()
     base, family = found
@@ -133,7 +151,7 @@ def custom_models(
     and each family table's models by its name (``base``: the folder ``config`` paths start
     from)."""
     families = {
-        n: family_models(n, t, catalog, problems)
+        n: family_models(n, t, catalog, problems, tables.keys())
         for n, t in tables.items()
         if isinstance(t, FamilyTable)
     }

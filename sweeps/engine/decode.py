@@ -130,7 +130,7 @@ def _user_terms(
 ) -> dict[str, Any]:
     """What hardware is chosen by: the time per token and tokens/s per device of one request
     alone (batch 1) and of the largest batch that fits (the memory wall), whatever batches the
-    grid's axis holds; the wall's values are null where not one sequence fits. ``flops`` is
+    grid's axis holds; every value is null where not one sequence fits. ``flops`` is
     one sequence's FLOPs, its GEMMs' and its attention's, per device (the split compute roof)."""
     f_seq, gemm, attention = flops
     out: dict[str, Any] = {}
@@ -142,8 +142,8 @@ def _user_terms(
         bound, latency = step_times(x, batch, time)
         out[f"token_time_{name}_s"] = latency
         out[f"device_tokens_per_s_{name}"] = batch / bound / x["_devices"]
-    fits = max_batch >= 1
-    for name in ("token_time_wall_s", "device_tokens_per_s_wall"):
+    fits = max_batch >= 1  # not one sequence fits: no figure, at batch 1 nor at the wall
+    for name in list(out):
         out[name] = where(fits, out[name], np.nan)
     return out
 
@@ -279,12 +279,15 @@ DECODE = Analysis(
         _V(
             "token_time_b1_s",
             "s",
-            "Roofline bound on the time per output token of one request alone (batch 1)",
+            "Roofline bound on the time per output token of one request alone (batch 1; "
+            "null: does not fit)",
+            "nullable",
         ),
         _V(
             "device_tokens_per_s_b1",
             "token/s",
-            "Decode throughput bound per device of one request alone (batch 1)",
+            "Decode throughput bound per device of one request alone (batch 1; null: does not fit)",
+            "nullable",
         ),
         _V(
             "token_time_wall_s",

@@ -89,6 +89,26 @@ class PostStepHook:
         return [f"{self.step.name}.parquet"]
 
 
+NULL_REASONS = "null_reasons"
+"""The key of a post-step's row that says, of each of its statistics left null, why
+(``sweeps.studies.serving.simulate.stats.NULL_REASONS``): read into the manifest."""
+
+
+def described(hook: PostStepHook) -> dict[str, Any]:
+    """What the manifest says of a post-step's table once written: its ``rows``, its
+    ``columns`` (unit, description) and ``nulls``: of each statistic left null, in how many
+    rows and why (the reasons its rows give)."""
+    nulls: dict[str, dict[str, Any]] = {}
+    for result in hook.results:
+        for column, reason in result.row.get(NULL_REASONS, {}).items():
+            entry = nulls.setdefault(column, {"rows": 0, "reasons": []})
+            entry["rows"] += 1
+            if reason not in entry["reasons"]:
+                entry["reasons"].append(reason)
+    columns = {v.name: {"unit": v.unit, "description": v.description} for v in hook.step.variables}
+    return {"rows": len(hook.results), "columns": columns, "nulls": nulls}
+
+
 def post_steps(sweep: Any) -> tuple[PostStepHook, ...]:
     """The post-steps ``sweep`` asks for, of every study it has, as hooks of its run."""
     return tuple(

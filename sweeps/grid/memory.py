@@ -99,12 +99,21 @@ def check_points(sweep: Sweep) -> None:
         raise ConfigError("\n".join(lines))
 
 
+def base_holds() -> str:
+    """What ``BASE_BYTES`` holds, in words, for the messages of a budget below it: numba is
+    named only where it is installed (the ``fast`` extra), as only then is it loaded."""
+    import importlib.util
+
+    numba = importlib.util.find_spec("numba") is not None
+    return f"{BASE_BYTES // 2**20} MiB: Python, numpy, xarray, Polars{', numba' if numba else ''}"
+
+
 def check_budget(budget: int) -> int:
     """``budget`` [byte] if a run can keep to it; a ``ConfigError`` below ``BASE_BYTES``."""
     if budget < BASE_BYTES:
         msg = (
             f"memory budget: {budget:,} bytes is less than a run holds before any grid "
-            f"({BASE_BYTES // 2**20} MiB: Python, numpy, xarray, Polars, numba); "
+            f"({base_holds()}); "
             f"allowed: at least {BASE_BYTES:,} bytes ({BASE_BYTES // 2**20} MiB)"
         )
         raise ConfigError(msg)

@@ -4,10 +4,10 @@ Along ``spec_draft``: the kind of each draft (``_draft_kind``: 0 ngram, 1 mtp, 2
 and, for a draft model, its shapes (``_draft_*``, neutral values for the others, whose cost
 the analysis never takes from them). Along ``kv_tier`` and ``hardware``: each tier's bandwidth
 per device (``_tier_bandwidth``, ``inf`` for hbm), its capacity (``_tier_capacity``, NaN where
-unknown) and whether it is HBM. Along ``hardware``: the board power (``_board_power``, NaN
-where the catalog has none). With ``prefix_hit_rate = "trace"``: the trace's LRU hit curve
-(``_hit_curve``, one value: a ``sweeps.traces.reuse.HitCurve``). Units as in
-``sweeps.grid.coords``.
+unknown) and whether it keeps the prefix in device memory (the built-in hbm). Along
+``hardware``: the board power (``_board_power``, NaN where the catalog has none). With
+``prefix_hit_rate = "trace"``: the trace's LRU hit curve (``_hit_curve``, one value: a
+``sweeps.traces.reuse.HitCurve``). Units as in ``sweeps.grid.coords``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from sweeps.config import Sweep
-from sweeps.studies.prefix.tiers import HBM
 from sweeps.studies.prefix.trace import TraceHitRate
 
 Coord = tuple[str | tuple[str, ...], np.ndarray]
@@ -66,7 +65,7 @@ def _tier_inputs(sweep: Sweep) -> dict[str, Coord]:
             np.array([[t.bandwidth_on(d) for t in tiers] for d in sweep.hardware], float),
         ),
         "_tier_capacity": ("kv_tier", np.array(capacity, float)),
-        "_tier_is_hbm": ("kv_tier", np.array([t.id == HBM for t in tiers])),
+        "_tier_is_hbm": ("kv_tier", np.array([t.in_device_memory for t in tiers])),
     }
 
 

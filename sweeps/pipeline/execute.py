@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -146,6 +147,26 @@ def check_targets(sweeps: Iterable[Sweep], out: str | Path, force: bool = False)
             raise ConfigError(msg)
         seen[target] = sweep
         check_target(target, force)
+
+
+def _post_step_tables(
+    hooks: tuple[Hook, ...], rows: dict[str, int], columns: dict[str, Any]
+) -> dict[str, object]:
+    """The studies' post-step tables (``simulated.parquet``) into the manifest's ``rows`` and
+    ``columns``, as the grid's tables are; returns, of each such table with statistics left
+    null, which and why."""
+    from sweeps.export.post_steps import PostStepHook, described
+
+    nulls: dict[str, object] = {}
+    for given in hooks:
+        hook = inspect.unwrap(given)  # the command wraps each hook to name its phase
+        if isinstance(hook, PostStepHook):
+            info = described(hook)
+            rows[hook.step.name] = info["rows"]
+            columns[hook.step.name] = info["columns"]
+            if info["nulls"]:
+                nulls[hook.step.name] = info["nulls"]
+    return nulls
 
 
 def _write_manifest(folder: Path, document: dict[str, object]) -> None:
@@ -299,9 +320,12 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         files += [DATABASE] if settings.duckdb else []  # written last, before the rename
         rows = {name: table.rows for name, table in written.items()}
         columns = {name: table.columns for name, table in written.items()}
+        nulls = _post_step_tables(settings.hooks, rows, columns)
         files.append("manifest.json")
         counts = expected_counts(staging, files) if sweep.engine else None
         document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped), counts)
+        if nulls:
+            document["nulls"] = nulls
         document["figures_not_drawn"] = [n for hook in hooks for n in getattr(hook, "notes", ())]
         _write_manifest(staging, document)
         if settings.duckdb:  # in the staging folder: its views read paths relative to it

@@ -34,6 +34,13 @@ EXPECTED_TERMS = (
 """What the summary says of a configuration's expectation, per engine (``axes.engine``)."""
 
 
+NOT_FIT = (
+    "does not fit: the weights and one sequence's KV cache at this context exceed the "
+    "device memory left after options.memory_reserve (max_batch 0)"
+)
+"""``reason`` of a configuration where not one sequence fits: its figures are null."""
+
+
 def _names(ds: xr.Dataset) -> tuple[str, ...]:
     """The summary's variables in ``ds``: the bounds', and the expected ones where it has them."""
     expected = EXPECTED_TERMS if EXPECTED_TERMS[0] in ds.data_vars else ()
@@ -51,7 +58,9 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
 
     Beside the intensities, what hardware is chosen by: the time per token and tokens/s per
     device at batch 1 and at the memory wall, and ``ttft_s``, the TTFT of one request at the
-    first prompt length (``ds.prompt[0]``) where the grid has the prefill.
+    first prompt length (``ds.prompt[0]``) where the grid has the prefill. Where not one
+    sequence fits, every figure is null (``fits`` false); ``ttft_s`` is null where that
+    request's prefill does not fit.
 
     Parameters
     ----------
@@ -68,7 +77,10 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
     variables = {name: ds[name].variable for name in _names(ds)}
     if "ttft_s" in ds.data_vars:  # one request's TTFT: the first prompt, the smallest batch
         first = {"prompt": 0, "batch": int(np.argmin(ds["batch"].values))}
-        variables["ttft_s"] = ds["ttft_s"].isel(first).variable
+        ttft = ds["ttft_s"].isel(first)
+        if "prefill_feasible" in ds.data_vars:  # null where that one request does not fit
+            ttft = ttft.where(ds["prefill_feasible"].isel(first))
+        variables["ttft_s"] = ttft.variable
     held = {d for v in variables.values() for d in v.dims}
     dims = tuple(d for d in SUMMARY_DIMS if d in held)
     shape = tuple(ds.sizes[d] for d in dims)
@@ -99,8 +111,11 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
     for name, variable in variables.items():
         columns[name] = spread(variable)
     frame = pl.DataFrame(columns)
-    nullable = [n for n in variables if REGISTRY[n].dtype == "nullable"]
-    return frame.with_columns(
+    nullable = [n for n in variables if REGISTRY[n].dtype == "nullable" or n == "ttft_s"]
+    frame = frame.with_columns(
         *(pl.col(name).fill_nan(None) for name in nullable),
         fits=pl.col("max_batch") >= 1,
+    )
+    return frame.with_columns(
+        reason=pl.when(pl.col("fits")).then(None).otherwise(pl.lit(NOT_FIT, pl.String))
     )

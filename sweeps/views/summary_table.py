@@ -82,10 +82,17 @@ OWN_COLUMNS: tuple[Variable, ...] = (
         "ttft_s",
         "s",
         "Roofline bound on the time to first token of one request alone: the first prompt "
-        "length, the smallest batch of the grid (null: the grid has no prefill)",
+        "length, the smallest batch of the grid (null: the grid has no prefill, or that "
+        "request does not fit)",
         "nullable",
     ),
     _V("fits", "-", "At least one sequence fits in memory (max_batch >= 1)", "bool"),
+    _V(
+        "reason",
+        "-",
+        "Why the row's time and throughput figures are null (null where it has them)",
+        "str",
+    ),
 )
 """The columns the summary adds to the registry's (declared here, units and meaning)."""
 
@@ -226,6 +233,7 @@ _ORDER = (
     "device_tokens_per_s_wall",
     "replica_tokens_per_s_wall",
     "ttft_s",
+    "reason",
 )
 """The value columns' order, after the configuration's; extensions' columns come last."""
 

@@ -121,6 +121,14 @@ class Fields:
                 return self.data[name]
         return self.defaults.get(key)
 
+    def spelled(self, key: str) -> str:
+        """The name the file gives ``key`` under (``key`` or one of its aliases); ``key``
+        where the file gives none (a family default)."""
+        for name in (key, *ALIASES.get(key, ())):
+            if self.data.get(name) is not None:
+                return name
+        return key
+
     def has(self, key: str) -> bool:
         """True when the file (or the family default) gives ``key`` a non-null value."""
         return self.value(key) is not None

@@ -195,7 +195,11 @@ class Experts:
         else:  # kept for the record; no layer uses it
             dense = f.opt_int("intermediate_size") or 0
         if experts < k:
-            msg = f"{f.source}: {k} experts per token exceed the {experts} experts"
+            msg = (
+                f"{f.source}: field {f.spelled('num_experts_per_tok')!r} = {k} exceeds "
+                f"field {f.spelled(self.count_key)!r} = {experts}; allowed: 1 to {experts} "
+                "(a token is routed to at most every expert)"
+            )
             raise ImportModelError(msg)
         notes.append(
             f"{layers - moe_layers} dense + {moe_layers} MoE layers "

@@ -134,7 +134,8 @@ def _outputs(
     batch = x["batch"]
     step_v = var(outs["step"])
     per_config = (*WALL_DIMS, "engine")  # batch 1 and the wall: no batch dim
-    b1 = xr.Variable(per_config, outs["b1"][:, :, :, 0])
+    fits = (_max_batch(x) >= 1)[..., None]  # not one sequence fits: no figure at batch 1
+    b1 = xr.Variable(per_config, np.where(fits, outs["b1"][:, :, :, 0], np.nan))
     wall = xr.Variable(per_config, outs["wall"][:, :, :, 0])
     bound = x["step_time_s"]
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -198,14 +199,16 @@ EXPECTED = Analysis(
         _V(
             "expected_token_time_b1_s",
             "s",
-            "Expected time per output token of one request alone (batch 1)",
+            "Expected time per output token of one request alone (batch 1; null: does not "
+            "fit, or no data)",
             "nullable",
             "",
         ),
         _V(
             "expected_device_tokens_per_s_b1",
             "token/s",
-            "Expected decode tokens/s per device of one request alone (batch 1)",
+            "Expected decode tokens/s per device of one request alone (batch 1; null: does "
+            "not fit, or no data)",
             "nullable",
             "",
         ),

@@ -74,6 +74,11 @@ def _compute(x: Inputs) -> dict[str, Any]:
             chosen = where(mode == name, plan[key], chosen)
         return chosen
 
+    def time(key: str) -> Any:
+        """A plan's time [s], null where it has none (an M/D/1 queue with no replica)."""
+        value = pick(key)
+        return where(np.isfinite(value), value, np.nan)
+
     devices, output = pick("devices"), x["output_tokens"]
     rate = where(np.isfinite(devices), pick("rate"), np.nan)  # no plan: no rate
     return {
@@ -81,9 +86,9 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "expected_devices": devices,
         "expected_decode_batch": pick("batch"),
         "expected_pools_request_rate": rate,
-        "expected_pools_ttft_s": pick("ttft"),
-        **{f"expected_pools_ttft_{n}_s": pick(f"ttft_{n}") for n in QUANTILES},
-        "expected_pools_tpot_s": pick("tpot"),
+        "expected_pools_ttft_s": time("ttft"),
+        **{f"expected_pools_ttft_{n}_s": time(f"ttft_{n}") for n in QUANTILES},
+        "expected_pools_tpot_s": time("tpot"),
         "expected_goodput_tokens_per_s_per_device": physics.goodput_per_device(
             rate, output, devices
         ),

@@ -12,7 +12,6 @@ each step priced by the expected step costs of its configuration
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -75,7 +74,7 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
     from sweeps.schedulers import BY_NAME
     from sweeps.studies.serving.simulate import closed_loop, draw_requests, poisson, simulate
     from sweeps.studies.serving.simulate.plans import SEED, Simulated, point_of
-    from sweeps.studies.serving.simulate.stats import summarize
+    from sweeps.studies.serving.simulate.stats import row_values, summarize
     from sweeps.studies.serving.trace import trace_load
 
     serving = sweep.studies["serving"]
@@ -104,7 +103,7 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
     row = {
         **plan,
         "seed": SEED,
-        **{k: None if math.isnan(v) else v for k, v in stats.items()},
+        **row_values(stats),
         "requests": int(stats["requests"]),
     }
     return Simulated(row, timeline)

@@ -30,12 +30,16 @@ class KvTier:
         whose bandwidth is each device's ``host_link_bandwidth``
     capacity : Bytes held per device [byte]; None: unknown (hbm: what the weights leave)
     source : Where the figures come from
+    in_device_memory : The prefix stays in device memory (the built-in ``hbm``): nothing to
+        reload, the capacity what the weights leave. A ``[kv_tiers.*]`` table is never one,
+        even one named ``hbm``: its own bandwidth and capacity replace the built-in tier whole.
     """
 
     id: str
     bandwidth: float | None
     capacity: float | None = None
     source: str = ""
+    in_device_memory: bool = False
 
     def bandwidth_on(self, device: Any) -> float:
         """The tier's bandwidth per device on ``device`` [byte/s] (NaN: unknown)."""
@@ -46,7 +50,7 @@ class KvTier:
 
 
 BUILTIN_TIER_RECORDS = {
-    HBM: KvTier(HBM, math.inf, None, "device memory: the prefix is already in HBM"),
+    HBM: KvTier(HBM, math.inf, None, "device memory: the prefix is already in HBM", True),
     HOST: KvTier(HOST, None, None, "the device's host link (catalog host_link_bandwidth)"),
     NVME: KvTier(NVME, NVME_BANDWIDTH, None, "PCIe Gen5 x4 NVMe, 14 GB/s shared by 8 devices"),
 }
@@ -59,8 +63,9 @@ Problem = tuple[str, str]
 def resolve_tiers(
     names: Sequence[str], custom: Mapping[str, Any], hardware: Sequence[Any]
 ) -> tuple[tuple[KvTier, ...], list[Problem]]:
-    """The tier records of ``kv_tier``: ``[kv_tiers.*]`` tables first, then the built-ins;
-    ``host`` needs every device's host link bandwidth."""
+    """The tier records of ``kv_tier``: ``[kv_tiers.*]`` tables first (a table named like a
+    built-in tier replaces it whole), then the built-ins; ``host`` needs every device's host
+    link bandwidth."""
     out: list[KvTier] = []
     problems: list[Problem] = []
     for index, name in enumerate(names):

@@ -366,6 +366,13 @@ def _compute(x: Inputs) -> dict[str, Any]:
     devices, rate = pick("devices"), pick("rate")
     same = (x["prefill_hardware"] == x["decode_hardware"]) & (x["prefill_tp"] == x["decode_tp"])
     feasible = np.isfinite(devices) & np.isfinite(pick("ttft"))
+
+    def time(key: str) -> Any:
+        """A plan's time [s], null where it has none: an M/D/1 queue with no replica (a pool
+        that meets no objective) waits forever, which is no time."""
+        value = pick(key)
+        return where(np.isfinite(value), value, np.nan)
+
     scheduler = _scheduler_names(x, plans["disaggregated"]["scheduler"], feasible)
     out = {
         "prefill_replicas": pick("prefill"),
@@ -374,10 +381,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "decode_batch": pick("batch"),
         "pools_scheduler": scheduler,
         "pools_request_rate": rate,
-        "pools_ttft_s": pick("ttft"),
-        **{f"pools_ttft_{n}_s": pick(f"ttft_{n}") for n in QUANTILES},
-        "pools_tpot_s": pick("tpot"),
-        **{f"pools_tpot_{n}_s": pick(f"tpot_{n}") for n in QUANTILES},
+        "pools_ttft_s": time("ttft"),
+        **{f"pools_ttft_{n}_s": time(f"ttft_{n}") for n in QUANTILES},
+        "pools_tpot_s": time("tpot"),
+        **{f"pools_tpot_{n}_s": time(f"tpot_{n}") for n in QUANTILES},
         "goodput_tokens_per_s_per_device": physics.goodput_per_device(rate, output, devices),
         "pools_cost_per_million_output_tokens_usd": physics.cost_per_million_tokens(
             pick("fleet"), rate * output

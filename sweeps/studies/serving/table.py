@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
-from sweeps import schedulers
+from sweeps import limits, schedulers
 from sweeps.fields import (
     AXIS_LENGTH,
+    Bandwidth,
     BatchAxis,
     PositiveFloat,
+    Rate,
     Strict,
     TokenAxis,
     TokensOrNone,
@@ -80,8 +83,10 @@ class Serving(Strict):
         description="Token budget of a chunked-prefill step [token]; 0 turns chunking off; "
         "else larger than the largest batch",
     )
-    kv_link_bandwidth: PositiveFloat = Field(
-        default=50e9, description="KV hand-off bandwidth per device between pools [byte/s]"
+    kv_link_bandwidth: Bandwidth = Field(
+        default=50e9,
+        description="KV hand-off bandwidth per device between pools [byte/s], at least "
+        f"{limits.MIN_BANDWIDTH:g} (limits.MIN_BANDWIDTH)",
     )
     simulate: Annotated[int, Field(ge=0, le=10_000_000)] = Field(
         default=0,
@@ -119,9 +124,10 @@ class ServingTable(Serving):
     output_tokens: TokenAxis = Field(
         default=[128, 512], description="Output tokens per request (>= 1)"
     )
-    arrival_rate: Annotated[list[PositiveFloat], AXIS_LENGTH] = Field(
+    arrival_rate: Annotated[list[Rate], AXIS_LENGTH] = Field(
         default=[1.0, 10.0],
-        description="Poisson arrival rates [request/s] (> 0); the default where concurrency "
+        description=f"Poisson arrival rates [request/s], at least {limits.MIN_RATE:g} "
+        "(limits.MIN_RATE); the default where concurrency "
         "is not given either",
     )
     concurrency: BatchAxis | None = Field(
@@ -144,9 +150,20 @@ class ServingTable(Serving):
 
     @model_validator(mode="after")
     def _closed_loop(self) -> ServingTable:
-        """With ``concurrency`` the load is closed-loop: no arrival-rate axis."""
+        """With ``concurrency`` the load is closed-loop: no arrival-rate axis. A simulation's
+        span, ``simulate`` requests at the slowest rate, within ``MAX_SIMULATED_SPAN_S``."""
         if self.concurrency is not None:
             object.__setattr__(self, "arrival_rate", [])
+        slowest = min(self.arrival_rate, default=math.inf)
+        if self.simulate / slowest > limits.MAX_SIMULATED_SPAN_S:
+            msg = (
+                f"simulate = {self.simulate:,} requests at arrival_rate {slowest:g} request/s "
+                f"span {self.simulate / slowest:.3g} s; allowed: at most "
+                f"{limits.MAX_SIMULATED_SPAN_S:g} s (limits.MAX_SIMULATED_SPAN_S): simulate "
+                f"fewer requests or at a rate of at least "
+                f"{self.simulate / limits.MAX_SIMULATED_SPAN_S:g} request/s"
+            )
+            raise ValueError(msg)
         return self
 
     def objectives(self) -> Serving:

@@ -14,7 +14,7 @@ Imports nothing heavy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,6 +76,33 @@ def _read(table: Any, config: str) -> tuple[Any, str, str]:
         return None, "", str(error).removeprefix(f"{config}: workload.trace = ")
 
 
+def _scale_problems(
+    scales: Sequence[float], rate: float, trace: Any, simulate: int
+) -> list[Problem]:
+    """Each ``rate_scale`` whose rate is below ``limits.MIN_RATE``, or whose replay of the
+    first ``simulate`` requests spans more than ``limits.MAX_SIMULATED_SPAN_S``."""
+    from sweeps import limits
+
+    n = min(simulate, trace.requests)
+    span = float(trace.arrival[n - 1] - trace.arrival[0]) if n > 1 else 0.0
+    problems = []
+    for index, scale in enumerate(scales):
+        key = f"/workload.rate_scale[{index}]"
+        if rate * scale < limits.MIN_RATE:
+            problems.append(
+                (key, f"{scale:g} makes the trace's {rate:g} request/s {rate * scale:g}; "
+                      f"allowed: a rate of at least {limits.MIN_RATE:g} request/s "
+                      f"(limits.MIN_RATE), a scale of at least {limits.MIN_RATE / rate:g}")
+            )  # fmt: skip
+        elif span / scale > limits.MAX_SIMULATED_SPAN_S:
+            problems.append(
+                (key, f"{scale:g} spreads the {n:,} requests simulated over "
+                      f"{span / scale:.3g} s; allowed: at most "
+                      f"{limits.MAX_SIMULATED_SPAN_S:g} s (limits.MAX_SIMULATED_SPAN_S)")
+            )  # fmt: skip
+    return problems
+
+
 def workload_records(
     values: Mapping[str, tuple[Any, ...]], axes: Mapping[str, Any], sources: Mapping[str, Any]
 ) -> tuple[dict[str, tuple[Any, ...]], list[Problem]]:
@@ -99,6 +126,7 @@ def workload_records(
         found = f"{trace.requests} requests over 0 s"
         problems.append(("/workload.trace", f"{path}: {found}: no arrival rate; allowed: a span"))
         return {}, problems
+    problems += _scale_problems(table.rate_scale, rate, trace, config.serving.simulate)
     loads = tuple(TraceLoad(rate * s, s, path, trace) for s in table.rate_scale)
     return {
         "prompt_tokens": (max(1, round(float(trace.prompt.mean()))),),

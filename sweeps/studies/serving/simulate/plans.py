@@ -15,7 +15,6 @@ request feed the CDF charts (``sweeps.charts.simulated``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from sweeps.schedulers import BY_NAME, MODE_ALIASES
 from sweeps.studies.serving.served import EXTRA_DIMS
 from sweeps.studies.serving.simulate.kernel import SCHEDULER_CODES
 from sweeps.studies.serving.simulate.run import Timeline, simulate
-from sweeps.studies.serving.simulate.stats import summarize
+from sweeps.studies.serving.simulate.stats import row_values, summarize
 from sweeps.studies.serving.simulate.workload import Lengths, closed_loop, poisson, read_lengths
 from sweeps.studies.serving.trace import trace_load
 
@@ -172,7 +171,7 @@ def _simulated(
     row = {
         **plan,
         "seed": SEED,
-        **{k: None if math.isnan(v) else v for k, v in stats.items()},
+        **row_values(stats),
         "requests": int(stats["requests"]),
     }
     return Simulated(row, timeline)

@@ -74,26 +74,55 @@ def throughput(timeline: Timeline) -> tuple[float, float]:
     return float(inside.sum() / span), float(timeline.output[order][inside].sum() / span)
 
 
+NULL_REASONS = "null_reasons"
+"""The key of ``summarize``'s answer that says, of each statistic left null, why."""
+
+
+def _times(
+    name: str, values: np.ndarray, level: float, reasons: dict[str, str]
+) -> dict[str, float]:
+    """Mean, its confidence half-width and percentiles of one time [s]; each null (NaN),
+    its reason in ``reasons``, where nothing was measured. A time is never 0: a request that
+    took none is one the simulated clock could not resolve, not a measurement."""
+    kept = values[~np.isnan(values)]
+    resolved = kept[kept > 0]
+    out: dict[str, float] = {}
+    mean, half = batch_means(resolved, np.mean, level) if resolved.size else (math.nan, math.nan)
+    out[f"{name}_mean_s"], out[f"{name}_mean_ci_s"] = mean, half
+    for label, q in QUANTILES.items():
+        out[f"{name}_{label}_s"] = float(np.quantile(resolved, q)) if resolved.size else math.nan
+    if not kept.size:
+        why = "no request in the steady window" + (
+            " has a second token (O = 1)" if name == "tpot" and values.size else ""
+        )
+    elif resolved.size < kept.size:
+        why = f"{kept.size - resolved.size} request(s) with a time of 0: not resolved"
+    else:
+        why = f"fewer than {2 * BATCHES} requests for {BATCHES} batch means"
+    for column, value in out.items():
+        if math.isnan(value):
+            reasons[column] = why
+    return out
+
+
 def summarize(  # long: every statistic of the table, named as its columns
     timeline: Timeline,
     ttft_slo_s: float = math.inf,
     tpot_slo_s: float = math.inf,
     level: float = 0.95,
     warmup: float = 0.1,
-) -> dict[str, float]:
-    """The statistics of one simulation, keyed as the columns of ``simulated.parquet``."""
+) -> dict[str, Any]:
+    """The statistics of one simulation, keyed as the columns of ``simulated.parquet``, and
+    under ``NULL_REASONS`` why each statistic left null (NaN) has no value."""
     keep = steady(timeline, warmup)
-    out: dict[str, float] = {"requests": float(timeline.prompt.size)}
+    reasons: dict[str, str] = {}
+    out: dict[str, Any] = {"requests": float(timeline.prompt.size)}
     for name, values in (
         ("ttft", timeline.ttft[keep]),
         ("tpot", timeline.tpot[keep]),
         ("latency", timeline.latency[keep]),
     ):
-        mean, half = batch_means(values, np.mean, level)
-        out[f"{name}_mean_s"], out[f"{name}_mean_ci_s"] = mean, half
-        kept = values[~np.isnan(values)]
-        for label, q in QUANTILES.items():
-            out[f"{name}_{label}_s"] = float(np.quantile(kept, q)) if kept.size else math.nan
+        out |= _times(name, values, level, reasons)
     tpot = timeline.tpot[keep]
     meets = (timeline.ttft[keep] <= ttft_slo_s) & (np.isnan(tpot) | (tpot <= tpot_slo_s))
     rate, tokens = throughput(timeline)
@@ -102,8 +131,18 @@ def summarize(  # long: every statistic of the table, named as its columns
     out["requests_per_s"] = rate
     out["output_tokens_per_s"] = tokens
     out["goodput_requests_per_s"] = rate * out["slo_attainment"]
+    if math.isnan(rate):
+        for column in ("requests_per_s", "output_tokens_per_s", "goodput_requests_per_s"):
+            reasons[column] = "the completions between the 10th and 90th percentile span no time"
     horizon = float(timeline.makespan.max())
     out["utilization"] = float(timeline.busy.sum() / (replicas * horizon))
     # Little's law over the whole run: the time-average of the waiting requests per replica
     out["mean_queue_length"] = float(np.sum(timeline.wait) / (replicas * horizon))
+    out[NULL_REASONS] = reasons
     return out
+
+
+def row_values(stats: dict[str, Any]) -> dict[str, Any]:
+    """``summarize``'s answer as a table row: a NaN statistic is a null; ``NULL_REASONS``
+    rides along (no column: the manifest reads it)."""
+    return {k: v if k == NULL_REASONS or not math.isnan(v) else None for k, v in stats.items()}
