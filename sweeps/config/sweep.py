@@ -31,6 +31,12 @@ Figures = schema.Figures
 """Resolved ``[outputs.figures]``: the schema's own model."""
 
 
+def prompt_lengths(prompt: Any, context: Any) -> Any:
+    """The prefill's prompt lengths: ``axes.prompt`` where given (not None), else the context
+    axis's own (a config, or one point, that leaves the prompt out) [token]."""
+    return context if prompt is None else prompt
+
+
 @dataclass(frozen=True)
 class Sweep:
     """One validated sweep: axes as tuples of values or records, options, outputs, provenance.
