@@ -186,7 +186,7 @@ def test_a_loop_resolves_each_model_and_device_once(monkeypatch) -> None:  # typ
     resolved = []
     resolve = points_module._resolve
     monkeypatch.setattr(points_module, "_resolve", lambda *a: resolved.append(a) or resolve(*a))
-    points_module._RESOLVED.clear()
+    points_module.clear()
     base = {"model": "mixtral-8x7b", "hardware": "mi300x"}
     loop = [
         sweeps.point(**base, batch=b, context=c) for b in (1, 7, 512) for c in (100, 4096, 70000)
@@ -199,14 +199,14 @@ def test_a_loop_resolves_each_model_and_device_once(monkeypatch) -> None:  # typ
     cold = []
     for b in (1, 7, 512):
         for c in (100, 4096, 70000):
-            points_module._RESOLVED.clear()
+            points_module.clear()
             cold.append(sweeps.point(**base, batch=b, context=c))
     assert all(a.keys() == b.keys() for a, b in zip(loop, cold, strict=True))
     assert all(all(_identical(a[k], b[k]) for k in a) for a, b in zip(loop, cold, strict=True))
 
 
 def test_the_kept_points_are_bounded() -> None:
-    points_module._RESOLVED.clear()
+    points_module.clear()
     for tp in range(1, points_module.CACHED + 10):
         points_module._resolved({"model": "llama-3-8b", "hardware": "l4", "tp": tp}, None)
     assert len(points_module._RESOLVED) == points_module.CACHED

@@ -38,11 +38,13 @@ j. the simulator: 1e5 saturated requests (I 2048, O 256, B 256) per named schedu
 k. ``sweeps calibrate`` on 48,000 generated measurements in a fresh interpreter: its time and
    peak RSS against their budgets (``calibrated``);
 l. a generated 1e6-request trace read and described (3 s) and its exact LRU curve at 20
-   capacities (10 s) (``traces``).
+   capacities (10 s) (``traces``);
+m. 1,000 single points from Python, one ``sweeps.point`` call each in a loop, against 0.5 s,
+   and the same points in one ``sweeps.points`` call (``points``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
 (the seed run is small already and runs as it is), 1e4 simulated requests, 1,000 measurements
-to calibrate, 1e4 trace requests.
+to calibrate, 1e4 trace requests; the 1,000 single points are cheap and run as they are.
 """
 
 from __future__ import annotations
@@ -68,9 +70,10 @@ def run_bench(
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
 ) -> dict[str, Any]:
-    """Run the twelve measurements; a JSON-ready dict of figures (seconds, points, bytes).
+    """Run the thirteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
     ``runs``: how many cold runs (f) makes of each of its grids (their spread beside the first
     run's figures)."""
+    # long: two lines a measurement (what it is, then its call), in the order they print
     import numpy as np
 
     from sweeps.bench.calibrated import measure_calibration
@@ -78,6 +81,7 @@ def run_bench(
     from sweeps.bench.engine import measure_engine, measure_export
     from sweeps.bench.grids import bench_configs
     from sweeps.bench.pareto import measure_pareto
+    from sweeps.bench.points import measure_points
     from sweeps.bench.run_path import measure_run_paths
     from sweeps.bench.scalar import measure_scalar
     from sweeps.bench.seed import measure_seed_run
@@ -122,6 +126,8 @@ def run_bench(
     report["calibrated"] = measure_calibration(rows=1_000 if quick else 48_000)
     say("traces")
     report["traces"] = measure_traces(requests=10_000 if quick else 1_000_000)
+    say("single points")
+    report["points"] = measure_points()
     return report
 
 

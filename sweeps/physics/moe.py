@@ -122,8 +122,9 @@ def _newton(
         descent = slope - rise
         step = where(descent > 0, gap / where(descent > 0, descent, 1.0), 0.0)
         previous, batch = batch, batch - np.maximum(step, 0.0)
-        # a control decision, not a value's: the result is bit for bit that of every step
-        if np.array_equal(batch, previous, equal_nan=True):
+        # a control decision, not a value's: the result is bit for bit that of every step (a
+        # NaN stays NaN)
+        if np.all((batch == previous) | np.isnan(previous)):
             break
     return batch
 

@@ -179,6 +179,11 @@ _RESOLVED: dict[str, _Point] = {}
 """The points ``point`` resolved, by ``_key`` (at most ``CACHED``, the oldest let go first)."""
 
 
+def clear() -> None:
+    """Let go of every point ``point`` keeps: the next call of each resolves it again."""
+    _RESOLVED.clear()
+
+
 def _key(axes: Mapping[str, Any], options: Mapping[str, Any] | None) -> str:
     """A point's inputs but its ``FREE`` values (only which of them it gives)."""
     fixed = sorted((k, v) for k, v in axes.items() if k not in FREE)
@@ -229,11 +234,24 @@ def _free(axes: Mapping[str, Any]) -> dict[str, int] | None:
     return free
 
 
-def _python(value: Any) -> Any:
-    """One output as a Python scalar, as ``points`` gives it (one of one element)."""
-    if isinstance(value, np.ndarray):
-        value = value.reshape(-1)[0]
-    return value.item() if isinstance(value, np.generic) else value
+_PLAIN = (float, int, str, type(None))
+"""Outputs already Python scalars (``bool`` is an ``int``)."""
+
+
+def _outputs(results: Mapping[str, Any]) -> dict[str, Any]:
+    """The outputs of ``results`` (not the terms, nothing of more than one dim), as Python
+    scalars, as ``points`` gives them (an array of one element: that element)."""
+    out: dict[str, Any] = {}
+    for name, value in results.items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, np.generic):
+            out[name] = value.item()
+        elif isinstance(value, _PLAIN):
+            out[name] = value
+        elif np.ndim(value) <= 1:
+            out[name] = np.asarray(value).reshape(-1)[0].tolist()
+    return out
 
 
 def point(options: Mapping[str, Any] | None = None, **axes: Any) -> dict[str, Any]:
@@ -244,9 +262,4 @@ def point(options: Mapping[str, Any] | None = None, **axes: Any) -> dict[str, An
     free = _free(axes)
     resolved = _resolve(axes, options) if free is None else _resolved(axes, options)
     values = resolved.values if free is None else resolved.at(free)
-    results = _evaluate(resolved.sweep, values)
-    return {
-        name: _python(value)
-        for name, value in results.items()
-        if np.ndim(value) <= 1 and not name.startswith("_")  # the outputs, not the terms
-    }
+    return _outputs(_evaluate(resolved.sweep, values))
