@@ -310,6 +310,7 @@ def _resolve(
         path=path,
         text=text,
         figures=outputs.figures,
+        charts_named="charts" in outputs.model_fields_set,
         **_studies(
             config,
             {

@@ -104,6 +104,9 @@ class Sweep:
     empty: no expectation, and the database is never read."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
+    charts_named: bool = False
+    """Whether the config names ``[outputs] charts`` (False: their default): named charts are
+    drawn whatever the number of model-device pairs (``sweeps.outputs.PAIRS_DRAWN``)."""
 
     @property
     def sha256(self) -> str:
