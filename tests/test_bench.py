@@ -125,9 +125,16 @@ def test_bench_quick_json_reports_every_key():
     assert points["loop_cpu_s"] > 0
     assert points["points_s"] > 0
     assert points["budget_s"] == pytest.approx(0.5, rel=1e-12)
+    figures = report["figures"]
+    assert figures["pairs"] == 27  # just past PAIRS_DRAWN: the figures across the pairs
+    assert figures["points"] > 0
+    assert figures["chart_files"] > 0
+    assert figures["ratio"] == pytest.approx(figures["default_s"] / figures["no_charts_s"])
+    assert figures["budget"] == pytest.approx(1.5, rel=1e-12)
     text = format_report(report)
     for line in (
         "(m) points: 1,000 single sweeps.point calls (20 model-device pairs) in ",
+        f"(n) default outputs: a cold run of {figures['points']:,} points (27 model-device pairs)",
         "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
         "(k) calibrate: 1,000 generated measurements (8 configurations",
         "(l) traces: 10,000 generated requests read in ",

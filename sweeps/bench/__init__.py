@@ -40,11 +40,14 @@ k. ``sweeps calibrate`` on 48,000 generated measurements in a fresh interpreter:
 l. a generated 1e6-request trace read and described (3 s) and its exact LRU curve at 20
    capacities (10 s) (``traces``);
 m. 1,000 single points from Python, one ``sweeps.point`` call each in a loop, against 0.5 s,
-   and the same points in one ``sweeps.points`` call (``points``).
+   and the same points in one ``sweeps.points`` call (``points``);
+n. a cold run of a 1e7-point grid of about 900 model-device pairs with its default outputs
+   against the same run with ``charts = []``, against 1.5x (``figures``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
 (the seed run is small already and runs as it is), 1e4 simulated requests, 1,000 measurements
-to calibrate, 1e4 trace requests; the 1,000 single points are cheap and run as they are.
+to calibrate, 1e4 trace requests, 27 model-device pairs for the default outputs; the 1,000
+single points are cheap and run as they are.
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def run_bench(
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
 ) -> dict[str, Any]:
-    """Run the thirteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
+    """Run the fourteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
     ``runs``: how many cold runs (f) makes of each of its grids (their spread beside the first
     run's figures)."""
     # long: two lines a measurement (what it is, then its call), in the order they print
@@ -79,6 +82,7 @@ def run_bench(
     from sweeps.bench.calibrated import measure_calibration
     from sweeps.bench.e2e import measure_end_to_end
     from sweeps.bench.engine import measure_engine, measure_export
+    from sweeps.bench.figures import measure_default_outputs
     from sweeps.bench.grids import bench_configs
     from sweeps.bench.pareto import measure_pareto
     from sweeps.bench.points import measure_points
@@ -128,6 +132,8 @@ def run_bench(
     report["traces"] = measure_traces(requests=10_000 if quick else 1_000_000)
     say("single points")
     report["points"] = measure_points()
+    say("default outputs")
+    report["figures"] = measure_default_outputs(quick)
     return report
 
 

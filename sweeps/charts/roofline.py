@@ -53,13 +53,14 @@ def phase_points(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
     parts, notes = [], []
     for phase, length, prefix in PHASES:
         dims = ("batch", length, *KV_FACETS)
-        thinned, note = thin(sel.ds, dims, ("batch", length), limit)
         names = {
             f"{prefix}arithmetic_intensity": "arithmetic_intensity",
             f"{prefix}attainable_flops": "attainable_flops",
             f"{prefix}feasible": "feasible",
         }
-        frame = tidy(thinned[list(names)].rename(names), tuple(names.values()), dims)
+        # the three variables drawn, thinned: not the hundred of the selection
+        thinned, note = thin(sel.ds[list(names)], dims, ("batch", length), limit)
+        frame = tidy(thinned.rename(names), tuple(names.values()), dims)
         parts.append(status(frame.with_columns(phase=pl.lit(phase)), "feasible", "phase"))
         notes += [f"{phase.capitalize()}: {note[0].lower()}{note[1:]}"] if note else []
     points = pl.concat(parts, how="diagonal").with_columns(
