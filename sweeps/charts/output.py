@@ -365,17 +365,17 @@ def scaled(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The kinds a run of ``pairs`` model-device pairs draws of ``charts``, and those it leaves
     out: all of them up to ``PAIRS_DRAWN`` pairs or where the config names them (``named``);
-    past it, the figures across pairs only: each kind drawn per model and device is left out,
-    the roofline's figures across devices kept (``roofline-devices``, one per model) and the
-    ceiling's across models added (``model-size``: the share of the ceiling at the memory
-    wall, model by context, one per device)."""
+    past it, the figures across pairs only: each kind drawn per model and device is left out
+    (the roofline's across devices with it: its points grow with the devices, and a model on
+    the 35 catalog devices has too many to draw), and the ceiling's across models added
+    (``model-size``: the share of the ceiling at the memory wall, model by context, one per
+    device)."""
     charts = tuple(charts)
     if named or pairs <= PAIRS_DRAWN:
         return charts, ()
     registry = registered()
     left = tuple(k for k in charts if registry[k].builder is not None)
     drawn = [k for k in charts if k not in left]
-    drawn += [DEVICES.name] if ROOFLINE.name in left else []
     drawn += [MODEL_SIZE.name] if CEILING.name in left else []
     return tuple(dict.fromkeys(drawn)), left
 
