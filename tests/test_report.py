@@ -505,8 +505,8 @@ formats = ["html"]
 def test_scaled_leaves_out_the_per_pair_kinds_only_past_the_pairs_drawn() -> None:
     # every count of pairs from 1 to past the bound, named or not, against the rule written
     # plainly: up to PAIRS_DRAWN (or named) all asked for; past it none drawn per pair (nor
-    # the roofline across devices, drawn along the roofline), the cross-model ceiling for the
-    # ceiling
+    # the roofline across devices, drawn along the roofline), the devices' roofs for the
+    # roofline, the cross-model ceiling for the ceiling
     from sweeps.charts.output import scaled
     from sweeps.outputs import PAIRS_DRAWN, default_charts, registered
 
@@ -522,6 +522,7 @@ def test_scaled_leaves_out_the_per_pair_kinds_only_past_the_pairs_drawn() -> Non
                 assert set(left) == per_pair & set(charts)
                 assert not per_pair & set(drawn)
                 assert "roofline-devices" not in drawn
+                assert ("device-roofs" in drawn) == ("roofline" in charts)
                 assert ("model-size" in drawn) == ("ceiling" in charts or "model-size" in charts)
                 assert {c for c in charts if c not in per_pair} <= set(drawn)
 
@@ -532,7 +533,8 @@ def test_past_the_pairs_drawn_the_default_draws_the_figures_across_them(tmp_path
     run = run_to_folder(sweep, tmp_path, hooks=output_hooks(sweep))
     manifest = json.loads((run.folder / "manifest.json").read_text("utf-8"))
     charts = {Path(f).stem for f in manifest["files"] if f.startswith("charts/")}
-    assert charts == {f"model-size-{d.id}" for d in sweep.hardware}  # one across the models
+    across = {f"model-size-{d.id}" for d in sweep.hardware}  # one a device, across the models
+    assert charts == {*across, "device-roofs"}  # and one figure of every device's roof
     (line,) = manifest["figures_not_drawn"]
     assert line.startswith("ceiling, bottleneck, ai-vs-batch, roofline per model and device")
     assert "25 model-device pairs" in line

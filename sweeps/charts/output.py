@@ -28,7 +28,14 @@ from .heatmaps import CEILING
 from .plans import cheapest, plans_section
 from .rendering import Renderer, bundle_file, caption, javascript
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, labels_as_text, report_html
-from .roofline import DEVICES, ROOFLINE, compare_from
+from .roofline import (
+    DEVICE_ROOFS,
+    DEVICES,
+    ROOFLINE,
+    compare_from,
+    device_roofs_chart,
+    device_roofs_part,
+)
 from .served import serving_grids, serving_part
 from .serving import BUILDERS as SERVING_BUILDERS
 from .serving import SERVING, has_serving
@@ -146,6 +153,26 @@ def across_devices(selections: list[Selection], settings: Settings) -> list[Figu
     ]
 
 
+def device_roofs_figures(parts: dict[str, xr.Dataset], settings: Settings) -> list[Figure]:
+    """The devices' roofs (``device_roofs_part`` of a slice of each device): one figure, none
+    for a single device."""
+    if len(parts) < 2:
+        return []
+    return [
+        built(
+            DEVICE_ROOFS.name,
+            DEVICE_ROOFS.name,
+            "",
+            None,
+            chart_spec,
+            device_roofs_chart,
+            settings.width,
+            list(parts.values()),
+            width=settings.width,
+        )
+    ]
+
+
 def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]:
     """The serving figures of each model of ``parts`` (``serving_grids``)."""
     figures = []
@@ -239,6 +266,7 @@ def write_figures_streamed(
         later = [f for sels in kept.selections.values() for f in across_devices(sels, settings)]
         later += technique_figures(kept.techniques, charts, settings.width)
         later += size_figures(kept.sizes, settings.width)
+        later += device_roofs_figures(kept.roofs, settings)
         later += serving_figures(kept.served, settings) + list(extra) + kept.left_figures()
         figures += _submitted(renderer, later)
         if renderer is not None:
@@ -308,6 +336,7 @@ class _Kept:
     served: list[xr.Dataset] = field(default_factory=list)
     techniques: list[xr.Dataset] = field(default_factory=list)
     sizes: list[pl.DataFrame] = field(default_factory=list)
+    roofs: dict[str, xr.Dataset] = field(default_factory=dict)
     left_out: tuple[str, ...] = ()
     """The kinds ``scaled`` left out; ``applied``: those that apply to a slice seen."""
     applied: set[str] = field(default_factory=set)
@@ -344,6 +373,8 @@ class _Kept:
             self.techniques.append(technique_part(one))
         if MODEL_SIZE.name in charts:
             self.sizes.append(size_rows(one, **settings.options()))
+        if DEVICE_ROOFS.name in charts and device not in self.roofs:
+            self.roofs[device] = device_roofs_part(one)
 
 
 def write_figures(
@@ -367,7 +398,8 @@ def scaled(
     out: all of them up to ``PAIRS_DRAWN`` pairs or where the config names them (``named``);
     past it, the figures across pairs only: each kind drawn per model and device is left out
     (the roofline's across devices with it: its points grow with the devices, and a model on
-    the 35 catalog devices has too many to draw), and the ceiling's across models added
+    the 35 catalog devices has too many to draw), the devices' roofs drawn for the roofline
+    (``device-roofs``, one figure) and the ceiling across models for the ceiling
     (``model-size``: the share of the ceiling at the memory wall, model by context, one per
     device)."""
     charts = tuple(charts)
@@ -376,6 +408,7 @@ def scaled(
     registry = registered()
     left = tuple(k for k in charts if registry[k].builder is not None)
     drawn = [k for k in charts if k not in left]
+    drawn += [DEVICE_ROOFS.name] if ROOFLINE.name in left else []
     drawn += [MODEL_SIZE.name] if CEILING.name in left else []
     return tuple(dict.fromkeys(drawn)), left
 
@@ -423,6 +456,11 @@ def chart_specs(
     if MODEL_SIZE.name in charts:
         options = settings.options()
         yield from size_figures([size_rows(one, **options) for one in slices(ds)], settings.width)
+    if DEVICE_ROOFS.name in charts:
+        parts: dict[str, xr.Dataset] = {}
+        for one in slices(ds):
+            parts.setdefault(str(one["hardware"].values[0]), device_roofs_part(one))
+        yield from device_roofs_figures(parts, settings)
     if ROOFLINE.name in charts:
         for model in (str(m) for m in ds["model"].values):
             options = settings.options()
