@@ -160,7 +160,7 @@ def device_roofs_figures(parts: dict[str, xr.Dataset], settings: Settings) -> li
         return []
     return [
         built(
-            DEVICE_ROOFS.name,
+            f"{DEVICE_ROOFS.name}-all",
             DEVICE_ROOFS.name,
             "",
             None,
