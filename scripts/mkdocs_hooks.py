@@ -1,26 +1,22 @@
 """MkDocs hooks of the documentation site (``mkdocs.yml``): generated pages, and every page in.
 
-- ``<!-- generated: config-reference -->`` becomes the config files' reference, generated
-  from their schema (``sweeps.config.reference``);
-- ``<!-- generated: columns -->`` becomes every output table's columns with unit and meaning,
-  generated from the declarations the export checks its columns against
-  (``sweeps.export.columns``), so columns that analyses add appear without an edit here;
-- ``<!-- generated: chart-kinds -->`` becomes the table of chart kinds, from their
-  registrations (``sweeps.outputs``), so a new kind appears without an edit here;
+- every generated block of a page (``<!-- generated: NAME -->``: the config reference, the
+  column tables, the chart kinds, the API entries) is filled from its source by
+  ``scripts/generate_docs.py``, the one table of blocks and sources, which also writes them
+  into the repository's Markdown (a test keeps those in step); the markers themselves are
+  left out of the site;
 - a page of ``docs/`` that the nav does not name is added under "More", so the site always
   holds every page.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
-GENERATED = {
-    "<!-- generated: config-reference -->": ("sweeps.config.reference", "config_reference"),
-    "<!-- generated: columns -->": ("sweeps.export.columns", "column_reference"),
-    "<!-- generated: chart-kinds -->": ("sweeps.outputs", "kind_reference"),
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from generate_docs import fill, strip_markers
 
 
 def _named(nav: Any) -> set[str]:
@@ -47,10 +43,4 @@ def on_config(config: Any) -> Any:
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    import importlib
-
-    for marker, (module, function) in GENERATED.items():
-        if marker in markdown:
-            text = getattr(importlib.import_module(module), function)()
-            markdown = markdown.replace(marker, text)
-    return markdown
+    return strip_markers(fill(markdown))

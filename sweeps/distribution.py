@@ -3,8 +3,8 @@ there is another project, a hyperparameter sweeps engine). The import name and t
 stay ``sweeps``."""
 
 VERSION = "0.1.0"
-"""The version: written here once (``pyproject.toml`` reads it, ``sweeps.__version__`` and
-``sweeps --version`` are it)."""
+"""The version: written here once (``pyproject.toml`` reads it, ``sweeps.__version__`` is it,
+the command prints it)."""
 
 DISTRIBUTION = "roofline-sweeps"
 """The distribution name: ``pip install roofline-sweeps``, ``roofline-sweeps[duckdb]``."""

@@ -57,6 +57,9 @@ class Kind:
     """One line for the docs and the JSON Schema: what it shows and when it is drawn."""
     default: bool = False
     """In ``[outputs] charts``' default list."""
+    family: bool = False
+    """Added to that default where the model axis names a family table (``[models.*]`` with
+    ``base``: one model at many sizes), whose question it answers (the model-size figure)."""
     chosen: bool = True
     """A name ``[outputs] charts`` accepts; ``False``: drawn along another (the cross-device
     roofline with ``roofline``, the simulated CDFs with ``[serving] simulate``)."""
@@ -71,7 +74,7 @@ out (named in the manifest, the report and the run's status lines) and the figur
 them drawn: their count grows with the question (models, devices), not with the grid (a
 1e7-point run of 945 pairs drew about 3,800 files over minutes)."""
 
-LIGHT: Final = ("name", "title", "order", "doc", "default", "chosen")
+LIGHT: Final = ("name", "title", "order", "doc", "default", "chosen", "family")
 """The fields ``declared()`` reads from the source: literals in every declaration."""
 KINDS: dict[str, Kind] = {}
 """Every kind registered so far, by name (``registered()`` fills it)."""
@@ -119,7 +122,7 @@ def _light(call: ast.Call, where: str) -> Kind:
     return Kind(**found)
 
 
-_OPTIONAL: Final = ("default", "chosen")
+_OPTIONAL: Final = ("default", "chosen", "family")
 
 
 _START: Final = re.compile(r"^(?:\w+ = )?register\(Kind\(", re.MULTILINE)
@@ -178,10 +181,16 @@ def default_charts() -> tuple[str, ...]:
     return tuple(k.name for k in declared().values() if k.default)
 
 
+def family_charts() -> tuple[str, ...]:
+    """The kinds added to ``[outputs] charts``' default where the model axis names a family."""
+    return tuple(k.name for k in declared().values() if k.family and not k.default)
+
+
 def kind_reference() -> str:
     """The docs' table of chart kinds (``docs/charts.md``), from the declarations."""
     rows = ["| kind | report section | default | what it shows, when |", "|---|---|---|---|"]
     for k in declared().values():
         name = f"`{k.name}`" if k.chosen else f"`{k.name}` (drawn along another)"
-        rows.append(f"| {name} | {k.title} | {'yes' if k.default else 'no'} | {k.doc} |")
+        default = "yes" if k.default else "with a family on the model axis" if k.family else "no"
+        rows.append(f"| {name} | {k.title} | {default} | {k.doc} |")
     return "\n".join(rows) + "\n"

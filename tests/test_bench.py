@@ -118,6 +118,11 @@ def test_bench_quick_json_reports_every_key():
     assert simulated["numba_speedup"] > 0
     traces = report["traces"]
     assert traces["requests"] == 10_000
+    expected = report["expected"]
+    assert expected["seed"]["overhead_s"] == pytest.approx(
+        expected["seed"]["with_engine_s"] - expected["seed"]["without_s"]
+    )
+    assert [grid["points"] for grid in expected["grids"]] == [96 * 4 * 4, 96 * 10 * 10]
     assert traces["blocks"] > traces["requests"]
     points = report["points"]
     assert points["points"] == 1_000
@@ -133,11 +138,12 @@ def test_bench_quick_json_reports_every_key():
     assert figures["budget"] == pytest.approx(1.5, rel=1e-12)
     text = format_report(report)
     for line in (
-        "(m) points: 1,000 single sweeps.point calls (20 model-device pairs) in ",
-        f"(n) default outputs: a cold run of {figures['points']:,} points (27 model-device pairs)",
+        "(n) points: 1,000 single sweeps.point calls (20 model-device pairs) in ",
+        f"(o) default outputs: a cold run of {figures['points']:,} points (27 model-device pairs)",
         "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
         "(k) calibrate: 1,000 generated measurements (8 configurations",
         "(l) traces: 10,000 generated requests read in ",
+        "(m) expected pass: the seed study with an engine takes ",
         "(g) validate of a 10,000-value range",
         "(h) Pareto front: 100,000 points",
         "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",

@@ -40,7 +40,7 @@ from sweeps.charts.data import (
     shown_percent,
     spaced,
 )
-from sweeps.charts.lines import LABEL_GAP, spread
+from sweeps.charts.lines import LABEL_GAP, ridge_label_side, spread
 from sweeps.charts.roofline import compute_dtype
 from sweeps.charts.spec import spec_of
 from sweeps.charts.theme import COLORS, DOES_NOT_FIT, HALO, INK, SCREEN, SIZES
@@ -142,7 +142,8 @@ def test_ceiling_axes_name_units_from_the_registry(ds: xr.Dataset) -> None:
     assert spec["facet"]["row"]["title"] == "context [token] by kv dtype"
     colour = encoding["color"]
     assert colour["field"] == "fraction_of_ceiling"
-    assert colour["title"] == REGISTRY["fraction_of_ceiling"].label
+    assert colour["title"] == "fraction of ceiling [%]"  # a percent scale (issue 46)
+    assert REGISTRY["fraction_of_ceiling"].label == "fraction of ceiling [1]"
     assert colour["scale"]["domain"] == [0, 1]
 
 
@@ -795,3 +796,89 @@ def test_the_roofline_reads_which_peak_the_grid_used(ds: xr.Dataset) -> None:
     assert "the points use the fp8 roof" in " ".join(
         roofline_chart(fp8).to_dict()["title"]["subtitle"]
     )
+
+
+def _struck(ridge: float, ceilings: list[float], span: tuple[float, float], height: float,
+            font: float, up: bool) -> tuple[bool, float]:  # fmt: skip
+    """A plain reading in pixels: whether a ceiling line runs through the band of one label
+    line (1.4 x the font) above (``up``) or below the ridge line, and how far the nearest
+    ceiling on that side is [px]."""
+    px = height / (np.log10(span[1]) - np.log10(span[0]))
+    at = np.log10(ridge) * px
+    nearest, struck = np.inf, False
+    for c in ceilings:
+        d = np.log10(c) * px - at
+        d = d if up else -d
+        if d >= 0:
+            nearest = min(nearest, d)
+            struck = struck or d <= 1.4 * font
+    return struck, nearest
+
+
+@given(
+    ridge=st.floats(10, 1000),
+    ceilings=st.lists(st.floats(1, 1e5), max_size=8),
+    height=st.floats(100, 600),
+    font=st.floats(8, 14),
+)
+def test_the_ridge_label_goes_where_no_ceiling_strikes_it(
+    ridge: float, ceilings: list[float], height: float, font: float
+) -> None:
+    """Issue 46: ceiling lines struck the ridge label through. It goes above its line where
+    no ceiling crosses that band, else below where none crosses that one, else on the side
+    whose nearest ceiling is farther."""
+    span = (1.0, 1e5)
+    side = ridge_label_side(ridge, np.asarray(ceilings, dtype=float), span, height, font)
+    above, clear_up = _struck(ridge, ceilings, span, height, font, True)
+    below, clear_down = _struck(ridge, ceilings, span, height, font, False)
+    if not above:
+        assert side == "above"
+    elif not below:
+        assert side == "below"
+    else:
+        assert side == ("above" if clear_up >= clear_down else "below")
+
+
+def test_the_ai_chart_places_its_ridge_label_by_its_ceilings(ds: xr.Dataset) -> None:
+    spec = ai_vs_batch_chart(ds).to_dict()
+    texts = [
+        layer
+        for layer in _walk_layers(spec)
+        if isinstance(layer.get("mark"), dict)
+        and layer["mark"].get("type") == "text"
+        and "value" in layer.get("encoding", {}).get("text", {})
+        and "ridge point" in str(layer["encoding"]["text"]["value"])
+    ]
+    assert len(texts) == 1
+    sel = select(ds)
+    domain = _walk_y_domain(spec)
+    side = ridge_label_side(
+        float(np.max(sel.ds["ridge_point"].values)),
+        np.asarray(sel.ds["ceiling"].values, dtype=float).reshape(-1),
+        tuple(domain),
+        sel.size.panel_height,
+        sel.size.font,
+    )
+    assert texts[0]["mark"]["baseline"] == ("bottom" if side == "above" else "top")
+
+
+def _walk_layers(node: Any) -> list[dict[str, Any]]:
+    found = []
+    if isinstance(node, dict):
+        if "mark" in node:
+            found.append(node)
+        for value in node.values():
+            found += _walk_layers(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _walk_layers(value)
+    return found
+
+
+def _walk_y_domain(spec: dict[str, Any]) -> list[float]:
+    for layer in _walk_layers(spec):
+        y = layer.get("encoding", {}).get("y", {})
+        if y.get("field") == "arithmetic_intensity":
+            return list(y["scale"]["domain"])
+    msg = "no intensity axis"
+    raise AssertionError(msg)

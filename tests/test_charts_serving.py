@@ -318,3 +318,46 @@ def test_request_time_draws_the_named_schedulers_where_neither_phase_mode_is_ask
     assert "serial-prefill" not in one["mode"].values
     data = pl.DataFrame(rows(request_time_chart(one).to_dict()))
     assert set(data["mode"]) == {"static", "chunked-greedy"}
+
+
+def _log_axes(node: Any) -> list[dict[str, Any]]:
+    """Every x or y channel of ``node`` on a log scale."""
+    found = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            log = isinstance(value, dict) and value.get("scale", {}).get("type") == "log"
+            if key in ("x", "y") and log:
+                found.append(value)
+            found += _log_axes(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _log_axes(value)
+    return found
+
+
+@pytest.mark.parametrize("span", [(40.0, 50.0), (3.0, 4.0), (0.087, 39.3), (1.0, 228.0)])
+def test_a_log_axis_labels_each_tick_once_on_any_span(span: tuple[float, float]) -> None:
+    """On a span inside one decade Vega's own ticks ran "40" and "50" together ("4050" on
+    both fleet axes); the axis now names its ticks: at least two, each written once, inside
+    the domain, none touching (``thinned``), never "100m" for 0.1."""
+    import numpy as np
+
+    from sweeps.charts.ticks import log_axis
+
+    scale, axis = log_axis(np.linspace(*span, 7), 300, 10, True)
+    domain, values = scale.to_dict()["domain"], axis.to_dict()["values"]
+    assert len(values) >= 2
+    assert all(domain[0] <= v <= domain[1] for v in values)
+    labels = [f"{v:g}" for v in values]
+    assert len(set(labels)) == len(labels)
+    assert axis.to_dict()["format"] == "~g"
+
+
+def test_the_fleet_names_its_log_ticks(ds: xr.Dataset) -> None:
+    spec = fleet_chart(ds).to_dict()
+    axes = _log_axes(spec)
+    assert len(axes) == 4  # rate twice, devices, cost
+    for channel in axes:
+        values = channel["axis"]["values"]
+        assert len(values) >= 2, channel["field"]
+        assert values == sorted(set(values))

@@ -132,3 +132,20 @@ def test_cli_exits_2_names_the_key_and_writes_nothing(
     assert result.output.startswith(f"Error: {path}: {line}")
     assert allowed in result.output
     assert not out.exists()
+
+
+def test_a_family_on_the_model_axis_draws_the_model_size_figure_by_default() -> None:
+    """The model-size figure answers a family's question: drawn by default where the model
+    axis names a family table (the kind's ``family`` flag), not where ``[outputs] charts`` is
+    set, nor without a family (issue 46)."""
+    from sweeps.outputs import declared, default_charts, family_charts
+
+    assert declared()["model-size"].family
+    assert family_charts() == ("model-size",)
+    unset = _config("[1e9, 7e10]").replace("[outputs]\ncharts = []\n", "")
+    family = parse_config(unset)
+    assert family.charts == (*default_charts(), "model-size")
+    assert parse_config(_config("[1e9, 7e10]")).charts == ()  # charts = [] is the file's word
+    plain = parse_config(unset.replace('"llama-sizes", ', ""))
+    assert plain.charts == default_charts()
+    assert "model-size" not in default_charts()

@@ -37,7 +37,7 @@ concurrency = [4]
 @pytest.fixture(scope="module")
 def sections() -> dict[str, list[tuple[str, str, str]]]:
     """The page's rows ``(column, unit, meaning)`` by table."""
-    parts = re.split(r"^\*\*`(\w+)\.parquet`\*\*$", column_reference(), flags=re.M)
+    parts = re.split(r"^### `(\w+)\.parquet`$", column_reference(), flags=re.M)
     assert parts[0].strip() == ""
     row = re.compile(r"^\| `([^`]+)` \| ([^|]+) \| (.*) \|$", re.M)
     return {name: row.findall(body) for name, body in zip(parts[1::2], parts[2::2], strict=True)}

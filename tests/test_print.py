@@ -19,12 +19,12 @@ from sweeps.charts import (
 )
 from sweeps.charts.lines import batch_ticks, spaced
 from sweeps.charts.output import slices
-from sweeps.charts.rendering import render
+from sweeps.charts.rendering import caption, render
 from sweeps.charts.roofline import device_roofs_chart, device_roofs_part
 from sweeps.charts.serving import fleet_chart, pareto_chart, request_time_chart
 from sweeps.charts.simulated import cdf_chart
 from sweeps.charts.sizes import model_size_chart, size_rows
-from sweeps.charts.spec import spec_of
+from sweeps.charts.spec import SUBTITLE_LINES, shortened, spec_of
 from sweeps.charts.theme import SIZES, fit_title, title
 from sweeps.charts.ticks import log_ticks, tight_span
 from sweeps.config import parse_config
@@ -258,6 +258,70 @@ def test_every_unit_is_written_once(specs: dict[tuple[str, str], dict[str, Any]]
     for name in REGISTRY:
         shown = title(name)
         assert not re.search(r"\b(s|usd|j|w) \[", shown), shown
+
+
+def _percent_channels(node: Any) -> list[tuple[str, str]]:
+    """(title, format) of every channel, tooltip or legend whose numbers print as percents."""
+    found = []
+    if isinstance(node, dict):
+        formats = [node.get("format")] + [
+            node[k].get("format") for k in ("axis", "legend") if isinstance(node.get(k), dict)
+        ]
+        shown = [f for f in formats if isinstance(f, str) and f.endswith("%")]
+        if shown and "title" in node:
+            text = node["title"]
+            found.append((" ".join(text) if isinstance(text, list) else str(text), shown[0]))
+        for value in node.values():
+            found += _percent_channels(value)
+    elif isinstance(node, list):
+        for value in node:
+            found += _percent_channels(value)
+    return found
+
+
+def test_a_percent_scale_is_titled_in_percent(specs: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """A share printed as "90%" says "[%]", not "[1]" (issue 46: "fraction of ceiling [1]"
+    over a percent scale)."""
+    seen = []
+    for key, spec in specs.items():
+        for text, fmt in _percent_channels(spec):
+            seen.append(key[0])
+            assert text.endswith("[%]"), (key, text, fmt)
+    assert {"ceiling", "prefix-ttft", "model-size"} <= set(seen)
+    assert _percent_channels({"title": "share [1]", "legend": {"format": ".0%"}}) == [
+        ("share [1]", ".0%")
+    ]
+
+
+def test_every_subtitle_is_at_most_four_lines(specs: dict[tuple[str, str], dict[str, Any]]) -> None:
+    """Process notes (thinning, what is left out) go below the figure, not into it: the
+    subtitle holds at most ``SUBTITLE_LINES``, the caption file every sentence."""
+    longest = 0
+    for key, spec in specs.items():
+        subtitle = spec["title"].get("subtitle", []) if isinstance(spec["title"], dict) else []
+        lines = [subtitle] if isinstance(subtitle, str) else subtitle
+        longest = max(longest, len(lines))
+        assert len(lines) <= SUBTITLE_LINES, (key, lines)
+    assert longest == SUBTITLE_LINES  # some caption is that long: the rule is exercised
+    moved = [spec for spec in specs.values() if spec.get("description")]
+    assert moved  # ... and longer: its rest went to the description
+    for spec in moved:
+        assert spec["description"] in caption(spec)
+
+
+def test_a_long_subtitle_keeps_its_first_whole_sentences() -> None:
+    lines = ["One sentence", "over two lines.", "A second.", "A third one", "cut here", "end."]
+    spec = shortened({"title": {"text": "t", "subtitle": lines}, "description": "Before."})
+    assert spec["title"]["subtitle"] == lines[:3]  # the 4th line ends no sentence
+    assert spec["description"] == "A third one cut here end. Before."
+    assert (
+        caption(spec)
+        == "t\n\nOne sentence over two lines. A second. A third one cut here end. Before.\n"
+    )
+    one = ["a very long first sentence"] * 6
+    assert shortened({"title": {"text": "t", "subtitle": one}})["title"]["subtitle"] == one[:4]
+    short = {"title": {"text": "t", "subtitle": lines[:4]}}
+    assert shortened(short) is short
 
 
 def test_a_title_too_long_for_its_panel_breaks_before_its_unit() -> None:

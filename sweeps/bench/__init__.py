@@ -39,15 +39,18 @@ k. ``sweeps calibrate`` on 48,000 generated measurements in a fresh interpreter:
    peak RSS against their budgets (``calibrated``);
 l. a generated 1e6-request trace read and described (3 s) and its exact LRU curve at 20
    capacities (10 s) (``traces``);
-m. 1,000 single points from Python, one ``sweeps.point`` call each in a loop, against 0.5 s,
+m. the expected pass (the ``measured`` extra): what an engine adds to the warm seed study
+   (0.3 s), and the pass's points/s on grids of 1e5 and 1e6 points, with every shape new
+   and with the shapes known (``expected``);
+n. 1,000 single points from Python, one ``sweeps.point`` call each in a loop, against 0.5 s,
    and the same points in one ``sweeps.points`` call (``points``);
-n. a cold run of a 1e7-point grid of about 900 model-device pairs with its default outputs
+o. a cold run of a 1e7-point grid of 945 model-device pairs with its default outputs
    against the same run with ``charts = []``, against 1.5x (``figures``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
 (the seed run is small already and runs as it is), 1e4 simulated requests, 1,000 measurements
-to calibrate, 1e4 trace requests, 27 model-device pairs for the default outputs; the 1,000
-single points are cheap and run as they are.
+to calibrate, 1e4 trace requests, expected grids of 1.5e3 and 1e4 points, 27 model-device
+pairs for the default outputs; the 1,000 single points are cheap and run as they are.
 """
 
 from __future__ import annotations
@@ -67,21 +70,20 @@ POINT = (
 )
 
 
-def run_bench(
+def run_bench(  # long: the fifteen measurements in order, each a line or two
     quick: bool = False,
     e2e_budget: int = 2 * 2**30,
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
 ) -> dict[str, Any]:
-    """Run the fourteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
-    ``runs``: how many cold runs (f) makes of each of its grids (their spread beside the first
-    run's figures)."""
-    # long: two lines a measurement (what it is, then its call), in the order they print
+    """Run the fifteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
+    ``runs``: the cold runs (f) makes of each of its grids (their spread beside the first's)."""
     import numpy as np
 
     from sweeps.bench.calibrated import measure_calibration
     from sweeps.bench.e2e import measure_end_to_end
     from sweeps.bench.engine import measure_engine, measure_export
+    from sweeps.bench.expected import QUICK_SIDES, SIDES, measure_expected
     from sweeps.bench.figures import measure_default_outputs
     from sweeps.bench.grids import bench_configs
     from sweeps.bench.pareto import measure_pareto
@@ -130,6 +132,8 @@ def run_bench(
     report["calibrated"] = measure_calibration(rows=1_000 if quick else 48_000)
     say("traces")
     report["traces"] = measure_traces(requests=10_000 if quick else 1_000_000)
+    say("expected pass")
+    report["expected"] = measure_expected(QUICK_SIDES if quick else SIDES)
     say("single points")
     report["points"] = measure_points()
     say("default outputs")

@@ -1,4 +1,4 @@
-"""(n) figures that scale with the question (issue 45, item 4): a cold run of a grid of many
+"""(o) figures that scale with the question (issue 45, item 4): a cold run of a grid of many
 model-device pairs with its default outputs against the same run with ``charts = []``.
 
 Both runs are ``sweeps run`` in a fresh interpreter (``run_path.RUN``), the grid file and the

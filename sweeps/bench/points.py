@@ -1,4 +1,4 @@
-"""(m) small questions from Python: 1,000 single points, one ``sweeps.point`` call each, in a
+"""(n) small questions from Python: 1,000 single points, one ``sweeps.point`` call each, in a
 plain loop, against the budget of issue 45 (0.5 s), and the same points in one
 ``sweeps.points`` call.
 

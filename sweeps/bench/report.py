@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps.bench.calibrated import format_calibration
+from sweeps.bench.expected import format_expected
 from sweeps.bench.figures import format_default_outputs
 from sweeps.bench.points import format_points
 from sweeps.bench.run_path import format_run_path
@@ -56,7 +57,8 @@ def format_report(report: dict[str, Any]) -> str:
             f"(j) {format_simulated(report['simulated'])}",
             f"(k) {format_calibration(report['calibrated'])}",
             *((f"(l) {format_traces(report['traces'])}",) if "traces" in report else ()),
-            *((f"(m) {format_points(report['points'])}",) if "points" in report else ()),
-            *((f"(n) {format_default_outputs(report['figures'])}",) if "figures" in report else ()),
+            *((f"(m) {format_expected(report['expected'])}",) if "expected" in report else ()),
+            *((f"(n) {format_points(report['points'])}",) if "points" in report else ()),
+            *((f"(o) {format_default_outputs(report['figures'])}",) if "figures" in report else ()),
         ]
     )

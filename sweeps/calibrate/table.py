@@ -108,10 +108,27 @@ SCHEMA = {
 def calibrate(
     path: str | Path, attention_dtype: str = "auto", engine: str | None = None
 ) -> pl.DataFrame:
-    """Every measurement of the CSV at ``path`` with its bound, ratio and status;
-    ``attention_dtype`` as ``sweeps.calibrate.bounds.bounds`` takes it. With ``engine`` (an
-    engine, or ``source``: none but the rows' own), also each row's ``engine``, ``regime``,
-    ``expected`` value and ``error`` (``sweeps.calibrate.expected``; the measured extra)."""
+    """Every measurement of a calibration CSV with its bound, ratio and status.
+
+    Parameters
+    ----------
+    path
+        The CSV of measurements (``sweeps calibrate``'s format; the shipped one is
+        ``sweeps.calibrate.shipped_measurements()``).
+    attention_dtype
+        The attention's compute dtype, as ``sweeps.calibrate.bounds.bounds`` takes it
+        (``auto``: the KV format's peak, bf16 where a device lacks it; ``gemm``; a dtype).
+    engine
+        Also each row's expected figure on this engine (or ``source``: each row's own);
+        ``None``: the bounds alone.
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per measurement: its bound, ratio and status; with ``engine``, also each
+        row's ``engine``, ``regime``, ``expected`` value and ``error``
+        (``sweeps.calibrate.expected``; the measured extra).
+    """
     found = bounds(load_measurements(path), attention_dtype)
     frame = pl.DataFrame(
         [_row(b) for b in found], schema_overrides=SCHEMA, infer_schema_length=None

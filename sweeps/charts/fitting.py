@@ -16,6 +16,7 @@ from typing import Any
 import xarray as xr
 
 from sweeps.charts.data import spaced
+from sweeps.charts.spec import shortened
 
 TRIES = 12
 """Times a chart is built again on fewer batches before it is given up."""
@@ -51,7 +52,9 @@ def within_rows(
                 raise
             last = error
             continue
-        return noted(spec, f"Drawn at {kept.size} of {batches.size} batches (log-spaced).")
+        return shortened(
+            noted(spec, f"Drawn at {kept.size} of {batches.size} batches (log-spaced).")
+        )
     raise last
 
 

@@ -11,6 +11,7 @@ import xarray as xr
 
 from .serving import POOL_MODES, SCENARIO_DIMS, Workload, objectives, panel_width
 from .theme import COLORS, heading, size_of, themed, title, tooltip
+from .ticks import log_axis
 from .workloads import chosen, label, labels, selector, sentence
 
 
@@ -116,7 +117,15 @@ def fleet_chart(
         ).alias("plan"),
     ).to_pandas()
     modes = alt.Scale(domain=list(POOL_MODES), range=[COLORS[m] for m in POOL_MODES])
-    x = alt.X("arrival_rate:Q", title=title("arrival_rate"), scale=alt.Scale(type="log"))
+    across = size.legend == "right"  # on a screen side by side; in a print column stacked
+    panel = {"width": panel_width(size, 2 if across else 1, 200), "height": size.panel_height}
+
+    def axis(column: str, along_x: bool) -> tuple[alt.Scale, alt.Axis]:
+        length = panel["width"] if along_x else panel["height"]
+        return log_axis(data[column].to_numpy(float), length, size.font, along_x)
+
+    scale, ticks = axis("arrival_rate", True)
+    x = alt.X("arrival_rate:Q", title=title("arrival_rate"), scale=scale, axis=ticks)
     tips = [
         alt.Tooltip("mode:N"),
         alt.Tooltip("plan:N", title="prefill + decode"),
@@ -130,13 +139,13 @@ def fleet_chart(
         param,
         default,
     )
-    across = size.legend == "right"  # on a screen side by side; in a print column stacked
-    panel = {"width": panel_width(size, 2 if across else 1, 200), "height": size.panel_height}
+    scale, ticks = axis("devices", False)
     devices = base.encode(
-        y=alt.Y("devices:Q", title=title("devices"), scale=alt.Scale(type="log")), tooltip=tips
+        y=alt.Y("devices:Q", title=title("devices"), scale=scale, axis=ticks), tooltip=tips
     ).properties(**panel)
+    scale, ticks = axis(cost, False)
     costs = base.encode(
-        y=alt.Y(f"{cost}:Q", title=title(cost), scale=alt.Scale(type="log")), tooltip=tips
+        y=alt.Y(f"{cost}:Q", title=title(cost), scale=scale, axis=ticks), tooltip=tips
     ).properties(**panel)
     dates = ", ".join(_dates(plans)) or "none known"
     ttft, tpot = objectives(ds)

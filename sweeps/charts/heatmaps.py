@@ -41,6 +41,7 @@ from .theme import (
     category_scale,
     fit_title,
     heading,
+    percent_title,
     themed,
     title,
     tooltip,
@@ -260,7 +261,7 @@ def _ceiling_layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Char
         .encode(
             color=alt.Color(
                 "fraction_of_ceiling:Q",
-                title=title("fraction_of_ceiling"),
+                title=percent_title("fraction_of_ceiling"),
                 scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
                 legend=alt.Legend(format=".0%", gradientLength=12 * sel.size.font),
             ),
@@ -319,8 +320,25 @@ def ceiling_chart(
     beyond the memory wall form the grey "does not fit" layer; a black bar marks the first
     compute-bound batch. The caption states the share of the ceiling at the memory wall and
     the context from which the ceiling is below the ridge point.
-    ``options``: ``tp``, ``weight_dtype``, ``pick`` (see ``data.choose``), ``max_cells``
-    [cell], ``width`` (``theme.SIZES``).
+
+    Parameters
+    ----------
+    ds
+        A grid (``sweeps.run``) with the decode analysis.
+    model
+        The model drawn (default: the grid's first).
+    hardware
+        The device drawn (default: the grid's first).
+    **options
+        ``tp`` and ``weight_dtype`` (the slice drawn, default the grid's first), ``pick`` (see
+        ``sweeps.charts.data.choose``), ``max_cells`` [cell] (thinned beyond), ``width``
+        (``sweeps.charts.theme.SIZES``: ``screen``, ``single-column``, ``double-column``).
+
+    Returns
+    -------
+    alt.Chart
+        The Altair chart; its title and subtitle are the caption
+        (``sweeps.charts.rendering.caption``).
     """
     return _heatmap(
         ds,
@@ -338,7 +356,25 @@ def bottleneck_chart(
     ds: xr.Dataset, model: str | None = None, hardware: str | None = None, **options: Any
 ) -> Any:
     """Heatmap of what bounds decode: memory-bound, compute-bound or does not fit, batch x
-    context, faceted KV heads (columns) x KV dtype (rows). ``options`` as ``ceiling_chart``.
+    context, faceted KV heads (columns) x KV dtype (rows).
+
+    Parameters
+    ----------
+    ds
+        A grid (``sweeps.run``) with the decode analysis.
+    model
+        The model drawn (default: the grid's first).
+    hardware
+        The device drawn (default: the grid's first).
+    **options
+        As ``ceiling_chart`` takes them: ``tp``, ``weight_dtype``, ``pick``, ``max_cells``,
+        ``width``.
+
+    Returns
+    -------
+    alt.Chart
+        The Altair chart; its title and subtitle are the caption
+        (``sweeps.charts.rendering.caption``).
     """
 
     def layers(base: alt.Chart, sel: Selection, step: int) -> list[alt.Chart]:

@@ -18,18 +18,36 @@ from .drawing import start
 if TYPE_CHECKING:
     from sweeps.config import Sweep
     from sweeps.export.post_steps import PostStepHook
+    from sweeps.pipeline.hook import Track
 
 
-def output_hooks(sweep: Sweep) -> tuple[Callable[..., list[str]], ...]:
+def output_hooks(sweep: Sweep, track: Track | None = None) -> tuple[Callable[..., list[str]], ...]:
     """Hooks for ``sweeps.pipeline.run_to_folder``: the charts ``sweep`` asks for in the
     formats it asks for, and the report page. Starts the processes that draw them
-    (``drawing.start``) at once, so that their start-up overlaps the grid."""
+    (``drawing.start``) at once, so that their start-up overlaps the grid.
+
+    Parameters
+    ----------
+    sweep
+        The sweep run (its ``[outputs]`` charts, formats and report).
+    track
+        Told how the figures move (``sweeps.pipeline.hook.Track``, the phase ``figures``):
+        slice by slice (one model on one device), then the figures across them and the
+        report.
+
+    Returns
+    -------
+    tuple of callable
+        The hooks, each ``hook(grid, sweep, folder)`` returning the files it wrote (relative
+        to ``folder``): the studies' post-steps, then the figures (``FiguresHook``, which
+        names each figure it could not draw, with why, in ``notes``).
+    """
     start(sweep.formats if sweep.charts else ())
 
     from sweeps.export.post_steps import post_steps
 
     steps = post_steps(sweep)  # the studies' tables made after the grid's (simulated.parquet)
-    return (*steps, FiguresHook(steps))
+    return (*steps, FiguresHook(steps, track))
 
 
 class FiguresHook:
@@ -38,8 +56,10 @@ class FiguresHook:
 
     __name__ = "figures"
 
-    def __init__(self, steps: Sequence[PostStepHook] = ()) -> None:
+    def __init__(self, steps: Sequence[PostStepHook] = (), track: Track | None = None) -> None:
         self.steps = steps
+        self.track = track
+        """Told how the figures move (the phase ``figures``), where given."""
         """The studies' post-steps, run before this: their results are drawn (the simulated
         plans' CDFs, ``simulated.cdf_figures``)."""
         self.notes: list[str] = []
@@ -53,7 +73,9 @@ class FiguresHook:
 
         done = [r for step in self.steps if step.step.name == KIND.name for r in step.results]
         extra = cdf_figures(done, sweep) if done else []
-        files = sweep_figures(ds, sweep, staging, extra, self.notes)
+        track = self.track
+        told = None if track is None else lambda d, n, what: track("figures", d, n, what)
+        files = sweep_figures(ds, sweep, staging, extra, self.notes, told)
         if isinstance(ds, xr.Dataset) and sweep.charts:  # the explorer needs the whole grid
             files += _explore(ds, sweep, staging)
         return files

@@ -215,11 +215,33 @@ def _encodings(
     return x, y, color, span
 
 
+def ridge_label_side(
+    ridge: float, ceilings: np.ndarray, span: tuple[float, float], height: float, font: float
+) -> str:
+    """Where the ridge point's label goes, ``above`` or ``below`` its line: the side whose
+    band of one line of ``font`` [px] (on a log axis of ``height`` [px] over ``span``) no
+    ceiling line crosses, else the side whose nearest ceiling is farther [-]."""
+    per_px = math.log10(span[1] / span[0]) / height
+    band = 1.4 * font * per_px  # the label's height and its gap, in decades
+    logs = np.log10(ceilings[np.isfinite(ceilings) & (ceilings > 0)]) - math.log10(ridge)
+    up = logs[logs >= 0]
+    down = -logs[logs <= 0]
+    clear_up = float(up.min()) if up.size else math.inf
+    clear_down = float(down.min()) if down.size else math.inf
+    if clear_up > band or clear_up >= clear_down:
+        return "above"
+    return "below"
+
+
 def _layers(
     base: alt.Chart, x: alt.X, y: alt.Y, color: alt.Color, sel: Selection
 ) -> list[alt.Chart]:
     """Lines (dotted beyond the wall), points, ceilings, ridge point, walls and end labels."""
     point = float(np.max(sel.ds["ridge_point"].values))
+    span = cast(dict[str, Any], y.to_dict())["scale"]["domain"]
+    ceilings = np.asarray(sel.ds["ceiling"].values, dtype=float).reshape(-1)
+    side = ridge_label_side(point, ceilings, tuple(span), _panel_height(sel), sel.size.font)
+    above = side == "above"
     contexts = list(cast(dict[str, Any], color.to_dict())["sort"])
     shape = alt.Shape("context:N", scale=series_shapes(contexts), legend=None)
     cells = base.transform_filter(alt.datum.mark == "cell")
@@ -240,7 +262,13 @@ def _layers(
         cells.mark_rule(color=INK, strokeWidth=1.2, strokeDash=[2, 2]).encode(
             y=alt.Y("max(ridge_point):Q")
         ),
-        cells.mark_text(align="left", baseline="bottom", dx=2, dy=-2, fontSize=font - 1).encode(
+        cells.mark_text(
+            align="left",
+            baseline="bottom" if above else "top",
+            dx=2,
+            dy=-2 if above else 2,
+            fontSize=font - 1,
+        ).encode(
             x=alt.X("min(batch):Q"),
             y=alt.Y("max(ridge_point):Q"),
             text=alt.value(f"ridge point {number(point)} {unit('ridge_point')}"),
@@ -264,7 +292,24 @@ def ai_vs_batch_chart(
 
     Dashed: each context's asymptotic ceiling; black dashes: the device's ridge point; a black
     bar at each line's memory wall (max batch); dotted: batches that do not fit.
-    ``options`` as ``heatmaps.ceiling_chart``.
+
+    Parameters
+    ----------
+    ds
+        A grid (``sweeps.run``) with the decode analysis.
+    model
+        The model drawn (default: the grid's first).
+    hardware
+        The device drawn (default: the grid's first).
+    **options
+        As ``ceiling_chart`` takes them: ``tp``, ``weight_dtype``, ``pick``, ``max_cells``,
+        ``width``.
+
+    Returns
+    -------
+    alt.Chart
+        The Altair chart; its title and subtitle are the caption
+        (``sweeps.charts.rendering.caption``).
     """
     sel = select(ds, model, hardware, **options)
     frame, note = decode_cells(sel)

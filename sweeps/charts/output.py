@@ -9,7 +9,7 @@ next, keeps only the small per-device selections the cross-device roofline needs
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -428,17 +428,44 @@ def sweep_figures(
     folder: Path,
     extra: Sequence[Figure] = (),
     notes: list[str] | None = None,
+    told: Told | None = None,
 ) -> list[str]:
     """The figures and report ``sweep`` asks for, from a grid or its model-and-device slices
     (and the ``extra`` figures), as many as ``scaled`` draws for its model-device pairs; the
-    lines of the charts skipped or left out are appended to ``notes``."""
+    lines of the charts skipped or left out are appended to ``notes``; ``told`` as they are
+    drawn (``Told``: one unit a slice, one the figures across slices, one the report)."""
     pieces = slices(ds) if isinstance(ds, xr.Dataset) else ds
     settings = Settings.of(sweep)
     pairs = len(sweep.models) * len(sweep.hardware)
     charts, left = scaled(sweep.charts, pairs, sweep.charts_named)
-    return write_figures_streamed(
+    if told is not None:
+        pieces = _told_slices(pieces, pairs, told)
+    written = write_figures_streamed(
         pieces, folder, charts, sweep.formats, settings, extra=extra, notes=notes, left_out=left
     )
+    if told is not None:
+        units = len(sweep.models) * len(sweep.hardware) + 2
+        told(units, units, "figures written")
+    return written
+
+
+Told = Callable[[int, int, str], None]
+"""Told how the figures move: (units done, units in all, what is drawn now) [1]."""
+
+
+def _told_slices(pieces: Iterable[xr.Dataset], count: int, told: Told) -> Iterator[xr.Dataset]:
+    """``pieces`` (``count`` slices), ``told`` of each as it is taken (the one before it is
+    drawn), and of the figures across slices and the report once the last is."""
+    units = count + 2
+    for done, one in enumerate(pieces):
+        told(done, units, f"writing figures: {_label(one)} ({done + 1} of {count})")
+        yield one
+    told(count, units, "writing figures across devices and the report")
+
+
+def _label(one: xr.Dataset) -> str:
+    """``<model> on <device>`` of a one-model-one-device slice."""
+    return f"{one['model'].values.flat[0]} on {one['hardware'].values.flat[0]}"
 
 
 def chart_specs(

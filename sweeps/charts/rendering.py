@@ -178,16 +178,20 @@ def _lines(value: Any) -> list[str]:
 
 def caption(spec: dict[str, Any]) -> str:
     """The caption of a chart spec as a paper pastes it: its title on the first line, then
-    its subtitle as one paragraph (the lines the figure wraps, joined) [-]."""
+    its subtitle as one paragraph (the lines the figure wraps, joined) and the sentences
+    that did not fit it (its ``description``, ``spec.shortened``) [-]."""
     head = spec.get("title", "")
     subtitle = head.get("subtitle", []) if isinstance(head, dict) else []
-    title, body = " ".join(_lines(head)), " ".join(_lines(subtitle))
+    more = [str(spec["description"])] if spec.get("description") else []
+    title, body = " ".join(_lines(head)), " ".join([*_lines(subtitle), *more])
     return f"{title}\n\n{body}\n" if body else f"{title}\n"
 
 
-def figure_tag(index: int, label: str) -> str:
-    """The placeholder ``page`` draws spec ``index`` into."""
-    return f'<figure id="fig-{index}" class="chart" aria-label="{html.escape(label)}"></figure>'
+def figure_tag(index: int, label: str, note: str = "") -> str:
+    """The placeholder ``page`` draws spec ``index`` into, and ``note`` (the caption's
+    sentences beyond the figure's subtitle) below it."""
+    tag = f'<figure id="fig-{index}" class="chart" aria-label="{html.escape(label)}"></figure>'
+    return tag + (f'<p class="note">{html.escape(note)}</p>' if note else "")
 
 
 def render_spec(

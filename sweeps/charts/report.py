@@ -261,7 +261,8 @@ def report_html(
                 f'<details class="section" id="section-{html.escape(kind)}" open>'
                 f"<summary><h2>{heading}</h2></summary>"
             )
-        parts.append(figure_tag(index, figure.stem))
+        note = str((figure.spec or {}).get("description", ""))
+        parts.append(figure_tag(index, figure.stem, note))
     parts.append("</details>" if kind is not None else "")
     reasons = list(dict.fromkeys(f.reason for f in figures if f.spec is None))
     if reasons:

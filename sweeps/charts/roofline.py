@@ -47,8 +47,19 @@ PHASES = ((DECODE, "context", ""), (PREFILL, "prompt", "prefill_"))
 """Phase, its length dimension, its variables' prefix."""
 
 
+OWN_ABOVE = 1e-3
+"""How far above the roof drawn a point's own roof must be to be drawn [1]: the roofs of one
+format equal it to the last bits."""
+
+
 def phase_points(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
-    """Decode and prefill points of a selection, one frame with a ``phase`` column, thinned."""
+    """Decode and prefill points of a selection, one frame with a ``phase`` column, thinned.
+
+    Each point is at the FLOP/s it attains, beside ``own_roof``, the compute roof it runs
+    against [FLOP/s]: the formats' peaks weighted by its FLOPs (attention at the KV format's
+    peak, the GEMMs at the weights'), efficiency applied, read back from its utilization
+    (attained over that roof); ``above``: that roof is above the one the chart names (the
+    sweep's compute dtype), where a point may sit above the roof drawn."""
     limit = max(2, sel.max_cells // 2)
     parts, notes = [], []
     for phase, length, prefix in PHASES:
@@ -57,6 +68,7 @@ def phase_points(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
             f"{prefix}arithmetic_intensity": "arithmetic_intensity",
             f"{prefix}attainable_flops": "attainable_flops",
             f"{prefix}feasible": "feasible",
+            f"{prefix}utilization": "utilization",
         }
         # the three variables drawn, thinned: not the hundred of the selection
         thinned, note = thin(sel.ds[list(names)], dims, ("batch", length), limit)
@@ -66,13 +78,30 @@ def phase_points(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
     points = pl.concat(parts, how="diagonal").with_columns(
         hardware=pl.lit(sel.device_name), tp=pl.lit(sel.tp), weight_dtype=pl.lit(sel.weight_dtype)
     )
-    # a step whose attention runs at a faster format's peak attains more than the roof drawn:
-    # it is drawn on that roof (its utilization is taken against its own, 0..1)
-    _, efficiency = _efficient(sel.ds)
+    # a step whose attention runs at a faster format's peak attains more than the roof named:
+    # it is drawn where it is, against its own roof (its utilization's, 0..1)
+    bandwidth, efficiency = _efficient(sel.ds)
     roof = float(np.atleast_1d(sel.ds[f"peak_flops_{compute_dtype(sel)}"].values)[0])
-    attained = pl.col("attainable_flops")
-    capped = pl.when(attained > roof * efficiency).then(roof * efficiency).otherwise(attained)
-    return points.with_columns(attainable_flops=capped), notes
+    share, slope = pl.col("utilization"), pl.col("arithmetic_intensity") * bandwidth
+    own = pl.when(share > 0).then(pl.col("attainable_flops") / share * efficiency)
+    drawn = pl.min_horizontal(slope, pl.lit(roof * efficiency))
+    points = points.with_columns(own_roof=pl.min_horizontal(slope, own)).with_columns(
+        above=(pl.col("own_roof") > drawn * (1 + OWN_ABOVE)).fill_null(False)
+    )
+    return points.drop("utilization"), notes
+
+
+def own_roofs(points: pl.DataFrame) -> pl.DataFrame:
+    """A short dashed segment at each point's own roof, where it is above the roof drawn:
+    from 0.8 to 1.25 times its intensity (``arithmetic_intensity`` to ``x_high``), at
+    ``attainable_flops``, its own roof [FLOP/s] (the roofline's own axes' fields)."""
+    above = points.filter(pl.col("above"))
+    return above.select(
+        arithmetic_intensity=pl.col("arithmetic_intensity") * 0.8,
+        x_high=pl.col("arithmetic_intensity") * 1.25,
+        attainable_flops=pl.col("own_roof"),
+        phase=pl.col("phase"),
+    )
 
 
 def _efficient(ds: xr.Dataset) -> tuple[float, float]:
@@ -128,13 +157,14 @@ def _scales(
         np.r_[
             roof["attainable_flops"].to_numpy(),
             points["attainable_flops"].drop_nulls().to_numpy(),
+            own_roofs(points)["attainable_flops"].to_numpy(),
         ],
         above=2,
     )
     x = alt.X(
         "arithmetic_intensity:Q",
         title=title("arithmetic_intensity"),
-        scale=alt.Scale(type="log", domain=list(x_span), nice=False),
+        scale=log_scale(x_span),
         axis=alt.Axis(
             labelExpr=LOG_LABELS,
             values=thinned(log_ticks(x_span), x_span, width, size.font, True),
@@ -143,13 +173,18 @@ def _scales(
     y = alt.Y(
         "attainable_flops:Q",
         title=title("attainable_flops"),
-        scale=alt.Scale(type="log", domain=list(y_span), nice=False),
+        scale=log_scale(y_span),
         axis=alt.Axis(
             format="~s",
             values=thinned(log_ticks(y_span), y_span, size.panel_height * 1.5, size.font, False),
         ),
     )
     return x, y, x_span, y_span
+
+
+def log_scale(span: tuple[float, float]) -> alt.Scale:
+    """A roofline axis's scale: log over ``span``, not widened to whole decades."""
+    return alt.Scale(type="log", domain=list(span), nice=False)
 
 
 def plot_width(size: Size, labels: Iterable[str], most: int) -> int:
@@ -228,7 +263,25 @@ def roofline_chart(
     """Roofline of one device: a roof per compute dtype it has (``ROOF_DTYPES``; the sweep's
     ``compute_dtype`` solid, the others dashed), the bandwidth slope labelled, and the decode
     and prefill points of ``model`` by phase (grey: does not fit).
-    ``options`` as ``heatmaps.ceiling_chart``."""
+
+    Parameters
+    ----------
+    ds
+        A grid (``sweeps.run``) with the decode analysis.
+    model
+        The model drawn (default: the grid's first).
+    hardware
+        The device drawn (default: the grid's first).
+    **options
+        As ``ceiling_chart`` takes them: ``tp``, ``weight_dtype``, ``pick``, ``max_cells``,
+        ``width``.
+
+    Returns
+    -------
+    alt.LayerChart
+        The Altair chart; its title and subtitle are the caption
+        (``sweeps.charts.rendering.caption``).
+    """
     # long: one layer per roof, slope label and phase, each from the same selection
     sel = select(ds, model, hardware, **options)
     points, notes = phase_points(sel)
@@ -277,11 +330,14 @@ def roofline_chart(
         .encode(x=x, y=alt.Y("label_y:Q"), text="label:N"),
         _slope_label(sel.size, bandwidth, min(ridges), (x, y), (x_span, y_span), width),
     ]
+    mine = own_roofs(points)
+    if mine.height:
+        layers.append(_own_roof_layer(mine, x, y))
     caption = [
         f"Roofs: min(intensity × bandwidth, peak) for each compute dtype of the device; the "
         f"points use the {compute} roof (options.compute_dtype, solid); each point one batch "
-        "and context (decode) or prompt (prefill), at most on that roof (a step whose attention "
-        "runs at a faster format's peak attains more; its utilization is over its own roof).",
+        "and context (decode) or prompt (prefill), at the FLOP/s it attains.",
+        *([OWN_ROOF_NOTE] if mine.height else []),
         *sel.notes,
         *notes,
     ]
@@ -290,6 +346,27 @@ def roofline_chart(
         width=width,
         height=int(sel.size.panel_height * 1.5),
         title=heading(sel.headline("roofline of decode and prefill"), caption, sel.size),
+    )
+
+
+OWN_ROOF_NOTE = (
+    "Grey dashes: a point's own roof where above the solid one (attention at the KV "
+    "format's faster peak; the peaks weighted by their FLOPs)."
+)
+"""The caption's sentence where a point's own roof is drawn."""
+
+
+def _own_roof_layer(segments: pl.DataFrame, x: alt.X, y: alt.Y) -> alt.Chart:
+    """``own_roofs`` as short grey dashes over their points, on the roofline's axes."""
+    return (
+        alt.Chart(segments)
+        .mark_rule(color="#888888", strokeDash=[2, 2], strokeWidth=1.5)
+        .encode(
+            x=x,
+            x2="x_high:Q",
+            y=y,
+            tooltip=[alt.Tooltip("attainable_flops:Q", title="own roof [FLOP/s]", format=".3~s")],
+        )
     )
 
 
@@ -359,6 +436,9 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
         .mark_text(align="left", baseline="middle", dx=5, fontSize=font, fontWeight="bold")
         .encode(x=x, y=alt.Y("label_y:Q"), text="label:N", color=color),
     ]
+    mine = own_roofs(points)
+    if mine.height:
+        layers.append(_own_roof_layer(mine, x, y))
     pairs = {(sel.tp, sel.weight_dtype) for sel in drawn}
     chosen = (
         f"all at tp {drawn[0].tp} with {drawn[0].weight_dtype} weights"
@@ -370,6 +450,7 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
         "options.compute_dtype); the points that "
         f"fit, decode (circles) and prefill (triangles), each device at its own tp and weight "
         f"dtype ({chosen}).",
+        *([OWN_ROOF_NOTE] if mine.height else []),
         *([f"Not drawn: {', '.join(missing)} (the model does not fit)."] if missing else []),
     ]
     return alt.LayerChart(

@@ -7,10 +7,19 @@ from collections.abc import Iterator
 
 import xarray as xr
 
-SERVING_DIMS = frozenset(
-    {"prompt_tokens", "output_tokens", "arrival_rate", "concurrency", "prefill_hardware",
-     "decode_hardware"}
-)  # fmt: skip
+from sweeps.studies import CORE, STUDIES, serving
+
+
+def _serving_dims() -> frozenset[str]:
+    """The dims of the serving study's analyses (with those they take on) that neither a core
+    analysis nor another study's axes have: read off the declarations, not listed here."""
+    mine = {d for a in serving.STUDY.analyses for d in (*a.dims, *a.extra_dims)}
+    core = {d for a in CORE for d in a.dims}
+    others = {d for study in STUDIES if study is not serving.STUDY for d in study.axes}
+    return frozenset(mine - core - others)
+
+
+SERVING_DIMS = _serving_dims()
 """Dimensions only the serving and pools analyses' variables have."""
 
 

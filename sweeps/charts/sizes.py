@@ -146,7 +146,7 @@ def model_size_chart(rows: pl.DataFrame, hardware: str, **options: Any) -> Any:
             alt.Tooltip("context:O", title="context [token]"),
             alt.Tooltip("tp:O"),
             alt.Tooltip("max_batch:Q", title="max batch [sequence]", format=","),
-            alt.Tooltip(f"{SHARE}:Q", title="share of ceiling at the wall", format=".1%"),
+            alt.Tooltip(f"{SHARE}:Q", title="share of ceiling at the wall [%]", format=".1%"),
         ],
     )
     heat = (
@@ -154,7 +154,7 @@ def model_size_chart(rows: pl.DataFrame, hardware: str, **options: Any) -> Any:
         .encode(
             color=alt.Color(
                 f"{SHARE}:Q",
-                title="share of ceiling at the wall",
+                title="share of ceiling at the wall [%]",
                 scale=alt.Scale(scheme=SEQUENTIAL, domain=[0, 1]),
                 legend=alt.Legend(format=".0%", gradientLength=12 * size.font),
             )
@@ -204,6 +204,7 @@ MODEL_SIZE = register(Kind(
     name="model-size",
     title="Model size: the share of the ceiling at the memory wall",
     order=60,
+    family=True,
     doc="per device that ran two models or more: the share of the ceiling at the memory wall, "
     "model by context",
 ))  # fmt: skip

@@ -99,6 +99,85 @@ def _at(ds: xr.Dataset, model: str, length: str) -> dict[str, Any]:
     }
 
 
+SLICE_DIMS = ("hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype")
+"""What ``_at`` picks beside the model and the length (context or prompt)."""
+NEGLIGIBLE = 0.01
+"""An effect below this share [1] is called negligible in the caption, with its size."""
+
+
+def _largest(ds: xr.Dataset, model: str, length: str, effect: xr.DataArray) -> dict[str, Any]:
+    """``_at``, but at the device, tp, KV setting, weight dtype and ``length`` where
+    ``effect`` (over those dims, a share [1]) is largest: the slice that shows it best."""
+    at = _at(ds, model, length)
+    known = effect.fillna(-np.inf)
+    if not np.isfinite(known.values).any():
+        return at
+    where = known.argmax(...)
+    return {**at, **{str(dim): effect[dim].values[int(i)] for dim, i in where.items()}}
+
+
+def _over_slices(values: xr.DataArray, length: str) -> xr.DataArray:
+    """``values`` reduced (max) to the dims ``_largest`` picks: the slice dims and ``length``."""
+    keep = (*SLICE_DIMS, length)
+    rest = [d for d in values.dims if d not in keep]
+    return values.max(rest) if rest else values
+
+
+def prefix_effect(ds: xr.Dataset, model: str) -> xr.DataArray:
+    """The share of TTFT caching the prefix saves at the grid's first batch [1]: recompute
+    over the best hit rate and tier, per device, tp, KV setting, weight dtype and prompt."""
+    sel = ds.sel(model=model).isel(batch=0)
+    best = sel["prefix_ttft_s"].min(["prefix_hit_rate", "kv_tier"])
+    return _over_slices(1 - best / sel["ttft_s"], "prompt")
+
+
+def speculative_effect(ds: xr.Dataset, model: str) -> xr.DataArray:
+    """The best speedup of speculation at the grid's first batch, less 1 [1], per device,
+    tp, KV setting, weight dtype and context."""
+    sel = ds.sel(model=model).isel(batch=0)
+    best = sel["speedup"].where(sel["spec_tokens"] > 0)
+    return _over_slices(best.max(["spec_tokens", "spec_acceptance", "spec_draft"]) - 1, "context")
+
+
+def _prefix_at(ds: xr.Dataset, model: str) -> dict[str, Any]:
+    return _largest(ds, model, "prompt", prefix_effect(ds, model))
+
+
+def _speculative_at(ds: xr.Dataset, model: str) -> dict[str, Any]:
+    return _largest(ds, model, "context", speculative_effect(ds, model))
+
+
+def effect_sentence(effect: xr.DataArray, what: str, why: str) -> str:
+    """Where the figure is drawn: at the slice of the largest ``effect``, with its size, or,
+    where that is below ``NEGLIGIBLE``, that ``what`` is negligible on this grid and ``why``
+    [-]."""
+    values = effect.values[np.isfinite(effect.values)]
+    if values.size == 0:
+        return ""
+    most = float(values.max())
+    if most <= 0:
+        return f"{what[0].upper()}{what[1:]} is nil on this grid, on every slice ({why})."
+    if most < NEGLIGIBLE:
+        return (
+            f"{what[0].upper()}{what[1:]} is negligible on this grid: at most {most:.2%} "
+            f"on any slice ({why})."
+        )
+    return f"Drawn at the slice where {what} is largest ({most:.1%})."
+
+
+def _prefix_why(ds: xr.Dataset, model: str, at: dict[str, Any]) -> str:
+    """Why caching the prefix saves little at ``at``: the prefill step bound by reading the
+    weights (fewer new tokens take as long), else no tier reloading faster than recomputing
+    [-]."""
+    shown, _ = _view(ds, at)
+    sel = shown.isel(batch=0)
+    hit = sel["prefix_hit_rate"] > 0
+    shortest = float(sel["hit_compute_time_s"].where(hit).min())
+    if shortest >= (1 - NEGLIGIBLE) * float(sel["ttft_s"]):
+        return "the prefill is bound by reading the weights, which fewer new tokens do not shorten"
+    return "no tier reloads the cached prefix much faster than recomputing it"
+
+
 def _view(ds: xr.Dataset, at: dict[str, Any]) -> tuple[xr.Dataset, str]:
     """``ds`` at ``at`` and, where the grid has the parallel axes, at one layout: the
     smallest replica where the model fits (``charts.layout.pick_layout``), and its label."""
@@ -116,7 +195,7 @@ def _caption(at: dict[str, Any], length: str, layout: str = "") -> str:
 
 def speedup_sentence(ds: xr.Dataset, model: str) -> str:
     """Where speculation pays most at batch 1 and up to which batch, from the data [-]."""
-    at = _at(ds, model, "context")
+    at = _speculative_at(ds, model)
     sel, _ = _view(ds, at)
     best = sel["speedup"].isel(batch=0).where(sel["spec_tokens"] > 0)
     if not np.isfinite(best.values).any():
@@ -140,7 +219,7 @@ def speedup_sentence(ds: xr.Dataset, model: str) -> str:
 def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
     """Speedup against batch, a line per acceptance, a panel per ``k`` and draft; the rule at
     1 and each line's break-even batch marked."""
-    at = _at(ds, model, "context")
+    at = _speculative_at(ds, model)
     drafted = [int(k) for k in ds["spec_tokens"].values if k > 0]
     shown, layout = _view(ds, at)
     sel = shown[["speedup", "break_even_batch"]].sel(spec_tokens=drafted)
@@ -166,7 +245,12 @@ def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -
     )
     one = base.mark_rule(strokeDash=[4, 4], color="#555").encode(y=alt.datum(1.0))
     marks = base.mark_rule(opacity=0.6).encode(x="break_even_batch:Q", color=color)
-    caption = [_caption(at, "context", layout), speedup_sentence(ds, model)]
+    why = "the drafts' verify step costs about what the tokens it accepts save"
+    caption = [
+        _caption(at, "context", layout),
+        speedup_sentence(ds, model),
+        effect_sentence(speculative_effect(ds, model), "the gain over plain decode", why),
+    ]
     return (
         alt.layer(lines, one, marks, data=frame)  # one frame: the facet splits every layer
         .properties(width=panel_width(size, columns, 80), height=size.panel_height)
@@ -177,7 +261,7 @@ def speedup_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -
 
 def verify_sentence(ds: xr.Dataset, model: str) -> str:
     """How far the verify step moves decode up the roofline, from the data [-]."""
-    at = _at(ds, model, "context")
+    at = _speculative_at(ds, model)
     sel, _ = _view(ds, at)
     k = int(sel["spec_tokens"].max())
     batch = int(ds["batch"].values[0])
@@ -191,8 +275,9 @@ def verify_sentence(ds: xr.Dataset, model: str) -> str:
 
 
 def verify_roofline_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
-    """The verify steps of each ``k`` (every batch) on the device's roofline."""
-    at = _at(ds, model, "context")
+    """The verify steps of each ``k`` (every batch) on the device's roofline, at the slice
+    of the speedup figure."""
+    at = _speculative_at(ds, model)
     shown, layout = _view(ds, at)
     sel = shown.isel(spec_acceptance=0, spec_draft=0)
     frame = sel[["verify_arithmetic_intensity", "verify_flops", "verify_time_s"]].to_dataframe()
@@ -240,7 +325,7 @@ def verify_roofline_chart(ds: xr.Dataset, model: str, width: str = "screen", **_
 
 def prefix_sentence(ds: xr.Dataset, model: str) -> str:
     """Which tiers beat recomputing the prompt, from the data [-]."""
-    at = _at(ds, model, "prompt")
+    at = _prefix_at(ds, model)
     sel = _view(ds, at)[0].isel(batch=0)
     hit = sel["prefix_hit_rate"].where(sel["prefix_hit_rate"] > 0, drop=True)
     if hit.size == 0:
@@ -257,14 +342,15 @@ def prefix_sentence(ds: xr.Dataset, model: str) -> str:
 
 
 def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: Any) -> Any:
-    """TTFT against hit rate, a line per tier, the recompute time dashed."""
-    at = _at(ds, model, "prompt")
+    """TTFT against hit rate, a line per tier, the recompute time dashed; at the slice where
+    caching saves the most (or saying that it saves next to nothing anywhere, and why)."""
+    at = _prefix_at(ds, model)
     shown, layout = _view(ds, at)
     sel = shown.isel(batch=0)
     frame = sel[["prefix_ttft_s"]].to_dataframe().reset_index()
     tiers = [str(t) for t in ds["kv_tier"].values]  # lines cross: a hue and a marker each
     recompute = pd.DataFrame({"ttft_s": [float(sel["ttft_s"])]})
-    x = alt.X("prefix_hit_rate:Q", title="prefix hit rate [1]", axis=alt.Axis(format="%"))
+    x = alt.X("prefix_hit_rate:Q", title="prefix hit rate [%]", axis=alt.Axis(format="%"))
     lines = alt.Chart(frame).mark_line(point=True).encode(
         x=x, y=alt.Y("prefix_ttft_s:Q", title="TTFT bound [s]"),
         color=alt.Color("kv_tier:N", title="tier", scale=series_scale(tiers)),
@@ -275,6 +361,11 @@ def prefix_ttft_chart(ds: xr.Dataset, model: str, width: str = "screen", **_: An
     caption = [
         _caption(at, "prompt", layout) + " Dashed: recomputing the whole prompt.",
         prefix_sentence(ds, model),
+        effect_sentence(
+            prefix_effect(ds, model),
+            "the share of TTFT that caching saves",
+            _prefix_why(ds, model, at),
+        ),
     ]
     size = size_of(width)
     return alt.layer(lines, rule).properties(
@@ -332,11 +423,23 @@ def technique_figures(parts: list[xr.Dataset], charts: Any, width: str) -> list[
     return figures
 
 
+def on_front(frame: pd.DataFrame, x: str, y: str, by: str) -> pd.Series:
+    """Whether each row of ``frame`` is on its ``by`` group's front: no row of the group has
+    both a higher ``x`` and a higher ``y`` (nor one equal and the other higher) [bool]."""
+    order = frame.sort_values([by, x, y], ascending=[True, False, False], kind="stable")
+    best = order.groupby(by, observed=True)[y].cummax()
+    before = best.groupby(order[by], observed=True).shift(1)
+    kept = before.isna() | (order[y] > before)
+    return kept.reindex(frame.index)
+
+
 def energy_chart(
     ds: xr.Dataset, model: str, weight_dtype: Any = None, width: str = "screen"
 ) -> Any:
     """Output tokens per joule against tokens/s per user: continuous batching on each device
-    at the first workload (a serving figure, beside the cost one)."""
+    at the first workload (a serving figure, beside the cost one). A device's line is its
+    front (``on_front``: the tp and batch that no other of its points beats on both); its
+    other points are drawn faint, unjoined."""
     at = {
         "model": model,
         "kv_heads": ds["kv_heads"].values[0],
@@ -358,7 +461,12 @@ def energy_chart(
         if np.isfinite(best)
         else "No device of the grid has a known board power: no energy figure."
     )
-    points = alt.Chart(frame).mark_line(point=True).encode(
+    frame = frame.assign(
+        front=on_front(
+            frame, "tokens_per_s_per_user", "serving_output_tokens_per_joule", "hardware"
+        )
+    )
+    base = alt.Chart(frame).encode(
         x=alt.X("tokens_per_s_per_user:Q", scale=alt.Scale(type="log"),
                 title="tokens/s per user [token/s]"),
         y=alt.Y("serving_output_tokens_per_joule:Q", title="output tokens per joule [token/J]"),
@@ -366,13 +474,17 @@ def energy_chart(
         shape=alt.Shape("hardware:N", title="device", scale=device_shapes(devices)),
         tooltip=["hardware", "tp", "batch", "serving_output_tokens_per_joule"],
     )  # fmt: skip
+    rest = base.transform_filter("!datum.front").mark_point(opacity=0.3)
+    front = base.transform_filter("datum.front").mark_line(point=True)
     caption = [
         f"{model}, {at['weight_dtype']} weights, {at['prompt_tokens']} prompt and "
-        f"{at['output_tokens']} output tokens per request.",
+        f"{at['output_tokens']} output tokens per request. Lines: each device's front over "
+        "tp and batch (no other point of it both faster per user and more tokens per joule); "
+        "faint: the rest.",
         sentence,
     ]
     size = size_of(width)
-    return points.properties(
+    return alt.layer(rest, front).properties(
         title=heading("Tokens per joule against speed per user", caption, size),
         width=panel_width(size, 1, 120),
         height=size.panel_height,

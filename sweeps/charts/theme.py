@@ -224,6 +224,13 @@ def title(name: str) -> str:
     return text if entry.unit == "-" else f"{text} [{entry.unit}]"
 
 
+def percent_title(name: str) -> str:
+    """``title`` of a share [1] drawn on a percent scale: its unit written ``[%]``, as the
+    ticks read ("fraction of ceiling [%]", not "[1]")."""
+    text = title(name)
+    return text.removesuffix(" [1]") + " [%]"
+
+
 def fit_title(text: str, room: float, font: float) -> str | list[str]:
     """``text`` (a title), broken before its unit bracket into two lines where one line of
     ``font`` [px] would be longer than ``room`` [px] (a narrow panel's axis) [-]."""
@@ -266,9 +273,11 @@ def device_shapes(devices: Sequence[str], shown: Sequence[str] | None = None) ->
 
 
 def tooltip(name: str, fmt: str = "", field: str = "") -> alt.Tooltip:
-    """Tooltip of a registry variable titled with its label (``field``: the column, if renamed)."""
+    """Tooltip of a registry variable titled with its label (``field``: the column, if
+    renamed); a share shown as a percentage (``fmt`` ending ``%``) titled ``[%]``."""
     kind = "N" if unit(name) == "-" else "Q"
-    kwargs: dict[str, Any] = {"title": title(name)}
+    shown = percent_title(name) if fmt.endswith("%") else title(name)
+    kwargs: dict[str, Any] = {"title": shown}
     if fmt:
         kwargs["format"] = fmt
     return alt.Tooltip(f"{field or name}:{kind}", **kwargs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import altair as alt
 import numpy as np
 
 from .lines import spaced
@@ -26,6 +27,26 @@ def log_ticks(span: tuple[float, float]) -> list[float]:
         return decades
     steps = [m * 10.0**k for k in range(lo, hi + 1) for m in (1, 2, 5)]
     return [t for t in steps if span[0] <= t <= span[1]]
+
+
+def log_axis(
+    values: np.ndarray, length: float, font: float, across: bool
+) -> tuple[alt.Scale, alt.Axis]:
+    """A log axis of ``length`` [px] over ``values``: the span ``tight_span`` gives, ticks at
+    its powers of ten (or 1-2-5 steps), where fewer than two fall inside at the data's ends
+    (two significant digits), thinned so that no two labels touch, each label written once
+    (Vega's own ticks on a span inside one decade printed "40" and "50" run together)."""
+    v = values[np.isfinite(values) & (values > 0)]
+    if v.size == 0:
+        return alt.Scale(type="log"), alt.Axis()
+    span = tight_span(v)
+    ticks = log_ticks(span)
+    if len(ticks) < 2:
+        ticks = sorted({float(f"{t:.2g}") for t in (float(v.min()), float(v.max()))})
+    shown = thinned(ticks, span, length, font, across)
+    scale = alt.Scale(type="log", domain=list(span), nice=False)
+    plain = max(shown) < 1e5  # 0.1 and 10000 as written; larger in SI prefixes (never "100m")
+    return scale, alt.Axis(values=shown, format="~g" if plain else "~s")
 
 
 def si(value: float) -> str:

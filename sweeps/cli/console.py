@@ -224,36 +224,65 @@ class Output:
 class Phases:
     """One bar per phase, each saying what it does; ``None`` as ``bar`` draws nothing.
 
-    ``start`` opens a phase (and closes the one before), ``update`` moves it, ``done`` ends it.
-    The run writes its tables and its figures on two threads: each call holds a lock.
+    The long phases (the tables, the grid file, the figures: ``track``) each have a bar of
+    their own, beside the others, moved as that phase works and removed when it is done; the
+    short steps between them (computing the grid, the summary: ``start``) share one bar, each
+    step replacing the one before. The run writes its tables and its figures on two threads:
+    each call holds a lock.
     """
+
+    STEP = "step"
+    """The key of the short steps' bar."""
 
     def __init__(self, bar: Any, name: str) -> None:
         self._bar = bar
         self._name = name
-        self._task: Any = None
+        self._tasks: dict[str, Any] = {}
         self._lock = threading.RLock()
 
-    def start(self, what: str, total: float | None = None) -> None:
-        """Open the phase ``what`` (``total`` units of work, ``None``: not known)."""
+    def track(self, phase: str, done: float, total: float | None, what: str) -> None:
+        """The phase ``phase`` at ``done`` of ``total`` units (``None``: not known), doing
+        ``what``; its bar is opened on its first call and removed once ``done`` reaches
+        ``total``."""
         with self._lock:
-            self.done()
-            if self._bar is not None:
-                description = f"{self._name}: {what}"
-                self._task = self._bar.add_task(description, total=total)
+            if self._bar is None:
+                return
+            description = f"{self._name}: {what}"
+            task = self._tasks.get(phase)
+            if task is None:
+                task = self._bar.add_task(description, total=total, completed=done)
+                self._tasks[phase] = task
+            else:
+                self._bar.update(task, description=description, completed=done, total=total)
+            if total is not None and done >= total:
+                self.end(phase)
+
+    def start(self, what: str, total: float | None = None) -> None:
+        """Open the step ``what`` (``total`` units of work, ``None``: not known), closing
+        the step before."""
+        with self._lock:
+            self.end(self.STEP)
+            self.track(self.STEP, 0, total, what)
 
     def update(self, done: float, total: float) -> None:
-        """``done`` of ``total`` units of the open phase."""
+        """``done`` of ``total`` units of the open step."""
         with self._lock:
-            if self._bar is not None and self._task is not None:
-                self._bar.update(self._task, completed=done, total=total)
+            task = self._tasks.get(self.STEP)
+            if self._bar is not None and task is not None:
+                self._bar.update(task, completed=done, total=total)
+
+    def end(self, phase: str) -> None:
+        """Close the bar of ``phase``, if open (it is removed: the bars are transient)."""
+        with self._lock:
+            task = self._tasks.pop(phase, None)
+            if self._bar is not None and task is not None:
+                self._bar.remove_task(task)
 
     def done(self) -> None:
-        """Close the open phase (its bar is removed: the bars are transient)."""
+        """Close every open bar."""
         with self._lock:
-            if self._bar is not None and self._task is not None:
-                self._bar.remove_task(self._task)
-            self._task = None
+            for phase in list(self._tasks):
+                self.end(phase)
 
     @property
     def drawn(self) -> bool:

@@ -1,8 +1,10 @@
 """``sweeps run`` for one sweep: one library call (``run_to_folder``) with its phases drawn.
 
-The library reports the progress of the grid and the tables (once at the end in memory, after
-each chunk when streamed); the figures and the report are hooks, so their phases are opened
-here, around each hook. What the run wrote is then rendered from the ``RunResult``.
+Each long phase has a bar of its own, moved as it works (``Phases.track``): the rows computed
+and written (after each chunk when streamed or computed model by model), the table files,
+the grid file chunk by chunk, the figures slice by slice (the figures hook's ``track``); a
+hook that tells nothing (the studies' post-steps) has a bar while it runs. What the run wrote
+is then rendered from the ``RunResult``.
 """
 
 from __future__ import annotations
@@ -23,19 +25,26 @@ def _phased(hook: Any, phases: Phases) -> Any:
 
     @functools.wraps(hook)
     def wrapper(*args: Any) -> Any:
-        phases.start(HOOK_PHASES.get(name, f"writing {name}"))
-        return hook(*args)
+        phases.track(name, 0, None, HOOK_PHASES.get(name, f"writing {name}"))
+        try:
+            return hook(*args)
+        finally:
+            phases.end(name)
 
     return wrapper
 
 
-def _grid_progress(phases: Phases, after: str) -> Any:
-    """The library's progress callback: moves the grid phase, then opens ``after``."""
+def _grid_progress(phases: Phases, after: str | None) -> Any:
+    """The library's progress callback: moves the step of the rows, then opens ``after``
+    (or closes it: the phases after it have bars of their own)."""
 
     def progress(done: int, total: int) -> None:
         phases.update(done, total)
         if done >= total:
-            phases.start(after)
+            if after is None:
+                phases.end(phases.STEP)
+            else:
+                phases.start(after)
 
     return progress
 
@@ -54,33 +63,51 @@ def preflight(sweeps: list[Sweep]) -> None:
         check_extras(sweep)
 
 
+def _run(
+    sweep: Sweep,
+    out: Path,
+    force: bool,
+    budget: int | None,
+    client: Any,
+    phases: Phases,
+    streamed: bool,
+    chunks: int,
+) -> Any:
+    """``run_to_folder`` with a bar for each of its phases; its ``RunResult``."""
+    from sweeps.charts import output_hooks
+    from sweeps.pipeline import run_to_folder
+
+    after = None
+    if streamed:
+        phases.start(f"computing and writing {chunks:,} chunks")
+        after = "writing the spec tables and the summary"
+    else:
+        phases.start("computing the grid and writing the tables")
+    track = phases.track if phases.drawn else None
+    return run_to_folder(
+        sweep,
+        out,
+        force=force,
+        hooks=tuple(_phased(hook, phases) for hook in output_hooks(sweep, track)),
+        memory_budget=budget,
+        progress=_grid_progress(phases, after) if phases.drawn else None,
+        client=client,
+        phase=phases.start if phases.drawn else None,
+        track=track,
+    )
+
+
 def run_one(
     sweep: Sweep, out: Path, force: bool, budget: int | None, client: Any, output: Output
 ) -> dict[str, Any]:
     """Run ``sweep`` into ``out``, draw its phases, print its summary; its ``--json`` record."""
-    from sweeps.charts import output_hooks
     from sweeps.cli import render
-    from sweeps.pipeline import plan, run_to_folder
+    from sweeps.pipeline import plan
 
     how = plan(sweep, budget, distributed=client is not None)
     output.status(render.plan_line(how), level=1)
     with output.phases(sweep.name) as phases:
-        if how.streamed:
-            phases.start(f"computing and writing {how.chunks:,} chunks")
-            after = "writing the spec tables and the summary"
-        else:
-            phases.start("computing the grid and writing the tables")
-            after = "writing the manifest"
-        result = run_to_folder(
-            sweep,
-            out,
-            force=force,
-            hooks=tuple(_phased(hook, phases) for hook in output_hooks(sweep)),
-            memory_budget=budget,
-            progress=_grid_progress(phases, after) if phases.drawn else None,
-            client=client,
-            phase=phases.start if phases.drawn else None,
-        )
+        result = _run(sweep, out, force, budget, client, phases, how.streamed, how.chunks)
         phases.start("summarizing")
         frame = result.summary()
         rows = None if frame is None else render.summary_rows(frame)

@@ -1,8 +1,9 @@
 """The config files' reference, generated from their schema (``sweeps.config.schema``).
 
 Every key of every table with its default, its allowed values and its meaning, as Markdown
-tables: the documentation site renders them at build time (``docs/hooks.py``), so the
-reference is the schema's own and never falls behind it.
+tables: ``scripts/generate_docs.py`` writes them into ``docs/config.md`` (a test keeps the
+page in step) and the documentation site's build fills them the same way, so the reference
+is the schema's own and never falls behind it.
 """
 
 from __future__ import annotations

@@ -90,6 +90,17 @@ def _validate(raw: dict[str, Any], problems: Problems) -> tuple[schema.ConfigFil
         return None, broken
 
 
+def _charts(outputs: Any, model: Any, families: Mapping[str, Any]) -> tuple[str, ...]:
+    """``[outputs] charts``, and where the file leaves it to its default and the model axis
+    names a family table, the kinds that answer a family's question (``family_charts``)."""
+    from sweeps.outputs import family_charts
+
+    charts = list(outputs.charts)
+    if "charts" not in outputs.model_fields_set and any(families.get(m) for m in model):
+        charts += family_charts()
+    return tuple(dict.fromkeys(charts))
+
+
 def _resolve_names(
     names: list[str],
     key: str,
@@ -302,7 +313,7 @@ def _resolve(
         weight_dtype=weight_dtype,
         tp=tp,
         options=config.options,
-        charts=tuple(dict.fromkeys(outputs.charts)),
+        charts=_charts(outputs, a.model, families),
         formats=tuple(dict.fromkeys(outputs.formats)),
         grid_format=outputs.grid,
         layout=outputs.layout,
@@ -327,7 +338,27 @@ def _resolve(
 
 
 def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = None) -> Sweep:
-    """Validate config ``text`` (TOML) and resolve it; ``path`` names it in error messages."""
+    """Validate config ``text`` (TOML) and resolve it.
+
+    Parameters
+    ----------
+    text
+        The config file's text.
+    path
+        Its name in error messages (and the folder its relative paths are read from).
+    catalog
+        The catalog its ids resolve against (default: the shipped one).
+
+    Returns
+    -------
+    Sweep
+        The validated sweep.
+
+    Raises
+    ------
+    ConfigError
+        On any mistake of the text, each named with its key, value and what is allowed.
+    """
     structure = structure_problem(text)  # before the TOML reader, whose cost it bounds
     if structure is not None:
         msg = f"{path}: {structure}"
@@ -349,5 +380,22 @@ def parse_config(text: str, path: str = "<config>", catalog: Catalog | None = No
 
 
 def load_config(path: str | Path) -> Sweep:
-    """Read, validate and resolve the config file at ``path``; ``ConfigError`` on any mistake."""
+    """Read, validate and resolve the config file at ``path``.
+
+    Parameters
+    ----------
+    path
+        A TOML config file (``configs/*.toml``); its relative ``config = "..."`` paths are
+        read from its folder.
+
+    Returns
+    -------
+    Sweep
+        The validated sweep.
+
+    Raises
+    ------
+    ConfigError
+        On any mistake of the file, each named with its key, value and what is allowed.
+    """
     return parse_config(read_text(path, ConfigError, "config"), str(path))

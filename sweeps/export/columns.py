@@ -5,8 +5,10 @@ extra dims it takes on where the sweep has them, ``Analysis.extra_dims``), then 
 columns, each with the unit and meaning the export writes into the file
 (``sweeps.export.parquet.declared_columns``, the lookup ``column_info`` checks every written
 column against), and the studies' post-step tables (``simulated.parquet``) from their declared
-variables (``sweeps.export.post_steps.declared``). The documentation site renders them at
-build time (``scripts/mkdocs_hooks.py``), so they never fall behind the declarations.
+variables (``sweeps.export.post_steps.declared``), each under a heading of its own (a link
+to each table). ``scripts/generate_docs.py`` writes them into ``docs/outputs.md`` (a test
+keeps the page in step) and the site's build fills them the same way, so they never fall
+behind the declarations.
 
 An earlier version rendered the columns of one tiny run; a run has either ``arrival_rate`` or
 ``concurrency`` and only the studies its config names, so ``concurrency`` and the
@@ -49,8 +51,8 @@ def column_reference() -> str:
 
     parts = []
     for name in TABLES:
-        parts += [f"**`{name}.parquet`**\n", *_rows(_table_columns(name)), ""]
+        parts += [f"### `{name}.parquet`\n", *_rows(_table_columns(name)), ""]
     for step in declared():
         columns = [(v.column_name, v.unit, v.description) for v in step.variables]
-        parts += [f"**`{step.name}.parquet`**\n", *_rows(columns), ""]
+        parts += [f"### `{step.name}.parquet`\n", *_rows(columns), ""]
     return "\n".join(parts).rstrip() + "\n"

@@ -118,8 +118,21 @@ def _search(folder: Path) -> str:
 
 
 def connect(folder: Path | str, read_only: bool = True) -> Any:
-    """A DuckDB connection to ``folder/sweep.duckdb`` (``folder`` may name the file itself)
-    whose views read the Parquet files beside it, wherever the folder now is."""
+    """A DuckDB connection to ``folder/sweep.duckdb`` whose views read the Parquet files beside
+    it, wherever the folder now is.
+
+    Parameters
+    ----------
+    folder
+        A run's folder, or the ``sweep.duckdb`` file itself.
+    read_only
+        Open the database read-only (other processes may read it at the same time).
+
+    Returns
+    -------
+    duckdb.DuckDBPyConnection
+        The connection; close it (or use it as a context manager) when done.
+    """
     import duckdb
 
     path = Path(folder)

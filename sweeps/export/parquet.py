@@ -161,11 +161,12 @@ def write_tables(
     ds: xr.Dataset,
     folder: Path,
     layout: str = "single",
-    on_file: Callable[[str], None] | None = None,
+    on_file: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Written]:
     """Write every table of ``TABLES`` into ``folder``: the spec tables as one file each, the
     analysis tables as ``table_files`` says for ``layout``. ``on_file`` is told each file's
-    path (relative to ``folder``) as its writing starts.
+    path (relative to ``folder``) as its writing starts, with the files written before it
+    and the files in all.
 
     File by file, with the next file's frame built on a second thread while Polars writes
     the current one (building is numpy copies, writing Polars' encoder: both release the
@@ -192,7 +193,7 @@ def write_tables(
                 following = jobs[index + 1]
                 ahead = pool.submit(frame, following[2], following[0], enums)
             if on_file is not None:
-                on_file(relative)
+                on_file(relative, index, len(jobs))
             (folder / relative).parent.mkdir(parents=True, exist_ok=True)
             info = write_frame(table, folder / relative, name)
             done = written.get(name, Written(0, info))
@@ -210,7 +211,17 @@ def write_tables(
 def to_parquet(ds: xr.Dataset, folder: str | Path) -> dict[str, int]:
     """Write ``<table>.parquet`` for every table of the result (``TABLES``) into ``folder``.
 
-    Returns the row count of each table.
+    Parameters
+    ----------
+    ds
+        A grid (``sweeps.run``).
+    folder
+        The folder written into (made if missing).
+
+    Returns
+    -------
+    dict of str to int
+        The row count of each table, by table name.
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

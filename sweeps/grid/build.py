@@ -60,20 +60,31 @@ def build_grid(
     """Evaluate every analysis ``sweep`` asks for (``sweeps.grid.analyses.ANALYSES``) at every
     point of it.
 
-    Returns a Dataset whose variables are those the analyses declare (units and descriptions
-    in their attrs) and whose ``attrs`` record the sweep's name, title and options. Variables
-    keep their natural dimensions; the few that span the whole grid (bottleneck, attainable
-    FLOP/s, times, ...) are written in one pass by ``sweeps.grid.roof``; ``use_kernel`` forces
-    its compiled (True) or numpy (False) path, for tests.
+    Variables keep their natural dimensions; the few that span the whole grid (bottleneck,
+    attainable FLOP/s, times, ...) are written in one pass by ``sweeps.grid.roof``.
 
-    ``chunks`` (``{"model": 1, "hardware": 4}``; needs the ``dask`` extra) makes those
-    full-rank variables dask arrays, one block per that many models and devices: nothing of
-    them is computed until asked (``.compute()``, ``.sel(...).values``), and with a
-    ``dask.distributed`` client the blocks are computed on its workers. The low-rank variables
-    are small and computed at once.
+    Parameters
+    ----------
+    sweep
+        The validated sweep (``sweeps.load_config``).
+    use_kernel
+        Force the whole-grid pass's compiled (True) or numpy (False) path, for tests; ``None``
+        picks.
+    chunks
+        ``{"model": 1, "hardware": 4}`` (needs the ``dask`` extra) makes the full-rank
+        variables dask arrays, one block per that many models and devices: nothing of them is
+        computed until asked (``.compute()``, ``.sel(...).values``), and with a
+        ``dask.distributed`` client the blocks are computed on its workers. The low-rank
+        variables are small and computed at once.
+    skip
+        Analyses left out (none another one needs): ``sweeps calibrate`` reads the serving
+        table, not the pools one.
 
-    ``skip`` names analyses left out (none another one needs): ``sweeps calibrate`` reads
-    the serving table, not the pools one.
+    Returns
+    -------
+    xr.Dataset
+        The grid: the variables the analyses declare (units and descriptions in their attrs);
+        its ``attrs`` record the sweep's name, title and options.
     """
     check_points(sweep)
     ds = xr.Dataset(coords=grid_coords(sweep))

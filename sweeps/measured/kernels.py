@@ -1,13 +1,14 @@
-"""Measured latencies of one kernel shape at a time, from the database's own estimator.
+"""Measured latencies of kernel shapes, from the database's own estimator.
 
 ``Kernels(system, engine, version)`` reads the tables of one device, engine and version
 (``aiconfigurator-core``'s loader; nothing is read before the first lookup) and answers a
 latency for each shape asked: a GEMM, decode or prefill attention, the tensor-parallel
-all-reduce, the MoE experts, the embedding gather. Each distinct shape is asked once
-(memoized); a grid has few.
+all-reduce, the MoE experts, the embedding gather. Each lookup takes arrays of shapes
+(``*_many``, a whole grid's at once) and asks each distinct shape once (memoized for the
+process); the scalar methods are the same lookup for one shape.
 
 The value is the database's own query (its compiled estimator interpolates its tables), so
-at a measured shape it is the table's value exactly. What this module adds is the basis of
+at a measured GEMM shape it is the table's value exactly. What this module adds is the basis of
 each value, from the table's own axes (read with Polars): ``measured`` (every coordinate is
 a measured one), ``interpolated`` (inside the measured range), or ``extrapolated`` (outside
 it: the shape is clamped into the range and the reading says which shape was asked, so the
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,16 @@ from sweeps.measured.database import require, systems_root
 
 BASES = ("measured", "interpolated", "extrapolated")
 """The basis of an expected value: a table's point, between points, or outside them."""
+
+NAMES = np.array([*BASES, ""], dtype=object)
+"""Basis code -> name: ``BASES`` by their index, and ``NONE`` (no reading), ""; the codes rank
+from the most certain to the least (the least certain of several is their largest code)."""
+
+NONE = 3
+"""The basis code of no reading."""
+
+EXTRAPOLATED = 2
+"""The basis code of a reading outside the measured range."""
 
 GEMM_FORMATS: dict[str, str] = {
     "bf16": "bfloat16",
@@ -81,35 +92,66 @@ class Reading:
 
 
 @dataclass(frozen=True, slots=True)
+class Readings:
+    """Many shapes' latencies from the database, one per element of the shapes' arrays.
+
+    latency_s : At each shape asked for, or (``extrapolated``) at ``at`` [s]; NaN: no reading
+    basis : Each one's basis code (``NAMES``: measured, interpolated, extrapolated, none), int8
+    at : The coordinates each latency was read at (the shapes clamped into the measured
+        range), one array per coordinate; empty where the table has none
+    reason : Why there is no reading ("" where there is one)
+    """
+
+    latency_s: np.ndarray
+    basis: np.ndarray
+    at: Mapping[str, np.ndarray] = field(default_factory=dict)
+    reason: str = ""
+
+    def one(self) -> Reading:
+        """The single reading of a one-shape ``Readings``."""
+        latency = float(self.latency_s.flat[0])
+        at = {name: float(values.flat[0]) for name, values in self.at.items()}
+        reason = self.reason if np.isnan(latency) and self.reason else ""
+        return Reading(None if reason else latency, str(NAMES[self.basis.flat[0]]), at, reason)
+
+
+@dataclass(frozen=True, slots=True)
 class _Table:
     """The measured axes of one table at one format: each coordinate's sorted values."""
 
     axes: Mapping[str, np.ndarray]
 
-    def place(self, shape: Mapping[str, float]) -> tuple[str, dict[str, float]]:
-        """The basis of ``shape`` and the shape clamped into the measured range."""
-        clamped, basis = {}, "measured"
+    def place(self, shape: Mapping[str, Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The basis code of each of the ``shape`` arrays' shapes (they broadcast; int8) and
+        the shapes clamped into the measured range (an axis the table lacks passes through)."""
+        outside: Any = False
+        between: Any = False
+        clamped = {}
         for name, value in shape.items():
             held = self.axes.get(name)
+            asked = np.asarray(value, dtype=np.float64)
             if held is None or held.size == 0:
-                clamped[name] = value
+                clamped[name] = asked
                 continue
-            low, high = float(held[0]), float(held[-1])
-            clamped[name] = min(max(value, low), high)
-            if clamped[name] != value:
-                basis = "extrapolated"
-            elif basis == "measured" and not np.isin(value, held):
-                basis = "interpolated"
-        return basis, clamped
+            clamped[name] = np.minimum(np.maximum(asked, float(held[0])), float(held[-1]))
+            outside = outside | (clamped[name] != asked)
+            nearest = np.minimum(np.searchsorted(held, asked), held.size - 1)
+            between = between | (held[nearest] != asked)
+        code = np.where(outside, EXTRAPOLATED, np.where(between, 1, 0)).astype(np.int8)
+        size = np.broadcast_shapes(*(np.shape(v) for v in shape.values()))
+        return np.broadcast_to(code, size), clamped
 
 
 class Kernels:
-    """The measured kernels of one ``system``, ``engine`` and ``version`` (see the module)."""
+    """The measured kernels of one ``system``, ``engine`` and ``version`` (see the module).
+
+    Each lookup takes arrays of shapes (``*_many``): the distinct shapes among them are read
+    once each (and once a process: memoized); the scalar methods read one shape."""
 
     def __init__(self, system: str, engine: str, version: str) -> None:
         require(f"engine {engine!r}")
         self.system, self.engine, self.version = system, engine, version
-        self._memo: dict[Any, float] = {}
+        self._memo: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
         self._specs: dict[str, str] = {}
 
     @functools.cached_property
@@ -138,49 +180,91 @@ class Kernels:
             return None
         return _Table({a: np.sort(frame[a].unique().to_numpy()) for a in axes})
 
-    def _evaluate(self, op: Any, *, context: bool, batch: int, s: int) -> float:
-        """One op's latency from the database's estimator [s] (memoized by its spec)."""
+    @property
+    def asked(self) -> int:
+        """How many shapes the estimator has been asked (each once) [1]."""
+        return sum(held.size for held, _ in self._memo.values())
+
+    def forget(self) -> None:
+        """Forget the shapes read (not the tables): the next lookups ask the estimator again."""
+        self._memo.clear()
+
+    def _spec(self, op: Any) -> str:
+        """The op as the estimator reads it (an attention op's kernel lanes resolved once)."""
         from aiconfigurator_core.sdk.engine import _resolve_attention_lane_orders, build_ops_json
 
-        database, handle = self._handle
         asked = build_ops_json([op])
         spec = self._specs.get(asked)
-        if spec is None:  # an attention op's kernel lanes: resolved once per op, not per shape
+        if spec is None:
             if hasattr(op, "_lane_order"):
-                _quiet(_resolve_attention_lane_orders, [op], database, None)
+                _quiet(_resolve_attention_lane_orders, [op], self._handle[0], None)
             spec = self._specs[asked] = build_ops_json([op])
-        key = (spec, context, batch, s)
-        if key not in self._memo:
-            try:
-                row = handle.evaluate_ops_json(spec, is_context=context, batch_size=batch, s=s)
-                self._memo[key] = float(row[0][1]) * 1e-3  # the database's ms
-            except Exception:
-                self._memo[key] = math.nan
-        return self._memo[key]
+        return spec
 
-    @functools.cache  # noqa: B019 - one instance per device and engine
-    def gemm(self, m: int, n: int, k: int, fmt: str) -> Reading:
-        """A GEMM of ``m`` tokens by an ``n x k`` weight in catalog format ``fmt``."""
+    def _evaluate(self, op: Any, *, context: bool, batch: Any, s: Any) -> np.ndarray:
+        """One op's latency from the database's estimator at each ``batch``, ``s`` (arrays
+        that broadcast) [s]: each distinct pair asked once, and once a process (memoized by
+        the op's spec as sorted keys and values); NaN where it has none.
+
+        The estimator (aiconfigurator-core's compiled query: 2 us a shape among the measured rows,
+        130 us outside them) is asked shape by
+        shape: its values are not the tables' linear interpolation (a decode attention step
+        between two measured contexts is not on their chord, and at a measured context need
+        not be the table's value), so a NumPy interpolation of the tables would not give the
+        same numbers."""
+        spec = self._spec(op)
+        sizes, lengths = np.broadcast_arrays(np.asarray(batch), np.asarray(s))
+        keys = (sizes.astype(np.int64) << _SHIFT) | lengths.astype(np.int64)
+        distinct, where = np.unique(keys, return_inverse=True)
+        held, values = self._memo.get((spec, context), (np.empty(0, np.int64), np.empty(0)))
+        at = np.minimum(np.searchsorted(held, distinct), max(held.size - 1, 0))
+        missing = distinct if held.size == 0 else distinct[held[at] != distinct]
+        if missing.size:
+            asked = np.array([self._ask(spec, context, int(k)) for k in missing.tolist()])
+            held, values = np.concatenate([held, missing]), np.concatenate([values, asked])
+            order = np.argsort(held, kind="stable")
+            held, values = held[order], values[order]
+            self._memo[(spec, context)] = (held, values)
+            at = np.searchsorted(held, distinct)
+        return values[at][where.reshape(keys.shape)]
+
+    def _ask(self, spec: str, context: bool, key: int) -> float:
+        """The estimator's latency of one shape (``key``: batch and s) [s] (NaN: none)."""
+        handle = self._handle[1]
+        batch, s = key >> _SHIFT, key & ((1 << _SHIFT) - 1)
+        try:
+            row = handle.evaluate_ops_json(spec, is_context=context, batch_size=batch, s=s)
+        except Exception:
+            return math.nan
+        return float(row[0][1]) * 1e-3  # the database's ms
+
+    def gemm_many(self, m: Any, n: int, k: int, fmt: str) -> Readings:
+        """GEMMs of ``m`` tokens (an array) by an ``n x k`` weight in catalog format ``fmt``."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
         mode = GEMM_FORMATS.get(fmt, "")
         table = self._table("gemm", "gemm_perf", "gemm_dtype", mode, ("m", "n", "k"))
         if table is None:
-            return _none(f"GEMM format {fmt!r} not in the {self.engine} tables")
+            return _none_many(m, f"GEMM format {fmt!r} not in the {self.engine} tables")
         basis, at = table.place({"m": m, "n": n, "k": k})
-        shape = {key: round(v) for key, v in at.items()}
-        op = ops.GEMM("gemm", 1, shape["n"], shape["k"], common.GEMMQuantMode[mode])
-        return Reading(self._evaluate(op, context=False, batch=shape["m"], s=1), basis, at)
+        n_at, k_at = round(float(at["n"].flat[0])), round(float(at["k"].flat[0]))
+        op = ops.GEMM("gemm", 1, n_at, k_at, common.GEMMQuantMode[mode])
+        latency = self._evaluate(op, context=False, batch=np.round(at["m"]), s=1)
+        return _read(latency, basis, at)
 
-    @functools.cache  # noqa: B019 - one instance per device and engine
-    def attention(
-        self, *, prefill: bool, batch: int, length: int, heads: int, kv_heads: int,
+    def gemm(self, m: int, n: int, k: int, fmt: str) -> Reading:
+        """A GEMM of ``m`` tokens by an ``n x k`` weight in catalog format ``fmt``."""
+        return self.gemm_many(np.array([m]), n, k, fmt).one()
+
+    def attention_many(
+        self, *, prefill: bool, batch: Any, length: Any, heads: int, kv_heads: int,
         head_dim: int, window: int, fmt: str,
-    ) -> Reading:  # fmt: skip
-        """Attention of ``batch`` sequences: a decode step against ``length`` cached tokens,
-        or a prefill of ``length`` prompt tokens; ``heads`` and ``kv_heads`` per device,
-        ``window`` the sliding window (0: none), ``fmt`` the KV format."""
+    ) -> Readings:  # fmt: skip
+        """Attention of ``batch`` sequences (an array): a decode step against ``length``
+        cached tokens, or a prefill of ``length`` prompt tokens (an array, broadcast with
+        ``batch``); ``heads`` and ``kv_heads`` per device, ``window`` the sliding window
+        (0: none), ``fmt`` the KV format."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
@@ -190,17 +274,15 @@ class Kernels:
         axes = ("batch_size", length_axis, "num_heads", "num_key_value_heads", "head_dim")
         table = self._table("attention", name, "kv_cache_dtype", mode, axes)
         if table is None:
-            return _none(f"KV format {fmt!r} not in the {self.engine} attention tables")
+            size = np.broadcast(np.asarray(batch), np.asarray(length)).shape
+            reason = f"KV format {fmt!r} not in the {self.engine} attention tables"
+            return _none_many(np.zeros(size), reason)
         # a decode step's table length is the cached tokens before it (step = context - 1)
-        shape = {
-            "batch_size": batch,
-            length_axis: length if prefill else length - 1,
-            "num_heads": heads,
-            "num_key_value_heads": kv_heads,
-            "head_dim": head_dim,
-        }
+        lengths = np.asarray(length) if prefill else np.asarray(length) - 1
+        shape = {"batch_size": batch, length_axis: lengths, "num_heads": heads,
+                 "num_key_value_heads": kv_heads, "head_dim": head_dim}  # fmt: skip
         basis, at = table.place(shape)
-        got = {key: round(v) for key, v in at.items()}
+        got = {key: round(float(at[key].flat[0])) for key in axes[2:]}
         kv = common.KVCacheQuantMode[mode]
         if prefill:
             fmha = common.FMHAQuantMode.bfloat16
@@ -208,36 +290,53 @@ class Kernels:
                 "attention", 1, got["num_heads"], got["num_key_value_heads"], kv, fmha,
                 head_size=got["head_dim"], window_size=window,
             )  # fmt: skip
-            value = self._evaluate(op, context=True, batch=got["batch_size"], s=got["isl"])
+            s = np.round(at["isl"])
         else:
             op = ops.GenerationAttention(
                 "attention", 1, got["num_heads"], got["num_key_value_heads"], kv,
                 head_size=got["head_dim"], window_size=window,
             )  # fmt: skip
-            value = self._evaluate(op, context=False, batch=got["batch_size"], s=got["step"] + 1)
-        return Reading(value, basis, at)
+            s = np.round(at["step"]) + 1
+        latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
+        return _read(latency, basis, at)
 
-    @functools.cache  # noqa: B019 - one instance per device and engine
-    def allreduce(self, tokens: int, hidden: int, tp: int) -> Reading:
-        """The all-reduce of ``tokens`` rows of ``hidden`` bf16 values over ``tp`` devices."""
+    def attention(
+        self, *, prefill: bool, batch: int, length: int, heads: int, kv_heads: int,
+        head_dim: int, window: int, fmt: str,
+    ) -> Reading:  # fmt: skip
+        """Attention of one shape (``attention_many``)."""
+        return self.attention_many(
+            prefill=prefill, batch=np.array([batch]), length=np.array([length]), heads=heads,
+            kv_heads=kv_heads, head_dim=head_dim, window=window, fmt=fmt,
+        ).one()  # fmt: skip
+
+    def allreduce_many(self, tokens: Any, hidden: int, tp: int) -> Readings:
+        """All-reduces of ``tokens`` rows (an array) of ``hidden`` bf16 values over ``tp``
+        devices (the estimator is asked at the rows themselves; ``at`` is the message size
+        clamped into the measured range)."""
         from aiconfigurator_core.sdk import operations as ops
 
+        rows = np.asarray(tokens)
         if tp <= 1:
-            return Reading(0.0, "measured", {})
+            return Readings(np.zeros(rows.shape), np.zeros(rows.shape, dtype=np.int8))
         axes = ("num_gpus", "message_size")
         table = self._table("comm", "custom_allreduce_perf", "op_name", "all_reduce", axes)
         if table is None:
-            return _none(f"no all-reduce table for {self.engine}")
-        basis, at = table.place({"num_gpus": tp, "message_size": tokens * hidden})
+            return _none_many(rows, f"no all-reduce table for {self.engine}")
+        basis, at = table.place({"num_gpus": tp, "message_size": rows * hidden})
         op = ops.CustomAllReduce("allreduce", 1, hidden, tp)
-        return Reading(self._evaluate(op, context=False, batch=tokens, s=1), basis, at)
+        return _read(self._evaluate(op, context=False, batch=rows, s=1), basis, at)
 
-    @functools.cache  # noqa: B019 - one instance per device and engine
-    def moe(
-        self, *, tokens: int, hidden: int, inter: int, topk: int, experts: int,
+    def allreduce(self, tokens: int, hidden: int, tp: int) -> Reading:
+        """The all-reduce of ``tokens`` rows of ``hidden`` bf16 values over ``tp`` devices."""
+        return self.allreduce_many(np.array([tokens]), hidden, tp).one()
+
+    def moe_many(
+        self, *, tokens: Any, hidden: int, inter: int, topk: int, experts: int,
         tp: int, ep: int, fmt: str,
-    ) -> Reading:  # fmt: skip
-        """The routed experts of a MoE layer for ``tokens`` tokens (routed as ``DISTRIBUTION``)."""
+    ) -> Readings:  # fmt: skip
+        """The routed experts of a MoE layer for ``tokens`` tokens (an array; routed as
+        ``DISTRIBUTION``; the estimator is asked at the tokens themselves)."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
@@ -245,29 +344,54 @@ class Kernels:
         axes = ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts")
         table = self._table("moe", "moe_perf", "moe_dtype", mode, axes)
         if table is None:
-            return _none(f"MoE format {fmt!r} not in the {self.engine} tables")
-        shape = {
-            "num_tokens": tokens,
-            "hidden_size": hidden,
-            "inter_size": inter,
-            "topk": topk,
-            "num_experts": experts,
-        }
+            return _none_many(tokens, f"MoE format {fmt!r} not in the {self.engine} tables")
+        shape = {"num_tokens": tokens, "hidden_size": hidden, "inter_size": inter,
+                 "topk": topk, "num_experts": experts}  # fmt: skip
         basis, at = table.place(shape)
         op = ops.MoE(
             "moe", 1, hidden, inter, topk, experts, tp, ep, common.MoEQuantMode[mode],
             DISTRIBUTION, 1,
         )  # fmt: skip
-        return Reading(self._evaluate(op, context=False, batch=tokens, s=1), basis, at)
+        return _read(self._evaluate(op, context=False, batch=tokens, s=1), basis, at)
 
-    @functools.cache  # noqa: B019 - one instance per device and engine
-    def embedding(self, tokens: int, vocab: int, hidden: int) -> Reading:
-        """The gather of ``tokens`` embedding rows: no table holds it; the database's own
-        bandwidth-share model, so always ``extrapolated``."""
+    def moe(
+        self, *, tokens: int, hidden: int, inter: int, topk: int, experts: int,
+        tp: int, ep: int, fmt: str,
+    ) -> Reading:  # fmt: skip
+        """The routed experts of a MoE layer for ``tokens`` tokens (``moe_many``)."""
+        return self.moe_many(
+            tokens=np.array([tokens]), hidden=hidden, inter=inter, topk=topk, experts=experts,
+            tp=tp, ep=ep, fmt=fmt,
+        ).one()  # fmt: skip
+
+    def embedding_many(self, tokens: Any, vocab: int, hidden: int) -> Readings:
+        """Gathers of ``tokens`` embedding rows (an array): no table holds it; the database's
+        own bandwidth-share model, so always ``extrapolated`` (and no ``at``)."""
         from aiconfigurator_core.sdk import operations as ops
 
         op = ops.Embedding("embedding", 1, vocab, hidden, 0.3)
-        return Reading(self._evaluate(op, context=False, batch=tokens, s=1), "extrapolated", {})
+        latency = self._evaluate(op, context=False, batch=tokens, s=1)
+        basis = np.where(np.isnan(latency), NONE, EXTRAPOLATED).astype(np.int8)
+        return Readings(latency, basis, {})
+
+    def embedding(self, tokens: int, vocab: int, hidden: int) -> Reading:
+        """The gather of ``tokens`` embedding rows (``embedding_many``)."""
+        return self.embedding_many(np.array([tokens]), vocab, hidden).one()
+
+
+_SHIFT = 32
+"""A shape's key: its batch shifted by this many bits, or its ``s``."""
+
+
+def _read(latency: np.ndarray, basis: np.ndarray, at: dict[str, np.ndarray]) -> Readings:
+    """Latencies with their basis codes (none where the estimator gave none) and clamped
+    shapes."""
+    return Readings(latency, np.where(np.isnan(latency), NONE, basis).astype(np.int8), at)
+
+
+def _none_many(like: Any, reason: str) -> Readings:
+    shape = np.shape(like)
+    return Readings(np.full(shape, np.nan), np.full(shape, NONE, dtype=np.int8), {}, reason)
 
 
 def _none(reason: str) -> Reading:
@@ -290,13 +414,18 @@ def _quiet(function: Any, *args: Any) -> Any:
         logger.setLevel(level)
 
 
-@functools.cache
+_LOADED: dict[tuple[str, str, str], Kernels] = {}
+"""The ``Kernels`` read so far in this process, by system, engine and version."""
+
+
 def kernels(system: str, engine: str, version: str) -> Kernels:
     """The ``Kernels`` of one system, engine and version, one per process."""
-    return Kernels(system, engine, version)
+    key = (system, engine, version)
+    if key not in _LOADED:
+        _LOADED[key] = Kernels(*key)
+    return _LOADED[key]
 
 
-def readings(values: Sequence[Reading]) -> tuple[np.ndarray, np.ndarray]:
-    """Latencies (NaN: none) and bases of ``values`` as arrays."""
-    latency = np.array([np.nan if r.latency_s is None else r.latency_s for r in values])
-    return latency, np.array([r.basis for r in values], dtype=object)
+def loaded() -> tuple[Kernels, ...]:
+    """The ``Kernels`` this process has made (none until an engine is asked for)."""
+    return tuple(_LOADED.values())

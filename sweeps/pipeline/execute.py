@@ -31,7 +31,7 @@ from sweeps.grid import analyses, build_grid
 from sweeps.pipeline.distributed import PART_PATTERN as DISTRIBUTED_PARTS
 from sweeps.pipeline.distributed import cluster_plan, write_streamed
 from sweeps.pipeline.extras import check_extras
-from sweeps.pipeline.hook import Hook
+from sweeps.pipeline.hook import Hook, Track
 from sweeps.pipeline.manifest import expected_counts, manifest
 from sweeps.pipeline.pieces import in_pieces, reads_tables, write_pieces
 from sweeps.pipeline.plan import Plan, plan, slice_groups
@@ -46,11 +46,22 @@ if TYPE_CHECKING:
 def run(
     config: Sweep | str | Path | Mapping[str, Any], chunks: Mapping[str, int] | None = None
 ) -> xr.Dataset:
-    """The grid of a sweep: a ``Sweep``, the path of a config file to load first, or a dict of
-    the file's tables (as ``tomllib`` reads one), validated as a file is.
+    """The grid of a sweep, in memory.
 
-    ``chunks`` (e.g. ``{"model": 1}``, needs the ``dask`` extra) gives a lazy grid whose full-rank
-    variables are dask arrays, computed block by block when asked (``sweeps.grid.build_grid``).
+    Parameters
+    ----------
+    config
+        A ``Sweep``, the path of a config file to load first, or a dict of the file's tables
+        (as ``tomllib`` reads one), validated as a file is.
+    chunks
+        ``{"model": 1}`` (needs the ``dask`` extra) gives a lazy grid whose full-rank
+        variables are dask arrays, computed block by block when asked
+        (``sweeps.grid.build_grid``).
+
+    Returns
+    -------
+    xr.Dataset
+        The grid (``sweeps.grid.build_grid``).
     """
     if isinstance(config, Sweep):
         sweep = config
@@ -158,7 +169,9 @@ class RunOptions:
     grid_format: str | None = None
     duckdb: bool | None = None
     phase: Callable[[str], None] | None = None
-    """Told what the run starts doing: computing the grid, writing each table file."""
+    """Told what the run starts doing: computing the grid, the summary, the database."""
+    track: Track | None = None
+    """Told how each long phase moves (``Track``): the tables, the grid file."""
 
     def of(self, sweep: Sweep) -> ResolvedOptions:
         """These options, each left ``None`` taken from ``sweep``."""
@@ -172,6 +185,7 @@ class RunOptions:
             self.grid_format or sweep.grid_format,
             sweep.duckdb if self.duckdb is None else self.duckdb,
             self.phase or (lambda _: None),
+            self.track or _untracked,
         )
 
 
@@ -184,6 +198,11 @@ class ResolvedOptions(RunOptions):
     grid_format: str = "zarr"
     duckdb: bool = False
     phase: Callable[[str], None] = lambda _: None
+    track: Track = lambda *_: None
+
+
+def _untracked(phase: str, done: int, total: int, what: str) -> None:
+    """A ``Track`` told nothing."""
 
 
 def run_to_folder(  # long: the one entry of a run, its steps in order, each a line or two
@@ -198,28 +217,59 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     grid_format: str | None = None,
     duckdb: bool | None = None,
     phase: Callable[[str], None] | None = None,
+    track: Track | None = None,
 ) -> RunResult:
     """Compute ``sweep`` and write ``<out>/<name>/`` atomically (replaced only with ``force``).
 
-    Writes the Parquet tables in ``layout`` (``[outputs] layout``: ``auto``, ``single`` or
-    ``partitioned``, see ``sweeps.pipeline.plan``), the grid file (``grid_format``:
-    ``[outputs] grid``), whatever ``hooks`` add (charts, report), ``sweep.duckdb`` where
-    ``duckdb`` (``[outputs] duckdb``) and ``manifest.json`` last. The parameters left ``None``
-    take the sweep's own settings.
+    Writes the Parquet tables, the grid file, whatever ``hooks`` add (charts, report),
+    ``sweep.duckdb`` where asked and ``manifest.json`` last. When the grid's estimated memory
+    (``sweeps.grid.memory.estimate_bytes``) exceeds ``memory_budget``, or when ``client`` is
+    given, the grid is evaluated in chunks and its rows streamed into the same files; the grid
+    file is written block by block where its format allows (Zarr), the hooks get the grid one
+    model and device at a time, and what cannot be written is skipped (the manifest says so).
 
-    When the grid's estimated memory (``sweeps.grid.memory.estimate_bytes``) exceeds
-    ``memory_budget`` [byte] (default: half of what the process may use; at least
-    ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``), or when ``client`` (a
-    ``dask.distributed.Client``) is given, the grid is evaluated in chunks and its rows
-    streamed into the same files; the grid file is written block by block where its format
-    allows (Zarr), the hooks get the grid one model and device at a time, and what cannot be
-    written is skipped (the manifest says so). ``progress`` is called after each chunk with
-    (rows done, rows in all); ``phase`` with what the run starts doing (computing the grid,
-    writing each table file).
+    Parameters
+    ----------
+    sweep
+        The validated sweep (``sweeps.load_config``).
+    out
+        The folder the run's folder ``<name>/`` is written into.
+    force
+        Replace ``<out>/<name>/`` where it exists (else ``OutputExistsError``).
+    hooks
+        Called with the grid (or its one-model-one-device slices), the sweep and the staging
+        folder; each returns the files it wrote (``sweeps.charts.output_hooks``).
+    memory_budget
+        The most the grid may take in memory [byte] (default: half of what the process may
+        use; at least ``sweeps.grid.memory.BASE_BYTES``, else ``ConfigError``).
+    progress
+        Called after each chunk with (rows done, rows in all) [row].
+    client
+        A ``dask.distributed.Client``: the chunks are computed on its workers.
+    layout
+        ``auto``, ``single`` or ``partitioned`` (``[outputs] layout``, see
+        ``sweeps.pipeline.plan``); ``None``: the sweep's.
+    grid_format
+        ``zarr``, ``netcdf`` or ``none`` (``[outputs] grid``); ``None``: the sweep's.
+    duckdb
+        Write ``sweep.duckdb`` (``[outputs] duckdb``); ``None``: the sweep's.
+    phase
+        Told what the run starts doing: computing the grid, the summary, the database.
+    track
+        Told how each long phase moves, each beside the others (``sweeps.pipeline.hook.Track``:
+        phase, done, in all, what it does): ``tables`` file by file, ``grid file`` chunk by
+        chunk (Zarr; NetCDF once written). The figures' phase is the figures hook's
+        (``sweeps.charts.output_hooks(sweep, track)``).
+
+    Returns
+    -------
+    RunResult
+        The folder, the grid where it was held, the row count of each table, the timings
+        [s], the files written and what was skipped.
     """
     began = time.perf_counter()
     given = RunOptions(force, hooks, memory_budget, progress, client, layout, grid_format, duckdb)
-    settings = replace(given, phase=phase).of(sweep)
+    settings = replace(given, phase=phase, track=track).of(sweep)
     how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
     how = how if client is None else cluster_plan(how, client)  # the workers' memory
     target = result_folder(out, sweep.name)
@@ -331,9 +381,14 @@ def _lazy_grid_file(
         return False
     start = time.perf_counter()
     lazy = build_grid(how.sweep, chunks={"model": 1, "hardware": 1})
-    write_grid(lazy, staging / GRID_FILES["zarr"], "zarr")
+    write_grid(lazy, staging / GRID_FILES["zarr"], "zarr", _told(settings, GRID_FILES["zarr"]))
     timings["grid_file"] = time.perf_counter() - start
     return True
+
+
+def _told(settings: ResolvedOptions, grid_file: str) -> Callable[[int, int], None]:
+    """The grid file's writer's ``told``: the ``grid file`` phase of ``settings.track``."""
+    return lambda done, total: settings.track("grid file", done, total, f"writing {grid_file}")
 
 
 def _whole_grid_outputs(
@@ -359,7 +414,7 @@ def _whole_grid_outputs(
         timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
     if grid_file:
         start = time.perf_counter()
-        write_grid(ds, staging / grid_file, settings.grid_format)
+        write_grid(ds, staging / grid_file, settings.grid_format, _told(settings, grid_file))
         timings["grid_file"] = time.perf_counter() - start
         files.append(grid_file)
     return []
@@ -375,8 +430,12 @@ def _write(
     """Every table into ``staging``: from the whole grid ``ds``, or streamed chunk by chunk."""
     start = time.perf_counter()
     if ds is not None:
-        phase, progress = settings.phase, settings.progress
-        written = write_tables(ds, staging, how.layout, lambda file: phase(f"writing {file}"))
+        track, progress = settings.track, settings.progress
+        written = write_tables(
+            ds, staging, how.layout, lambda file, i, n: track("tables", i, n, f"writing {file}")
+        )
+        files = sum(len(table.files) for table in written.values())
+        track("tables", files, files, "tables written")
         timings.update({f"table_{name}": table.seconds for name, table in written.items()})
         if progress is not None:
             total = sum(written[table.name].rows for table in analyses.tables(how.sweep))

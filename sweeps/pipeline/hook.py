@@ -16,3 +16,10 @@ Hook = Callable[[xr.Dataset | Iterable[xr.Dataset], Sweep, Path], list[str]]
 model by model, its one-model-one-device grids one at a time), the sweep and the staging
 folder, write files there and return their paths relative to it; ``notes`` (what it skipped)
 go to ``RunResult.notes``; ``tables_only``: it reads the tables written, once all are."""
+
+Track = Callable[[str, int, int, str], None]
+"""Told how one long phase of a run moves, beside the others: (phase, units done, units in
+all, what it does now). The phases: ``tables`` (table files), ``grid file`` (its chunks),
+``figures`` (the model-and-device slices, then the figures across them and the report). A
+phase is over when its units done reach its units in all. Called from the threads that do
+the work, several at once."""

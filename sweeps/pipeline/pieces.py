@@ -226,7 +226,9 @@ def write_pieces(
             if blocks is not None:
                 blocks.close()
     if grid_file and join is not None and blocks is None:  # NetCDF: from the joined grid
-        write_grid(join.dataset(), staging / grid_file, grid_format)
+        what = f"writing {grid_file}"
+        told = lambda done, total: options.track("grid file", done, total, what)  # noqa: E731
+        write_grid(join.dataset(), staging / grid_file, grid_format, told)
     if grid_file:
         timings["grid_file"] = time.perf_counter() - start  # from the first block on
         extra.append(grid_file)

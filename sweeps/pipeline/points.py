@@ -115,11 +115,23 @@ class _Analyses:
 def points(
     rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any] | None = None
 ) -> list[dict[str, Any]]:
-    """Every pointwise output of the analyses at each of ``rows``: one dict of
-    Python scalars a point, in order. ``options`` is a config's ``[options]`` table.
+    """Every pointwise output of the analyses at each of ``rows``, without building a grid.
 
-    >>> points([{"model": "llama-3-8b", "hardware": "h100-sxm", "batch": 8}])[0]["time"]
-    ... # doctest: +SKIP
+    Parameters
+    ----------
+    rows
+        The points: each a mapping of ``[axes]`` keys to one value (``model`` and
+        ``hardware`` at least), e.g. ``{"model": "llama-3-8b", "hardware": "h100-sxm",
+        "batch": 8}``.
+    options
+        A config's ``[options]`` table (default: the defaults).
+
+    Returns
+    -------
+    list of dict
+        One dict of Python scalars a point, in the order of ``rows``: each output by its
+        variable's name (``time`` [s], ``tokens_per_s`` [token/s], ...), units as in
+        ``decode.parquet``.
     """
     from sweeps.grid.scalar import input_table
 
@@ -255,10 +267,24 @@ def _outputs(results: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def point(options: Mapping[str, Any] | None = None, **axes: Any) -> dict[str, Any]:
-    """The outputs at one point (``points`` of one, the same numbers): ``point(model=...,
-    hardware=..., batch=8, context=4096)``. A loop of these pays the validation and the
-    catalog once per model, device and formats (``CACHED``), then about a fraction of a
-    millisecond a point."""
+    """The outputs at one point (``points`` of one, the same numbers).
+
+    A loop of these pays the validation and the catalog once per model, device and formats
+    (``CACHED`` kept), then a fraction of a millisecond a point.
+
+    Parameters
+    ----------
+    options
+        A config's ``[options]`` table (default: the defaults).
+    **axes
+        The point: one value per ``[axes]`` key, ``model`` and ``hardware`` at least
+        (``point(model="llama-3-8b", hardware="h100-sxm", batch=8, context=4096)``).
+
+    Returns
+    -------
+    dict
+        Each output by its variable's name, as ``points`` gives them.
+    """
     free = _free(axes)
     resolved = _resolve(axes, options) if free is None else _resolved(axes, options)
     values = resolved.values if free is None else resolved.at(free)

@@ -126,22 +126,27 @@ def _best_per_mode(frame: pl.DataFrame, mode: str) -> pl.DataFrame:
 def cheapest_plans(source: xr.Dataset | pl.DataFrame) -> pl.DataFrame:
     """Per model, dtypes, workload and load: the cheapest plan that meets the SLOs.
 
-    ``source`` is a grid (``sweeps.run`` of a sweep with ``[serving]``) or its pools frame
-    (``sweeps.export.frames(ds)["pools"]``, or ``pools.parquet`` read back).
-
-    Returns one row per key of ``KEYS`` and load, sorted by them: the plan's columns of
-    ``PLAN`` (``pool_mode`` a named scheduler on one pool, or disaggregated; hardware and tp
-    per phase, replicas, devices, cost per million output tokens [USD] with its prices'
-    dates, TTFT and TPOT [s], the share of device time in decode [1], the scheduler),
-    ``cheapest_colocated_usd`` (over the one-pool plans) and
-    ``cheapest_disaggregated_usd`` (the best of each mode meeting the SLOs, null where none
-    is priced), and
-    ``reason``: null when a priced plan was found, else why the cost is null.
-
     With speculation or prefix caching the keys add the acceptance and the hit rate, and the
     plan says which ``k`` and draft (``spec_tokens`` 0: no speculation) and which KV tier it
     uses (``CHOICES``); its energy per output token (an estimate at board power) is beside
     its cost.
+
+    Parameters
+    ----------
+    source
+        A grid (``sweeps.run`` of a sweep with ``[serving]``) or its pools frame
+        (``sweeps.export.frames(ds)["pools"]``, or ``pools.parquet`` read back).
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per key of ``KEYS`` and load, sorted by them: the plan's columns of ``PLAN``
+        (``pool_mode`` a named scheduler on one pool, or disaggregated; hardware and tp per
+        phase, replicas, devices, cost per million output tokens [USD] with its prices' dates,
+        TTFT and TPOT [s], the share of device time in decode [1], the scheduler),
+        ``cheapest_colocated_usd`` (over the one-pool plans) and ``cheapest_disaggregated_usd``
+        (the best of each mode meeting the SLOs, null where none is priced), and ``reason``:
+        null when a priced plan was found, else why the cost is null.
     """
     frame = _pools(source)
     keys = _keys(frame)

@@ -53,8 +53,17 @@ def summarize(ds: xr.Dataset) -> pl.DataFrame:
     device at batch 1 and at the memory wall, and ``ttft_s``, the TTFT of one request at the
     first prompt length (``ds.prompt[0]``) where the grid has the prefill.
 
-    The KV-head setting is the count in effect (``kv_heads``) with ``kv_heads_native`` beside
-    it, as in ``decode.parquet``, so the summary joins the decode table on its axis columns.
+    Parameters
+    ----------
+    ds
+        A grid with the decode analysis (``sweeps.run``).
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per configuration (every decode axis but the batch). The KV-head setting is
+        the count in effect (``kv_heads``) with ``kv_heads_native`` beside it, as in
+        ``decode.parquet``, so the summary joins the decode table on its axis columns.
     """
     variables = {name: ds[name].variable for name in _names(ds)}
     if "ttft_s" in ds.data_vars:  # one request's TTFT: the first prompt, the smallest batch

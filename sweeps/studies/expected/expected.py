@@ -21,7 +21,8 @@ import numpy as np
 from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.decode import DIMS as DECODE_DIMS
 from sweeps.measured.database import OPERATIONS
-from sweeps.studies.expected.step import Config, Step, step
+from sweeps.measured.kernels import NAMES, NONE
+from sweeps.studies.expected.step import Config, Step, step, step_at
 
 DIMS = (*DECODE_DIMS, "engine")
 """The decode table's dims and the engine."""
@@ -61,11 +62,13 @@ def _configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
 
 
 def _wall(config: Config, max_batch: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """The expected step at the memory wall, one per context [s] (NaN: nothing fits)."""
+    """The expected step at the memory wall, one per context [s] (NaN: nothing fits): every
+    context's step at once, each summed as a one-point step is (``Step.point_totals``)."""
     out = np.full(len(context), np.nan)
-    for j, (batch, length) in enumerate(zip(max_batch, context, strict=True)):
-        if batch >= 1:
-            out[j] = step(config, np.array([int(batch)]), np.array([length])).total()[0, 0]
+    fits = max_batch >= 1
+    if fits.any():
+        batch = max_batch[fits].astype(np.int64)
+        out[fits] = step_at(config, batch, np.asarray(context)[fits]).point_totals()
     return out
 
 
@@ -79,7 +82,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     basis = np.full(full, "", dtype=object)
     reason = np.full(full, "", dtype=object)
     kernel = {name: np.full((*full, len(OPERATIONS)), np.nan) for name in ("expected", "bound")}
-    kernel_basis = np.full((*full, len(OPERATIONS)), "", dtype=object)
+    kernel_basis = np.full((*full, len(OPERATIONS)), NONE, dtype=np.int8)
     max_batch = _max_batch(x)
     for (mi, hi, ti, ki, kdi, wi, ei), config in configs:
         decode: Step = step(config, batch, context)
@@ -96,7 +99,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             kernel["expected"][(*at, o)] = decode.expected[op]
             kernel["bound"][(*at, o)] = decode.bound[op]
             kernel_basis[(*at, o)] = decode.basis[op]
-    return _outputs(x, outs, basis, reason, kernel, kernel_basis)
+    return _outputs(x, outs, basis, reason, kernel, NAMES[kernel_basis])
 
 
 WALL_DIMS = tuple(d for d in DECODE_DIMS if d != "batch")

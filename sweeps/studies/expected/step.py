@@ -23,7 +23,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.measured.database import OPERATIONS, EngineChoice, resolve
-from sweeps.measured.kernels import Kernels, Reading, kernels
+from sweeps.measured.kernels import EXTRAPOLATED, NAMES, NONE, Kernels, Readings, kernels
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,8 @@ class Step:
 
     expected, bound : Per operation, the time in the step (its count included) [s]; NaN
         where there is no reading
-    basis : Per operation, the least certain basis of its readings (object array)
+    basis : Per operation, the basis code of its readings (``sweeps.measured.kernels.NAMES``
+        names them; int8)
     reason : Why the step has no expectation ("" where it has one)
     """
 
@@ -70,37 +71,41 @@ class Step:
         """The expected step [s]: the sum of its operations (NaN where one has no reading)."""
         return np.sum([self.expected[op] for op in OPERATIONS], axis=0)
 
+    def point_totals(self) -> np.ndarray:
+        """``total`` of a step of independent points, each summed as a step of that one point
+        is: NumPy sums one point's operations pairwise, a grid's one operation after another,
+        and the two differ in the last bit [s]."""
+        stacked = np.stack([self.expected[op] for op in OPERATIONS], axis=-1)
+        return np.sum(np.ascontiguousarray(stacked), axis=-1)
+
     def total_bound(self) -> np.ndarray:
         """The sum of the operations' own bounds [s]."""
         return np.sum([self.bound[op] for op in OPERATIONS], axis=0)
 
     def step_basis(self) -> np.ndarray:
-        """The step's basis: the least certain of those of its operations that take at least
-        ``SIGNIFICANT`` of it (the embedding gather, read from no table, takes 0.05 %)."""
-        rank = {"": 3, "extrapolated": 2, "interpolated": 1, "measured": 0}
-        names = np.asarray(("measured", "interpolated", "extrapolated", ""), dtype=object)
-        ranks = np.vectorize(rank.__getitem__, otypes=[int])(
-            np.stack([self.basis[op] for op in OPERATIONS])
-        )
+        """The step's basis (object array of names): the least certain of those of its
+        operations that take at least ``SIGNIFICANT`` of it (the embedding gather, read from
+        no table, takes 0.05 %)."""
+        total = self.total()
+        codes = np.stack([np.broadcast_to(self.basis[op], total.shape) for op in OPERATIONS])
         with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.stack([self.expected[op] for op in OPERATIONS]) / self.total()
-        counted = np.where(np.isnan(share) | (share >= SIGNIFICANT), ranks, 0)
-        return names[counted.max(axis=0)]
+            share = np.stack([self.expected[op] for op in OPERATIONS]) / total
+        counted = np.where(np.isnan(share) | (share >= SIGNIFICANT), codes, 0)
+        return NAMES[counted.max(axis=0)]
 
 
 SIGNIFICANT = 0.01
 """The share of a step an operation must take for its basis to be the step's [1]."""
 
 
-_LEAST = {"measured": 0, "interpolated": 1, "extrapolated": 2, "": 3}
-
-
-def _worse(a: str, b: str) -> str:
-    return a if _LEAST[a] >= _LEAST[b] else b
+Timed = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""An operation over an array of shapes: its expected time [s], basis (object array) and
+own bound [s], one of each per shape."""
 
 
 class _Ops:
-    """The readings of one configuration, each shape once, scaled where extrapolated."""
+    """The readings of one configuration over arrays of shapes (each distinct shape read once),
+    scaled where extrapolated."""
 
     def __init__(self, config: Config, db: Kernels) -> None:
         self.c, self.db = config, db
@@ -109,41 +114,34 @@ class _Ops:
         self.heads = max(1, m.heads // config.tp)
         self.kv = max(1, config.kv_heads // config.tp)
 
-    def gemm(self, m: float, n: int, k: int, fmt: str | None = None) -> tuple[float, str, float]:
+    @property
+    def model(self) -> Any:
+        return self.c.model
+
+    def gemm(self, m: np.ndarray, n: int, k: int, fmt: str | None = None) -> Timed:
         c = self.c
-        reading = self.db.gemm(int(m), n, k, fmt or c.weight_dtype)
+        readings = self.db.gemm_many(m, n, k, fmt or c.weight_dtype)
         bytes_ = c.weight_bytes if fmt is None else 2.0
 
-        def bound(s: dict[str, float]) -> float:
-            return float(
-                physics.gemm_time(s["m"], s["n"], s["k"], bytes_, c.peak, c.device.bandwidth)
-            )
+        def bound(s: dict[str, Any]) -> Any:
+            return physics.gemm_time(s["m"], s["n"], s["k"], bytes_, c.peak, c.device.bandwidth)
 
-        return _scaled(reading, {"m": m, "n": n, "k": k}, bound)
+        return _scaled(readings, {"m": m, "n": n, "k": k}, bound)
 
-    def attention(self, batch: float, length: float, prefill: bool) -> tuple[float, str, float]:
+    def attention(self, batch: np.ndarray, length: np.ndarray, prefill: bool) -> Timed:
         c, m = self.c, self.model
         window = m.sliding_window if m.sliding_window > 0 and m.local_layers >= m.layers else 0
-        reading = self.db.attention(
-            prefill=prefill, batch=int(batch), length=int(length), heads=self.heads,
+        readings = self.db.attention_many(
+            prefill=prefill, batch=batch, length=length, heads=self.heads,
             kv_heads=self.kv, head_dim=m.head_dim, window=window, fmt=c.kv_dtype,
         )  # fmt: skip
 
-        def bound(s: dict[str, float]) -> float:
+        def bound(s: dict[str, Any]) -> Any:
             size = s["isl"] if prefill else s["step"] + 1
-            return float(
-                physics.attention_time(
-                    s["batch_size"],
-                    size,
-                    s["num_heads"],
-                    s["num_key_value_heads"],
-                    s["head_dim"],
-                    c.kv_bytes,
-                    c.attention_peak,
-                    c.device.bandwidth,
-                    prefill,
-                )
-            )
+            return physics.attention_time(
+                s["batch_size"], size, s["num_heads"], s["num_key_value_heads"], s["head_dim"],
+                c.kv_bytes, c.attention_peak, c.device.bandwidth, prefill,
+            )  # fmt: skip
 
         shape = {
             "batch_size": batch,
@@ -152,44 +150,31 @@ class _Ops:
             "num_key_value_heads": self.kv,
             "head_dim": m.head_dim,
         }
-        return _scaled(reading, shape, bound)
+        return _scaled(readings, shape, bound)
 
-    @property
-    def model(self) -> Any:
-        return self.c.model
-
-    def allreduce(self, tokens: float) -> tuple[float, str, float]:
+    def allreduce(self, tokens: np.ndarray) -> Timed:
         c = self.c
         link = c.device.scale_up_bandwidth or math.nan
-        reading = self.db.allreduce(int(tokens), self.hidden, c.tp)
+        readings = self.db.allreduce_many(tokens, self.hidden, c.tp)
 
-        def bound(s: dict[str, float]) -> float:
+        def bound(s: dict[str, Any]) -> Any:
             size = s.get("message_size", tokens * self.hidden)
-            return float(physics.allreduce_time(size / self.hidden, self.hidden, c.tp, link))
+            return physics.allreduce_time(size / self.hidden, self.hidden, c.tp, link)
 
-        return _scaled(reading, {"num_gpus": c.tp, "message_size": tokens * self.hidden}, bound)
+        return _scaled(readings, {"num_gpus": c.tp, "message_size": tokens * self.hidden}, bound)
 
-    def experts(self, tokens: float) -> tuple[float, str, float]:
+    def experts(self, tokens: np.ndarray) -> Timed:
         c, m = self.c, self.model
-        reading = self.db.moe(
-            tokens=int(tokens), hidden=self.hidden, inter=m.moe_intermediate_size,
+        readings = self.db.moe_many(
+            tokens=tokens, hidden=self.hidden, inter=m.moe_intermediate_size,
             topk=m.experts_per_token, experts=m.experts, tp=c.tp, ep=1, fmt=c.weight_dtype,
         )  # fmt: skip
 
-        def bound(s: dict[str, float]) -> float:
-            return float(
-                physics.experts_time(
-                    s["num_tokens"],
-                    s["hidden_size"],
-                    s["inter_size"],
-                    s["topk"],
-                    s["num_experts"],
-                    c.tp,
-                    c.weight_bytes,
-                    c.peak,
-                    c.device.bandwidth,
-                )
-            )
+        def bound(s: dict[str, Any]) -> Any:
+            return physics.experts_time(
+                s["num_tokens"], s["hidden_size"], s["inter_size"], s["topk"],
+                s["num_experts"], c.tp, c.weight_bytes, c.peak, c.device.bandwidth,
+            )  # fmt: skip
 
         shape = {
             "num_tokens": tokens,
@@ -198,31 +183,30 @@ class _Ops:
             "topk": m.experts_per_token,
             "num_experts": m.experts,
         }
-        return _scaled(reading, shape, bound)
+        return _scaled(readings, shape, bound)
 
-    def embedding(self, tokens: float) -> tuple[float, str, float]:
+    def embedding(self, tokens: np.ndarray) -> Timed:
         c = self.c
-        reading = self.db.embedding(int(tokens), max(1, self.model.vocab_size // c.tp), self.hidden)
-        bound = float(physics.gather_time(tokens, self.hidden, c.weight_bytes, c.device.bandwidth))
-        return (math.nan if reading.latency_s is None else reading.latency_s), reading.basis, bound
+        vocab = max(1, self.model.vocab_size // c.tp)
+        readings = self.db.embedding_many(tokens, vocab, self.hidden)
+        bound = physics.gather_time(tokens, self.hidden, c.weight_bytes, c.device.bandwidth)
+        return readings.latency_s, readings.basis, np.asarray(bound, dtype=np.float64)
 
 
-def _scaled(
-    reading: Reading, shape: dict[str, float], bound: Callable[[dict[str, float]], float]
-) -> tuple[float, str, float]:
-    """A reading at ``shape`` [s], its basis and the shape's own bound [s]: where the reading
+def _scaled(readings: Readings, shape: dict[str, Any], bound: Callable[[Any], Any]) -> Timed:
+    """Readings at ``shape`` [s], their bases and the shapes' own bounds [s]: where a reading
     was taken at a clamped shape (``extrapolated``), its share of that shape's roofline
     applied to this shape's bound."""
-    own = bound(shape)
-    if reading.latency_s is None:
-        return math.nan, "", own
-    if reading.basis != "extrapolated" or not reading.at:
-        return reading.latency_s, reading.basis, own
-    at = {**shape, **reading.at}
-    return reading.latency_s * own / bound(at), reading.basis, own
+    latency = readings.latency_s
+    own = np.broadcast_to(np.asarray(bound(shape), dtype=np.float64), latency.shape)
+    if not readings.at:
+        return latency, readings.basis, own
+    with np.errstate(invalid="ignore", divide="ignore"):
+        scaled = latency * own / bound({**shape, **readings.at})
+    return np.where(readings.basis == EXTRAPOLATED, scaled, latency), readings.basis, own
 
 
-def _layer_ops(ops: _Ops, tokens: float) -> dict[str, tuple[float, str, float]]:
+def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
     """The per-layer projections of ``tokens`` tokens, each once (counts applied by the caller)."""
     m, tp, hidden = ops.model, ops.c.tp, ops.hidden
     qkv_n = (ops.heads + 2 * ops.kv) * m.head_dim
@@ -241,7 +225,7 @@ def _layer_ops(ops: _Ops, tokens: float) -> dict[str, tuple[float, str, float]]:
 
 def _no_step(shape: tuple[int, ...], reason: str) -> Step:
     nan = np.full(shape, np.nan)
-    empty = np.full(shape, "", dtype=object)
+    empty = np.full(shape, NONE, dtype=np.int8)
     return Step(
         {o: nan for o in OPERATIONS},
         {o: nan for o in OPERATIONS},
@@ -253,7 +237,14 @@ def _no_step(shape: tuple[int, ...], reason: str) -> Step:
 def step(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool = False) -> Step:
     """The expected step of ``config`` over ``batch`` x ``length`` (decode: cached tokens;
     prefill: prompt tokens), each operation's time in the step, bound and basis."""
-    shape = (len(batch), len(length))
+    return step_at(config, np.asarray(batch)[:, None], np.asarray(length)[None, :], prefill)
+
+
+def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool = False) -> Step:
+    """The expected step of ``config`` at each ``batch``, ``length`` pair (arrays that
+    broadcast to the step's arrays' shape): the operations over all of them at once, each
+    distinct kernel shape read once (a decode step's GEMMs over ``batch`` alone)."""
+    shape = np.broadcast_shapes(np.shape(batch), np.shape(length))
     resolved = resolve(config.device.id, config.choice)
     if resolved.system is None or resolved.version is None:
         return _no_step(shape, resolved.reason)
@@ -263,34 +254,23 @@ def step(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool = 
     layers = config.model.layers
     counts = {op: float(layers) for op in OPERATIONS}
     counts.update(embedding=1.0, lm_head=1.0, allreduce=2.0 * layers + 1.0)
+    tokens = batch * length if prefill else batch  # the GEMMs' rows
+    lm_n = max(1, config.model.vocab_size // config.tp)
+    rows = {
+        **_layer_ops(ops, tokens),
+        "allreduce": ops.allreduce(tokens),
+        "embedding": ops.embedding(tokens),
+        "lm_head": ops.gemm(batch, lm_n, ops.hidden, "bf16"),  # the last token's logits
+        "attention": ops.attention(batch, length, prefill),
+    }
     expected = {op: np.zeros(shape) for op in OPERATIONS}
     bound = {op: np.zeros(shape) for op in OPERATIONS}
-    basis = {op: np.full(shape, "measured", dtype=object) for op in OPERATIONS}
-
-    def put(op: str, i: Any, j: Any, value: tuple[float, str, float]) -> None:
-        expected[op][i, j] = value[0] * counts[op]
-        bound[op][i, j] = value[2] * counts[op]
-        basis[op][i, j] = value[1]
-
-    lm_n = max(1, config.model.vocab_size // config.tp)
-    for i, b in enumerate(batch):
-        for j, n in enumerate(length):
-            tokens = b * n if prefill else b  # the GEMMs' rows
-            if prefill or j == 0:  # a decode step's GEMMs do not depend on the context
-                rows = {
-                    **_layer_ops(ops, tokens),
-                    "allreduce": ops.allreduce(tokens),
-                    "embedding": ops.embedding(tokens),
-                    "lm_head": ops.gemm(b, lm_n, ops.hidden, "bf16"),  # the last token's logits
-                }
-            for op, value in rows.items():
-                put(op, i, j, value)
-            put("attention", i, j, ops.attention(b, n, prefill))
-    reasons = {op: "" for op in OPERATIONS}
-    for op in OPERATIONS:
-        if np.isnan(expected[op]).any():
-            reasons[op] = f"{op}: no reading"
-    reason = "; ".join(r for r in reasons.values() if r)
+    basis = {op: np.zeros(shape, dtype=np.int8) for op in OPERATIONS}
+    for op, (value, kind, own) in rows.items():
+        expected[op][...] = value * counts[op]
+        bound[op][...] = own * counts[op]
+        basis[op][...] = kind
+    reason = "; ".join(f"{op}: no reading" for op in OPERATIONS if np.isnan(expected[op]).any())
     return Step(expected, bound, basis, reason)
 
 

@@ -1,0 +1,169 @@
+"""(m) The expected pass (issue 43): its speed over grids, and what an engine adds to the seed.
+
+The pass is timed as a user meets it: ``build_grid`` of a grid with an engine against the same
+grid without one (the difference is the expected and kernels tables' compute), twice: with
+every shape new to the process (the database's tables and estimator loaded, no shape asked:
+each distinct shape costs one call of aiconfigurator-core's compiled query, the floor of the
+pass) and with every shape known (the same grid again, its shapes memoized). The seed study
+(``configs/seed-llama3-8b-h100.toml``) is run as ``run`` runs it, its tables and grid file
+without figures, warm (a first run of each beforehand), with ``engine = ["vllm"]`` and without:
+its overhead against ``SEED_BUDGET_S``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+SEED_BUDGET_S = 0.3
+"""What an engine may add to the warm seed study [s]."""
+
+TARGET_POINTS_PER_S = 20e6
+"""The expected pass's target speed on a 1e7-point grid [point/s]."""
+
+GRID = """
+[sweep]
+name = "bench-expected"
+[axes]
+model = ["llama-3.1-8b", "qwen3-32b"]
+hardware = ["h100-sxm", "b200"]
+tp = [1, 4]
+batch = {{ start = 1, stop = {side} }}
+context = {{ start = 128, stop = {stop}, step = 128 }}
+kv_dtype = ["bf16", "fp8"]
+weight_dtype = ["bf16", "fp8"]
+{engine}
+[outputs]
+charts = []
+grid = "none"
+"""
+"""The pass's grid: 96 configurations (2 models, 2 devices, tp 1 and 4, 2 KV and 2 weight
+formats, 3 engines) of ``side`` batches by ``side`` contexts."""
+
+ENGINES = 'engine = ["vllm", "trtllm", "sglang"]'
+
+SIDES = (32, 102)
+"""Batches and contexts a side of the full bench's grids: 98,304 and 998,784 points (a
+1e7-point grid, side 323, needs about 17 GB; ``measure_expected(sides=(323,))``)."""
+
+QUICK_SIDES = (4, 10)
+"""The quick bench's: 1,536 and 9,600 points."""
+
+
+def grid_text(side: int, engine: bool = True) -> str:
+    """The pass's grid of ``side`` batches by ``side`` contexts, with the three engines or none."""
+    return GRID.format(side=side, stop=128 * side, engine=ENGINES if engine else "")
+
+
+def _forget() -> int:
+    """Forget every shape read so far; how many there were."""
+    from sweeps.measured.kernels import loaded
+
+    asked = sum(k.asked for k in loaded())
+    for k in loaded():
+        k.forget()
+    return asked
+
+
+def measure_pass(side: int) -> dict[str, Any]:
+    """The pass on the grid of ``side`` (``grid_text``): its points, seconds and points/s with
+    every shape new and with every shape known, and the estimator's calls."""
+    from sweeps.bench.timing import timed
+    from sweeps.config import parse_config
+    from sweeps.grid import build_grid
+
+    with_engine = parse_config(grid_text(side), "<bench-expected>")
+    without = parse_config(grid_text(side, engine=False), "<bench-expected>")
+    build_grid(parse_config(grid_text(2), "<bench-expected>"))  # the tables and estimators
+    bare = min(timed(lambda: build_grid(without))[0] for _ in range(2))
+    _forget()
+    new, ds = timed(lambda: build_grid(with_engine))
+    points = int(ds["expected_step_time_s"].size)
+    del ds
+    calls = _forget()
+    build_grid(with_engine)  # the shapes known again
+    known = timed(lambda: build_grid(with_engine))[0]
+    new_s, known_s = max(new - bare, 1e-9), max(known - bare, 1e-9)
+    return {
+        "points": points,
+        "without_engine_s": bare,
+        "new_shapes_s": new_s,
+        "known_shapes_s": known_s,
+        "new_points_per_s": points / new_s,
+        "known_points_per_s": points / known_s,
+        "estimator_calls": calls,
+    }
+
+
+def measure_seed_overhead(rounds: int = 5) -> dict[str, Any]:
+    """The warm seed study's seconds without and with an engine (best of ``rounds``, taking
+    turns, after a first run of each), the difference, and the difference of its grids alone
+    (``build_grid``: the pass's compute, without the writes, whose noise on a busy machine
+    is larger than the pass)."""
+    from sweeps.bench.seed import SEED
+    from sweeps.bench.timing import interleaved
+    from sweeps.config import parse_config
+    from sweeps.grid import build_grid
+    from sweeps.pipeline.execute import run_to_folder
+
+    seed = (resources.files("sweeps") / "examples" / SEED).read_text(encoding="utf-8")
+    engine = seed.replace("\n[options]", '\nengine = ["vllm"]\n\n[options]', 1)
+    sweeps = {"without": parse_config(seed, "<seed>"), "with": parse_config(engine, "<seed>")}
+    with tempfile.TemporaryDirectory(prefix="sweeps-bench-seed-") as tmp:
+        runs = {
+            name: lambda s=sweep, f=Path(tmp) / name: run_to_folder(s, f, force=True)
+            for name, sweep in sweeps.items()
+        }
+        grids = {f"grid_{name}": lambda s=sweep: build_grid(s) for name, sweep in sweeps.items()}
+        for run in runs.values():
+            run()  # the warm-up: imports, the database's tables and estimator
+        best = interleaved({**runs, **grids}, rounds)
+    without, with_engine = best["without"][0], best["with"][0]
+    overhead = with_engine - without
+    return {
+        "without_s": without,
+        "with_engine_s": with_engine,
+        "overhead_s": overhead,
+        "grid_overhead_s": best["grid_with"][0] - best["grid_without"][0],
+        "budget_s": SEED_BUDGET_S,
+        "within_budget": overhead < SEED_BUDGET_S,
+    }
+
+
+def measure_expected(sides: tuple[int, ...] = SIDES) -> dict[str, Any]:
+    """(m): the seed study's overhead with an engine and the pass on each grid of ``sides``;
+    ``None`` where the ``measured`` extra is not installed."""
+    from sweeps.measured.database import installed
+
+    if not installed():
+        return {"installed": False}
+    return {
+        "installed": True,
+        "seed": measure_seed_overhead(),
+        "grids": [measure_pass(side) for side in sides],
+        "target_points_per_s": TARGET_POINTS_PER_S,
+    }
+
+
+def format_expected(result: dict[str, Any]) -> str:
+    """The line of (m)."""
+    if not result["installed"]:
+        return "expected pass: not measured (the measured extra is not installed)"
+    seed = result["seed"]
+    grids = "; ".join(
+        f"{g['points']:,} points: {g['new_points_per_s'] / 1e3:,.1f} k points/s with every "
+        f"shape new ({g['estimator_calls']:,} estimator calls, {g['new_shapes_s']:.2f} s), "
+        f"{g['known_points_per_s'] / 1e3:,.1f} k points/s with the shapes known"
+        for g in result["grids"]
+    )
+    target = result["target_points_per_s"]
+    best = max((g["known_points_per_s"] for g in result["grids"]), default=0.0)
+    return (
+        f"expected pass: the seed study with an engine takes {seed['overhead_s']:+.3f} s warm "
+        f"({seed['with_engine_s']:.3f} s against {seed['without_s']:.3f} s, the grid alone "
+        f"{seed['grid_overhead_s']:+.3f} s; budget "
+        f"{seed['budget_s']:.1f} s {'met' if seed['within_budget'] else 'MISSED'}); {grids}; "
+        f"target {target / 1e6:.0f} M points/s {'met' if best >= target else 'MISSED'}"
+    )

@@ -1,0 +1,168 @@
+"""The expected pass over arrays of shapes (issue 43's speed) gives, bit for bit, what the
+per-shape pass gave: the oracle tests/data/expected_oracle.npz was written by the pass that
+looked up and composed one shape at a time (scripts/expected_oracle.py regenerates it).
+
+Reads the installed ``aiconfigurator-core`` (the ``measured`` extra, a test dependency)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sweeps.catalog import load_catalog
+from sweeps.measured.database import parse
+from sweeps.measured.kernels import kernels
+from sweeps.studies.expected.step import Config, step, step_at
+
+pytest.importorskip("aiconfigurator_core")
+
+ROOT = Path(__file__).resolve().parents[1]
+ORACLE = ROOT / "tests" / "data" / "expected_oracle.npz"
+
+
+def _script() -> object:
+    spec = importlib.util.spec_from_file_location(
+        "expected_oracle", ROOT / "scripts" / "expected_oracle.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def oracle() -> dict[str, np.ndarray]:
+    with np.load(ORACLE) as saved:
+        held = {name: saved[name] for name in saved.files}
+    if str(held["database"]) != version("aiconfigurator-core"):
+        pytest.skip(f"the oracle was read from aiconfigurator-core {held['database']}")
+    return held
+
+
+def test_the_vectorized_pass_equals_the_per_shape_oracle_bit_for_bit(
+    oracle: dict[str, np.ndarray],
+) -> None:
+    script = _script()
+    got = script.results(str(oracle["config"]))  # type: ignore[attr-defined]
+    assert set(got) == set(script.VARIABLES)  # type: ignore[attr-defined]
+    for name, values in got.items():
+        held = oracle[name]
+        assert values.shape == held.shape, name
+        if values.dtype.kind == "f":
+            same = (values == held) | (np.isnan(values) & np.isnan(held))
+            assert same.all(), (name, int((~same).sum()))
+        else:
+            assert (values == held).all(), name
+
+
+def test_the_oracle_holds_every_basis_and_every_kind_of_null(
+    oracle: dict[str, np.ndarray],
+) -> None:
+    """The oracle is a test only if it reaches every branch: measured, interpolated and
+    extrapolated kernels, a device and a model without data, a missing operation."""
+    assert set(np.unique(oracle["kernel_basis"])) == {
+        "",
+        "measured",
+        "interpolated",
+        "extrapolated",
+    }
+    reasons = " ".join(np.unique(oracle["expected_reason"]))
+    assert "not in the database" in reasons
+    assert "MLA attention" in reasons
+    assert np.isfinite(oracle["expected_token_time_wall_s"]).any()
+    assert np.isnan(oracle["expected_token_time_wall_s"]).any()
+
+
+CATALOG = load_catalog()
+
+
+def _config(model: str, device: str, tp: int, engine: str = "vllm") -> Config:
+    m, d = CATALOG.models[model], CATALOG.hardware[device]
+    peak = d.peak_flops["bf16"]
+    return Config(m, d, tp, m.kv_heads, "bf16", "bf16", 2.0, 2.0, peak, peak, parse(engine))
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-235b-a22b"])
+@pytest.mark.parametrize("prefill", [False, True])
+def test_a_grid_equals_its_points_one_at_a_time(model: str, prefill: bool) -> None:
+    """An adversary the oracle does not hold: random shapes, each composed alone (a one-point
+    step, the per-shape path's own arithmetic) against the whole grid at once."""
+    rng = np.random.default_rng(43)
+    config = _config(model, "h100-sxm", 8 if "235b" in model else 1)
+    batch = np.unique(rng.integers(1, 3000, 12))
+    length = np.unique(rng.integers(2, 200_000 if not prefill else 40_000, 9))
+    grid = step(config, batch, length, prefill)
+    for i, b in enumerate(batch):
+        for j, n in enumerate(length):
+            one = step(config, np.array([b]), np.array([n]), prefill)
+            for op in grid.expected:
+                for got, alone in ((grid.expected, one.expected), (grid.bound, one.bound)):
+                    assert got[op][i, j] == alone[op][0, 0] or np.isnan(alone[op][0, 0]), op
+                assert grid.basis[op][i, j] == one.basis[op][0, 0]
+    pairs = step_at(config, np.repeat(batch, len(length)), np.tile(length, len(batch)), prefill)
+    alone = [step(config, np.array([b]), np.array([n]), prefill).total()[0, 0]
+             for b in batch for n in length]  # fmt: skip
+    assert (pairs.point_totals() == np.array(alone)).all()
+
+
+def test_each_distinct_shape_is_asked_of_the_database_once() -> None:
+    k = kernels("h100_sxm", "vllm", "0.24.0")
+    asked: list[tuple[int, int]] = []
+    handle = k._handle[1]
+
+    class Counting:
+        def evaluate_ops_json(self, spec: str, **kw: int) -> object:
+            asked.append((kw["batch_size"], kw["s"]))
+            return handle.evaluate_ops_json(spec, **kw)
+
+    k.__dict__["_handle"] = (k._handle[0], Counting())
+    memo = dict(k._memo)
+    k._memo.clear()
+    try:
+        batch = np.array([[1, 7, 7], [7, 1, 99]])
+        got = k.gemm_many(batch, 4096, 4096, "bf16")
+        assert sorted(asked) == [(1, 1), (7, 1), (99, 1)]
+        assert got.latency_s.shape == batch.shape
+        assert got.latency_s[0, 1] == got.latency_s[0, 2] == got.latency_s[1, 0]
+        k.gemm_many(np.array([99, 1]), 4096, 4096, "bf16")
+        assert len(asked) == 3  # memoized for the process
+    finally:
+        k.__dict__["_handle"] = (k._handle[0], handle)
+        k._memo.update(memo)
+
+
+def test_the_database_is_not_imported_without_an_engine(tmp_path: Path) -> None:
+    """A run with no engine neither imports aiconfigurator-core nor finds or reads its tables
+    (the study's own modules may load: they import the database only when asked); with an
+    engine, the same run does (the check can fail)."""
+    seed = (ROOT / "sweeps/examples/seed-llama3-8b-h100.toml").read_text()
+    probe = (
+        "import sys\n"
+        "from sweeps.config import load_config\n"
+        "from sweeps.grid import build_grid\n"
+        "build_grid(load_config(sys.argv[1]))\n"
+        "from sweeps.measured import database, kernels\n"
+        "print(any(m.startswith('aiconfigurator') for m in sys.modules),"
+        " database.systems_root.cache_info().currsize, len(kernels.loaded()))\n"
+    )
+
+    def run(text: str) -> str:
+        config = tmp_path / "seed.toml"
+        config.write_text(text, encoding="utf-8")
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(config)], capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip()
+
+    assert run(seed) == "False 0 0"
+    with_engine = seed.replace(
+        'weight_dtype = ["bf16"]', 'weight_dtype = ["bf16"]\nengine = ["vllm"]'
+    )
+    assert run(with_engine) == "True 1 1"
