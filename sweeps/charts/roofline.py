@@ -480,7 +480,9 @@ def device_roofs_chart(devices: list[xr.Dataset], width: str | None = None) -> a
     ridges = [float(np.max(d["ridge_point"].values)) for d in devices]
     first = pl.concat([roofs(d, (t,), (1.0, 1.0)) for d, t in zip(devices, dtypes, strict=True)])
     plot = plot_width(size, names, 560)
-    none = pl.DataFrame(schema={"arithmetic_intensity": pl.Float64, "attainable_flops": pl.Float64})
+    columns = ("arithmetic_intensity", "attainable_flops", "own_roof", "above", "phase")
+    types = (pl.Float64, pl.Float64, pl.Float64, pl.Boolean, pl.String)
+    none = pl.DataFrame(schema=dict(zip(columns, types, strict=True)))  # no points: roofs only
     x, y, x_span, y_span = _scales(none, first, ridges, size, plot)
     roof = pl.concat(
         [
