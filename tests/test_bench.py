@@ -124,8 +124,22 @@ def test_bench_quick_json_reports_every_key():
     )
     assert [grid["points"] for grid in expected["grids"]] == [96 * 4 * 4, 96 * 10 * 10]
     assert traces["blocks"] > traces["requests"]
+    points = report["points"]
+    assert points["points"] == 1_000
+    assert points["pairs"] == 20
+    assert points["loop_cpu_s"] > 0
+    assert points["points_s"] > 0
+    assert points["budget_s"] == pytest.approx(0.5, rel=1e-12)
+    figures = report["figures"]
+    assert figures["pairs"] == 27  # just past PAIRS_DRAWN: the figures across the pairs
+    assert figures["points"] > 0
+    assert figures["chart_files"] > 0
+    assert figures["ratio"] == pytest.approx(figures["default_s"] / figures["no_charts_s"])
+    assert figures["budget"] == pytest.approx(1.5, rel=1e-12)
     text = format_report(report)
     for line in (
+        "(n) points: 1,000 single sweeps.point calls (20 model-device pairs) in ",
+        f"(o) default outputs: a cold run of {figures['points']:,} points (27 model-device pairs)",
         "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
         "(k) calibrate: 1,000 generated measurements (8 configurations",
         "(l) traces: 10,000 generated requests read in ",
@@ -326,3 +340,23 @@ def test_each_timed_process_starts_with_earlier_writes_on_disk(monkeypatch) -> N
     assert printed == "done\n"
     assert events == ["sync", "process"]
     assert seconds > 0
+
+
+def test_points_line_times_the_loop_and_the_batch() -> None:
+    # a short loop: every point answered, each pair resolved within the time (the store is
+    # emptied first), the budget scaled to the points and the line naming it
+    from sweeps.bench.points import format_points, measure_points
+    from sweeps.pipeline import points as store
+
+    result = measure_points(points=40)
+    assert result["points"] == 40
+    assert 1 < result["pairs"] <= 20
+    assert result["loop_s"] > 0
+    assert result["points_s"] > 0
+    assert result["per_point_s"] == pytest.approx(result["loop_s"] / 40, rel=1e-12)
+    assert result["budget_s"] == pytest.approx(0.5 * 40 / 1000, rel=1e-12)
+    assert result["within_budget"] == (result["loop_s"] <= result["budget_s"])
+    assert len(store._RESOLVED) == result["pairs"]
+    line = format_points(result)
+    assert line.startswith("points: 40 single sweeps.point calls (")
+    assert f"budget {result['budget_s']:.2f} s " in line

@@ -1,4 +1,4 @@
-"""``sweeps.physics._array.on_values``: the same result on scalars, numpy, DataArrays and
+"""``sweeps.physics._array``: ``on_values`` gives the same result on scalars, numpy, DataArrays and
 Variables, with the broadcast dims and coordinates of the labelled arguments."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from sweeps.physics._array import on_values
+from sweeps.physics._array import on_values, where
 
 
 def _fn(a, b, c):
@@ -34,3 +34,20 @@ def test_variables_are_broadcast_too() -> None:
     out = on_values(_fn, a, b, 1.0)
     assert isinstance(out, xr.Variable)
     np.testing.assert_array_equal(out.transpose("x", "y").values, np.outer([1, 2], [3, 4, 5]) + 1)
+
+
+def test_where_on_scalars_picks_as_numpy_does() -> None:
+    # the scalar pick (sweeps.point's path) against numpy.where itself: the same value and the
+    # same dtype for every pair of the scalar types it takes, and a zero picked stays a numpy
+    # scalar (a division by it is inf, as numpy's 0-d result gives, never ZeroDivisionError)
+    conds = (True, False, np.True_, np.False_)
+    numbers = (0, 3, 0.0, 2.5, np.int64(-4), np.int64(0), np.float64(0.0), np.float64(-1.5))
+    for cond in conds:
+        for x in numbers:
+            for y in numbers:
+                got, want = where(cond, x, y), np.where(cond, x, y)
+                assert got == want, (cond, x, y)
+                assert np.asarray(got).dtype == want.dtype, (cond, x, y)
+                assert isinstance(got, np.generic)
+    with np.errstate(divide="ignore"):
+        assert 1.0 / where(True, 0.0, 1.0) == np.inf

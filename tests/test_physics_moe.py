@@ -149,3 +149,46 @@ def test_xarray_in_xarray_out() -> None:
     assert set(knee.dims) == {"context", "model"}
     assert float(knee.isel(model=0, context=0)) == 671e9 / 1e7  # dense: every weight read
     assert float(knee.isel(model=1, context=1)) < 671e9 / 4e9
+
+
+def _every_step(slope, active, full, e, k):  # type: ignore[no-untyped-def]
+    """``batch_at_slope`` as it was written before it stopped early: all ``NEWTON_STEPS``
+    Newton steps from ``F / s``, the same operations in the same order."""
+    routes = e > k
+    spare = np.where(routes, e - k, 1.0)
+    log_keep = np.log(np.where(routes, 1 - k / np.where(routes, e, 1.0), 0.5))
+    routed = np.where(routes, full - active, 0.0)
+    batch = full / slope
+    for _ in range(physics.moe.NEWTON_STEPS):
+        touched = e * (1 - np.exp(batch * log_keep))
+        read = active + (full - active) * np.where(routes, (touched - k) / spare, 1.0)
+        gap = slope * batch - read
+        rise = routed * e * -log_keep * np.exp(batch * log_keep) / spare
+        descent = slope - rise
+        step = np.where(descent > 0, gap / np.where(descent > 0, descent, 1.0), 0.0)
+        batch = batch - np.maximum(step, 0.0)
+    return batch
+
+
+def test_stopping_at_the_fixed_point_gives_every_steps_bits(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # the iteration stops where a step changed no batch; each later step would repeat it, so
+    # the result is that of all NEWTON_STEPS, bit for bit, on scalars and on arrays (NaN and
+    # dense models among them), while it takes far fewer steps
+    rng = np.random.default_rng(45)
+    slope = 10 ** rng.uniform(3, 11, 400)
+    active = 10 ** rng.uniform(8, 10.5, 400)
+    full = active * 10 ** rng.uniform(0, 1.5, 400)
+    e = rng.choice([1, 8, 16, 64, 128, 256], 400)
+    k = np.minimum(rng.choice([1, 2, 4, 8], 400), e)
+    slope[:3] = np.nan
+    reference = _every_step(slope, active, full, e, k)
+    got = physics.batch_at_slope(slope, active, full, e, k)
+    assert got.tobytes() == reference.tobytes()
+    for i in range(0, 400, 37):
+        one = physics.batch_at_slope(slope[i], active[i], full[i], int(e[i]), int(k[i]))
+        assert np.float64(one).tobytes() == reference[i].tobytes()
+    steps = []
+    read = physics.moe.moe_weights_read
+    monkeypatch.setattr(physics.moe, "moe_weights_read", lambda *a: steps.append(1) or read(*a))
+    physics.batch_at_slope(1e7, *DEEPSEEK)
+    assert 0 < len(steps) < physics.moe.NEWTON_STEPS

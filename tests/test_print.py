@@ -20,6 +20,7 @@ from sweeps.charts import (
 from sweeps.charts.lines import batch_ticks, spaced
 from sweeps.charts.output import slices
 from sweeps.charts.rendering import caption, render
+from sweeps.charts.roofline import device_roofs_chart, device_roofs_part
 from sweeps.charts.serving import fleet_chart, pareto_chart, request_time_chart
 from sweeps.charts.simulated import cdf_chart
 from sweeps.charts.sizes import model_size_chart, size_rows
@@ -108,6 +109,9 @@ def _per_slice(kind: Kind) -> Callable[[dict[str, Any], str], Any]:
 KINDS: dict[str, Callable[[dict[str, Any], str], Any]] = {
     **{k.name: _per_slice(k) for k in registered().values() if k.builder is not None},
     "roofline-devices": lambda g, w: compare_chart(g["decode"], MODEL, width=w),
+    "device-roofs": lambda g, w: device_roofs_chart(
+        [device_roofs_part(one) for one in slices(g["decode"].isel(model=[0]))], width=w
+    ),
     "serving-pareto": lambda g, w: pareto_chart(g["serving"], width=w),
     "serving-request-time": lambda g, w: request_time_chart(g["serving"], width=w),
     "serving-fleet": lambda g, w: fleet_chart(g["serving"], width=w),

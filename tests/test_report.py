@@ -486,3 +486,88 @@ def test_the_report_alone_gives_the_rows_of_a_whole_selection(monkeypatch) -> No
     assert alone.condensed == through_select.condensed
     assert any(row["drawn at"] == "does not fit" for row in alone.condensed)
     assert len({row["drawn at"] for row in alone.condensed}) > 1
+
+
+MANY = """
+[sweep]
+name = "many-pairs"
+[axes]
+model = ["llama-3-8b", "mistral-7b", "qwen2.5-7b", "gemma-2-9b", "phi-3-mini"]
+hardware = ["h100-sxm", "mi300x", "a100-80gb", "l40s", "h200"]
+batch = [1, 64]
+context = [2048]
+[outputs]
+formats = ["html"]
+"""
+"""25 model-device pairs, one past ``PAIRS_DRAWN``, with the default charts."""
+
+
+def test_scaled_leaves_out_the_per_pair_kinds_only_past_the_pairs_drawn() -> None:
+    # every count of pairs from 1 to past the bound, named or not, against the rule written
+    # plainly: up to PAIRS_DRAWN (or named) all asked for; past it none drawn per pair (nor
+    # the roofline across devices, drawn along the roofline), the devices' roofs for the
+    # roofline, the cross-model ceiling for the ceiling
+    from sweeps.charts.output import scaled
+    from sweeps.outputs import PAIRS_DRAWN, default_charts, registered
+
+    per_pair = {name for name, kind in registered().items() if kind.builder is not None}
+    assert {"ceiling", "bottleneck", "ai-vs-batch", "roofline"} <= per_pair
+    for charts in (default_charts(), ("roofline", "serving"), ("bottleneck",), ("model-size",)):
+        for pairs in range(1, 2 * PAIRS_DRAWN):
+            for named in (False, True):
+                drawn, left = scaled(charts, pairs, named)
+                if named or pairs <= PAIRS_DRAWN:
+                    assert (drawn, left) == (tuple(charts), ())
+                    continue
+                assert set(left) == per_pair & set(charts)
+                assert not per_pair & set(drawn)
+                assert "roofline-devices" not in drawn
+                assert ("device-roofs" in drawn) == ("roofline" in charts)
+                assert ("model-size" in drawn) == ("ceiling" in charts or "model-size" in charts)
+                assert {c for c in charts if c not in per_pair} <= set(drawn)
+
+
+def test_past_the_pairs_drawn_the_default_draws_the_figures_across_them(tmp_path: Path) -> None:
+    sweep = parse_config(MANY)
+    assert not sweep.charts_named
+    run = run_to_folder(sweep, tmp_path, hooks=output_hooks(sweep))
+    manifest = json.loads((run.folder / "manifest.json").read_text("utf-8"))
+    charts = {Path(f).stem for f in manifest["files"] if f.startswith("charts/")}
+    across = {f"model-size-{d.id}" for d in sweep.hardware}  # one a device, across the models
+    assert charts == {*across, "device-roofs-all"}  # and one figure of every device's roof
+    (line,) = manifest["figures_not_drawn"]
+    assert line.startswith("ceiling, bottleneck, ai-vs-batch, roofline per model and device")
+    assert "25 model-device pairs" in line
+    assert "name them in [outputs] charts" in line
+    assert line in run.notes
+    report = (run.folder / "report.html").read_text("utf-8")
+    assert f"Not drawn: {html.escape(line)}." in report
+    assert report.count("<tr><td>") >= 25  # the summary keeps a row for every pair
+
+
+def test_charts_named_are_drawn_past_the_pairs_drawn(tmp_path: Path) -> None:
+    sweep = parse_config(MANY + 'charts = ["bottleneck"]\n')
+    assert sweep.charts_named
+    run = run_to_folder(sweep, tmp_path, hooks=output_hooks(sweep))
+    manifest = json.loads((run.folder / "manifest.json").read_text("utf-8"))
+    charts = {Path(f).stem for f in manifest["files"] if f.startswith("charts/")}
+    pairs = {f"bottleneck-{m.id}-{d.id}" for m in sweep.models for d in sweep.hardware}
+    assert charts == pairs
+    assert manifest["figures_not_drawn"] == []
+
+
+def test_the_contents_fold_each_models_links_past_a_hundred_figures() -> None:
+    from sweeps.charts.report import CONTENTS_OPEN, Figure, contents
+
+    def figures(count: int) -> list[Figure]:
+        return [
+            Figure(f"ceiling-m{i % 7}-d{i}", "ceiling", f"m{i % 7}", f"d{i}", {})
+            for i in range(count)
+        ]
+
+    few, many = contents(figures(CONTENTS_OPEN)), contents(figures(CONTENTS_OPEN + 1))
+    assert "<details>" not in few
+    assert many.count("<details>") == 7  # one fold a model, every link still there
+    assert many.count('<a href="#fig-') == CONTENTS_OPEN + 1
+    assert "<summary>m0: 15 figures</summary>" in many
+    assert many.count("<ul>") == many.count("</ul>")

@@ -41,11 +41,16 @@ l. a generated 1e6-request trace read and described (3 s) and its exact LRU curv
    capacities (10 s) (``traces``);
 m. the expected pass (the ``measured`` extra): what an engine adds to the warm seed study
    (0.3 s), and the pass's points/s on grids of 1e5 and 1e6 points, with every shape new
-   and with the shapes known (``expected``).
+   and with the shapes known (``expected``);
+n. 1,000 single points from Python, one ``sweeps.point`` call each in a loop, against 0.5 s,
+   and the same points in one ``sweeps.points`` call (``points``);
+o. a cold run of a 1e7-point grid of 945 model-device pairs with its default outputs
+   against the same run with ``charts = []``, against 1.5x (``figures``).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
 (the seed run is small already and runs as it is), 1e4 simulated requests, 1,000 measurements
-to calibrate, 1e4 trace requests, expected grids of 1.5e3 and 1e4 points.
+to calibrate, 1e4 trace requests, expected grids of 1.5e3 and 1e4 points, 27 model-device
+pairs for the default outputs; the 1,000 single points are cheap and run as they are.
 """
 
 from __future__ import annotations
@@ -65,13 +70,13 @@ POINT = (
 )
 
 
-def run_bench(  # long: the thirteen measurements in order, each a line or two
+def run_bench(  # long: the fifteen measurements in order, each a line or two
     quick: bool = False,
     e2e_budget: int = 2 * 2**30,
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
 ) -> dict[str, Any]:
-    """Run the thirteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
+    """Run the fifteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
     ``runs``: the cold runs (f) makes of each of its grids (their spread beside the first's)."""
     import numpy as np
 
@@ -79,8 +84,10 @@ def run_bench(  # long: the thirteen measurements in order, each a line or two
     from sweeps.bench.e2e import measure_end_to_end
     from sweeps.bench.engine import measure_engine, measure_export
     from sweeps.bench.expected import QUICK_SIDES, SIDES, measure_expected
+    from sweeps.bench.figures import measure_default_outputs
     from sweeps.bench.grids import bench_configs
     from sweeps.bench.pareto import measure_pareto
+    from sweeps.bench.points import measure_points
     from sweeps.bench.run_path import measure_run_paths
     from sweeps.bench.scalar import measure_scalar
     from sweeps.bench.seed import measure_seed_run
@@ -127,6 +134,10 @@ def run_bench(  # long: the thirteen measurements in order, each a line or two
     report["traces"] = measure_traces(requests=10_000 if quick else 1_000_000)
     say("expected pass")
     report["expected"] = measure_expected(*((QUICK_SIDES, 2) if quick else (SIDES, 5)))
+    say("single points")
+    report["points"] = measure_points()
+    say("default outputs")
+    report["figures"] = measure_default_outputs(quick)
     return report
 
 

@@ -6,6 +6,8 @@ from typing import Any
 
 from sweeps.bench.calibrated import format_calibration
 from sweeps.bench.expected import format_expected
+from sweeps.bench.figures import format_default_outputs
+from sweeps.bench.points import format_points
 from sweeps.bench.run_path import format_run_path
 from sweeps.bench.seed import format_seed_run
 from sweeps.bench.simulated import format_simulated
@@ -56,5 +58,7 @@ def format_report(report: dict[str, Any]) -> str:
             f"(k) {format_calibration(report['calibrated'])}",
             *((f"(l) {format_traces(report['traces'])}",) if "traces" in report else ()),
             *((f"(m) {format_expected(report['expected'])}",) if "expected" in report else ()),
+            *((f"(n) {format_points(report['points'])}",) if "points" in report else ()),
+            *((f"(o) {format_default_outputs(report['figures'])}",) if "figures" in report else ()),
         ]
     )

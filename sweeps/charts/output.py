@@ -18,16 +18,24 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import xarray as xr
 
-from sweeps.outputs import Kind, registered
+from sweeps.outputs import PAIRS_DRAWN, Kind, registered
 from sweeps.views.summary import summary_rows
 
 from .data import Choice, Selection, choose, select
 from .failures import built, failed, skipped_line
 from .fitting import within_rows
+from .heatmaps import CEILING
 from .plans import cheapest, plans_section
 from .rendering import Renderer, bundle_file, caption, javascript
 from .report import FULL_ROWS, REPORT, Figure, condensed_row, full_rows, labels_as_text, report_html
-from .roofline import DEVICES, ROOFLINE, compare_from
+from .roofline import (
+    DEVICE_ROOFS,
+    DEVICES,
+    ROOFLINE,
+    compare_from,
+    device_roofs_chart,
+    device_roofs_part,
+)
 from .served import serving_grids, serving_part
 from .serving import BUILDERS as SERVING_BUILDERS
 from .serving import SERVING, has_serving
@@ -145,6 +153,26 @@ def across_devices(selections: list[Selection], settings: Settings) -> list[Figu
     ]
 
 
+def device_roofs_figures(parts: dict[str, xr.Dataset], settings: Settings) -> list[Figure]:
+    """The devices' roofs (``device_roofs_part`` of a slice of each device): one figure, none
+    for a single device."""
+    if len(parts) < 2:
+        return []
+    return [
+        built(
+            f"{DEVICE_ROOFS.name}-all",
+            DEVICE_ROOFS.name,
+            "",
+            None,
+            chart_spec,
+            device_roofs_chart,
+            settings.width,
+            list(parts.values()),
+            width=settings.width,
+        )
+    ]
+
+
 def serving_figures(parts: list[xr.Dataset], settings: Settings) -> list[Figure]:
     """The serving figures of each model of ``parts`` (``serving_grids``)."""
     figures = []
@@ -196,6 +224,7 @@ def write_figures_streamed(
     report: bool = True,
     extra: Sequence[Figure] = (),
     notes: list[str] | None = None,
+    left_out: Sequence[str] = (),
 ) -> list[str]:
     """Write ``charts/<kind>-<model>-<hardware>.<fmt>`` for every slice of ``pieces``: each a
     grid of one model and one device, dimensions kept, with the variables, coordinates and
@@ -213,13 +242,14 @@ def write_figures_streamed(
     selection at its chosen tp and weight dtype.
 
     A chart whose spec cannot be built or drawn is skipped (``failures``): the report says
-    why, its line is appended to ``notes``, and the rest is written.
+    why, its line is appended to ``notes``, and the rest is written. So are the kinds
+    ``left_out`` (``scaled``), one line for all, those that apply to some slice.
     """
     settings = settings or Settings()
     charts, formats = tuple(charts), tuple(formats)
     figures: list[Figure] = []
     written: list[str] = []
-    kept = _Kept()
+    kept = _Kept(left_out=tuple(left_out))
     attrs: dict[str, Any] = {}
     failures: dict[str, Exception] = {}
     script = f"../{bundle_file()}"  # the folder's one bundle, from charts/
@@ -236,7 +266,8 @@ def write_figures_streamed(
         later = [f for sels in kept.selections.values() for f in across_devices(sels, settings)]
         later += technique_figures(kept.techniques, charts, settings.width)
         later += size_figures(kept.sizes, settings.width)
-        later += serving_figures(kept.served, settings) + list(extra)
+        later += device_roofs_figures(kept.roofs, settings)
+        later += serving_figures(kept.served, settings) + list(extra) + kept.left_figures()
         figures += _submitted(renderer, later)
         if renderer is not None:
             written += _write(renderer.done(), folder, failures)
@@ -246,6 +277,7 @@ def write_figures_streamed(
     figures = [failed(f, failures[f.stem]) if f.stem in failures else f for f in figures]
     if notes is not None:
         notes += [skipped_line(f) for f in figures if f.failed]
+        notes += [f.reason for f in kept.left_figures()]
     written += _captions(figures, folder, written)
     if report or "html" in formats:
         written.append(_bundle(folder))
@@ -304,10 +336,25 @@ class _Kept:
     served: list[xr.Dataset] = field(default_factory=list)
     techniques: list[xr.Dataset] = field(default_factory=list)
     sizes: list[pl.DataFrame] = field(default_factory=list)
+    roofs: dict[str, xr.Dataset] = field(default_factory=dict)
+    left_out: tuple[str, ...] = ()
+    """The kinds ``scaled`` left out; ``applied``: those that apply to a slice seen."""
+    applied: set[str] = field(default_factory=set)
+
+    def left_figures(self) -> list[Figure]:
+        """The one line, as a figure not drawn, of the kinds left out that would have been
+        drawn (none where none applies to any slice)."""
+        left = [k for k in self.left_out if k in self.applied]
+        line = left_out_line(left, len(self.condensed)) if left else ""
+        return [Figure("", left[0], "", None, None, line)] if left else []
 
     def add(self, one: xr.Dataset, charts: tuple[str, ...], settings: Settings) -> None:
+        # long: what each of the cross-slice figures and the report keeps, one after another
+        registry = registered()
+        self.applied.update(k for k in self.left_out if _applies(registry[k], one))
         model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
-        if ROOFLINE.name in charts:  # the whole selection, kept for the cross-device roofline
+        across = not {ROOFLINE.name, DEVICES.name}.isdisjoint(charts)
+        if across:  # the whole selection, kept for the cross-device roofline
             sel = select(one, model, device, **settings.options())
             choice, name = sel.choice, sel.device_name
         else:  # the choice alone: selecting all ~100 variables would cost more than the row
@@ -318,7 +365,7 @@ class _Kept:
             summary = labels_as_text(full_rows(one))  # only what the page shows is kept
             self.full.append(summary.head(FULL_ROWS - self.rows))
         self.rows += summary_rows(one)
-        if ROOFLINE.name in charts:  # a copy: a view would hold the whole slice in memory
+        if across:  # a copy: a view would hold the whole slice in memory
             self.selections.setdefault(model, []).append(replace(sel, ds=sel.ds.copy(deep=True)))
         if SERVING.name in charts and has_serving(one):
             self.served.append(serving_part(one))
@@ -326,6 +373,8 @@ class _Kept:
             self.techniques.append(technique_part(one))
         if MODEL_SIZE.name in charts:
             self.sizes.append(size_rows(one, **settings.options()))
+        if DEVICE_ROOFS.name in charts and device not in self.roofs:
+            self.roofs[device] = device_roofs_part(one)
 
 
 def write_figures(
@@ -342,6 +391,37 @@ def write_figures(
     return write_figures_streamed(slices(ds), folder, charts, formats, settings, report)
 
 
+def scaled(
+    charts: Sequence[str], pairs: int, named: bool = False
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The kinds a run of ``pairs`` model-device pairs draws of ``charts``, and those it leaves
+    out: all of them up to ``PAIRS_DRAWN`` pairs or where the config names them (``named``);
+    past it, the figures across pairs only: each kind drawn per model and device is left out
+    (the roofline's across devices with it: its points grow with the devices, and a model on
+    the 35 catalog devices has too many to draw), the devices' roofs drawn for the roofline
+    (``device-roofs``, one figure) and the ceiling across models for the ceiling
+    (``model-size``: the share of the ceiling at the memory wall, model by context, one per
+    device)."""
+    charts = tuple(charts)
+    if named or pairs <= PAIRS_DRAWN:
+        return charts, ()
+    registry = registered()
+    left = tuple(k for k in charts if registry[k].builder is not None)
+    drawn = [k for k in charts if k not in left]
+    drawn += [DEVICE_ROOFS.name] if ROOFLINE.name in left else []
+    drawn += [MODEL_SIZE.name] if CEILING.name in left else []
+    return tuple(dict.fromkeys(drawn)), left
+
+
+def left_out_line(left: Sequence[str], pairs: int) -> str:
+    """The run's status line (and the report's) of the kinds ``scaled`` left out [-]."""
+    return (
+        f"{', '.join(left)} per model and device: left out for {pairs:,} model-device pairs "
+        f"(drawn by default up to {PAIRS_DRAWN}; past that the figures across them); name "
+        "them in [outputs] charts to draw them"
+    )
+
+
 def sweep_figures(
     ds: xr.Dataset | Iterable[xr.Dataset],
     sweep: Sweep,
@@ -351,15 +431,17 @@ def sweep_figures(
     told: Told | None = None,
 ) -> list[str]:
     """The figures and report ``sweep`` asks for, from a grid or its model-and-device slices
-    (and the ``extra`` figures); the lines of the charts skipped are appended to ``notes``;
-    ``told`` as they are drawn (``Told``: one unit a slice, one the figures across slices,
-    one the report)."""
+    (and the ``extra`` figures), as many as ``scaled`` draws for its model-device pairs; the
+    lines of the charts skipped or left out are appended to ``notes``; ``told`` as they are
+    drawn (``Told``: one unit a slice, one the figures across slices, one the report)."""
     pieces = slices(ds) if isinstance(ds, xr.Dataset) else ds
     settings = Settings.of(sweep)
+    pairs = len(sweep.models) * len(sweep.hardware)
+    charts, left = scaled(sweep.charts, pairs, sweep.charts_named)
     if told is not None:
-        pieces = _told_slices(pieces, len(sweep.models) * len(sweep.hardware), told)
+        pieces = _told_slices(pieces, pairs, told)
     written = write_figures_streamed(
-        pieces, folder, sweep.charts, sweep.formats, settings, extra=extra, notes=notes
+        pieces, folder, charts, sweep.formats, settings, extra=extra, notes=notes, left_out=left
     )
     if told is not None:
         units = len(sweep.models) * len(sweep.hardware) + 2
@@ -401,6 +483,11 @@ def chart_specs(
     if MODEL_SIZE.name in charts:
         options = settings.options()
         yield from size_figures([size_rows(one, **options) for one in slices(ds)], settings.width)
+    if DEVICE_ROOFS.name in charts:
+        parts: dict[str, xr.Dataset] = {}
+        for one in slices(ds):
+            parts.setdefault(str(one["hardware"].values[0]), device_roofs_part(one))
+        yield from device_roofs_figures(parts, settings)
     if ROOFLINE.name in charts:
         for model in (str(m) for m in ds["model"].values):
             options = settings.options()

@@ -166,9 +166,15 @@ def _label(figure: Figure) -> str:
     return figure.stem
 
 
+CONTENTS_OPEN = 100
+"""Figures up to which the contents list shows every model's links; past it each model's
+are folded under its name (a run asked for every figure of 1,000 pairs has 4,000)."""
+
+
 def contents(drawn: Sequence[Figure]) -> str:
     """The contents list: per model, per device (then the figures of every device), links to
-    its figures (``fig-N``, the index in ``drawn``), and to the summary."""
+    its figures (``fig-N``, the index in ``drawn``), and to the summary; each model's links
+    folded under its name past ``CONTENTS_OPEN`` figures."""
     by: dict[str, dict[str, list[str]]] = {}
     for index, figure in enumerate(drawn):
         place = by.setdefault(figure.model, {}).setdefault(figure.hardware or "", [])
@@ -179,7 +185,12 @@ def contents(drawn: Sequence[Figure]) -> str:
             f"<li>{html.escape(device or 'across devices')}: {', '.join(links)}</li>"
             for device, links in sorted(devices.items(), key=lambda kv: kv[0] == "")
         )
-        items.append(f"<li>{html.escape(model or 'every model')}<ul>{rows}</ul></li>")
+        name, inner = html.escape(model or "every model"), f"<ul>{rows}</ul>"
+        if len(drawn) > CONTENTS_OPEN:
+            count = sum(len(links) for links in devices.values())
+            inner = f"<details><summary>{name}: {count:,} figures</summary>{inner}</details>"
+            name = ""
+        items.append(f"<li>{name}{inner}</li>")
     items.append('<li><a href="#summary">Summary</a></li>')
     return f'<nav class="contents" aria-label="contents"><ul>{"".join(items)}</ul></nav>'
 

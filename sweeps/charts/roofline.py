@@ -64,14 +64,15 @@ def phase_points(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
     parts, notes = [], []
     for phase, length, prefix in PHASES:
         dims = ("batch", length, *KV_FACETS)
-        thinned, note = thin(sel.ds, dims, ("batch", length), limit)
         names = {
             f"{prefix}arithmetic_intensity": "arithmetic_intensity",
             f"{prefix}attainable_flops": "attainable_flops",
             f"{prefix}feasible": "feasible",
             f"{prefix}utilization": "utilization",
         }
-        frame = tidy(thinned[list(names)].rename(names), tuple(names.values()), dims)
+        # the three variables drawn, thinned: not the hundred of the selection
+        thinned, note = thin(sel.ds[list(names)], dims, ("batch", length), limit)
+        frame = tidy(thinned.rename(names), tuple(names.values()), dims)
         parts.append(status(frame.with_columns(phase=pl.lit(phase)), "feasible", "phase"))
         notes += [f"{phase.capitalize()}: {note[0].lower()}{note[1:]}"] if note else []
     points = pl.concat(parts, how="diagonal").with_columns(
@@ -114,9 +115,14 @@ def _efficient(ds: xr.Dataset) -> tuple[float, float]:
 def compute_dtype(sel: Selection) -> str:
     """The compute dtype whose peak the grid used for ``sel`` (its ridge point times the
     bandwidth): the sweep's ``compute_dtype``, or under ``"auto"`` the weight format's own [-]."""
-    bandwidth, efficiency = _efficient(sel.ds)
-    used = float(np.max(sel.ds["ridge_point"].values)) * bandwidth / efficiency
-    peaks = {d: float(np.atleast_1d(sel.ds[f"peak_flops_{d}"].values)[0]) for d in ROOF_DTYPES}
+    return _dtype_used(sel.ds)
+
+
+def _dtype_used(ds: xr.Dataset) -> str:
+    """``compute_dtype`` of a grid of one device at one weight format [-]."""
+    bandwidth, efficiency = _efficient(ds)
+    used = float(np.max(ds["ridge_point"].values)) * bandwidth / efficiency
+    peaks = {d: float(np.atleast_1d(ds[f"peak_flops_{d}"].values)[0]) for d in ROOF_DTYPES}
     present = {d: p for d, p in peaks.items() if np.isfinite(p)}
     return min(present, key=lambda d: abs(present[d] - used) / used)
 
@@ -455,6 +461,61 @@ def compare_from(selections: list[Selection], width: str | Size | None = None) -
     )
 
 
+def device_roofs_part(one: xr.Dataset) -> xr.Dataset:
+    """What ``device_roofs_chart`` keeps of a slice: its device's ridge point at its first
+    model, tp and weight format, with the device's figures (a few numbers)."""
+    first = {d: 0 for d in ("model", "tp", "weight_dtype") if d in one["ridge_point"].dims}
+    return one[["ridge_point"]].isel(first).copy(deep=True)
+
+
+@themed
+def device_roofs_chart(devices: list[xr.Dataset], width: str | None = None) -> alt.LayerChart:
+    """One roof per device (``device_roofs_part`` of a slice of each): its bandwidth slope to
+    its ridge point, marked, then its peak in the compute dtype the grid used for the sweep's
+    first weight format (efficiencies applied), each labelled with the device's name."""
+    size = size_of(width)
+    names = [str(np.atleast_1d(d["hardware_name"].values)[0]) for d in devices]
+    ids = [str(np.atleast_1d(d["hardware"].values)[0]) for d in devices]
+    dtypes = [_dtype_used(d) for d in devices]
+    ridges = [float(np.max(d["ridge_point"].values)) for d in devices]
+    first = pl.concat([roofs(d, (t,), (1.0, 1.0)) for d, t in zip(devices, dtypes, strict=True)])
+    plot = plot_width(size, names, 560)
+    columns = ("arithmetic_intensity", "attainable_flops", "own_roof", "above", "phase")
+    types = (pl.Float64, pl.Float64, pl.Float64, pl.Boolean, pl.String)
+    none = pl.DataFrame(schema=dict(zip(columns, types, strict=True)))  # no points: roofs only
+    x, y, x_span, y_span = _scales(none, first, ridges, size, plot)
+    roof = pl.concat(
+        [
+            roofs(d, (t,), x_span).with_columns(hardware=pl.lit(n))
+            for d, t, n in zip(devices, dtypes, names, strict=True)
+        ]
+    )
+    labels = _roof_labels(roof, "hardware", {n: n for n in names}, y_span, size)
+    color = alt.Color("hardware:N", title="hardware", scale=device_scale(ids, names), legend=None)
+    marker = alt.Shape("hardware:N", scale=device_shapes(ids, names), legend=None)
+    ridge_vertices = roof.group_by("hardware", maintain_order=True).agg(pl.all().get(1))
+    layers = [
+        alt.Chart(roof).mark_line(strokeWidth=1.8).encode(x=x, y=y, color=color),
+        alt.Chart(ridge_vertices)
+        .mark_point(filled=True, size=9 * size.font, opacity=1)
+        .encode(x=x, y=y, color=color, shape=marker),
+        alt.Chart(labels)
+        .mark_text(align="left", baseline="middle", dx=5, fontSize=size.font, fontWeight="bold")
+        .encode(x=x, y=alt.Y("label_y:Q"), text="label:N", color=color),
+    ]
+    caption = [
+        f"One roof per device: its bandwidth slope up to its ridge point (marked), then its "
+        f"{join(sorted(set(dtypes)))} peak, the compute dtype of the sweep's first weight "
+        "format (efficiencies applied, as in the grid).",
+    ]
+    return alt.LayerChart(
+        layer=layers,
+        width=plot,
+        height=int(size.panel_height * 1.5),
+        title=heading("The devices' roofs", caption, size),
+    )
+
+
 ROOFLINE = register(Kind(
     name="roofline",
     title="Roofline",
@@ -469,4 +530,11 @@ DEVICES = register(Kind(
     order=50,
     chosen=False,
     doc="per model, with roofline, where the sweep has several devices: one roof per device",
+))  # fmt: skip
+DEVICE_ROOFS = register(Kind(
+    name="device-roofs",
+    title="The devices' roofs",
+    order=55,
+    doc="one figure where the sweep has several devices: each device's roof (bandwidth slope, "
+    "ridge, peak); drawn by default past 24 model-device pairs, in place of the rooflines",
 ))  # fmt: skip

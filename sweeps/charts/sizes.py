@@ -27,36 +27,42 @@ SHARE = "wall_share"
 """Column of the share of the ceiling reached at the memory wall [1]."""
 
 
-def wall_share(ds: xr.Dataset) -> xr.DataArray:
-    """The share of the decode ceiling reached at the memory wall [1], NaN where not one
-    sequence fits: the grid's ``wall_fraction_of_ceiling``, ``max_batch / (knee_batch +
-    max_batch)`` for a dense model, and for a mixture of experts the share at the weights the
-    wall's batch reads (``sweeps.physics.moe_fraction_of_ceiling``)."""
-    return ds["wall_fraction_of_ceiling"].where(ds["max_batch"] >= 1)
+_READS = ("wall_fraction_of_ceiling", "max_batch", "parallel", "replica_devices")
+"""The variables ``size_rows`` reads of a slice (the parallel ones where it has them)."""
 
 
 def size_rows(one: xr.Dataset, **options: Any) -> pl.DataFrame:
     """One row per context of a model-and-device slice, at the tp and weight dtype its other
-    charts show (``options`` as ``data.select``), the first KV-head setting and KV dtype."""
+    charts show (``options`` as ``data.select``), the first KV-head setting and KV dtype.
+
+    Its share (``SHARE``) is that of the decode ceiling reached at the memory wall [1], NaN
+    where not one sequence fits: the grid's ``wall_fraction_of_ceiling``, ``max_batch /
+    (knee_batch + max_batch)`` for a dense model, and for a mixture of experts the share at the
+    weights the wall's batch reads (``sweeps.physics.moe_fraction_of_ceiling``)."""
     model, device = str(one["model"].values[0]), str(one["hardware"].values[0])
-    sel = select(one, model, device, **options)
+    # the variables read (and those the layout is picked by), not the slice's hundred: a run
+    # of many model-device pairs takes a row of each
+    sel = select(one[[n for n in _READS if n in one.data_vars]], model, device, **options)
     ds = sel.ds.isel(kv_heads=0, kv_dtype=0)
-    share = np.atleast_1d(wall_share(ds).transpose("context").values).astype(float)
+    # as Variables: a DataArray carries the slice's hundred coordinates through every step
+    wall, most = ds["wall_fraction_of_ceiling"].variable, ds["max_batch"].variable
+    share = np.atleast_1d(wall.where(most >= 1).transpose("context").values).astype(float)
     contexts = np.atleast_1d(ds["context"].values).astype(np.int64)
     kv = np.atleast_1d(ds["kv_heads_count"].values)[0]
+    rows = len(contexts)
     return pl.DataFrame(
         {
-            "model": model,
-            "hardware": device,
-            "device": sel.device_name,
-            "params": float(np.atleast_1d(ds["params"].values)[0]),
-            "tp": sel.tp,
-            "weight_dtype": sel.weight_dtype,
-            "kv": f"{int(kv)} KV heads, {ds['kv_dtype'].item()} cache",
+            "model": [model] * rows,
+            "hardware": [device] * rows,
+            "device": [sel.device_name] * rows,
+            "params": [float(np.atleast_1d(ds["params"].values)[0])] * rows,
+            "tp": sel.tp,  # a scalar, broadcast: Int32 as before
+            "weight_dtype": [sel.weight_dtype] * rows,
+            "kv": [f"{int(kv)} KV heads, {ds['kv_dtype'].item()} cache"] * rows,
             "context": contexts,
-            "max_batch": np.atleast_1d(ds["max_batch"].transpose("context").values),
+            "max_batch": np.atleast_1d(most.transpose("context").values),
             SHARE: share,
-            "threshold": sel.threshold,
+            "threshold": [sel.threshold] * rows,
         }
     ).with_columns(pl.col(SHARE).fill_nan(None))
 

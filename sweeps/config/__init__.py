@@ -6,7 +6,7 @@ that turns a name into a folder.
 
 from sweeps.config.messages import key_path
 from sweeps.config.resolve import load_config, parse_config
-from sweeps.config.sweep import NATIVE, Options, Serving, Sweep
+from sweeps.config.sweep import NATIVE, Options, Serving, Sweep, prompt_lengths
 from sweeps.limits import SWEEP_NAME_PATTERN, check_name
 
 __all__ = [
@@ -19,4 +19,5 @@ __all__ = [
     "key_path",
     "load_config",
     "parse_config",
+    "prompt_lengths",
 ]

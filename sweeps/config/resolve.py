@@ -25,7 +25,7 @@ from sweeps.config import schema
 from sweeps.config.custom import custom_dtype, custom_hardware
 from sweeps.config.messages import Problems, describe, error_loc, toml_error
 from sweeps.config.sizes import custom_models
-from sweeps.config.sweep import NATIVE, Sweep
+from sweeps.config.sweep import NATIVE, Sweep, prompt_lengths
 from sweeps.errors import CatalogError, ConfigError
 from sweeps.files import read_text
 from sweeps.limits import structure_problem
@@ -305,7 +305,9 @@ def _resolve(
         hardware=hardware,
         batch=batch,
         context=context,
-        prompt=_axis_values(a.prompt, "axes.prompt", problems) if a.prompt is not None else context,
+        prompt=prompt_lengths(
+            None if a.prompt is None else _axis_values(a.prompt, "axes.prompt", problems), context
+        ),
         kv_heads=_kv_heads(list(a.kv_heads), model_records, problems),
         kv_dtype=names("kv_dtype", dtypes, catalog.dtypes, catalog.lookup_dtype),
         weight_dtype=weight_dtype,
@@ -319,6 +321,7 @@ def _resolve(
         path=path,
         text=text,
         figures=outputs.figures,
+        charts_named="charts" in outputs.model_fields_set,
         **_studies(
             config,
             {

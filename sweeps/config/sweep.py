@@ -31,6 +31,12 @@ Figures = schema.Figures
 """Resolved ``[outputs.figures]``: the schema's own model."""
 
 
+def prompt_lengths(prompt: Any, context: Any) -> Any:
+    """The prefill's prompt lengths: ``axes.prompt`` where given (not None), else the context
+    axis's own (a config, or one point, that leaves the prompt out) [token]."""
+    return context if prompt is None else prompt
+
+
 @dataclass(frozen=True)
 class Sweep:
     """One validated sweep: axes as tuples of values or records, options, outputs, provenance.
@@ -98,6 +104,9 @@ class Sweep:
     empty: no expectation, and the database is never read."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
+    charts_named: bool = False
+    """Whether the config names ``[outputs] charts`` (False: their default): named charts are
+    drawn whatever the number of model-device pairs (``sweeps.outputs.PAIRS_DRAWN``)."""
 
     @property
     def sha256(self) -> str:

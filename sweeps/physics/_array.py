@@ -15,6 +15,12 @@ Array = Any
 """A float, a numpy array or an xarray DataArray: whatever supports arithmetic and ufuncs."""
 
 
+_FLAGS = frozenset({bool, np.bool_})
+_NUMBERS = frozenset({float, int, np.float64, np.int64})
+"""The scalar types ``where`` picks between itself: numpy.where makes float64 of a float and
+an int, int64 of two ints, as this does."""
+
+
 def where(cond: Array, x: Array, y: Array) -> Array:
     """Elementwise ``x`` where ``cond`` holds, else ``y``, broadcast over all three.
 
@@ -26,6 +32,11 @@ def where(cond: Array, x: Array, y: Array) -> Array:
     cond : Boolean condition [1]
     x, y : Values chosen where ``cond`` is true / false [any unit, the same for both]
     """
+    kinds = (type(x), type(y))
+    if type(cond) in _FLAGS and kinds[0] in _NUMBERS and kinds[1] in _NUMBERS:
+        # one point (``sweeps.point``): the pick numpy.where makes, without its 0-d arrays
+        number = np.float64 if float in kinds or np.float64 in kinds else np.int64
+        return number(x if cond else y)
     if hasattr(x, "dims"):
         return x.where(cond, y)
     if hasattr(y, "dims"):
