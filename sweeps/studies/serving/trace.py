@@ -136,6 +136,40 @@ def workload_records(
     }, problems
 
 
+@dataclass(frozen=True, eq=False)
+class Requests:
+    """A trace's length distribution: its distinct ``(I, O)`` pairs and how often each comes.
+
+    prompt, output : Each pair's tokens [token]
+    count : Its requests [1]
+    """
+
+    prompt: Any
+    output: Any
+    count: Any
+
+    @classmethod
+    def of(cls, trace: Any) -> Requests:
+        """The distribution of every request of ``trace``."""
+        import numpy as np
+
+        pairs = np.stack([trace.prompt, trace.output], axis=1)
+        distinct, count = np.unique(pairs, axis=0, return_counts=True)
+        as_float = distinct.astype(np.float64)
+        return cls(as_float[:, 0], as_float[:, 1], count.astype(np.float64))
+
+
+def workload_inputs(sweep: Any) -> dict[str, tuple[tuple[str, ...], Any]]:
+    """``_trace_requests``: the workload trace's length distribution (``Requests``, one value:
+    ``sweeps.studies.serving.distribution`` reads it); none without ``[workload]``."""
+    import numpy as np
+
+    for load in getattr(sweep, "arrival_rate", ()):
+        if isinstance(load, TraceLoad):
+            return {"_trace_requests": ((), np.array(Requests.of(load.trace), dtype=object))}
+    return {}
+
+
 def trace_load(sweep: Any, rate: Any) -> TraceLoad | None:
     """The ``TraceLoad`` of ``sweep``'s ``arrival_rate`` axis at ``rate``, or None (no
     ``[workload]``, or a closed loop)."""
