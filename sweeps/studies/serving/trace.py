@@ -5,11 +5,14 @@ The trace (``sweeps.traces``: any format ``sweeps workload`` reads), located rel
 config file (``sweeps.traces.locate``), is read once when the config is resolved and gives
 the serving axes: ``prompt_tokens`` and ``output_tokens`` its mean lengths (rounded, at least
 1), ``arrival_rate`` its mean rate ``(n - 1) / (t_n - t_1)`` times each ``rate_scale``. The
-serving and pools tables are then the closed forms and bounds at those means (what they bound
-for the trace's distribution is stated in docs/workloads.md); the simulated plans replay the
-trace itself, its first ``[serving] simulate`` requests at their recorded times divided by the
-scale, with their own lengths. Each rate is a ``TraceLoad`` record whose label is the rate.
-Imports nothing heavy.
+named schedulers' rows of the serving and pools tables are then their closed forms at those
+means (estimates for the trace's distribution, docs/workloads.md); the serving table's
+``bound`` rows are the bound of the distribution itself, from every request's lengths
+(``Requests``, the derived input ``_trace_requests``: ``sweeps.studies.serving.distribution``);
+the simulated plans replay the trace itself, its first ``[serving] simulate`` requests at
+their recorded times divided by the scale, with their own lengths. Each rate is a
+``TraceLoad`` record whose label is the rate. Imports nothing heavy (numpy when the
+distribution is made).
 """
 
 from __future__ import annotations
