@@ -15,12 +15,13 @@ and TTFT the prefill of the mean prompt, rounded down (``t_p`` is increasing and
 ``I``: the mean TTFT is at least it, Jensen).
 
 The parts are evaluated over the trace's distinct ``(I, O)`` pairs on a ``request`` dim of
-their own, in blocks of ``BLOCK`` pairs, and summed weighted by their counts.
+their own, in blocks of about ``BLOCK`` values an array, and summed weighted by their counts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -33,8 +34,9 @@ from sweeps.studies.serving.closed_forms import Terms, prefill_time
 REQUEST = "request"
 """The dim of a trace's distinct ``(I, O)`` pairs, reduced before anything is stored."""
 
-BLOCK = 512
-"""Distinct pairs evaluated at once: a block's arrays are ``BLOCK`` times a point's."""
+BLOCK = 1 << 21
+"""Values an array of a block holds at most (16 MiB of float64), beyond one pair a block: the
+pairs evaluated at once are ``BLOCK`` over the points of the table's arrays."""
 
 
 def requests(x: Inputs) -> Any:
@@ -82,14 +84,24 @@ def _mean(summed: dict[str, Any], n: float) -> dict[str, Any]:
     }
 
 
-def mean_parts(x: Inputs, budget: float, lengths: Any) -> dict[str, Any]:
+def _points(*values: Any) -> int:
+    """Points the union of the dims of ``values`` spans [1]."""
+    sizes: dict[str, int] = {}
+    for value in values:
+        sizes.update(getattr(value, "sizes", {}))
+    return math.prod(sizes.values())
+
+
+def mean_parts(x: Inputs, budget: float, lengths: Any, points: int) -> dict[str, Any]:
     """The parts of the bound (``bounds.request_parts``) averaged over the requests of
-    ``lengths`` (``trace.Requests``), the largest prompt kept as ``most``."""
+    ``lengths`` (``trace.Requests``), the largest prompt kept as ``most``; ``points``: the
+    points a pair's arrays span, by which the pairs are cut into blocks."""
     import xarray as xr
 
     summed: dict[str, Any] = {}
-    for start in range(0, lengths.prompt.size, BLOCK):
-        cut = slice(start, start + BLOCK)
+    step = max(1, BLOCK // points)
+    for start in range(0, lengths.prompt.size, step):
+        cut = slice(start, start + step)
         terms = Terms(_at(x, lengths.prompt[cut], lengths.output[cut]), budget)
         count = xr.Variable((REQUEST,), lengths.count[cut])
         summed = _reduce(bounds.request_parts(terms), count, summed)
@@ -101,7 +113,8 @@ def distribution_bound(t: Terms, bound: dict[str, Any], lengths: Any) -> dict[st
     output tokens per device and TTFT those of the distribution ``lengths`` (module
     docstring); its TPOT stays the one at the mean context."""
     x = t.x
-    rate = 1 / bounds.request_time(t, mean_parts(x, t.budget, lengths))
+    points = _points(t.steady, t.alone, t.prompt_flops, t.seq_kv, t.prompt_cache)
+    rate = 1 / bounds.request_time(t, mean_parts(x, t.budget, lengths, points))
     n = lengths.count.sum()
     mean_output = float((lengths.output * lengths.count).sum() / n)
     prompt = float(np.floor((lengths.prompt * lengths.count).sum() / n))
