@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import sweeps
 from sweeps.config import parse_config
@@ -37,9 +39,9 @@ CONFIG = """
 [sweep]
 name = "distribution-bound"
 [axes]
-model = ["llama-3-8b"]
-hardware = ["h100-sxm"]
-tp = [1]
+model = ["{model}"]
+hardware = ["{hardware}"]
+tp = [{tp}]
 batch = [{batches}]
 context = [1024]
 kv_heads = ["native"]
@@ -56,8 +58,17 @@ chunk_tokens = {budget}
 """
 
 
-def _config(workload: str) -> str:
-    return CONFIG.format(batches=", ".join(map(str, BATCHES)), budget=BUDGET, workload=workload)
+DENSE = ("llama-3-8b", "h100-sxm", 1)
+MOE = ("mixtral-8x7b", "h200", 2)
+"""A replica: model, device, tp."""
+
+
+def _config(workload: str, replica: tuple[str, str, int] = DENSE) -> str:
+    model, hardware, tp = replica
+    return CONFIG.format(
+        model=model, hardware=hardware, tp=tp, batches=", ".join(map(str, BATCHES)),
+        budget=BUDGET, workload=workload,
+    )  # fmt: skip
 
 
 def negatively_covarying(n: int = 240, rho: float = -0.8, seed: int = 3) -> np.ndarray:
@@ -87,18 +98,21 @@ TRACES = {"negative": _generated, "azure": azure}
 
 
 @cache
-def table(kind: str, folder: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The trace's times and pairs, and the bound row's requests/s and TTFT by batch, from
-    a config whose ``[workload]`` is the trace written as a CSV file in ``folder``."""
+def table(
+    kind: str, folder: Path, replica: tuple[str, str, int] = DENSE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The trace's times and pairs, and the bound row's requests/s of a replica and TTFT by
+    batch, from a config whose ``[workload]`` is the trace written as a CSV file in
+    ``folder``."""
     times, pairs = TRACES[kind]()
     rows = [f"{t:.6f},{i},{o}" for t, (i, o) in zip(times, pairs, strict=True)]
     text = "arrival_s,prompt_tokens,output_tokens\n" + "\n".join(rows) + "\n"
     (folder / f"{kind}.csv").write_text(text, encoding="utf-8")
-    path = folder / f"{kind}.toml"
-    path.write_text(_config(f'[workload]\ntrace = "{kind}.csv"'), encoding="utf-8")
+    path = folder / f"{kind}-{replica[0]}.toml"
+    path.write_text(_config(f'[workload]\ntrace = "{kind}.csv"', replica), encoding="utf-8")
     bound = sweeps.run(path).sel(mode="bound")
     per_device = bound["output_tokens_per_s_per_device"].values.reshape(-1)
-    rate = per_device / pairs[:, 1].mean()  # tp 1: one device a replica
+    rate = per_device * replica[2] / pairs[:, 1].mean()  # tp devices a replica
     return times, pairs, rate, bound["serving_ttft_s"].values.reshape(-1)
 
 
@@ -132,9 +146,17 @@ def test_the_bound_at_the_mean_lengths_is_below_a_negatively_covarying_distribut
     assert np.all(rate > old * 1.002)
 
 
-@pytest.mark.parametrize("kind", sorted(TRACES))
-def test_no_scheduler_beats_the_bound_row_replaying_the_trace(kind: str, folder: Path) -> None:
-    times, pairs, rate, ttft = table(kind, folder)
+@pytest.mark.parametrize(
+    ("kind", "replica"),
+    [("azure", DENSE), ("negative", DENSE), ("negative", MOE)],
+    ids=["azure", "negative", "negative-moe"],
+)
+def test_no_scheduler_beats_the_bound_row_replaying_the_trace(
+    kind: str, replica: tuple[str, str, int], folder: Path
+) -> None:
+    """Dense, and MoE (the weights a step reads grow with its tokens: the chords up to ``B``
+    of the longest prompts)."""
+    times, pairs, rate, ttft = table(kind, folder, replica)
     n = len(pairs)
     best = 0.0
     for b, r, first in zip(BATCHES, rate, ttft, strict=True):
@@ -142,7 +164,9 @@ def test_no_scheduler_beats_the_bound_row_replaying_the_trace(kind: str, folder:
             budget = BUDGET if scheduler.startswith("chunked") else 0
             for at in (np.zeros(n), times):  # a backlog, and the trace's own times
                 arrivals = Arrivals("trace", times=at, prompts=pairs[:, 0], outputs=pairs[:, 1])
-                tl = simulate(point(), scheduler, b, arrivals=arrivals, requests=n, budget=budget)
+                tl = simulate(
+                    point(*replica), scheduler, b, arrivals=arrivals, requests=n, budget=budget
+                )
                 achieved = n / tl.busy.sum()
                 assert achieved <= r * (1 + 1e-9), (scheduler, b)
                 assert tl.ttft.mean() >= first * (1 - 1e-9), (scheduler, b)
@@ -204,3 +228,36 @@ def test_no_scheduler_beats_the_bound_row_with_techniques(name: str, folder: Pat
             tl = simulate(x, scheduler, b, arrivals=arrivals, requests=n, budget=budget)
             assert n / tl.busy.sum() <= r * (1 + 1e-9), (scheduler, b)
             assert tl.ttft.mean() >= first * (1 - 1e-9), (scheduler, b)
+
+
+@settings(
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    n=st.integers(2, 60),
+    rho=st.floats(-0.95, 0.95),
+    cv=st.sampled_from([0.3, 1.0, 2.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_the_bound_row_is_the_summed_work_bound_of_generated_traces(
+    n: int, rho: float, cv: float, seed: int, tmp_path: Path
+) -> None:
+    """Generated traces: lognormal lengths of any CV and correlation, a few requests or
+    many; the row's time per request times the requests is the bound of their summed work."""
+    rng = np.random.default_rng(seed)
+    z = rng.multivariate_normal([0.0, 0.0], [[1.0, rho], [rho, 1.0]], n)
+    sigma = np.sqrt(np.log(1 + cv * cv))
+    means = np.log([900.0, 90.0]) - sigma**2 / 2
+    pairs = np.clip(np.rint(np.exp(means + sigma * z)), 1, [6000, 1500]).astype(np.int64)
+    rows = "\n".join(f"{0.5 * k},{i},{o}" for k, (i, o) in enumerate(pairs))
+    folder = tmp_path / f"generated-{seed}-{n}"
+    folder.mkdir()
+    (folder / "g.csv").write_text(f"arrival_s,prompt_tokens,output_tokens\n{rows}\n", "utf-8")
+    (folder / "g.toml").write_text(_config('[workload]\ntrace = "g.csv"'), "utf-8")
+    bound = sweeps.run(folder / "g.toml").sel(mode="bound")
+    rate = bound["output_tokens_per_s_per_device"].values.reshape(-1) / pairs[:, 1].mean()
+    prompt, output = pairs[:, 0], pairs[:, 1]
+    c = costs(context=8192)
+    for b, r in zip(BATCHES, rate, strict=True):
+        summed = summed_bound(c, b, prompt, output, max(b * int(prompt.max()), BUDGET))
+        assert n / r == pytest.approx(summed, rel=1e-4), b
