@@ -22,6 +22,7 @@ from sweeps.grid.analyses import active_dims
 from sweeps.grid.parallel import parallel_inputs
 from sweeps.grid.techniques import technique_inputs
 from sweeps.studies.expected.step import expected_inputs
+from sweeps.studies.serving.trace import workload_inputs
 
 AXIS_COORDS: tuple[Variable, ...] = (
     Variable(
@@ -120,11 +121,14 @@ def derived_inputs(sweep: Sweep) -> dict[str, Coord]:
     (``Model.prefill_attention_dim``); ``_compute_dtype`` [-]: the format whose peak runs
     each weight format on each device (``Sweep.compute_dtype_for``); ``_attention_ratio`` [1]:
     the GEMM peak over the attention peak (``Sweep.attention_dtype_for``), by which attention
-    FLOPs weigh in compute time against GEMM FLOPs (1: one peak runs both).
+    FLOPs weigh in compute time against GEMM FLOPs (1: one peak runs both); with
+    ``[workload]``, ``_trace_requests`` [-]: the trace's length distribution
+    (``sweeps.studies.serving.trace.workload_inputs``).
     """
     counts = _kv_counts(sweep)
     models = sweep.models
     known = technique_inputs(sweep) | parallel_inputs(sweep) | expected_inputs(sweep)
+    known |= workload_inputs(sweep)
     return known | {
         "_window": (
             "model",

@@ -28,47 +28,134 @@ from sweeps.engine.steps import cache_bytes, pipeline_fill, weights_read
 from sweeps.physics._array import where
 from sweeps.studies.serving import served
 
+Parts = dict[str, Any]
+"""A request's parts of the bound, each a sum over requests (``work`` [FLOP], ``traffic``
+[byte], ``prompt`` [token], ``steps`` or ``output`` [1, token], ``reload`` [byte],
+``drafted`` [s]) but ``most`` [token], the largest prompt a step may carry ``B`` of: one
+request's own at fixed lengths, a distribution's mean and largest
+(``sweeps.studies.serving.distribution``)."""
 
-def _request_time(t: Any, prompt: Any, flops: Any, cache: Any, steps: Any) -> Any:
-    """A request's bound of ``prompt`` computed tokens, prefill FLOPs ``flops`` and cache
-    bytes ``cache`` (its writes and the prefix read), and ``steps`` verify steps [s]."""
-    x, batch, rows = t.x, t.batch, t.rows
-    budget = t.budget if math.isfinite(t.budget) else 0.0
-    slots = batch * rows
-    largest = np.maximum(np.maximum(batch * prompt, budget), slots)
-    weights = physics.weights_per_request(
-        slots, prompt, steps * rows + 1, largest, weights_read(x, slots),
-        weights_read(x, slots + largest), largest, weights_read(x, 0 * slots),
-        weights_read(x, largest), largest,
-    )  # fmt: skip
-    seq_flops, seq_kv = t.seq_flops, t.seq_kv
+
+def _request_parts(t: Any, prompt: Any, flops: Any, cache: Any, steps: Any) -> Parts:
+    """A request's parts of ``prompt`` computed tokens, prefill FLOPs ``flops``, cache bytes
+    ``cache`` (its writes and the prefix read) and ``steps`` verify steps [FLOP, byte, token,
+    1]."""
+    x, seq_flops, seq_kv = t.x, t.seq_flops, t.seq_kv
     if served.speculates(x):
         low = np.maximum(t.context - x["spec_tokens"] / 2, 0.0)
         seq_flops, seq_kv = served.verify_sequence(x, low, np.minimum(t.local, low))
-    work = flops + steps * seq_flops
-    traffic = cache + steps * seq_kv
-    return physics.bound_request_time(work, weights, traffic, x["_peak"], x["_bandwidth"])
+    return {
+        "work": flops + steps * seq_flops,
+        "traffic": cache + steps * seq_kv,
+        "prompt": prompt,
+        "most": prompt,
+        "steps": steps,
+    }
+
+
+def _request_time(t: Any, parts: Parts) -> Any:
+    """A request's bound from its parts (``_request_parts``) [s]."""
+    x, batch, rows = t.x, t.batch, t.rows
+    budget = t.budget if math.isfinite(t.budget) else 0.0
+    slots = batch * rows
+    largest = np.maximum(np.maximum(batch * parts["most"], budget), slots)
+    weights = physics.weights_per_request(
+        slots, parts["prompt"], parts["steps"] * rows + 1, largest, weights_read(x, slots),
+        weights_read(x, slots + largest), largest, weights_read(x, 0 * slots),
+        weights_read(x, largest), largest,
+    )  # fmt: skip
+    return physics.bound_request_time(
+        parts["work"], weights, parts["traffic"], x["_peak"], x["_bandwidth"]
+    )
+
+
+def plain_parts(t: Any) -> Parts:
+    """A request's parts of the bound without speculation or a prefix hit (section 2)."""
+    return {
+        "work": t.prompt_flops + (t.output - 1) * t.seq_flops,
+        "traffic": t.prompt_cache + (t.output - 1) * t.seq_kv,
+        "prompt": t.prompt,
+        "most": t.prompt,
+        "output": t.output,
+    }
+
+
+def plain_time(t: Any, parts: Parts) -> Any:
+    """The bound's time per request without speculation or a prefix hit, from its parts.
+
+    Its token budget is the largest step any mode takes, ``L = max(B I, tau)`` (``I`` the
+    largest prompt, ``most``): the chunked schedulers keep within ``tau``, while a static
+    batch and batched prefills carry up to ``B`` whole prompts [s]."""
+    x, batch = t.x, t.batch
+    budget = t.budget if math.isfinite(t.budget) else 0.0
+    largest = np.maximum(batch * parts["most"], budget)
+    weights = physics.weights_per_request(
+        batch, parts["prompt"], parts["output"], largest, weights_read(x, batch),
+        weights_read(x, batch + largest), largest, weights_read(x, 0 * batch),
+        weights_read(x, largest), largest,
+    )  # fmt: skip
+    return physics.bound_request_time(
+        parts["work"], weights, parts["traffic"], x["_peak"], x["_bandwidth"]
+    )
+
+
+def technique_parts(t: Any) -> dict[str, Any]:
+    """A request's parts of the bound with speculation and prefix hits: those of a hit
+    prefill (``hit``), the prefix it reloads (``reload``), those of recomputing its prompt
+    (``plain``), its drafts' time (``drafted``)."""
+    x = t.x
+    steps = t.output - 1.0
+    if served.speculates(x):
+        steps = steps / physics.expected_tokens(x["spec_tokens"], x["spec_acceptance"])
+    parts = {"hit": _request_parts(t, t.computed, t.prompt_flops, t.prompt_cache + t.reload, steps)}
+    if served.caches_prefixes(x):
+        parts["reload"] = t.reload
+        parts["plain"] = _request_parts(t, t.prompt, t.plain_flops, cache_bytes(x, t.prompt), steps)
+    if served.speculates(x):
+        low = np.maximum(t.context - x["spec_tokens"] / 2, 0.0)
+        drafted, _, _ = draft(x, x["spec_tokens"], low, batch=t.batch)
+        parts["drafted"] = steps * drafted
+    return parts
+
+
+def technique_time(t: Any, parts: dict[str, Any]) -> Any:
+    """The bound's time per request with speculation and prefix hits, from its parts
+    (``technique_parts``; the module docstring) [s]."""
+    x = t.x
+    time = _request_time(t, parts["hit"])
+    if served.caches_prefixes(x):
+        reload = physics.reload_time(parts["reload"], x["_tier_bandwidth"])
+        plain = _request_time(t, parts["plain"])
+        time = np.minimum(np.maximum(time, reload), plain)
+    if served.speculates(x):
+        time = time + parts["drafted"] / t.batch
+    return time
+
+
+def techniques(x: Any) -> bool:
+    """Whether the bound takes speculation or prefix hits (``technique_time``)."""
+    return bool(served.speculates(x) or served.caches_prefixes(x))
+
+
+def request_parts(t: Any) -> dict[str, Any]:
+    """A request's parts of the bound: ``plain_parts`` or ``technique_parts``."""
+    return technique_parts(t) if techniques(t.x) else {"plain": plain_parts(t)}
+
+
+def request_time(t: Any, parts: dict[str, Any]) -> Any:
+    """The bound's time per request from its parts (``request_parts``) [s]."""
+    return technique_time(t, parts) if techniques(t.x) else plain_time(t, parts["plain"])
 
 
 def technique_bound(t: Any, tpot: Any) -> dict[str, Any]:
     """``bound``'s terms (``schedulers.bound``) with speculation and prefix hits, its TPOT
     ``tpot`` (``schedulers.bound_tpot``)."""
     x = t.x
-    steps = t.output - 1.0
     steady = t.steady
     if served.speculates(x):
         e = physics.expected_tokens(x["spec_tokens"], x["spec_acceptance"])
-        steps = steps / e
         steady = served.verify_time(x, t.batch, t.context, t.local) / e
-    time = _request_time(t, t.computed, t.prompt_flops, t.prompt_cache + t.reload, steps)
-    if served.caches_prefixes(x):
-        reload = physics.reload_time(t.reload, x["_tier_bandwidth"])
-        plain = _request_time(t, t.prompt, t.plain_flops, cache_bytes(x, t.prompt), steps)
-        time = np.minimum(np.maximum(time, reload), plain)
-    if served.speculates(x):
-        low = np.maximum(t.context - x["spec_tokens"] / 2, 0.0)
-        drafted, _, _ = draft(x, x["spec_tokens"], low, batch=t.batch)
-        time = time + steps * drafted / t.batch
+    time = technique_time(t, technique_parts(t))
     return t.result(t.alone, tpot, 1 / time, steady, np.nan)
 
 

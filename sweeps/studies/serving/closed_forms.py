@@ -11,7 +11,6 @@ tokens. Values that do not exist (TPOT at ``O = 1``) are NaN, null in the tables
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -152,28 +151,12 @@ def bound(t: Terms) -> dict[str, Any]:
 
     Its token budget is the largest step any of them takes, ``L = max(B I, tau)``: the
     chunked schedulers keep within ``tau``, while a static batch and batched prefills carry
-    up to ``B`` whole prompts, so no mode of the table passes the bound whatever its budget.
+    up to ``B`` whole prompts, so no mode of the table passes the bound whatever its budget
+    (``bounds.plain_time``).
     """
-    x, batch, prompt, output = t.x, t.batch, t.prompt, t.output
-    budget = t.budget if math.isfinite(t.budget) else 0.0
-    largest = np.maximum(batch * prompt, budget)
-    weights = physics.weights_per_request(
-        batch,
-        prompt,
-        output,
-        largest,
-        weights_read(x, batch),
-        weights_read(x, batch + largest),
-        largest,
-        weights_read(x, 0 * batch),
-        weights_read(x, largest),
-        largest,
-    )
-    flops = t.prompt_flops + (output - 1) * t.seq_flops
-    traffic = t.prompt_cache + (output - 1) * t.seq_kv
-    time = physics.bound_request_time(flops, weights, traffic, x["_peak"], x["_bandwidth"])
-    if served.speculates(x) or served.caches_prefixes(x):
+    if bounds.techniques(t.x):
         return bounds.technique_bound(t, bounds.bound_tpot(t))
+    time = bounds.plain_time(t, bounds.plain_parts(t))
     return t.result(t.alone, bounds.bound_tpot(t), 1 / time, t.steady, np.nan)
 
 

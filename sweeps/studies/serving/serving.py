@@ -29,6 +29,7 @@ from sweeps.physics._array import where
 from sweeps.studies.serving import served
 from sweeps.studies.serving.bounds import corner
 from sweeps.studies.serving.closed_forms import PRICED, QUANTILES, Terms, serial_prefill
+from sweeps.studies.serving.distribution import distribution_bound, requests
 
 DIMS = (
     "model",
@@ -91,6 +92,9 @@ def _compute(x: Inputs) -> dict[str, Any]:
     terms = Terms(x, budget)
     labels = [str(m) for m in np.asarray(mode).reshape(-1)]
     modes = {name: served.modelled(x, name, PRICED[name](terms)) for name in labels}
+    lengths = requests(x)
+    if "bound" in modes and lengths is not None:  # a trace's: the bound of its distribution
+        modes["bound"] = distribution_bound(terms, modes["bound"], lengths)
     if "bound" in modes:  # its TPOT under every named scheduler's of the table
         modes["bound"] = corner(terms, modes["bound"], [modes[m] for m in labels if m != "bound"])
 

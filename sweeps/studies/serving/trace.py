@@ -5,11 +5,14 @@ The trace (``sweeps.traces``: any format ``sweeps workload`` reads), located rel
 config file (``sweeps.traces.locate``), is read once when the config is resolved and gives
 the serving axes: ``prompt_tokens`` and ``output_tokens`` its mean lengths (rounded, at least
 1), ``arrival_rate`` its mean rate ``(n - 1) / (t_n - t_1)`` times each ``rate_scale``. The
-serving and pools tables are then the closed forms and bounds at those means (what they bound
-for the trace's distribution is stated in docs/workloads.md); the simulated plans replay the
-trace itself, its first ``[serving] simulate`` requests at their recorded times divided by the
-scale, with their own lengths. Each rate is a ``TraceLoad`` record whose label is the rate.
-Imports nothing heavy.
+named schedulers' rows of the serving and pools tables are then their closed forms at those
+means (estimates for the trace's distribution, docs/workloads.md); the serving table's
+``bound`` rows are the bound of the distribution itself, from every request's lengths
+(``Requests``, the derived input ``_trace_requests``: ``sweeps.studies.serving.distribution``);
+the simulated plans replay the trace itself, its first ``[serving] simulate`` requests at
+their recorded times divided by the scale, with their own lengths. Each rate is a
+``TraceLoad`` record whose label is the rate. Imports nothing heavy (numpy when the
+distribution is made).
 """
 
 from __future__ import annotations
@@ -134,6 +137,40 @@ def workload_records(
         "arrival_rate": loads,
         "concurrency": (),
     }, problems
+
+
+@dataclass(frozen=True, eq=False)
+class Requests:
+    """A trace's length distribution: its distinct ``(I, O)`` pairs and how often each comes.
+
+    prompt, output : Each pair's tokens [token]
+    count : Its requests [1]
+    """
+
+    prompt: Any
+    output: Any
+    count: Any
+
+    @classmethod
+    def of(cls, trace: Any) -> Requests:
+        """The distribution of every request of ``trace``."""
+        import numpy as np
+
+        pairs = np.stack([trace.prompt, trace.output], axis=1)
+        distinct, count = np.unique(pairs, axis=0, return_counts=True)
+        as_float = distinct.astype(np.float64)
+        return cls(as_float[:, 0], as_float[:, 1], count.astype(np.float64))
+
+
+def workload_inputs(sweep: Any) -> dict[str, tuple[tuple[str, ...], Any]]:
+    """``_trace_requests``: the workload trace's length distribution (``Requests``, one value:
+    ``sweeps.studies.serving.distribution`` reads it); none without ``[workload]``."""
+    import numpy as np
+
+    for load in getattr(sweep, "arrival_rate", ()):
+        if isinstance(load, TraceLoad):
+            return {"_trace_requests": ((), np.array(Requests.of(load.trace), dtype=object))}
+    return {}
 
 
 def trace_load(sweep: Any, rate: Any) -> TraceLoad | None:
