@@ -882,3 +882,10 @@ def _walk_y_domain(spec: dict[str, Any]) -> list[float]:
             return list(y["scale"]["domain"])
     msg = "no intensity axis"
     raise AssertionError(msg)
+
+
+def test_a_ceiling_at_the_ridge_strikes_both_sides_alike() -> None:
+    """Found by hypothesis: a ceiling equal to the ridge (414.5) was read on one side only, as
+    the ridge's logarithm came from math and the ceilings' from numpy (one unit apart)."""
+    side = ridge_label_side(414.5, np.asarray([414.5]), (1.0, 1e5), 100.0, 8.0)
+    assert side == "above"

@@ -223,7 +223,7 @@ def ridge_label_side(
     ceiling line crosses, else the side whose nearest ceiling is farther [-]."""
     per_px = math.log10(span[1] / span[0]) / height
     band = 1.4 * font * per_px  # the label's height and its gap, in decades
-    logs = np.log10(ceilings[np.isfinite(ceilings) & (ceilings > 0)]) - math.log10(ridge)
+    logs = np.log10(ceilings[np.isfinite(ceilings) & (ceilings > 0)]) - np.log10(ridge)
     up = logs[logs >= 0]
     down = -logs[logs <= 0]
     clear_up = float(up.min()) if up.size else math.inf
