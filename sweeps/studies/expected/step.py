@@ -23,7 +23,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.measured.database import OPERATIONS, EngineChoice, resolve
-from sweeps.measured.kernels import EXTRAPOLATED, NAMES, NONE, Kernels, Readings, kernels
+from sweeps.measured.kernels import NAMES, NONE, Kernels, Readings, kernels
 
 
 @dataclass(frozen=True)
@@ -195,15 +195,15 @@ class _Ops:
 
 def _scaled(readings: Readings, shape: dict[str, Any], bound: Callable[[Any], Any]) -> Timed:
     """Readings at ``shape`` [s], their bases and the shapes' own bounds [s]: where a reading
-    was taken at a clamped shape (``extrapolated``), its share of that shape's roofline
-    applied to this shape's bound."""
+    was taken at a clamped shape (``extrapolated`` outside an axis's range), its share of that
+    shape's roofline applied to this shape's bound."""
     latency = readings.latency_s
     own = np.broadcast_to(np.asarray(bound(shape), dtype=np.float64), latency.shape)
-    if not readings.at:
+    if not readings.at or readings.moved is None:
         return latency, readings.basis, own
     with np.errstate(invalid="ignore", divide="ignore"):
         scaled = latency * own / bound({**shape, **readings.at})
-    return np.where(readings.basis == EXTRAPOLATED, scaled, latency), readings.basis, own
+    return np.where(readings.moved, scaled, latency), readings.basis, own
 
 
 def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
