@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from sweeps.catalog import load_catalog
 from sweeps.measured.database import parse, systems_root
-from sweeps.measured.kernels import Reading, kernels
+from sweeps.measured.kernels import MEMO_SIZE, NAMES, Reading, Readings, kernels
 from sweeps.studies.expected.step import Config, step
 
 pytest.importorskip("aiconfigurator_core")
@@ -182,3 +182,32 @@ def test_an_interpolated_attention_has_measured_neighbours_bracketing_it(
 def test_an_interpolated_gemm_has_measured_neighbours_bracketing_it(m: int, n: int, k: int) -> None:
     reading = kernels(SYSTEM, ENGINE, VERSION).gemm(m, n, k, "bf16")
     assert reading.basis == _adversary(_gemm_rows(), (m, n, k))
+
+
+def test_a_large_grid_is_placed_as_its_small_pieces_are() -> None:
+    """Placements of up to ``MEMO_SIZE`` values are memoized, larger ones placed anew: both
+    give each shape the basis, clamped shape and latency it has alone."""
+    rng = np.random.default_rng(43)
+    pairs = rng.choice(
+        [(8, 1024), (8, 3000), (300, 200), (512, 4096), (300, 600), (4096, 300_000)],
+        size=MEMO_SIZE + 7,
+    )
+    k = kernels(SYSTEM, ENGINE, VERSION)
+
+    def read(batch: np.ndarray, length: np.ndarray) -> Readings:
+        return k.attention_many(
+            prefill=False, batch=batch, length=length, heads=HEADS, kv_heads=KV_HEADS,
+            head_dim=HEAD_DIM, window=0, fmt="bf16",
+        )  # fmt: skip
+
+    large = read(pairs[:, 0], pairs[:, 1])
+    for index in range(0, len(pairs), 4099):
+        alone = _attention(int(pairs[index, 0]), int(pairs[index, 1]))
+        small = read(pairs[index : index + 3, 0], pairs[index : index + 3, 1])
+        assert str(NAMES[large.basis[index]]) == alone.basis
+        assert small.basis[0] == large.basis[index]
+        assert large.latency_s[index] == alone.latency_s
+        assert large.at["step"][index] == alone.at["step"]
+        assert large.moved is not None
+        assert small.moved is not None
+        assert small.moved[0] == large.moved[index]

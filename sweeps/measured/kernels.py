@@ -9,10 +9,12 @@ process); the scalar methods are the same lookup for one shape.
 
 The value is the database's own query (its compiled estimator interpolates its tables), so
 at a measured GEMM shape it is the table's value exactly. What this module adds is the basis of
-each value, from the table's own axes (read with Polars): ``measured`` (every coordinate is
-a measured one), ``interpolated`` (inside the measured range), or ``extrapolated`` (outside
-it: the shape is clamped into the range and the reading says which shape was asked, so the
-caller scales it by the roofline: the nearest measured point's share of its roof). A format
+each value, from the table's own rows (read with Polars): ``measured`` (the shape is a
+row), ``interpolated`` (every corner of the cell of measured values around it is a row), or
+``extrapolated`` (outside the rows measured together; docs/expected.md, "What each value rests
+on"). A shape outside an axis's measured range is clamped into it and the reading says which
+shape was asked (``at``, ``moved``), so the caller scales it by the roofline: the nearest
+measured point's share of its roof; one inside every range is read where it is asked. A format
 the table does not hold gives no reading (``Reading.reason``). No physics here.
 """
 
@@ -76,7 +78,8 @@ class Reading:
 
     latency_s : At the shape asked for, or (``extrapolated``) at ``at`` [s]; None: no reading
     basis : ``measured``, ``interpolated``, ``extrapolated`` or "" (no reading)
-    at : The coordinates the latency was read at (the shape clamped into the measured range)
+    at : The coordinates the latency was read at (the shape clamped into each axis's measured
+        range)
     reason : Why there is no reading ("" where there is one)
     """
 
@@ -119,6 +122,26 @@ class Readings:
         return Reading(None if reason else latency, str(NAMES[self.basis.flat[0]]), at, reason)
 
 
+Placed = tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]
+"""Shapes placed in a table: their basis codes (int8), the shapes clamped into each axis's
+measured range and whether each was clamped (bool); kept in ``_Table.memo``, so never
+written to."""
+
+MEMO = 4096
+"""The most placements a table keeps (``_Table.place``); it starts again when full."""
+
+MEMO_SIZE = 1 << 16
+"""The most values of shapes whose placement a table keeps (larger ones are placed anew)."""
+
+
+def _key(name: str, value: Any) -> tuple[Any, ...]:
+    """A hashable key of one coordinate's value (a number or an array of them)."""
+    if np.ndim(value) == 0:
+        return (name, float(value))
+    array = np.asarray(value)
+    return (name, array.shape, array.dtype.str, array.tobytes())
+
+
 @dataclass(frozen=True, slots=True)
 class _Table:
     """The measured points of one table at one format.
@@ -134,10 +157,24 @@ class _Table:
     ranges: Mapping[str, np.ndarray]
     axes: Mapping[str, np.ndarray]
     held: np.ndarray
+    memo: dict[tuple[Any, ...], Placed] = field(default_factory=dict, compare=False)
 
-    def place(
-        self, shape: Mapping[str, Any], exact: Mapping[str, Any] | None = None
-    ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    def place(self, shape: Mapping[str, Any], exact: Mapping[str, Any] | None = None) -> Placed:
+        """``placed`` of these shapes, each distinct set of arrays once (memoized up to
+        ``MEMO_SIZE`` values: a grid's configurations ask the same batches and lengths at
+        other weights' shapes, and a small grid's lookups are mostly their fixed cost)."""
+        point = {**shape, **(exact or {})}
+        if sum(np.size(value) for value in point.values()) > MEMO_SIZE:
+            return self.placed(shape, exact)  # a large grid: its per-call cost is amortized
+        key = (*(_key(name, point[name]) for name in sorted(point)), tuple(shape))
+        placed = self.memo.get(key)
+        if placed is None:
+            if len(self.memo) >= MEMO:
+                self.memo.clear()
+            placed = self.memo[key] = self.placed(shape, exact)
+        return placed
+
+    def placed(self, shape: Mapping[str, Any], exact: Mapping[str, Any] | None = None) -> Placed:
         """The basis code of each of the ``shape`` arrays' shapes (they broadcast; int8),
         the shapes clamped into each axis's measured range (an axis the table lacks passes
         through) and whether a shape was clamped (bool). ``exact`` gives the table's other
@@ -170,19 +207,34 @@ class _Table:
             return np.full(size, EXTRAPOLATED, dtype=np.int8)
         beyond: Any = False
         on: Any = True
-        corners: list[list[np.ndarray]] = []
+        corners: list[list[Any]] = []
         for name, held in self.axes.items():
+            if np.ndim(point[name]) == 0:  # a scalar: its cell in plain Python, once a call
+                low, high, hit, out = _bracket(held, float(point[name]))
+                beyond, on = beyond | out, on & hit
+                corners.append([low] if hit else [low, high])
+                continue
             asked = np.asarray(point[name], dtype=np.float64)
-            low = np.clip(np.searchsorted(held, asked, side="right") - 1, 0, held.size - 1)
-            hit = held[low] == asked
+            lows = np.clip(np.searchsorted(held, asked, side="right") - 1, 0, held.size - 1)
+            hits = held[lows] == asked
             beyond = beyond | (asked < held[0]) | (asked > held[-1])
-            on = on & hit
-            high = np.minimum(low + ~hit, held.size - 1)
-            corners.append([low] if bool(np.all(hit)) else [low, high])
+            on = on & hits
+            highs = np.minimum(lows + ~hits, held.size - 1)
+            corners.append([lows] if bool(np.all(hits)) else [lows, highs])
         inside: Any = ~np.asarray(beyond)
         for corner in itertools.product(*corners):
             inside = inside & self.held[corner]
         return np.where(inside, np.where(on, 0, 1), EXTRAPOLATED).astype(np.int8)
+
+
+def _bracket(held: np.ndarray, value: float) -> tuple[int, int, bool, bool]:
+    """The cell of measured values ``held`` (sorted) around ``value``: the index of the
+    nearest at or below it and of the nearest at or above it (clipped into ``held``), whether
+    ``value`` is measured and whether it lies outside ``held``'s range."""
+    low = min(max(int(np.searchsorted(held, value, side="right")) - 1, 0), held.size - 1)
+    hit = bool(held[low] == value)
+    out = bool(value < held[0] or value > held[-1])
+    return low, min(low + (not hit), held.size - 1), hit, out
 
 
 class Kernels:

@@ -6,10 +6,11 @@ after the tensor-parallel split: the embedding gather; per layer the QKV, output
 router and routed experts) projections as GEMMs of ``m`` tokens, attention (heads and KV
 heads per device, head dim, window, KV format) and two all-reduces; the LM head. Each is read
 from ``sweeps.measured.kernels`` at its shape (each distinct shape once) and held against its
-own roofline bound (``sweeps.physics.kernels``); a reading outside the measured range is the
-nearest measured point's share of the roofline applied to the shape's own bound
-(``extrapolated``). Elementwise kernels (norms, activations) are not counted, as the cost
-model counts none; MLA attention is not composed (null, with the reason).
+own roofline bound (``sweeps.physics.kernels``); a reading outside an axis's measured range
+is the nearest measured point's share of the roofline applied to the shape's own bound (its
+basis ``extrapolated``, as is that of a shape inside every range but outside the rows
+measured together, read where it is asked). Elementwise kernels (norms, activations) are not
+counted, as the cost model counts none; MLA attention is not composed (null, with the reason).
 """
 
 from __future__ import annotations
