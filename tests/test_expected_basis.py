@@ -75,6 +75,32 @@ def _adversary(rows: frozenset, point: tuple[float, ...]) -> str:
     return "interpolated" if all(corner in rows for corner in corners) else "extrapolated"
 
 
+def _prefill_rows() -> frozenset:
+    axes = ("batch_size", "isl", *ATTENTION_AXES[2:])
+    name = "context_attention_perf"
+    return _rows("attention", name, "kv_cache_dtype", "bfloat16", axes)
+
+
+@pytest.mark.parametrize(
+    ("batch", "prompt", "basis"),
+    [
+        (8, 4096, "measured"),
+        (12, 3000, "interpolated"),  # batch 8 and 16 both measured past 4,096 tokens
+        (12, 12_000, "extrapolated"),  # batch 8 measured to 16,384 tokens, batch 16 to 8,192
+        (1, 100_000, "extrapolated"),  # beyond every prompt measured
+    ],
+)
+def test_prefill_attention_is_labelled_by_the_rows_measured_together(
+    batch: int, prompt: int, basis: str
+) -> None:
+    reading = kernels(SYSTEM, ENGINE, VERSION).attention(
+        prefill=True, batch=batch, length=prompt, heads=HEADS, kv_heads=KV_HEADS,
+        head_dim=HEAD_DIM, window=0, fmt="bf16",
+    )  # fmt: skip
+    assert reading.basis == basis
+    assert _adversary(_prefill_rows(), (batch, prompt, HEADS, KV_HEADS, HEAD_DIM, 0)) == basis
+
+
 def _attention(batch: int, context: int) -> Reading:
     k = kernels(SYSTEM, ENGINE, VERSION)
     return k.attention(
