@@ -192,6 +192,13 @@ def test_a_run_with_an_engine_writes_expected_and_kernels(
         "rows": expected.height,
         "below_bound": int(expected["below_bound"].sum()),
         "without_data": mi300x.height,
+        **{
+            b: int((expected["basis"] == b).sum())
+            for b in ("measured", "interpolated", "extrapolated")
+        },
     }
+    bases = counts["measured"] + counts["interpolated"] + counts["extrapolated"]
+    assert bases + counts["without_data"] == counts["rows"]
+    assert counts["extrapolated"] > 0
     kernels_table = pl.read_parquet(folder / "kernels.parquet")
     assert kernels_table.height == expected.height * len(OPERATIONS)

@@ -9,16 +9,19 @@ process); the scalar methods are the same lookup for one shape.
 
 The value is the database's own query (its compiled estimator interpolates its tables), so
 at a measured GEMM shape it is the table's value exactly. What this module adds is the basis of
-each value, from the table's own axes (read with Polars): ``measured`` (every coordinate is
-a measured one), ``interpolated`` (inside the measured range), or ``extrapolated`` (outside
-it: the shape is clamped into the range and the reading says which shape was asked, so the
-caller scales it by the roofline: the nearest measured point's share of its roof). A format
+each value, from the table's own rows (read with Polars): ``measured`` (the shape is a
+row), ``interpolated`` (every corner of the cell of measured values around it is a row), or
+``extrapolated`` (outside the rows measured together; docs/expected.md, "What each value rests
+on"). A shape outside an axis's measured range is clamped into it and the reading says which
+shape was asked (``at``, ``moved``), so the caller scales it by the roofline: the nearest
+measured point's share of its roof; one inside every range is read where it is asked. A format
 the table does not hold gives no reading (``Reading.reason``). No physics here.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -75,7 +78,8 @@ class Reading:
 
     latency_s : At the shape asked for, or (``extrapolated``) at ``at`` [s]; None: no reading
     basis : ``measured``, ``interpolated``, ``extrapolated`` or "" (no reading)
-    at : The coordinates the latency was read at (the shape clamped into the measured range)
+    at : The coordinates the latency was read at (the shape clamped into each axis's measured
+        range)
     reason : Why there is no reading ("" where there is one)
     """
 
@@ -100,12 +104,15 @@ class Readings:
     at : The coordinates each latency was read at (the shapes clamped into the measured
         range), one array per coordinate; empty where the table has none
     reason : Why there is no reading ("" where there is one)
+    moved : Whether each shape was clamped (its latency is read at ``at``, not at the shape;
+        bool, None: none was); an ``extrapolated`` shape inside every axis's range is not
     """
 
     latency_s: np.ndarray
     basis: np.ndarray
     at: Mapping[str, np.ndarray] = field(default_factory=dict)
     reason: str = ""
+    moved: np.ndarray | None = None
 
     def one(self) -> Reading:
         """The single reading of a one-shape ``Readings``."""
@@ -115,31 +122,119 @@ class Readings:
         return Reading(None if reason else latency, str(NAMES[self.basis.flat[0]]), at, reason)
 
 
+Placed = tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]
+"""Shapes placed in a table: their basis codes (int8), the shapes clamped into each axis's
+measured range and whether each was clamped (bool); kept in ``_Table.memo``, so never
+written to."""
+
+MEMO = 4096
+"""The most placements a table keeps (``_Table.place``); it starts again when full."""
+
+MEMO_SIZE = 1 << 16
+"""The most values of shapes whose placement a table keeps (larger ones are placed anew)."""
+
+
+def _key(name: str, value: Any) -> tuple[Any, ...]:
+    """A hashable key of one coordinate's value (a number or an array of them)."""
+    if np.ndim(value) == 0:
+        return (name, float(value))
+    array = np.asarray(value)
+    return (name, array.shape, array.dtype.str, array.tobytes())
+
+
 @dataclass(frozen=True, slots=True)
 class _Table:
-    """The measured axes of one table at one format: each coordinate's sorted values."""
+    """The measured points of one table at one format.
 
+    ranges : Each coordinate's sorted measured values, over the rows at the format (what a
+        shape is clamped into)
+    axes : Each coordinate's sorted measured values, over the rows the basis counts (those
+        at the format and, for the MoE table, the routing read: a subset of ``ranges``' rows)
+    held : Whether each combination of ``axes`` is a measured row (bool, one dim per axis, in
+        ``axes``' order)
+    """
+
+    ranges: Mapping[str, np.ndarray]
     axes: Mapping[str, np.ndarray]
+    held: np.ndarray
+    memo: dict[tuple[Any, ...], Placed] = field(default_factory=dict, compare=False)
 
-    def place(self, shape: Mapping[str, Any]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        """The basis code of each of the ``shape`` arrays' shapes (they broadcast; int8) and
-        the shapes clamped into the measured range (an axis the table lacks passes through)."""
+    def place(self, shape: Mapping[str, Any], exact: Mapping[str, Any] | None = None) -> Placed:
+        """``placed`` of these shapes, each distinct set of arrays once (memoized up to
+        ``MEMO_SIZE`` values: a grid's configurations ask the same batches and lengths at
+        other weights' shapes, and a small grid's lookups are mostly their fixed cost)."""
+        point = {**shape, **(exact or {})}
+        if sum(np.size(value) for value in point.values()) > MEMO_SIZE:
+            return self.placed(shape, exact)  # a large grid: its per-call cost is amortized
+        key = (*(_key(name, point[name]) for name in sorted(point)), tuple(shape))
+        placed = self.memo.get(key)
+        if placed is None:
+            if len(self.memo) >= MEMO:
+                self.memo.clear()
+            placed = self.memo[key] = self.placed(shape, exact)
+        return placed
+
+    def placed(self, shape: Mapping[str, Any], exact: Mapping[str, Any] | None = None) -> Placed:
+        """The basis code of each of the ``shape`` arrays' shapes (they broadcast; int8),
+        the shapes clamped into each axis's measured range (an axis the table lacks passes
+        through) and whether a shape was clamped (bool). ``exact`` gives the table's other
+        coordinates (never clamped: a window, a parallel degree), which count for the basis.
+
+        The basis is the coverage of the measured rows (docs/expected.md, "Basis"):
+        ``measured`` where the shape is a measured row, ``interpolated`` where every corner of
+        the cell of measured values around it (per axis the nearest measured value at or
+        below and at or above) is a measured row, ``extrapolated`` elsewhere: outside an
+        axis's range, or inside every range but not inside the rows measured together."""
         outside: Any = False
-        between: Any = False
         clamped = {}
         for name, value in shape.items():
-            held = self.axes.get(name)
+            held = self.ranges.get(name)
             asked = np.asarray(value, dtype=np.float64)
             if held is None or held.size == 0:
                 clamped[name] = asked
                 continue
             clamped[name] = np.minimum(np.maximum(asked, float(held[0])), float(held[-1]))
             outside = outside | (clamped[name] != asked)
-            nearest = np.minimum(np.searchsorted(held, asked), held.size - 1)
-            between = between | (held[nearest] != asked)
-        code = np.where(outside, EXTRAPOLATED, np.where(between, 1, 0)).astype(np.int8)
+        code = self.cover({**shape, **(exact or {})})
         size = np.broadcast_shapes(*(np.shape(v) for v in shape.values()))
-        return np.broadcast_to(code, size), clamped
+        return np.broadcast_to(code, size), clamped, np.broadcast_to(outside, size)
+
+    def cover(self, point: Mapping[str, Any]) -> np.ndarray:
+        """The basis code of each point (``point``: every axis's values, arrays that
+        broadcast): 0 a measured row, 1 inside the cell of measured rows around it, 2 not."""
+        if self.held.size == 0:
+            size = np.broadcast_shapes(*(np.shape(v) for v in point.values()))
+            return np.full(size, EXTRAPOLATED, dtype=np.int8)
+        beyond: Any = False
+        on: Any = True
+        corners: list[list[Any]] = []
+        for name, held in self.axes.items():
+            if np.ndim(point[name]) == 0:  # a scalar: its cell in plain Python, once a call
+                low, high, hit, out = _bracket(held, float(point[name]))
+                beyond, on = beyond | out, on & hit
+                corners.append([low] if hit else [low, high])
+                continue
+            asked = np.asarray(point[name], dtype=np.float64)
+            lows = np.clip(np.searchsorted(held, asked, side="right") - 1, 0, held.size - 1)
+            hits = held[lows] == asked
+            beyond = beyond | (asked < held[0]) | (asked > held[-1])
+            on = on & hits
+            highs = np.minimum(lows + ~hits, held.size - 1)
+            corners.append([lows] if bool(np.all(hits)) else [lows, highs])
+        inside: Any = ~np.asarray(beyond)
+        for corner in itertools.product(*corners):
+            inside = inside & self.held[corner]
+        return np.where(inside, np.where(on, 0, 1), EXTRAPOLATED).astype(np.int8)
+
+
+def _bracket(held: np.ndarray, value: float) -> tuple[int, int, bool, bool]:
+    """The cell of measured values ``held`` (sorted) around ``value``: the index of the
+    nearest at or below it and of the nearest at or above it (clipped into ``held``), whether
+    ``value`` is measured and whether it lies outside ``held``'s range."""
+    low = min(max(int(np.searchsorted(held, value, side="right")) - 1, 0), held.size - 1)
+    hit = bool(held[low] == value)
+    out = bool(value < held[0] or value > held[-1])
+    return low, min(low + (not hit), held.size - 1), hit, out
 
 
 class Kernels:
@@ -167,18 +262,35 @@ class Kernels:
 
     @functools.cache  # noqa: B019 - one instance per device and engine, kept for the run
     def _table(
-        self, family: str, name: str, column: str, value: str, axes: tuple[str, ...]
+        self,
+        family: str,
+        name: str,
+        where: tuple[tuple[str, str], ...],
+        axes: tuple[str, ...],
+        counted: tuple[tuple[str, str], ...] = (),
     ) -> _Table | None:
-        """The axes of table ``name`` where ``column == value`` (None: not held)."""
+        """The measured points of table ``name`` over ``axes`` among its rows where each
+        ``(column, value)`` of ``where`` holds (None: not held); the basis counts only those
+        of them where ``counted`` holds too."""
         import polars as pl
 
         path = self._folder(family) / f"{name}.parquet"
-        if not value or not path.is_file():
+        if not all(value for _, value in where) or not path.is_file():
             return None
-        frame = pl.scan_parquet(path).filter(pl.col(column) == value).select(axes).collect()
-        if frame.height == 0:
+        frame = pl.scan_parquet(path)
+        for column, value in where:
+            frame = frame.filter(pl.col(column) == value)
+        names = tuple(dict.fromkeys((*axes, *(column for column, _ in counted))))
+        rows = frame.select(names).unique().collect()
+        if rows.height == 0:
             return None
-        return _Table({a: np.sort(frame[a].unique().to_numpy()) for a in axes})
+        ranges = {a: np.sort(rows[a].unique().to_numpy()) for a in axes}
+        for column, value in counted:
+            rows = rows.filter(pl.col(column) == value)
+        values = {a: np.sort(rows[a].unique().to_numpy()) for a in axes}
+        held = np.zeros(tuple(v.size for v in values.values()), dtype=bool)
+        held[tuple(np.searchsorted(values[a], rows[a].to_numpy()) for a in axes)] = True
+        return _Table(ranges, values, held)
 
     @property
     def asked(self) -> int:
@@ -244,14 +356,14 @@ class Kernels:
         from aiconfigurator_core.sdk import operations as ops
 
         mode = GEMM_FORMATS.get(fmt, "")
-        table = self._table("gemm", "gemm_perf", "gemm_dtype", mode, ("m", "n", "k"))
+        table = self._table("gemm", "gemm_perf", (("gemm_dtype", mode),), ("m", "n", "k"))
         if table is None:
             return _none_many(m, f"GEMM format {fmt!r} not in the {self.engine} tables")
-        basis, at = table.place({"m": m, "n": n, "k": k})
+        basis, at, moved = table.place({"m": m, "n": n, "k": k})
         n_at, k_at = round(float(at["n"].flat[0])), round(float(at["k"].flat[0]))
         op = ops.GEMM("gemm", 1, n_at, k_at, common.GEMMQuantMode[mode])
         latency = self._evaluate(op, context=False, batch=np.round(at["m"]), s=1)
-        return _read(latency, basis, at)
+        return _read(latency, basis, at, moved)
 
     def gemm(self, m: int, n: int, k: int, fmt: str) -> Reading:
         """A GEMM of ``m`` tokens by an ``n x k`` weight in catalog format ``fmt``."""
@@ -272,7 +384,8 @@ class Kernels:
         name = "context_attention_perf" if prefill else "generation_attention_perf"
         length_axis = "isl" if prefill else "step"
         axes = ("batch_size", length_axis, "num_heads", "num_key_value_heads", "head_dim")
-        table = self._table("attention", name, "kv_cache_dtype", mode, axes)
+        where = (("kv_cache_dtype", mode),)
+        table = self._table("attention", name, where, (*axes, "window_size"))
         if table is None:
             size = np.broadcast(np.asarray(batch), np.asarray(length)).shape
             reason = f"KV format {fmt!r} not in the {self.engine} attention tables"
@@ -281,7 +394,7 @@ class Kernels:
         lengths = np.asarray(length) if prefill else np.asarray(length) - 1
         shape = {"batch_size": batch, length_axis: lengths, "num_heads": heads,
                  "num_key_value_heads": kv_heads, "head_dim": head_dim}  # fmt: skip
-        basis, at = table.place(shape)
+        basis, at, moved = table.place(shape, {"window_size": window})
         got = {key: round(float(at[key].flat[0])) for key in axes[2:]}
         kv = common.KVCacheQuantMode[mode]
         if prefill:
@@ -298,7 +411,7 @@ class Kernels:
             )  # fmt: skip
             s = np.round(at["step"]) + 1
         latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
-        return _read(latency, basis, at)
+        return _read(latency, basis, at, moved)
 
     def attention(
         self, *, prefill: bool, batch: int, length: int, heads: int, kv_heads: int,
@@ -320,12 +433,12 @@ class Kernels:
         if tp <= 1:
             return Readings(np.zeros(rows.shape), np.zeros(rows.shape, dtype=np.int8))
         axes = ("num_gpus", "message_size")
-        table = self._table("comm", "custom_allreduce_perf", "op_name", "all_reduce", axes)
+        table = self._table("comm", "custom_allreduce_perf", (("op_name", "all_reduce"),), axes)
         if table is None:
             return _none_many(rows, f"no all-reduce table for {self.engine}")
-        basis, at = table.place({"num_gpus": tp, "message_size": rows * hidden})
+        basis, at, moved = table.place({"num_gpus": tp, "message_size": rows * hidden})
         op = ops.CustomAllReduce("allreduce", 1, hidden, tp)
-        return _read(self._evaluate(op, context=False, batch=rows, s=1), basis, at)
+        return _read(self._evaluate(op, context=False, batch=rows, s=1), basis, at, moved)
 
     def allreduce(self, tokens: int, hidden: int, tp: int) -> Reading:
         """The all-reduce of ``tokens`` rows of ``hidden`` bf16 values over ``tp`` devices."""
@@ -342,17 +455,20 @@ class Kernels:
 
         mode = MOE_FORMATS.get(fmt, "")
         axes = ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts")
-        table = self._table("moe", "moe_perf", "moe_dtype", mode, axes)
+        table = self._table(
+            "moe", "moe_perf", (("moe_dtype", mode),), (*axes, "moe_tp_size", "moe_ep_size"),
+            (("distribution", DISTRIBUTION),),
+        )  # fmt: skip
         if table is None:
             return _none_many(tokens, f"MoE format {fmt!r} not in the {self.engine} tables")
         shape = {"num_tokens": tokens, "hidden_size": hidden, "inter_size": inter,
                  "topk": topk, "num_experts": experts}  # fmt: skip
-        basis, at = table.place(shape)
+        basis, at, moved = table.place(shape, {"moe_tp_size": tp, "moe_ep_size": ep})
         op = ops.MoE(
             "moe", 1, hidden, inter, topk, experts, tp, ep, common.MoEQuantMode[mode],
             DISTRIBUTION, 1,
         )  # fmt: skip
-        return _read(self._evaluate(op, context=False, batch=tokens, s=1), basis, at)
+        return _read(self._evaluate(op, context=False, batch=tokens, s=1), basis, at, moved)
 
     def moe(
         self, *, tokens: int, hidden: int, inter: int, topk: int, experts: int,
@@ -383,10 +499,13 @@ _SHIFT = 32
 """A shape's key: its batch shifted by this many bits, or its ``s``."""
 
 
-def _read(latency: np.ndarray, basis: np.ndarray, at: dict[str, np.ndarray]) -> Readings:
-    """Latencies with their basis codes (none where the estimator gave none) and clamped
-    shapes."""
-    return Readings(latency, np.where(np.isnan(latency), NONE, basis).astype(np.int8), at)
+def _read(
+    latency: np.ndarray, basis: np.ndarray, at: dict[str, np.ndarray], moved: np.ndarray
+) -> Readings:
+    """Latencies with their basis codes (none where the estimator gave none), clamped shapes
+    and whether each was clamped."""
+    code = np.where(np.isnan(latency), NONE, basis).astype(np.int8)
+    return Readings(latency, code, at, moved=np.broadcast_to(moved, latency.shape))
 
 
 def _none_many(like: Any, reason: str) -> Readings:

@@ -66,9 +66,13 @@ def manifest(
 
 def expected_counts(folder: Path, files: list[str]) -> dict[str, int] | None:
     """Of the expected table's rows in ``folder`` (its ``files``): how many there are, how
-    many have an expectation below their bound (flagged, never clamped) and how many have
-    none (no data); None where the run wrote no expected table."""
+    many have an expectation below their bound (flagged, never clamped), how many have none
+    (no data) and how many of those with one rest on each basis (``measured``,
+    ``interpolated``, ``extrapolated``: with ``without_data`` they add up to ``rows``); None
+    where the run wrote no expected table."""
     import polars as pl
+
+    from sweeps.measured.kernels import BASES
 
     paths = [folder / f for f in files if Path(f).name.startswith("expected")]
     paths = [p for p in paths if p.suffix == ".parquet"]
@@ -80,6 +84,7 @@ def expected_counts(folder: Path, files: list[str]) -> dict[str, int] | None:
             rows=pl.len(),
             below_bound=pl.col("below_bound").sum(),
             without_data=pl.col("expected_step_time_s").is_null().sum(),
+            **{basis: (pl.col("basis") == basis).fill_null(False).sum() for basis in BASES},
         )
         .collect()
         .row(0, named=True)

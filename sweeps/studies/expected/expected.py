@@ -247,7 +247,8 @@ EXPECTED = Analysis(
             "expected_basis",
             "-",
             "Least certain basis of the step's kernels: measured, interpolated, extrapolated "
-            "(the nearest measured point's share of the roofline); empty: no data",
+            "(outside the rows measured together; beyond a measured range, the nearest "
+            "measured point's share of the roofline); empty: no data",
             "str",
             "basis",
             "full",
@@ -318,7 +319,8 @@ KERNELS = Analysis(
         _V(
             "kernel_basis",
             "-",
-            "measured, interpolated or extrapolated; empty: no data",
+            "measured (a row of the table), interpolated (inside the cell of rows around "
+            "it) or extrapolated (outside the rows measured together); empty: no data",
             "str",
             "basis",
             "full",

@@ -6,10 +6,11 @@ after the tensor-parallel split: the embedding gather; per layer the QKV, output
 router and routed experts) projections as GEMMs of ``m`` tokens, attention (heads and KV
 heads per device, head dim, window, KV format) and two all-reduces; the LM head. Each is read
 from ``sweeps.measured.kernels`` at its shape (each distinct shape once) and held against its
-own roofline bound (``sweeps.physics.kernels``); a reading outside the measured range is the
-nearest measured point's share of the roofline applied to the shape's own bound
-(``extrapolated``). Elementwise kernels (norms, activations) are not counted, as the cost
-model counts none; MLA attention is not composed (null, with the reason).
+own roofline bound (``sweeps.physics.kernels``); a reading outside an axis's measured range
+is the nearest measured point's share of the roofline applied to the shape's own bound (its
+basis ``extrapolated``, as is that of a shape inside every range but outside the rows
+measured together, read where it is asked). Elementwise kernels (norms, activations) are not
+counted, as the cost model counts none; MLA attention is not composed (null, with the reason).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.measured.database import OPERATIONS, EngineChoice, resolve
-from sweeps.measured.kernels import EXTRAPOLATED, NAMES, NONE, Kernels, Readings, kernels
+from sweeps.measured.kernels import NAMES, NONE, Kernels, Readings, kernels
 
 
 @dataclass(frozen=True)
@@ -195,15 +196,15 @@ class _Ops:
 
 def _scaled(readings: Readings, shape: dict[str, Any], bound: Callable[[Any], Any]) -> Timed:
     """Readings at ``shape`` [s], their bases and the shapes' own bounds [s]: where a reading
-    was taken at a clamped shape (``extrapolated``), its share of that shape's roofline
-    applied to this shape's bound."""
+    was taken at a clamped shape (``extrapolated`` outside an axis's range), its share of that
+    shape's roofline applied to this shape's bound."""
     latency = readings.latency_s
     own = np.broadcast_to(np.asarray(bound(shape), dtype=np.float64), latency.shape)
-    if not readings.at:
+    if not readings.at or readings.moved is None:
         return latency, readings.basis, own
     with np.errstate(invalid="ignore", divide="ignore"):
         scaled = latency * own / bound({**shape, **readings.at})
-    return np.where(readings.basis == EXTRAPOLATED, scaled, latency), readings.basis, own
+    return np.where(readings.moved, scaled, latency), readings.basis, own
 
 
 def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
