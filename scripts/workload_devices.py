@@ -1,9 +1,10 @@
-"""The devices a ``[workload]`` trace needs, by bound and by simulation, and the prefix hit
-rate its config's ``prefix_trace`` would see on each device: the figures of docs/workloads.md.
+"""The devices a ``[workload]`` trace needs, by the closed forms and by simulation, and the
+prefix hit rate its config's ``prefix_trace`` would see on each device: the figures of
+docs/workloads.md.
 
     python scripts/workload_devices.py configs/serving-azure-conv-llama3-70b.toml
 
-- By bound: the fewest devices of a feasible colocated plan of the pools table (the closed
+- By closed form: the fewest devices of a feasible colocated plan of the pools table (the closed
   forms at the trace's mean lengths and rates, the config's objectives and schedulers), per
   device, KV format and rate scale, at a hit rate of 0.
 - By simulation: per tp, the pools table's largest ``chunked-greedy`` batch there at any of
@@ -40,7 +41,7 @@ def _index(values: list[Any], wanted: Any) -> int:
     return next(i for i, v in enumerate(values) if v == wanted or (wanted is None and v != v))
 
 
-def by_bound(pools: pl.DataFrame) -> pl.DataFrame:
+def by_closed_form(pools: pl.DataFrame) -> pl.DataFrame:
     """The fewest devices of a feasible colocated plan, per device, KV format and rate."""
     plain = pools.filter(
         pl.col("feasible")
@@ -99,27 +100,27 @@ def main(path: str) -> None:
     sweep = sweeps.load_config(path)
     frames = sweeps.export.frames(sweeps.run(sweep))
     pools, prefix = frames["pools"], frames["prefix"]
-    bound = by_bound(pools)
+    closed = by_closed_form(pools)
     loads = [load for load in sweep.arrival_rate if isinstance(load, TraceLoad)]
     if not loads:
         sys.exit(f"{path}: no [workload] trace")
-    print("| device | KV | load | by bound (devices) | by simulation (devices) |")
+    print("| device | KV | load | by closed form (devices) | by simulation (devices) |")
     print("|---|---|---|---|---|")
     for device in (h.id for h in sweep.hardware):
         for kv in (d.name for d in sweep.kv_dtype):
             for load in loads:
-                found = bound.filter(
+                found = closed.filter(
                     (pl.col("decode_hardware").cast(pl.String) == device)
                     & (pl.col("kv_dtype").cast(pl.String) == kv)
                     & (pl.col("arrival_rate") == load.rate)
                 ).select("devices", "decode_replicas", "decode_tp")
-                bounded = "none feasible"
+                planned = "none feasible"
                 if found.height:
                     devices, replicas, tp = found.row(0)
-                    bounded = f"{devices} ({replicas} x tp {tp})"
+                    planned = f"{devices} ({replicas} x tp {tp})"
                 simulated = by_simulation(sweep, pools, device, kv, load)
                 scale = f"x{load.scale:g} ({load.rate:.2f} req/s)"
-                print(f"| {device} | {kv} | {scale} | {bounded} | {simulated} |")
+                print(f"| {device} | {kv} | {scale} | {planned} | {simulated} |")
     traced = prefix.filter(pl.col("prefix_hit_rate").is_null())
     if traced.height:
         rates = traced.group_by("hardware", "tp", "kv_dtype").agg(pl.col("hit_rate").first())
