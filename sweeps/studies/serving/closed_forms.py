@@ -106,9 +106,12 @@ class Terms:
         )
         self.alone = prefill_time(x, 1, self.prompt)
 
-    def mixed_step(self, decoders: Any, tokens: Any, prefix: Any, chunks: Any) -> Any:
+    def mixed_step(
+        self, decoders: Any, tokens: Any, prefix: Any, chunks: Any, starts: Any = 0.0
+    ) -> Any:
         """A step of ``decoders`` decodes at the mean context and ``tokens`` prompt tokens in
-        ``chunks`` pieces, each re-reading a mean ``prefix`` of cached tokens [s]; with
+        ``chunks`` pieces, each re-reading a mean ``prefix`` of cached tokens, and ``starts``
+        pieces more that begin a prompt, each reading its cached ``h I`` alone [s]; with
         speculation each decode a verify of ``k + 1`` rows after the draft, with a prefix hit
         the prompts' reload from their tier overlapped with the step."""
         x, share = self.x, tokens / self.computed
@@ -117,6 +120,7 @@ class Terms:
             weights_read(x, decoders * self.rows + tokens)
             + decoders * self.seq_kv
             + chunks * cache_bytes(x, prefix)
+            + starts * cache_bytes(x, self.cached)
             + share * self.prompt_cache
         )
         step = physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
@@ -241,10 +245,11 @@ def _spread(t: Terms, tpot: Any, spread: dict[str, Any]) -> dict[str, Any]:
 
 def _chunked(t: Terms, decoders: Any, chunk: Any) -> dict[str, Any]:
     """A balanced chunked step, every step: ``decoders`` decodes and ``chunk`` prompt tokens,
-    the prompts streaming through (a step's first piece re-reads a mean ``I / 2`` prefix, and
-    the cached ``h I`` before it with a prefix hit)."""
+    the prompts streaming through: a step's first piece re-reads a mean ``I / 2`` prefix (and
+    the cached ``h I`` before it with a prefix hit), and each of the ``chunk / I`` prompts
+    that start within it reads its cached ``h I`` (a prompt reads its prefix at least once)."""
     computed = t.computed
-    step = t.mixed_step(decoders, chunk, t.cached + computed / 2, 1.0)
+    step = t.mixed_step(decoders, chunk, t.cached + computed / 2, 1.0, chunk / computed)
     rate = physics.chunked_request_rate(computed, chunk, step)
     ttft = physics.chunked_ttft(computed, chunk, step)
     tpot = step * served.steps_per_token(t.x, t.output)
