@@ -178,6 +178,10 @@ TECHNIQUES = [
     model=("mixtral-8x7b", 2), hardware="mi300x", technique=TECHNIQUES[1], prompts="16, 512",
     budget=2048,
 )  # fmt: skip
+@example(  # chunked-greedy at O = 1 took k + 1 rows a slot: B (k + 1) over the budget, TTFT < 0
+    model=("llama-3-8b", 1), hardware="mi300x", technique=TECHNIQUES[2], prompts="16, 512",
+    budget=512,
+)  # fmt: skip
 def test_no_scheduler_passes_the_bound_with_prefix_hits_and_speculation(
     model: tuple[str, int], hardware: str, technique: str, prompts: str, budget: int
 ) -> None:
@@ -188,6 +192,22 @@ def test_no_scheduler_passes_the_bound_with_prefix_hits_and_speculation(
     )  # fmt: skip
     ds = build_grid(parse_config(text, "<adversary>"))
     assert passes_the_bound(ds) == []
+
+
+def test_speculation_changes_no_row_where_nothing_decodes() -> None:
+    # O = 1: no slot verifies, so k is no part of any scheduler's row (chunked-greedy once
+    # held B - 1 slots of k + 1 rows beside the prompt, past a budget of 512 at B = 256)
+    text = GRID.format(
+        model="llama-3-8b", hardware="mi300x", tp=1, dtype="bf16", prompts="16, 2048",
+        budget=512, pp="spec_tokens = [0, 2, 4]\nspec_acceptance = [0.6]",
+    )  # fmt: skip
+    ds = build_grid(parse_config(text, "<adversary>")).sel(output_tokens=1)
+    for name in ("output_tokens_per_s_per_device", "serving_ttft_s", "request_latency_s"):
+        values = ds[name].where(ds["serving_feasible"].astype(bool))
+        for k in (2, 4):
+            xr.testing.assert_identical(
+                values.sel(spec_tokens=k, drop=True), values.sel(spec_tokens=0, drop=True)
+            )
 
 
 def test_the_adversary_finds_a_row_under_a_bound_moved_up() -> None:

@@ -92,8 +92,10 @@ class Terms:
             hit = served.hit_prompt(x, self.prompt)
             self.computed, self.cached, self.reload = hit["computed"], hit["cached"], hit["reload"]
             self.prompt_flops, self.prompt_cache = hit["flops"], hit["writes"]
-        # a slot's rows a step and its verify steps a request (O - 1 without speculation)
-        self.rows, self.random = served.rows(x), served.randomly_accepted(x)
+        # a slot's rows a step and its verify steps a request (O - 1 without speculation);
+        # slots free at random steps only where requests verify (not at O = 1)
+        self.rows = served.rows(x)
+        self.random = served.randomly_accepted(x) & self.decodes
         self.steps = self.output - 1
         if served.speculates(x):
             self.steps = self.steps * served.steps_per_token(x, self.output)
@@ -277,13 +279,19 @@ def chunked_paced(t: Terms) -> dict[str, Any]:
     return {**out, "limited": limited}
 
 
+def _greedy_rows(t: Terms) -> Any:
+    """The rows a slot holds of a ``chunked-greedy`` step: ``k + 1`` where requests decode, one
+    at ``O = 1`` (no slot verifies; the plain schedule's, whatever ``k``) [1]."""
+    return where(t.decodes, t.rows, 1.0)
+
+
 def _greedy_one_at_a_time(t: Terms, steps: Any, n: Any, decode: Any) -> dict[str, Any]:
     """``chunked-greedy`` paced by its slots, one prompt at a time: a freed slot's prompt
     beside the ``B - 1`` other decodes (``r`` rows each) over ``s`` steps of ``tau - (B - 1) r``
     prompt tokens (the last the rest), then its ``n`` decode steps (``O - 1``; verify steps
     with speculation); the cycle's other steps decode all ``B`` (``decode`` each)."""
     batch, prompt, cached = t.batch, t.computed, t.cached
-    room = t.budget - (batch - 1) * t.rows
+    room = t.budget - (batch - 1) * _greedy_rows(t)
     cut = where((steps > 1) | (cached > 0), 1.0, 0.0)  # a prefix to re-read
     full = t.mixed_step(batch - 1, room, cached + (steps - 2) / 2 * room, cut)
     last = t.mixed_step(batch - 1, prompt - (steps - 1) * room, cached + (steps - 1) * room, cut)
@@ -315,7 +323,7 @@ def _greedy_fixed(t: Terms, n: Any, decode: Any, tokens: Any) -> dict[str, Any]:
     group's prompts whole in one step, or one prompt at a time over ``s`` steps) or by its
     budget (it fills every step: the balanced state, as paced). ``decode`` is a step of all
     ``B`` decodes, ``tokens`` the rows a request's decodes carry (``O - 1`` plain)."""
-    batch, prompt, rows = t.batch, t.computed, t.rows
+    batch, prompt, rows = t.batch, t.computed, _greedy_rows(t)
     steps = physics.greedy_prefill_steps((batch - 1) * rows + 1, prompt, t.budget)
     most = np.ceil(batch / np.maximum(n, 1))
     grouped = (batch - most) * rows + most * prompt <= t.budget
