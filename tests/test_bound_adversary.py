@@ -178,6 +178,10 @@ TECHNIQUES = [
     model=("mixtral-8x7b", 2), hardware="mi300x", technique=TECHNIQUES[1], prompts="16, 512",
     budget=2048,
 )  # fmt: skip
+@example(  # chunked-greedy with every slot decoding gave prompts the whole leftover: +13.7 %
+    model=("gpt-oss-20b", 1), hardware="h100-sxm", technique=TECHNIQUES[1], prompts="2048",
+    budget=512,
+)  # fmt: skip
 @example(  # chunked-greedy at O = 1 took k + 1 rows a slot: B (k + 1) over the budget, TTFT < 0
     model=("llama-3-8b", 1), hardware="mi300x", technique=TECHNIQUES[2], prompts="16, 512",
     budget=512,

@@ -330,7 +330,13 @@ def _greedy_fixed(t: Terms, n: Any, decode: Any, tokens: Any) -> dict[str, Any]:
     single = physics.greedy_slot_bound(batch, n + 1, steps)
     slots = grouped | single
     decoders = np.minimum(batch, t.budget * n / (prompt + n * rows))
-    full = _chunked(t, decoders, t.budget - decoders * rows)
+    # every slot decoding, the budget's leftover past what they ask: the prompts a step takes
+    # are the B I / n that keep the slots fed, not the leftover (no slot to prefill into)
+    fed = batch * prompt / np.maximum(n, 1)
+    chunk = where(
+        decoders >= batch, np.minimum(t.budget - decoders * rows, fed), t.budget - decoders * rows
+    )
+    full = _chunked(t, decoders, chunk)
     groups, one = _greedy_groups(t, n, decode), _greedy_one_at_a_time(t, steps, n, decode)
     paced = {key: where(grouped, groups[key], one[key]) for key in groups}
     share = prompt / (prompt + tokens)
