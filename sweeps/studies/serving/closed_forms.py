@@ -92,8 +92,10 @@ class Terms:
             hit = served.hit_prompt(x, self.prompt)
             self.computed, self.cached, self.reload = hit["computed"], hit["cached"], hit["reload"]
             self.prompt_flops, self.prompt_cache = hit["flops"], hit["writes"]
-        # a slot's rows a step and its verify steps a request (O - 1 without speculation)
-        self.rows, self.random = served.rows(x), served.randomly_accepted(x)
+        # a slot's rows a step and its verify steps a request (O - 1 without speculation);
+        # slots free at random steps only where requests verify (not at O = 1)
+        self.rows = served.rows(x)
+        self.random = served.randomly_accepted(x) & self.decodes
         self.steps = self.output - 1
         if served.speculates(x):
             self.steps = self.steps * served.steps_per_token(x, self.output)
@@ -106,9 +108,12 @@ class Terms:
         )
         self.alone = prefill_time(x, 1, self.prompt)
 
-    def mixed_step(self, decoders: Any, tokens: Any, prefix: Any, chunks: Any) -> Any:
+    def mixed_step(
+        self, decoders: Any, tokens: Any, prefix: Any, chunks: Any, starts: Any = 0.0
+    ) -> Any:
         """A step of ``decoders`` decodes at the mean context and ``tokens`` prompt tokens in
-        ``chunks`` pieces, each re-reading a mean ``prefix`` of cached tokens [s]; with
+        ``chunks`` pieces, each re-reading a mean ``prefix`` of cached tokens, and ``starts``
+        pieces more that begin a prompt, each reading its cached ``h I`` alone [s]; with
         speculation each decode a verify of ``k + 1`` rows after the draft, with a prefix hit
         the prompts' reload from their tier overlapped with the step."""
         x, share = self.x, tokens / self.computed
@@ -117,6 +122,7 @@ class Terms:
             weights_read(x, decoders * self.rows + tokens)
             + decoders * self.seq_kv
             + chunks * cache_bytes(x, prefix)
+            + starts * cache_bytes(x, self.cached)
             + share * self.prompt_cache
         )
         step = physics.roofline_time(flops, nbytes, x["_peak"], x["_bandwidth"])
@@ -241,10 +247,11 @@ def _spread(t: Terms, tpot: Any, spread: dict[str, Any]) -> dict[str, Any]:
 
 def _chunked(t: Terms, decoders: Any, chunk: Any) -> dict[str, Any]:
     """A balanced chunked step, every step: ``decoders`` decodes and ``chunk`` prompt tokens,
-    the prompts streaming through (a step's first piece re-reads a mean ``I / 2`` prefix, and
-    the cached ``h I`` before it with a prefix hit)."""
+    the prompts streaming through: a step's first piece re-reads a mean ``I / 2`` prefix (and
+    the cached ``h I`` before it with a prefix hit), and each of the ``chunk / I`` prompts
+    that start within it reads its cached ``h I`` (a prompt reads its prefix at least once)."""
     computed = t.computed
-    step = t.mixed_step(decoders, chunk, t.cached + computed / 2, 1.0)
+    step = t.mixed_step(decoders, chunk, t.cached + computed / 2, 1.0, chunk / computed)
     rate = physics.chunked_request_rate(computed, chunk, step)
     ttft = physics.chunked_ttft(computed, chunk, step)
     tpot = step * served.steps_per_token(t.x, t.output)
@@ -272,13 +279,19 @@ def chunked_paced(t: Terms) -> dict[str, Any]:
     return {**out, "limited": limited}
 
 
+def _greedy_rows(t: Terms) -> Any:
+    """The rows a slot holds of a ``chunked-greedy`` step: ``k + 1`` where requests decode, one
+    at ``O = 1`` (no slot verifies; the plain schedule's, whatever ``k``) [1]."""
+    return where(t.decodes, t.rows, 1.0)
+
+
 def _greedy_one_at_a_time(t: Terms, steps: Any, n: Any, decode: Any) -> dict[str, Any]:
     """``chunked-greedy`` paced by its slots, one prompt at a time: a freed slot's prompt
     beside the ``B - 1`` other decodes (``r`` rows each) over ``s`` steps of ``tau - (B - 1) r``
     prompt tokens (the last the rest), then its ``n`` decode steps (``O - 1``; verify steps
     with speculation); the cycle's other steps decode all ``B`` (``decode`` each)."""
     batch, prompt, cached = t.batch, t.computed, t.cached
-    room = t.budget - (batch - 1) * t.rows
+    room = t.budget - (batch - 1) * _greedy_rows(t)
     cut = where((steps > 1) | (cached > 0), 1.0, 0.0)  # a prefix to re-read
     full = t.mixed_step(batch - 1, room, cached + (steps - 2) / 2 * room, cut)
     last = t.mixed_step(batch - 1, prompt - (steps - 1) * room, cached + (steps - 1) * room, cut)
@@ -310,14 +323,20 @@ def _greedy_fixed(t: Terms, n: Any, decode: Any, tokens: Any) -> dict[str, Any]:
     group's prompts whole in one step, or one prompt at a time over ``s`` steps) or by its
     budget (it fills every step: the balanced state, as paced). ``decode`` is a step of all
     ``B`` decodes, ``tokens`` the rows a request's decodes carry (``O - 1`` plain)."""
-    batch, prompt, rows = t.batch, t.computed, t.rows
+    batch, prompt, rows = t.batch, t.computed, _greedy_rows(t)
     steps = physics.greedy_prefill_steps((batch - 1) * rows + 1, prompt, t.budget)
     most = np.ceil(batch / np.maximum(n, 1))
     grouped = (batch - most) * rows + most * prompt <= t.budget
     single = physics.greedy_slot_bound(batch, n + 1, steps)
     slots = grouped | single
     decoders = np.minimum(batch, t.budget * n / (prompt + n * rows))
-    full = _chunked(t, decoders, t.budget - decoders * rows)
+    # every slot decoding, the budget's leftover past what they ask: the prompts a step takes
+    # are the B I / n that keep the slots fed, not the leftover (no slot to prefill into)
+    fed = batch * prompt / np.maximum(n, 1)
+    chunk = where(
+        decoders >= batch, np.minimum(t.budget - decoders * rows, fed), t.budget - decoders * rows
+    )
+    full = _chunked(t, decoders, chunk)
     groups, one = _greedy_groups(t, n, decode), _greedy_one_at_a_time(t, steps, n, decode)
     paced = {key: where(grouped, groups[key], one[key]) for key in groups}
     share = prompt / (prompt + tokens)
