@@ -121,3 +121,13 @@ def distribution_bound(t: Terms, bound: dict[str, Any], lengths: Any) -> dict[st
     ttft = prefill_time(x, 1, np.maximum(prompt, 1.0))
     per_device = physics.output_tokens_per_s_per_device(rate, mean_output, x["_devices"])
     return {**bound, "rate": rate, "per_device": per_device, "ttft": ttft}
+
+
+def capped(named: Any, bound: Any) -> Any:
+    """A named scheduler's output tokens per device at the mean lengths, ``named``, held at or
+    under the distribution's ``bound`` (``distribution_bound``): its closed form prices the
+    mean lengths, and no schedule of the trace's requests passes the bound, so what lies above
+    it is the part of the estimate that cannot happen. A null stays null, and a null bound
+    holds nothing (``fmax`` passes over it); arrays or xarray Variables, broadcast by their
+    own rules [token/s]."""
+    return named - np.fmax(named - bound, 0.0)

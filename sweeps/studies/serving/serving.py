@@ -29,7 +29,7 @@ from sweeps.physics._array import where
 from sweeps.studies.serving import served
 from sweeps.studies.serving.bounds import corner
 from sweeps.studies.serving.closed_forms import PRICED, QUANTILES, Terms, serial_prefill
-from sweeps.studies.serving.distribution import distribution_bound, requests
+from sweeps.studies.serving.distribution import capped, distribution_bound, requests
 
 DIMS = (
     "model",
@@ -111,6 +111,9 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "chunk_tokens": pick("chunk"),
         "budget_limited": pick("limited", False),
     }
+    if "bound" in modes and lengths is not None:  # a named rate at the means held under it
+        top = modes["bound"]["per_device"]
+        out["output_tokens_per_s_per_device"] = capped(out["output_tokens_per_s_per_device"], top)
     out["tokens_per_s_per_user"] = physics.tokens_per_s_per_user(out["tpot_s"])
     # paged caches hold the current lengths: a continuous batch fits at its mean occupancy;
     # a static batch, and fits_at_peak, need every slot at its full length I + O
