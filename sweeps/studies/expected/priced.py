@@ -106,8 +106,13 @@ class _Terms:
         self.steps = output - 1
         self.steady = _steady(e, prompt, output)
 
-    def mixed_step(self, decoders: Any, tokens: Any, prefix: Any, chunks: Any) -> Any:
-        """A step of decodes and prompt pieces on expected steps [s]."""
+    def mixed_step(
+        self, decoders: Any, tokens: Any, prefix: Any, chunks: Any, starts: Any = 0.0
+    ) -> Any:
+        """A step of decodes and prompt pieces on expected steps [s]. ``starts``, the pieces
+        that begin a prompt and read its cached prefix hit (``Terms.mixed_step``), costs
+        nothing here: prefix hits are not composed on expected steps (``served.NOT_COMPOSED``),
+        so no prompt has a cached prefix to read."""
         e, piece = self.e, tokens / np.maximum(chunks, 1)
         within = prefix + piece <= self.computed  # else a piece spans prompts: the mean share
         increments = chunks * (e.prompt(prefix + piece) - e.prompt(prefix))
