@@ -98,3 +98,21 @@ def test_staging_is_out_of_reach_of_user_globs(tmp_path):
         assert staging.parent == tmp_path / STAGING
         assert list(tmp_path.glob("*/decode.parquet")) == []
     assert list(tmp_path.glob("*/decode.parquet")) == [tmp_path / "good" / "decode.parquet"]
+
+
+def test_a_stop_before_the_staging_exists_leaves_no_hidden_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal raises wherever the main thread is: once raised while stale stagings were
+    cleared (the hidden folder made, the run's own not yet), it left ``.sweeps-staging``
+    behind (found by tests/test_signals.py's calibration stop, now and then)."""
+    from sweeps.export import atomic
+
+    def stopped(out: Path) -> list[Path]:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic, "remove_stale", stopped)
+    with pytest.raises(KeyboardInterrupt), atomic.atomic_folder(tmp_path / "result"):
+        pass
+    assert not (tmp_path / atomic.STAGING).exists()
+    assert not (tmp_path / "result").exists()

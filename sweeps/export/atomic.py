@@ -120,7 +120,15 @@ def atomic_folder(
         msg = f"{hidden}: a symbolic link; the staging folder must be a real folder"
         raise ConfigError(msg)
     hidden.mkdir(parents=True, exist_ok=True)
-    remove_stale(target.parent)
+    try:  # from here on, a stop (a signal raises where the main thread is) tidies ``hidden``
+        remove_stale(target.parent)
+        yield from _staged(target, hidden, finish)
+    finally:
+        _tidy(hidden)
+
+
+def _staged(target: Path, hidden: Path, finish: Callable[[Path], None] | None) -> Iterator[Path]:
+    """``atomic_folder``'s staging inside ``hidden``: yielded, then renamed into place."""
     pid = os.getpid()
     staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.tmp-{pid}-", dir=hidden))
     try:
@@ -146,8 +154,6 @@ def atomic_folder(
     except BaseException:
         _remove(staging)
         raise
-    finally:
-        _tidy(hidden)
 
 
 def _tidy(hidden: Path) -> None:
