@@ -20,7 +20,7 @@ from functools import cache
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import sweeps
@@ -176,6 +176,7 @@ OPERATING_POINTS = st.tuples(
 
 @settings(max_examples=25, deadline=None)
 @given(OPERATING_POINTS)
+@example((("llama-3-8b", "h100-sxm", 1), 96, 2500, 2, 3.0, False))  # the largest budget drawn
 def test_no_scheduler_beats_the_bound(case: tuple) -> None:  # type: ignore[type-arg]
     (model, hardware, tp), b, i, o, share, open_loop = case
     tau = max(int(share * (b + b * i / (o - 1))), b + 1)
