@@ -361,3 +361,14 @@ def test_the_fleet_names_its_log_ticks(ds: xr.Dataset) -> None:
         values = channel["axis"]["values"]
         assert len(values) >= 2, channel["field"]
         assert values == sorted(set(values))
+
+
+def test_the_serving_dims_are_read_off_the_declarations() -> None:
+    """The dims only the serving study's variables have, written out by hand once here."""
+    from sweeps.charts.served import SERVING_DIMS
+
+    by_hand = {
+        "prompt_tokens", "output_tokens", "mode", "arrival_rate", "concurrency",
+        "prefill_hardware", "prefill_tp", "decode_hardware", "decode_tp", "pool_mode",
+    }  # fmt: skip
+    assert by_hand == SERVING_DIMS

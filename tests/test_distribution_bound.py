@@ -261,3 +261,14 @@ def test_the_bound_row_is_the_summed_work_bound_of_generated_traces(
     for b, r in zip(BATCHES, rate, strict=True):
         summed = summed_bound(c, b, prompt, output, max(b * int(prompt.max()), BUDGET))
         assert n / r == pytest.approx(summed, rel=1e-4), b
+
+
+def test_capped_holds_a_rate_at_the_bound_and_keeps_nulls() -> None:
+    """Hand values: above the bound it is the bound, under it itself; a null rate stays null
+    and a null bound holds nothing [token/s]."""
+    from sweeps.studies.serving.distribution import capped
+
+    named = np.array([1.0, 3.0, np.nan, 5.0])
+    bound = np.array([2.0, 2.0, 2.0, np.nan])
+    got = capped(named, bound)
+    np.testing.assert_array_equal(got, [1.0, 2.0, np.nan, 5.0])

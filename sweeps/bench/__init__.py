@@ -133,7 +133,7 @@ def run_bench(  # long: the fifteen measurements in order, each a line or two
     say("traces")
     report["traces"] = measure_traces(requests=10_000 if quick else 1_000_000)
     say("expected pass")
-    report["expected"] = measure_expected(*((QUICK_SIDES, 2) if quick else (SIDES, 5)))
+    report["expected"] = measure_expected(QUICK_SIDES if quick else SIDES, rounds=2 if quick else 5)
     say("single points")
     report["points"] = measure_points()
     say("default outputs")
