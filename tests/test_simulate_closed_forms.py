@@ -177,6 +177,7 @@ OPERATING_POINTS = st.tuples(
 @settings(max_examples=25, deadline=None)
 @given(OPERATING_POINTS)
 @example((("llama-3-8b", "h100-sxm", 1), 96, 2500, 2, 3.0, False))  # the largest budget drawn
+@example((("mixtral-8x7b", "h200", 2), 1, 16, 2, 1.3, True))  # paced prefill ahead of B I
 def test_no_scheduler_beats_the_bound(case: tuple) -> None:  # type: ignore[type-arg]
     (model, hardware, tp), b, i, o, share, open_loop = case
     tau = max(int(share * (b + b * i / (o - 1))), b + 1)

@@ -48,7 +48,8 @@ def weights_per_request(
 ) -> Array:
     """Weight bytes a request is charged at least, the larger of two chords of ``W(T)``.
 
-    ``(O - 1) / B W(B) + I (W(B + c) - W(B)) / c`` with ``c = min(tau, B I)``, and
+    ``(O - 1) / B W(B) + I (W(B + c) - W(B)) / c`` with ``c = max(tau, B I)`` (the most prompt
+    tokens a step beside ``B`` decodes carries: a paced scheduler prefills ahead), and
     ``n_steps W(0) + (I + O - 1) (W(T_max) - W(0)) / T_max`` with ``T_max`` the largest step
     (``tau``, or ``B I`` without a budget). For a dense model both are ``n_steps W``.
 
@@ -60,7 +61,7 @@ def weights_per_request(
     budget : Tokens a step may carry, ``tau`` (``inf``: no budget) [token]
     at_batch : ``W(B)`` [byte]
     at_batch_chunk : ``W(B + c)`` [byte]
-    chunk : ``c = min(tau, B I)`` [token]
+    chunk : ``c = max(tau, B I)`` [token]
     at_zero : ``W(0)``, the weights every step reads whatever its tokens [byte]
     at_largest : ``W(T_max)`` [byte]
     largest : ``T_max`` [token]
