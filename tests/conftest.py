@@ -7,6 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Hypothesis draws the same examples on every run of the suite (``derandomize``), so CI passes
+# or fails on the tree, not on the draw; `HYPOTHESIS_PROFILE=explore` draws afresh each run
+# (300 examples where a test names no budget) to hunt; what it finds is pinned as an ``@example``
+settings.register_profile("suite", derandomize=True)
+settings.register_profile("explore", derandomize=False, max_examples=300)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "suite"))
 
 # pytest-xdist's workers start with COLUMNS=80 and LINES=24 in their environment, and a piped
 # `sweeps` lays its tables out to COLUMNS (sweeps.cli.console): the suite runs as a user's pipe
