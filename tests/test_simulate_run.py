@@ -96,6 +96,9 @@ def test_bad_simulation_inputs_exit_2_and_write_nothing(
     assert message in " ".join(output.split())
     assert "s.toml" in output
     assert not folder.parent.exists()
+    checked = CliRunner().invoke(cli, ["validate", str(tmp_path / "s.toml")])  # as the run does
+    assert checked.exit_code == 2
+    assert message in " ".join(checked.output.split())
 
 
 def test_a_negative_rate_exits_2(tmp_path: Path) -> None:
