@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pytest
 import xarray as xr
 from click.testing import CliRunner
@@ -571,3 +572,15 @@ def test_the_contents_fold_each_models_links_past_a_hundred_figures() -> None:
     assert many.count('<a href="#fig-') == CONTENTS_OPEN + 1
     assert "<summary>m0: 15 figures</summary>" in many
     assert many.count("<ul>") == many.count("</ul>")
+
+
+def test_a_null_cell_says_never_only_where_a_batch_is_never_reached() -> None:
+    from sweeps.charts.report import table
+
+    frame = pl.DataFrame(
+        {"first_reached": [None, 64], "ridge_batch": [None, 8], "ttft_s": [None, 0.5]},
+        schema={"first_reached": pl.Int64, "ridge_batch": pl.Int64, "ttft_s": pl.Float64},
+    )
+    cells = re.findall(r"<td>([^<]*)</td>", table(frame, registry=False))
+    assert cells[:3] == ["never", "never", "-"]
+    assert cells[3:5] == ["64", "8"]

@@ -123,9 +123,14 @@ def full_rows(one: xr.Dataset) -> pl.DataFrame:
     )
 
 
-def _cell(value: object) -> str:
+NEVER = ("first_reached", "ridge_batch")
+"""Columns whose null means the batch is never reached (the terminal's rule too); any other
+null cell has no value at that row and shows as a dash."""
+
+
+def _cell(value: object, column: str = "") -> str:
     if value is None:
-        return "never"
+        return "never" if column in NEVER else "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
@@ -145,7 +150,10 @@ def table(frame: pl.DataFrame, limit: int | None = None, registry: bool = True) 
     heads = "".join(f"<th>{html.escape(_head(c) if registry else c)}</th>" for c in frame.columns)
     shown = frame if limit is None else frame.head(limit)
     rows = "".join(
-        "<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in shown.iter_rows()
+        "<tr>"
+        + "".join(f"<td>{_cell(v, c)}</td>" for c, v in zip(frame.columns, row, strict=True))
+        + "</tr>"
+        for row in shown.iter_rows()
     )
     body = f"<table><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>"
     return f'<div class="table">{body}</div>'
