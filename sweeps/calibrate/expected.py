@@ -10,8 +10,10 @@ least certain basis of the steps the value is priced from (``sweeps.measured.ker
 the decode step of an inter-token latency, the prefill of a TTFT, both otherwise).
 
 The engine of a row is its ``engine`` column where it has one, else the one its source names
-(TensorRT-LLM, vLLM, SGLang: ``DEFAULT``); a row of neither, an ep+dp or pp layout, a device
-or format the database does not hold, gets a null ``expected`` and the reason.
+(TensorRT-LLM, vLLM, SGLang: ``DEFAULT``). An ``ep+dp`` row is one replica of its ``gpus``
+ranks, each at tp 1 with its share of the batch (``sweeps.studies.expected.step``, ``Config.ep``).
+A row of neither engine, a pp layout, a device or format the database does not hold, gets a
+null ``expected`` and the reason.
 """
 
 from __future__ import annotations
@@ -61,8 +63,9 @@ def regime(b: Bound) -> str:
 def _config(b: Bound, engine: str) -> Config | str:
     """The step's configuration of ``b``'s row, or why there is none."""
     m, catalog = b.measurement, load_catalog()
-    if m.parallel != "tp":
+    if m.parallel not in ("tp", "ep+dp"):
         return f"{m.parallel} layouts are not composed"
+    ep = m.gpus // m.tp if m.parallel == "ep+dp" else 1
     model, device = catalog.lookup_model(m.model), catalog.lookup_hardware(m.hardware)
     weight, kv = catalog.lookup_dtype(m.weight_dtype), catalog.lookup_dtype(m.kv_dtype)
     compute = m.compute_dtype if m.compute_dtype != "auto" else weight.compute
@@ -70,7 +73,7 @@ def _config(b: Bound, engine: str) -> Config | str:
     attention = device.peak_flops.get(kv.compute) or device.peak_flops["bf16"]
     return Config(
         model, device, m.tp, model.kv_heads, kv.name, weight.name, kv.bytes_per_element,
-        weight.bytes_per_element, peak, attention, parse(engine),
+        weight.bytes_per_element, peak, attention, parse(engine), ep,
     )  # fmt: skip
 
 
@@ -102,8 +105,9 @@ def _expected(b: Bound, config: Config) -> Expected:
     both = least_certain(on_decode, on_prefill)
     if m.metric == "request_latency_s":
         return request, both, ""
-    per_device = int(batch[0]) * m.output_tokens / request / m.tp
-    scale = {"device": 1, "replica": m.tp, "system": m.gpus}[m.basis]
+    devices = m.tp * config.ep  # a replica's: every GPU of an ep+dp row
+    per_device = int(batch[0]) * m.output_tokens / request / devices
+    scale = {"device": 1, "replica": devices, "system": m.gpus}[m.basis]
     return per_device * scale, both, ""
 
 

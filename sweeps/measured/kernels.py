@@ -475,6 +475,30 @@ class Kernels:
         asked = np.round(at["num_tokens"])  # read at ``at``: the caller scales what moved
         return _read(self._evaluate(op, context=False, batch=asked, s=1), basis, at, moved)
 
+    def dispatch_many(
+        self, *, tokens: Any, hidden: int, topk: int, experts: int, ep: int, fmt: str
+    ) -> Readings:
+        """The dispatch and combine of a MoE layer's tokens over ``ep`` expert-parallel ranks
+        with data-parallel attention (tp 1 a rank): ``tokens`` a rank's own (an array), the
+        database's pre- and post-dispatch ops summed. The estimator picks the collective and
+        its message inside (no table this module can place the shape in), so the basis is
+        always ``extrapolated``, never more certain than what can be traced (and no ``at``)."""
+        from aiconfigurator_core.sdk import common
+        from aiconfigurator_core.sdk import operations as ops
+
+        mode = MOE_FORMATS.get(fmt, "")
+        if not mode:
+            return _none_many(tokens, f"MoE format {fmt!r} not in the {self.engine} tables")
+        quant = common.MoEQuantMode[mode]
+        shape = (hidden, topk, experts, 1, ep, ep)  # moe tp 1, ep ranks, attention dp ep
+        both = [
+            ops.MoEDispatch("dispatch", 1, *shape, pre, quant_mode=quant, backend=self.engine)
+            for pre in (True, False)
+        ]
+        latency = sum(self._evaluate(op, context=False, batch=tokens, s=1) for op in both)
+        basis = np.where(np.isnan(latency), NONE, EXTRAPOLATED).astype(np.int8)
+        return Readings(np.asarray(latency), basis, {})
+
     def moe(
         self, *, tokens: int, hidden: int, inter: int, topk: int, experts: int,
         tp: int, ep: int, fmt: str,
