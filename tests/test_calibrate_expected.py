@@ -114,6 +114,16 @@ def test_sweeps_calibrate_engine_adds_the_columns_and_the_error_table(tmp_path) 
         frame.columns
     )
     assert frame["expected_basis"].null_count() == frame["expected"].null_count() == 1
+    import json
+
+    shown = CliRunner().invoke(
+        cli, ["calibrate", str(csv), "--engine", "source", "--out", str(out), "--force", "--json"]
+    )
+    found = json.loads(shown.stdout)["expected"]
+    by_basis = {row["expected_basis"]: row for row in found["by_basis"]}
+    assert by_basis["all"]["rows"] == 2  # the throughput and the TTFT; mi300x has none
+    assert by_basis["all"]["median"] == pytest.approx(frame["error"].abs().median())
+    assert sum(row["rows"] for row in found["by_regime"]) == 2
     plain = CliRunner().invoke(cli, ["calibrate", str(csv), "--out", str(tmp_path / "plain")])
     assert "expected against measured" not in plain.output
     columns = pl.read_parquet(tmp_path / "plain" / "calibration" / "calibration.parquet").columns

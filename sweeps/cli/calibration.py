@@ -248,8 +248,22 @@ def calibrate_to_folder(
         output.result(basis_table(frame))
     output.status(f"wrote {target}/ ({', '.join(files)})")
     if output.json:
-        output.document(document(path, target, files, rows, summary))
+        found = document(path, target, files, rows, summary)
+        if engine is not None:
+            found["expected"] = expected_summaries(frame)
+        output.document(found)
     return [row["line"] for row in rows if row["beats_bound"]]
+
+
+def expected_summaries(frame: Any) -> dict[str, list[dict[str, Any]]]:
+    """The ``--json`` document's two error summaries, the rows of ``error_table`` and
+    ``basis_table`` (fractions, not percentages)."""
+    from sweeps.calibrate.expected import basis_summary, error_summary
+
+    return {
+        "by_regime": [dict(row) for row in error_summary(frame).iter_rows(named=True)],
+        "by_basis": [dict(row) for row in basis_summary(frame).iter_rows(named=True)],
+    }
 
 
 def error_table(frame: Any) -> Any:
