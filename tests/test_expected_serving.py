@@ -170,6 +170,24 @@ def test_the_expected_table_has_no_bound_row_and_nulls_with_their_reason() -> No
     assert greedy["expected_ttft_s"].null_count() == 0  # priced, as every named scheduler
 
 
+def test_a_yes_or_no_about_an_expectation_is_null_where_there_is_none() -> None:
+    tables = _tables()
+    checks = {  # table: (its yes/no column, a column null exactly where there is no expectation)
+        "serving_expected": ("expected_meets_slo", "expected_ttft_s"),
+        "expected": ("below_bound", "expected_step_time_s"),
+        "pools_expected": ("expected_slot_bound", "expected_devices"),
+    }
+    for table, (flag, value) in checks.items():
+        frame = tables[table]
+        assert frame[flag].dtype == pl.Boolean
+        assert frame.filter(pl.col(value).is_null())[flag].null_count() > 0, table
+        assert (frame[flag].is_null() == frame[value].is_null()).all(), table  # never false
+        assert frame.filter(pl.col(value).is_not_null())[flag].null_count() == 0, table
+    mi300x = tables["serving_expected"].filter(pl.col("hardware") == "mi300x")
+    assert mi300x["expected_meets_slo"].null_count() == mi300x.height
+    assert tables["serving_expected"]["expected_meets_slo"].drop_nulls().len() > 0
+
+
 def test_without_an_engine_there_is_no_expected_serving_table() -> None:
     ds = sweeps.run({
         "sweep": {"name": "no-engine"},

@@ -55,6 +55,11 @@ UNITS: dict[str, tuple[str, str]] = {
     "regime": ("-", "batch-1 latency, large-batch throughput, ttft or serving"),
     "expected": ("SI", "Expected value from measured kernels, in the metric's unit (null: none)"),
     "error": ("1", "expected / value - 1 (null: no expectation)"),
+    "expected_basis": (
+        "-",
+        "Least certain basis of the expected steps the value is priced from: measured, "
+        "interpolated, extrapolated (null: no expectation)",
+    ),
     "expected_reason": ("-", "Why a row has no expectation (empty where it has one)"),
 }
 """Unit and meaning of every column of ``calibration.parquet`` but the file's own extras."""

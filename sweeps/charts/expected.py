@@ -122,6 +122,7 @@ def share_cells(sel: Selection) -> tuple[pl.DataFrame, list[str]]:
     ds, thinned = thin(ds, SHARE_DIMS, ("batch", "context"), sel.max_cells)
     ds, fitted = _share_axes(ds, sel)
     frame = tidy(ds, SHARE_VARIABLES, SHARE_DIMS)
+    frame = frame.with_columns(pl.col("below_bound").cast(pl.Boolean))  # 1, 0, null as kept
     share = frame["roofline_share"].fill_null(np.nan).to_numpy()
     labels = percent_labels(share, 1.0)
     frame = frame.with_columns(

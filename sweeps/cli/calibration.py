@@ -245,10 +245,25 @@ def calibrate_to_folder(
     output.result(summary_table(summary))
     if engine is not None:
         output.result(error_table(frame))
+        output.result(basis_table(frame))
     output.status(f"wrote {target}/ ({', '.join(files)})")
     if output.json:
-        output.document(document(path, target, files, rows, summary))
+        found = document(path, target, files, rows, summary)
+        if engine is not None:
+            found["expected"] = expected_summaries(frame)
+        output.document(found)
     return [row["line"] for row in rows if row["beats_bound"]]
+
+
+def expected_summaries(frame: Any) -> dict[str, list[dict[str, Any]]]:
+    """The ``--json`` document's two error summaries, the rows of ``error_table`` and
+    ``basis_table`` (fractions, not percentages)."""
+    from sweeps.calibrate.expected import basis_summary, error_summary
+
+    return {
+        "by_regime": [dict(row) for row in error_summary(frame).iter_rows(named=True)],
+        "by_basis": [dict(row) for row in basis_summary(frame).iter_rows(named=True)],
+    }
 
 
 def error_table(frame: Any) -> Any:
@@ -268,6 +283,33 @@ def error_table(frame: Any) -> Any:
             str(row["engine"]),
             row["hardware"],
             row["regime"],
+            str(row["rows"]),
+            f"{row['median']:.1%}",
+            f"{row['p90']:.1%}",
+        )
+    return grid
+
+
+def basis_table(frame: Any) -> Any:
+    """Median and p90 of ``|expected / measured - 1|`` per engine and basis of the expected
+    value (the least certain of the steps it is priced from), and over all of them."""
+    from rich.text import Text
+
+    from sweeps.calibrate.expected import basis_summary
+    from sweeps.cli.console import table
+
+    grid = table(
+        "expected against measured, per engine and basis",
+        "|error|; basis: the least certain of the expected steps a row is priced from",
+    )
+    for title in ("engine", "basis", "rows", "median", "p90"):
+        grid.add_column(
+            Text(title), justify="right" if title in ("rows", "median", "p90") else "left"
+        )
+    for row in basis_summary(frame).iter_rows(named=True):
+        grid.add_row(
+            str(row["engine"]),
+            row["expected_basis"],
             str(row["rows"]),
             f"{row['median']:.1%}",
             f"{row['p90']:.1%}",

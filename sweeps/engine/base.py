@@ -18,13 +18,16 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-DType = Literal["float64", "int64", "bool", "flag", "nullable", "count", "str", "format", "date"]
+DType = Literal[
+    "float64", "int64", "bool", "nullbool", "flag", "nullable", "count", "str", "format", "date"
+]
 """How a variable is stored: ``flag`` is the int8 bottleneck code (an Enum column in Parquet),
 ``nullable`` a float64 whose NaN means "none" (a null in Parquet; so is a ``float64``'s NaN),
 ``count`` a whole number kept as a float64 in the grid (NaN: none) and written as a nullable
-Int64 column, ``str`` a label; ``format`` a number format's name (a label in the grid, an Enum
-of the catalog's formats in Parquet); ``date`` an ISO date (a label in the grid, ``''`` or NaN
-for none; a Date column in Parquet, null for none)."""
+Int64 column, ``nullbool`` a yes or no kept as a float64 in the grid (1 yes, 0 no, NaN: none)
+and written as a nullable Boolean column, ``str`` a label; ``format`` a number format's name
+(a label in the grid, an Enum of the catalog's formats in Parquet); ``date`` an ISO date (a
+label in the grid, ``''`` or NaN for none; a Date column in Parquet, null for none)."""
 
 LABELS: tuple[str, ...] = ("str", "format", "date")
 """The ``DType`` s held as labels (Python strings) in the grid: no number to compare."""
@@ -33,6 +36,7 @@ ITEMSIZE: dict[str, int] = {
     "float64": 8,
     "int64": 8,
     "bool": 1,
+    "nullbool": 8,
     "flag": 1,
     "nullable": 8,
     "count": 8,
@@ -46,6 +50,7 @@ COLUMN_ITEMSIZE: dict[str, float] = {
     "float64": 8,
     "int64": 8,
     "bool": 1,
+    "nullbool": 1 + 1 / 8,
     "flag": 4,
     "nullable": 8 + 1 / 8,
     "count": 8 + 1 / 8,

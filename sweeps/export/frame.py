@@ -207,6 +207,11 @@ def _count_series(name: str, values: np.ndarray) -> pl.Series:
     return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True).cast(pl.Int64)
 
 
+def _nullbool_series(name: str, values: np.ndarray) -> pl.Series:
+    """Yes/no kept as floats in the grid (1, 0; NaN: none) as a nullable Boolean column."""
+    return pl.Series(name, values, dtype=pl.Float64, nan_to_null=True).cast(pl.Boolean)
+
+
 def _column(
     ds: xr.Dataset, name: str, layout: _Layout, repeats: Repeats | None = None
 ) -> pl.Series:
@@ -222,6 +227,8 @@ def _column(
         make = partial(pl.Series, column, dtype=pl.Float64, nan_to_null=True)
     elif entry.dtype == "count":  # a whole number, null where there is none
         make = partial(_count_series, column)
+    elif entry.dtype == "nullbool":  # a yes/no, null where there is nothing to say it of
+        make = partial(_nullbool_series, column)
     elif entry.dtype in LABELS:  # a label; the grid may hold NaN where there is none
         build = partial(_label_spread, column, values, own, layout)
         return _typed(entry.dtype, _repeated(repeats, values, own, (name, column, layout), build))

@@ -425,8 +425,9 @@ class Kernels:
 
     def allreduce_many(self, tokens: Any, hidden: int, tp: int) -> Readings:
         """All-reduces of ``tokens`` rows (an array) of ``hidden`` bf16 values over ``tp``
-        devices (the estimator is asked at the rows themselves; ``at`` is the message size
-        clamped into the measured range)."""
+        devices (the estimator is asked at ``at``, the message size clamped into the measured
+        range, as the caller's roofline scaling takes it: the estimator's own extrapolation
+        beyond the range, scaled again, was counted twice)."""
         from aiconfigurator_core.sdk import operations as ops
 
         rows = np.asarray(tokens)
@@ -438,7 +439,8 @@ class Kernels:
             return _none_many(rows, f"no all-reduce table for {self.engine}")
         basis, at, moved = table.place({"num_gpus": tp, "message_size": rows * hidden})
         op = ops.CustomAllReduce("allreduce", 1, hidden, tp)
-        return _read(self._evaluate(op, context=False, batch=rows, s=1), basis, at, moved)
+        asked = np.where(moved, np.round(at["message_size"] / hidden), rows)  # read at ``at``
+        return _read(self._evaluate(op, context=False, batch=asked, s=1), basis, at, moved)
 
     def allreduce(self, tokens: int, hidden: int, tp: int) -> Reading:
         """The all-reduce of ``tokens`` rows of ``hidden`` bf16 values over ``tp`` devices."""
@@ -449,7 +451,9 @@ class Kernels:
         tp: int, ep: int, fmt: str,
     ) -> Readings:  # fmt: skip
         """The routed experts of a MoE layer for ``tokens`` tokens (an array; routed as
-        ``DISTRIBUTION``; the estimator is asked at the tokens themselves)."""
+        ``DISTRIBUTION``; the estimator is asked at the tokens clamped into the measured
+        range, as the caller's roofline scaling takes them: asked beyond it, the estimator
+        extrapolates on its own and the scaling counted that twice)."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
@@ -468,7 +472,32 @@ class Kernels:
             "moe", 1, hidden, inter, topk, experts, tp, ep, common.MoEQuantMode[mode],
             DISTRIBUTION, 1,
         )  # fmt: skip
-        return _read(self._evaluate(op, context=False, batch=tokens, s=1), basis, at, moved)
+        asked = np.round(at["num_tokens"])  # read at ``at``: the caller scales what moved
+        return _read(self._evaluate(op, context=False, batch=asked, s=1), basis, at, moved)
+
+    def dispatch_many(
+        self, *, tokens: Any, hidden: int, topk: int, experts: int, ep: int, fmt: str
+    ) -> Readings:
+        """The dispatch and combine of a MoE layer's tokens over ``ep`` expert-parallel ranks
+        with data-parallel attention (tp 1 a rank): ``tokens`` a rank's own (an array), the
+        database's pre- and post-dispatch ops summed. The estimator picks the collective and
+        its message inside (no table this module can place the shape in), so the basis is
+        always ``extrapolated``, never more certain than what can be traced (and no ``at``)."""
+        from aiconfigurator_core.sdk import common
+        from aiconfigurator_core.sdk import operations as ops
+
+        mode = MOE_FORMATS.get(fmt, "")
+        if not mode:
+            return _none_many(tokens, f"MoE format {fmt!r} not in the {self.engine} tables")
+        quant = common.MoEQuantMode[mode]
+        shape = (hidden, topk, experts, 1, ep, ep)  # moe tp 1, ep ranks, attention dp ep
+        both = [
+            ops.MoEDispatch("dispatch", 1, *shape, pre, quant_mode=quant, backend=self.engine)
+            for pre in (True, False)
+        ]
+        latency = sum(self._evaluate(op, context=False, batch=tokens, s=1) for op in both)
+        basis = np.where(np.isnan(latency), NONE, EXTRAPOLATED).astype(np.int8)
+        return Readings(np.asarray(latency), basis, {})
 
     def moe(
         self, *, tokens: int, hidden: int, inter: int, topk: int, experts: int,

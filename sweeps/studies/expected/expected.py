@@ -102,6 +102,14 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     return _outputs(x, outs, basis, reason, kernel, NAMES[kernel_basis])
 
 
+def _known(flag: Any, value: Any) -> Any:
+    """``flag`` as 1 or 0, NaN where ``value`` (the expectation it is said of) is NaN: a yes or
+    no about an expectation is null where there is none, never false."""
+    import xarray as xr
+
+    return xr.where(np.isnan(value), np.nan, flag.astype(np.float64))
+
+
 WALL_DIMS = tuple(d for d in DECODE_DIMS if d != "batch")
 
 
@@ -153,7 +161,7 @@ def _outputs(
         / wall
         / devices,
         "roofline_share": share,
-        "below_bound": step_v < bound,
+        "below_bound": _known(step_v < bound, step_v),
         "expected_basis": var(basis),
         "expected_reason": var(reason),
         "_kernels": {
@@ -239,8 +247,8 @@ EXPECTED = Analysis(
             "below_bound",
             "-",
             "The expected step is below its bound (not clamped: the catalog's peak or "
-            "bandwidth is below what the device measured)",
-            "bool",
+            "bandwidth is below what the device measured); null where there is no expectation",
+            "nullbool",
             rank="full",
         ),
         _V(

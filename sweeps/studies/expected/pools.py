@@ -95,7 +95,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "expected_pools_cost_per_million_output_tokens_usd": physics.cost_per_million_tokens(
             pick("fleet"), rate * output
         ),
-        "expected_slot_bound": pick("slot_bound") == 1,
+        "expected_slot_bound": where(np.isfinite(devices), pick("slot_bound") == 1, np.nan),
         "pools_expected_row": xr.Variable(mode.dims, np.isin(mode.values, list(PLANNED))),
     }
 
@@ -189,8 +189,9 @@ POOLS_EXPECTED = Analysis(
         _V(
             "expected_slot_bound",
             "-",
-            "The replicas were set by the slots (at most 0.9 busy), not by the prefill queue",
-            "bool",
+            "The replicas were set by the slots (at most 0.9 busy), not by the prefill queue "
+            "(null: no plan)",
+            "nullbool",
             "",
             "full",
         ),

@@ -122,13 +122,15 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     feasible = x["serving_feasible"].set_dims(dict(zip(DIMS, shape, strict=True)))
     feasible = feasible.transpose(*DIMS)
     tpot = var(out["tpot"])
-    meets = (
+    ttft = var(out["ttft"])
+    met = (
         feasible
-        & (var(out["ttft"]) <= serving.ttft_slo_s)
+        & (ttft <= serving.ttft_slo_s)
         & ((x["output_tokens"] == 1) | (tpot <= serving.tpot_slo_s))
     )
+    meets = xr.where(np.isnan(ttft), np.nan, met.astype(np.float64)).transpose(*DIMS)
     return {
-        "expected_serving_ttft_s": var(out["ttft"]),
+        "expected_serving_ttft_s": ttft,
         "expected_tpot_s": tpot,
         "expected_request_latency_s": var(out["latency"]),
         "expected_step_time_steady_s": var(out["steady"]),
@@ -212,8 +214,8 @@ SERVING_EXPECTED = Analysis(
             "expected_meets_slo",
             "-",
             "Feasible in memory (the serving table's), and the expected TTFT and TPOT meet "
-            "ttft_slo_s and tpot_slo_s (false where there is no expectation: see reason)",
-            "bool",
+            "ttft_slo_s and tpot_slo_s (null where there is no expectation: see reason)",
+            "nullbool",
             rank="full",
         ),
         _V(

@@ -11,6 +11,11 @@ is the nearest measured point's share of the roofline applied to the shape's own
 basis ``extrapolated``, as is that of a shape inside every range but outside the rows
 measured together, read where it is asked). Elementwise kernels (norms, activations) are not
 counted, as the cost model counts none; MLA attention is not composed (null, with the reason).
+
+With expert parallelism and data-parallel attention (``Config.ep``) a step is one rank's (tp 1):
+its share of the batch, every head, the experts at every rank's tokens and a dispatch and
+combine a MoE layer in place of the all-reduces. An MXFP4 MoE (``EXPERTS_ONLY``) reads its
+dense GEMMs in bf16 and its experts from the MXFP4 MoE tables (docs/expected.md).
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ class Config:
     kv_dtype, weight_dtype : Format names; kv_bytes, weight_bytes their bytes per element [byte]
     peak, attention_peak : Peak FLOP/s of the GEMMs' and attention's formats [FLOP/s]
     choice : The engine label
+    ep : Expert-parallel ranks with data-parallel attention, each of ``tp`` devices [1]; 1:
+        none (a step is then one rank's: its share of the batch, its experts)
     """
 
     model: Any
@@ -50,6 +57,7 @@ class Config:
     peak: float
     attention_peak: float
     choice: EngineChoice
+    ep: int = 1
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,11 @@ class Step:
         return NAMES[counted.max(axis=0)]
 
 
+EXPERTS_ONLY: dict[str, str] = {"fp4": "bf16"}
+"""Weight formats whose MoE checkpoints quantize the routed experts only, and the format of
+their dense GEMMs (attention projections, router, LM head): MXFP4 (GPT-OSS: bf16 beside MXFP4
+experts; no dense MXFP4 GEMM table exists)."""
+
 SIGNIFICANT = 0.01
 """The share of a step an operation must take for its basis to be the step's [1]."""
 
@@ -121,6 +134,8 @@ class _Ops:
 
     def gemm(self, m: np.ndarray, n: int, k: int, fmt: str | None = None) -> Timed:
         c = self.c
+        if fmt is None and self.model.is_moe:
+            fmt = EXPERTS_ONLY.get(c.weight_dtype)  # its dense GEMMs in their own format
         readings = self.db.gemm_many(m, n, k, fmt or c.weight_dtype)
         bytes_ = c.weight_bytes if fmt is None else 2.0
 
@@ -165,26 +180,44 @@ class _Ops:
         return _scaled(readings, {"num_gpus": c.tp, "message_size": tokens * self.hidden}, bound)
 
     def experts(self, tokens: np.ndarray) -> Timed:
+        """A rank's routed experts, ``tokens`` its own: under expert parallelism they take
+        every rank's tokens routed to them (the table's tokens are the ranks' together)."""
         c, m = self.c, self.model
+        every = tokens * c.ep
         readings = self.db.moe_many(
-            tokens=tokens, hidden=self.hidden, inter=m.moe_intermediate_size,
-            topk=m.experts_per_token, experts=m.experts, tp=c.tp, ep=1, fmt=c.weight_dtype,
+            tokens=every, hidden=self.hidden, inter=m.moe_intermediate_size,
+            topk=m.experts_per_token, experts=m.experts, tp=c.tp, ep=c.ep, fmt=c.weight_dtype,
         )  # fmt: skip
 
         def bound(s: dict[str, Any]) -> Any:
             return physics.experts_time(
                 s["num_tokens"], s["hidden_size"], s["inter_size"], s["topk"],
-                s["num_experts"], c.tp, c.weight_bytes, c.peak, c.device.bandwidth,
+                s["num_experts"], c.tp * c.ep, c.weight_bytes, c.peak, c.device.bandwidth,
             )  # fmt: skip
 
         shape = {
-            "num_tokens": tokens,
+            "num_tokens": every,
             "hidden_size": self.hidden,
             "inter_size": m.moe_intermediate_size,
             "topk": m.experts_per_token,
             "num_experts": m.experts,
         }
         return _scaled(readings, shape, bound)
+
+    def dispatch(self, tokens: np.ndarray) -> Timed:
+        """A MoE layer's dispatch and combine over the expert-parallel ranks, ``tokens`` a
+        rank's own; its bound the all-to-all's bytes (bf16 hidden states) over the link."""
+        c, m = self.c, self.model
+        readings = self.db.dispatch_many(
+            tokens=tokens, hidden=self.hidden, topk=m.experts_per_token, experts=m.experts,
+            ep=c.ep, fmt=c.weight_dtype,
+        )  # fmt: skip
+        link = c.device.scale_up_bandwidth or math.nan
+        sent = physics.all_to_all_bytes(
+            tokens * c.ep, m.experts_per_token, self.hidden, 2.0, 1, c.tp, c.ep
+        )
+        own = np.broadcast_to(np.asarray(sent / link, dtype=np.float64), readings.latency_s.shape)
+        return readings.latency_s, readings.basis, own
 
     def embedding(self, tokens: np.ndarray) -> Timed:
         c = self.c
@@ -235,6 +268,20 @@ def _no_step(shape: tuple[int, ...], reason: str) -> Step:
     )
 
 
+def _unsplit(config: Config) -> str:
+    """Why ``config``'s expert-parallel layout is not composed ("" where it is, or has none)."""
+    m, ep = config.model, config.ep
+    if ep <= 1:
+        return ""
+    if not m.is_moe:
+        return f"ep {ep}: {m.id} has no routed experts to split"
+    if config.tp > 1:
+        return f"ep {ep} at tp {config.tp} a rank: only data-parallel attention at tp 1 is composed"
+    if m.experts % ep:
+        return f"ep {ep} does not divide the {m.experts} routed experts: not composed"
+    return ""
+
+
 def step(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool = False) -> Step:
     """The expected step of ``config`` over ``batch`` x ``length`` (decode: cached tokens;
     prefill: prompt tokens), each operation's time in the step, bound and basis."""
@@ -251,15 +298,21 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
         return _no_step(shape, resolved.reason)
     if config.model.is_mla:
         return _no_step(shape, "MLA attention is not composed from the database's kernels")
+    unsplit = _unsplit(config)
+    if unsplit:
+        return _no_step(shape, unsplit)
     ops = _Ops(config, kernels(resolved.system, resolved.engine, resolved.version))
     layers = config.model.layers
     counts = {op: float(layers) for op in OPERATIONS}
     counts.update(embedding=1.0, lm_head=1.0, allreduce=2.0 * layers + 1.0)
+    if config.ep > 1:  # one rank: its share of the sequences (the busiest's), attention whole
+        batch = -(-np.asarray(batch) // config.ep)
+        counts.update(allreduce=float(layers))  # a dispatch and combine a layer, tp 1
     tokens = batch * length if prefill else batch  # the GEMMs' rows
     lm_n = max(1, config.model.vocab_size // config.tp)
     rows = {
         **_layer_ops(ops, tokens),
-        "allreduce": ops.allreduce(tokens),
+        "allreduce": ops.dispatch(tokens) if config.ep > 1 else ops.allreduce(tokens),
         "embedding": ops.embedding(tokens),
         "lm_head": ops.gemm(batch, lm_n, ops.hidden, "bf16"),  # the last token's logits
         "attention": ops.attention(batch, length, prefill),

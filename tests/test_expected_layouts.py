@@ -1,0 +1,153 @@
+"""Expected steps of the layouts the shipped calibration runs (issue 43, coverage): expert
+parallelism with data-parallel attention (one rank's step), MXFP4 MoE checkpoints (dense
+GEMMs in bf16, experts from the MXFP4 MoE tables), and readings beyond a table's measured
+tokens (the edge's share of the roofline, counted once).
+
+Reads the installed ``aiconfigurator-core`` (the ``measured`` extra, a test dependency)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sweeps.calibrate.bounds import bounds
+from sweeps.calibrate.expected import _config as _row_config
+from sweeps.calibrate.expected import expected_rows
+from sweeps.calibrate.measurements import parse_measurements
+from sweeps.catalog import load_catalog
+from sweeps.measured.database import OPERATIONS, parse
+from sweeps.measured.kernels import kernels
+from sweeps.studies.expected.step import Config, step
+
+pytest.importorskip("aiconfigurator_core")
+
+CATALOG = load_catalog()
+
+
+def _config(
+    model: str, device: str, tp: int, weight: str = "bf16", engine: str = "trtllm", ep: int = 1
+) -> Config:
+    m, d = CATALOG.models[model], CATALOG.hardware[device]
+    peak = d.peak_flops["bf16"]
+    wb = CATALOG.lookup_dtype(weight).bytes_per_element
+    return Config(m, d, tp, m.kv_heads, "bf16", weight, 2.0, wb, peak, peak, parse(engine), ep)
+
+
+def test_beyond_the_measured_tokens_a_reading_is_the_edges_share_of_its_own_bound() -> None:
+    """Two prefills past the MoE table's most tokens (and the all-reduce table's largest
+    message) are read at the same clamped shape, so they differ by their bounds alone: the
+    estimator's own extrapolation, scaled again, made the ratio about its square."""
+    config = _config("qwen3-235b-a22b", "h100-sxm", 8, engine="vllm")
+    near = step(config, np.array([64]), np.array([8192]), prefill=True)
+    far = step(config, np.array([128]), np.array([8192]), prefill=True)
+    for op in ("experts", "allreduce"):
+        assert far.basis[op][0, 0] == 2  # extrapolated
+        ratio = far.expected[op][0, 0] / near.expected[op][0, 0]
+        assert ratio == pytest.approx(far.bound[op][0, 0] / near.bound[op][0, 0], rel=1e-9), op
+        assert 1.5 < ratio < 2.5, op  # twice the tokens: about twice the time, not four
+
+
+def test_an_expert_parallel_step_is_one_ranks_share_of_the_batch() -> None:
+    tp1 = _config("qwen3-235b-a22b", "b200", 1, "nvfp4")
+    ep4 = replace(tp1, ep=4)
+    context = np.array([1500])
+    rank = step(ep4, np.array([61, 64]), context)  # 61 sequences: the busiest rank holds 16
+    alone = step(tp1, np.array([16]), context)
+    for op in ("embedding", "qkv", "attention", "o_proj", "router", "lm_head"):
+        assert (rank.expected[op] == alone.expected[op][0, 0]).all(), op  # heads whole, tp 1
+    layers = float(tp1.model.layers)
+    db = kernels("b200_sxm", "trtllm", "1.3.0rc20")
+    moe = db.moe_many(
+        tokens=np.array([64]), hidden=tp1.model.width, inter=tp1.model.moe_intermediate_size,
+        topk=tp1.model.experts_per_token, experts=tp1.model.experts, tp=1, ep=4, fmt="nvfp4",
+    )  # fmt: skip
+    assert (rank.expected["experts"] == moe.latency_s[0] * layers).all()  # every rank's tokens
+    sent = db.dispatch_many(
+        tokens=np.array([16]), hidden=tp1.model.width, topk=tp1.model.experts_per_token,
+        experts=tp1.model.experts, ep=4, fmt="nvfp4",
+    )  # fmt: skip
+    assert (rank.expected["allreduce"] == sent.latency_s[0] * layers).all()  # no all-reduce
+    assert (rank.basis["allreduce"] == 2).all()  # the dispatch's table is not traced
+    assert np.isfinite(rank.total()).all()
+    assert rank.reason == ""
+    assert (rank.total() >= rank.total_bound() * 0.5).all()
+    assert (alone.expected["allreduce"] == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("model", "tp", "ep", "says"),
+    [
+        ("qwen3-235b-a22b", 2, 4, "ep 4 at tp 2"),
+        ("llama-3.1-8b", 1, 2, "has no routed experts"),
+        ("qwen3-235b-a22b", 1, 3, "does not divide the 128 routed experts"),
+    ],
+)
+def test_a_layout_not_composed_is_null_with_why(model: str, tp: int, ep: int, says: str) -> None:
+    got = step(_config(model, "b200", tp, ep=ep), np.array([8]), np.array([1024]))
+    assert np.isnan(got.total()).all()
+    assert says in got.reason
+
+
+def test_an_mxfp4_moe_reads_dense_gemms_in_bf16_and_its_experts_in_mxfp4() -> None:
+    """As aiconfigurator reads an ``mxfp4`` checkpoint (GPT-OSS: bf16 beside MXFP4 experts)."""
+    fp4 = _config("gpt-oss-20b", "h200", 1, "fp4")
+    bf16 = _config("gpt-oss-20b", "h200", 1, "bf16")
+    batch, context = np.array([1, 64]), np.array([2048])
+    got, dense = step(fp4, batch, context), step(bf16, batch, context)
+    assert got.reason == ""
+    assert np.isfinite(got.total()).all()
+    for op in ("qkv", "o_proj", "router", "lm_head"):
+        assert (got.expected[op] == dense.expected[op]).all(), op
+        assert (got.bound[op] == dense.bound[op]).all(), op  # bf16 bytes: what is read
+    db = kernels("h200_sxm", "trtllm", "1.3.0rc20")
+    m = fp4.model
+    moe = db.moe_many(
+        tokens=batch, hidden=m.width, inter=m.moe_intermediate_size, topk=m.experts_per_token,
+        experts=m.experts, tp=1, ep=1, fmt="fp4",
+    )  # fmt: skip
+    assert (got.expected["experts"][:, 0] == moe.latency_s * m.layers).all()
+    assert (got.bound["experts"] < dense.bound["experts"]).all()  # 4-bit experts' bytes
+    # a dense model has no MXFP4 checkpoint and no MXFP4 GEMM table: null, with the operation
+    llama = step(_config("llama-3.1-8b", "h200", 1, "fp4"), batch, context)
+    assert np.isnan(llama.total()).all()
+    assert "qkv: no reading" in llama.reason
+    assert set(OPERATIONS) == set(got.expected)
+
+
+HEADER = (
+    "model,hardware,tp,weight_dtype,kv_dtype,compute_dtype,batch,prompt_tokens,output_tokens,"
+    "metric,value,basis,gpus,parallel,source\n"
+)
+ROWS = HEADER + (
+    # sweeps/calibrate/data/measurements.csv lines 193, 166 and 117 (TensorRT-LLM perf-overview)
+    "qwen3-235b-a22b,b200,1,nvfp4,fp8,auto,max,1000,1000,output_tokens_per_s,5764,device,4,"
+    "ep+dp,TensorRT-LLM perf-overview\n"
+    "gpt-oss-20b,h200,1,fp4,fp8,auto,max,1000,1000,output_tokens_per_s,13858,device,1,tp,"
+    "TensorRT-LLM perf-overview\n"
+    "deepseek-r1,b200,1,nvfp4,fp8,auto,max,1000,1000,output_tokens_per_s,6463,device,4,ep+dp,"
+    "TensorRT-LLM perf-overview\n"
+)
+
+
+def test_the_calibration_prices_ep_dp_and_mxfp4_rows_per_gpu() -> None:
+    found = bounds(parse_measurements(ROWS))
+    frame = expected_rows(found)
+    qwen, oss, r1 = (frame.row(i, named=True) for i in range(3))
+    b = found[0]
+    assert b.batch is not None
+    config = _row_config(b, "trtllm")
+    assert isinstance(config, Config)
+    assert (config.ep, config.tp, config.weight_dtype) == (4, 1, "nvfp4")  # 4 GPUs, tp 1 each
+    one = step(config, np.array([b.batch]), np.array([b.context])).total()[0, 0]
+    ttft = step(config, np.array([b.batch]), np.array([1000]), prefill=True).total()[0, 0]
+    # a replica of 4 GPUs serves B sequences; per GPU, over its prefill and 1000 steps
+    assert qwen["expected"] == pytest.approx(b.batch * 1000 / (ttft + 1000 * one) / 4, rel=1e-12)
+    for row in (qwen, oss):
+        assert row["expected"] is not None
+        assert row["expected_reason"] == ""
+        assert row["expected"] < row["bound"]  # no expected throughput beats its bound
+        assert row["expected_basis"] == "extrapolated"
+    assert r1["expected"] is None
+    assert "MLA attention" in r1["expected_reason"]
