@@ -1,6 +1,6 @@
 """``pools_expected``: how many devices a load needs by expectation, one plan per scheduler.
 
-The pools table's colocated plans (``sweeps.studies.serving.pools_colocated``: for every
+The pools table's colocated plans (``sweeps.studies.serving.pools.colocated``: for every
 usable batch the fewest replicas that meet the TTFT objective at ``[serving] slo_quantile``
 and keep the slots at most 0.9 busy, then the batch with the fewest devices, then the lowest
 cost) sized again, per engine, on the named schedulers' expected figures
@@ -23,8 +23,7 @@ from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
 from sweeps.studies.expected.priced import PRICED
 from sweeps.studies.expected.served import wanted
-from sweeps.studies.serving.pools import LOADS
-from sweeps.studies.serving.pools_colocated import QUANTILES, Load, colocated
+from sweeps.studies.serving.pools import LOADS, QUANTILES, Load, colocated
 
 PERCENTILES = tuple(QUANTILES)
 """The TTFT percentiles the plans report (the pools table's)."""
