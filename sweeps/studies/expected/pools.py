@@ -101,10 +101,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
 
 def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
     """Every point of the planned modes (``PLANNED``) [row]."""
-    from sweeps.axes import AXIS, points
+    from sweeps.studies.serving.table import MODE
 
-    priced = len([m for m in AXIS["mode"].labels(sweep) if str(m) in PLANNED])
-    return int(points(sweep, [d for d in dims if d != "mode"])) * priced
+    priced = len([m for m in MODE.labels(sweep) if str(m) in PLANNED])
+    return int(sweep.points([d for d in dims if d != "mode"])) * priced
 
 
 _V = Variable

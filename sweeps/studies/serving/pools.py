@@ -549,7 +549,9 @@ def _scheduler_names(x: Inputs, split: Any, feasible: Any) -> Any:
     import xarray as xr
 
     mode = x["pool_mode"]
-    dims = POOLS.dims_over(set(x.values) & {*feasible.dims, *mode.dims})
+    from sweeps.studies import DIMS  # the registry: not at import
+
+    dims = POOLS.dims_over(set(x.values) & {*feasible.dims, *mode.dims}, DIMS)
     sizes = {d: int(np.asarray(x[d].values).size) for d in dims}
 
     def full(value: Any) -> np.ndarray:
@@ -624,12 +626,12 @@ def _compute(x: Inputs) -> dict[str, Any]:
 def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
     """Rows of the pools table: each one-pool plan on one device and tp, and every pair of
     them for the disaggregated plan (``pools_row``)."""
-    from sweeps.axes import AXIS, points
+    from sweeps.studies.serving.table import POOL_MODE
 
-    one_pool = len(AXIS["pool_mode"].labels(sweep)) - 1  # the schedulers, disaggregated apart
+    one_pool = len(POOL_MODE.labels(sweep)) - 1  # the schedulers, disaggregated apart
     devices = len(sweep.hardware) * len(sweep.tp)
     rest = [d for d in dims if d not in PLAN_DIMS]
-    return int(points(sweep, rest)) * (one_pool * devices + devices**2)
+    return int(sweep.points(rest)) * (one_pool * devices + devices**2)
 
 
 POOLS = Analysis(
