@@ -156,8 +156,9 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "physics",
     ),  # ground
     ("catalog", "measured", "traces"),  # the records and their data; measured kernels; traces
-    ("engine", "axes"),  # what an analysis is, the core analyses, the axis table
-    ("studies",),  # one folder a study, each declaring its STUDY once
+    ("engine",),  # what an analysis and an axis are, the core analyses, the grid's own axes
+    ("studies",),  # one folder a study, each declaring its STUDY, its keys and their axes once
+    ("axes",),  # the axis table: the grid's axes and every study's, gathered
     ("config",),  # the TOML schema and its resolution into a Sweep
     ("grid",),  # what a sweep asks of the registry: build_grid, memory, chunks
     ("pipeline", "export", "views", "calibrate"),  # run, write, read back, calibrate

@@ -125,3 +125,63 @@ context = [1024, 4096]
         flat = [((g.models[0],), (h,)) for g in groups for h in g.hardware]
         assert flat == pairs  # the same slices, in the same order
     assert [len(g.hardware) for g in slice_groups(sweep, 1)] == [1] * 8  # one device always goes
+
+
+def _counted(patch: pytest.MonkeyPatch, module: str, name: str) -> list[int]:
+    """Count the calls of ``module.name`` wherever the package holds it (every ``sweeps``
+    module that imported it, under any name, and the module itself): one entry per call."""
+    import importlib
+    import sys
+
+    real = getattr(importlib.import_module(module), name)
+    calls: list[int] = []
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    for loaded in list(sys.modules.values()):
+        if getattr(loaded, "__name__", "").startswith("sweeps"):
+            for held, value in list(vars(loaded).items()):
+                if value is real:
+                    patch.setattr(loaded, held, counted)
+    return calls
+
+
+@pytest.mark.parametrize("how", ["whole", "pieces", "streamed"])
+def test_a_run_plans_once_and_cuts_its_pieces_once(sweep, tmp_path, how):
+    """``sweeps run``'s path (the plan made and shown, then ``run_to_folder(plan=...)``) and
+    the library's (``run_to_folder`` alone) each make one plan in all and cut the chunks at
+    most once: the pieces travel in the plan (issue 42 item 3)."""
+    import sweeps.pipeline.execute  # loaded before the counters go in
+    import sweeps.pipeline.stream  # noqa: F401
+    from sweeps.pipeline import pieces
+
+    budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 4 if how == "streamed" else None
+    for given in (False, True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(pieces, "PIECES_FROM", 0 if how == "pieces" else 1 << 62)
+            plans = _counted(patch, "sweeps.pipeline.plan", "plan")
+            cuts = _counted(patch, "sweeps.grid.chunks", "plan_chunks")
+            planned = _plan_via(plans, sweep, budget) if given else None
+            result = run_to_folder(sweep, tmp_path / str(given), memory_budget=budget, plan=planned)
+        assert len(plans) == 1, (how, given)
+        assert len(cuts) == (0 if how == "whole" else 1), (how, given)
+        assert (result.chunks > 1) == (how == "streamed")
+        if planned is not None:
+            assert result.chunks == planned.chunks
+
+
+def _plan_via(calls: list[int], sweep, budget):
+    """The caller's plan, counted with the run's (``sweeps run`` plans before it runs)."""
+    calls.append(1)
+    return plan(sweep, budget)
+
+
+def test_a_plan_of_another_run_is_refused(sweep, tmp_path):
+    other = dataclasses.replace(sweep, name="other")
+    with pytest.raises(ConfigError, match=r"plan is of sweep 'other'.*allowed: plan\(sweep"):
+        run_to_folder(sweep, tmp_path, plan=plan(other))
+    with pytest.raises(ConfigError, match=r"memory_budget = .* the plan's is"):
+        run_to_folder(sweep, tmp_path, memory_budget=1 << 40, plan=plan(sweep, 1 << 39))
+    assert not list(tmp_path.iterdir())  # refused before any work

@@ -201,7 +201,7 @@ def _sweep(
     if not uneven:
         return sweep
     padded = tuple(redundant_experts(m, uneven) for m in sweep.models)
-    return replace(sweep, models=padded, ep=(uneven,))
+    return replace(sweep, models=padded, study_axes={**sweep.study_axes, "ep": (uneven,)})
 
 
 def _grid(

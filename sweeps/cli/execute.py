@@ -70,16 +70,16 @@ def _run(
     budget: int | None,
     client: Any,
     phases: Phases,
-    streamed: bool,
-    chunks: int,
+    how: Any,
 ) -> Any:
-    """``run_to_folder`` with a bar for each of its phases; its ``RunResult``."""
+    """``run_to_folder`` of the plan ``how`` (planned once, shown before) with a bar for
+    each of its phases; its ``RunResult``."""
     from sweeps.charts import output_hooks
     from sweeps.pipeline import run_to_folder
 
     after = None
-    if streamed:
-        phases.start(f"computing and writing {chunks:,} chunks")
+    if how.streamed:
+        phases.start(f"computing and writing {how.chunks:,} chunks")
         after = "writing the spec tables and the summary"
     else:
         phases.start("computing the grid and writing the tables")
@@ -94,6 +94,7 @@ def _run(
         client=client,
         phase=phases.start if phases.drawn else None,
         track=track,
+        plan=how,
     )
 
 
@@ -103,11 +104,13 @@ def run_one(
     """Run ``sweep`` into ``out``, draw its phases, print its summary; its ``--json`` record."""
     from sweeps.cli import render
     from sweeps.pipeline import plan
+    from sweeps.pipeline.distributed import cluster_plan
 
     how = plan(sweep, budget, distributed=client is not None)
+    how = how if client is None else cluster_plan(how, client)  # the workers' chunks, once
     output.status(render.plan_line(how), level=1)
     with output.phases(sweep.name) as phases:
-        result = _run(sweep, out, force, budget, client, phases, how.streamed, how.chunks)
+        result = _run(sweep, out, force, budget, client, phases, how)
         phases.start("summarizing")
         frame = result.summary()
         rows = None if frame is None else render.summary_rows(frame)

@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 TABLES = ("sweep", "axes", "options", "serving", "outputs", "models", "hardware", "dtypes")
-"""The tables in the order the reference shows them (every table of ``ConfigFile``)."""
+"""The tables the reference shows first, in this order; every other table of ``ConfigFile``
+(``[workload]``, ``[kv_tiers.*]``, a new study's) follows, in the file model's order."""
 
 
 def _resolve(node: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
@@ -84,7 +85,7 @@ def config_reference() -> str:
     schema = ConfigFile.model_json_schema()
     defs = schema.get("$defs", {})
     parts = []
-    for name in TABLES:
+    for name in (*TABLES, *(n for n in schema["properties"] if n not in TABLES)):
         raw = schema["properties"][name]
         pattern = raw.get("patternProperties")
         value = next(iter(pattern.values())) if pattern else raw

@@ -19,7 +19,6 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from sweeps.axes import AXIS
 from sweeps.catalog import Catalog, Model, load_catalog
 from sweeps.config import schema
 from sweeps.config.custom import custom_dtype, custom_hardware
@@ -242,9 +241,9 @@ def _studies(
             values.update(records)
             for key, message in found:  # "/table.key": a key of another table
                 problems.add(key[1:] if key[:1] == "/" else f"{study.table}.{key}", message)
-        fields.update({AXIS[dim].field: value for dim, value in values.items()})
+        fields.update(values)  # a study's axis is its key: the Sweep's field of that name
         studies[study.name] = study.resolve(table)
-    return {**fields, "studies": studies}
+    return {"study_axes": fields, "studies": studies}
 
 
 def _check_figures(

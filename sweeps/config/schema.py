@@ -16,7 +16,6 @@ from sweeps import limits
 from sweeps.config.family_schema import FamilyTable, model_form
 from sweeps.fields import (
     AUTO,
-    AXIS_LENGTH,
     NAME_PATTERN,
     AxisRange,
     Bandwidth,
@@ -26,7 +25,6 @@ from sweeps.fields import (
     Count,
     CountAxis,
     CountOrNone,
-    DraftTokens,
     Efficiency,
     Flops,
     Fraction,
@@ -35,7 +33,6 @@ from sweeps.fields import (
     NameAxis,
     Params,
     PositiveFloat,
-    Probability,
     Strict,
     SweepName,
     TokenAxis,
@@ -47,11 +44,14 @@ from sweeps.limits import (
     MAX_BATCH,
     MAX_COUNT,
     MAX_EXPERTS,
-    MAX_SPEC_TOKENS,
     MAX_TOKENS,
     MAX_VOCAB,
 )
 from sweeps.outputs import default_charts
+from sweeps.studies.expected.table import ExpectedKeys
+from sweeps.studies.parallel.table import ParallelKeys
+from sweeps.studies.prefix.table import PrefixKeys
+from sweeps.studies.speculative.table import SpeculativeKeys
 
 __all__ = [
     "AUTO",
@@ -73,7 +73,7 @@ class SweepTable(Strict):
     )
 
 
-class Axes(Strict):
+class GridAxes(Strict):
     model: NameAxis = Field(description="Catalog model ids or names of [models.*] tables")
     hardware: NameAxis = Field(description="Catalog device ids or names of [hardware.*] tables")
     batch: BatchAxis = Field(
@@ -94,64 +94,12 @@ class Axes(Strict):
         default=None, description="Prefill prompt lengths [token] (default: the context axis)"
     )
     tp: CountAxis = Field(default=[1], description=f"Tensor-parallel degrees (1 to {MAX_COUNT:,})")
-    spec_tokens: Annotated[list[DraftTokens], AXIS_LENGTH] | None = Field(
-        default=None,
-        description=f"Draft tokens per verification step k (0 to {MAX_SPEC_TOKENS}; 0: none); "
-        "turns on speculative.parquet",
-    )
-    spec_acceptance: Annotated[list[Probability], AXIS_LENGTH] | None = Field(
-        default=None, description="Per-token acceptance probability alpha [0, 1]"
-    )
-    spec_draft: NameAxis | None = Field(
-        default=None,
-        description="Drafts: 'ngram' (free), 'mtp' (the model's own heads), or a model id or "
-        "[models.*] name smaller than every target",
-    )
-    prefix_hit_rate: (
-        Annotated[list[Probability | Literal["trace"]], AXIS_LENGTH] | Literal["trace"] | None
-    ) = Field(
-        default=None,
-        description="Share of prompt tokens whose cache is held [0, 1], or 'trace': the LRU "
-        "hit rate of prefix_trace at each point's own cache (the memory the weights leave); "
-        "turns on prefix.parquet",
-    )
-    prefix_trace: str | None = Field(
-        default=None,
-        description="Trace with prefix-block hashes (mooncake JSONL) whose LRU hit rate "
-        "prefix_hit_rate = 'trace' takes: a path relative to the config file, inside its "
-        "folder, or a shipped slice's name",
-    )
-    kv_tier: NameAxis | None = Field(
-        default=None,
-        description="Where a cached prefix lives: 'hbm', 'host' (the device's host link), "
-        "'nvme', or a [kv_tiers.*] name",
-    )
-    ep: CountAxis | None = Field(
-        default=None,
-        description="Expert-parallel ranks (MoE; each must divide every model's routed "
-        "experts); turns on parallel.parquet, a replica is tp x ep x pp devices",
-    )
-    dp_attention: Annotated[list[bool], AXIS_LENGTH] | None = Field(
-        default=None,
-        description="Attention data-parallel over the ep ranks (each its own sequences' "
-        "cache) or tensor-parallel over all tp x ep devices (false, the default)",
-    )
-    pp: CountAxis | None = Field(
-        default=None, description="Pipeline stages (each must divide every model's layers)"
-    )
-    engine: NameAxis | None = Field(
-        default=None,
-        description="Engines whose measured kernels give expected times: 'trtllm', 'vllm', "
-        "'sglang', or 'engine-version' (vllm-0.24.0); needs the measured extra; turns on "
-        "expected.parquet",
-    )
 
-    @model_validator(mode="after")
-    def _trace_alone(self) -> Axes:
-        """``prefix_hit_rate = "trace"`` stands for ``["trace"]``."""
-        if self.prefix_hit_rate == "trace":
-            object.__setattr__(self, "prefix_hit_rate", ["trace"])
-        return self
+
+# the studies' keys of [axes] follow the grid's own, in the studies' order (pydantic takes the
+# fields of the bases last to first): each study's folder declares its keys and their axes
+class Axes(ExpectedKeys, ParallelKeys, PrefixKeys, SpeculativeKeys, GridAxes):
+    pass
 
 
 class Options(Strict):

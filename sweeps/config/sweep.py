@@ -14,10 +14,6 @@ from typing import Any
 from sweeps import axes
 from sweeps.catalog import DType, Hardware, Model
 from sweeps.config import schema
-from sweeps.studies.prefix.tiers import KvTier
-from sweeps.studies.prefix.trace import TraceHitRate
-from sweeps.studies.serving.trace import TraceLoad
-from sweeps.studies.speculative.drafts import Draft
 
 NATIVE = axes.NATIVE
 
@@ -42,8 +38,10 @@ class Sweep:
     """One validated sweep: axes as tuples of values or records, options, outputs, provenance.
 
     A study's axes (``sweeps.studies.STUDIES``: ``prompt_tokens``, ``output_tokens``,
-    ``arrival_rate`` of ``[serving]``) are fields like the others, empty when the config does
-    not turn the study on; its settings are in ``studies`` by the study's name.
+    ``arrival_rate`` of ``[serving]``, ...) are declared by its table's keys
+    (``sweeps.axes.STUDY_FIELDS``): their values are in ``study_axes``, read as attributes
+    like the grid's own (``sweep.prompt_tokens``), empty when the config does not turn the
+    study on; its settings are in ``studies`` by the study's name.
     """
 
     name: str
@@ -68,45 +66,26 @@ class Sweep:
     """``outputs.layout``: ``auto``, ``single`` or ``partitioned`` table files."""
     duckdb: bool = False
     """``outputs.duckdb``: also write ``sweep.duckdb`` with views over the tables."""
-    prompt_tokens: tuple[int, ...] = ()
-    """``serving.prompt_tokens``: prompt tokens per request [token]."""
-    output_tokens: tuple[int, ...] = ()
-    """``serving.output_tokens``: tokens generated per request [token]."""
-    arrival_rate: tuple[float | TraceLoad, ...] = ()
-    """``serving.arrival_rate``: request arrival rates [request/s], or with ``[workload]`` the
-    trace at each time scale (``sweeps.studies.serving.trace.TraceLoad``, labelled by its
-    rate); empty with concurrency."""
-    concurrency: tuple[int, ...] = ()
-    """``serving.concurrency``: closed-loop clients [request]; empty with arrival rates."""
     studies: Mapping[str, Any] = field(default_factory=dict)
     """The settings of each study the config turns on, by name (``sweeps.studies.STUDIES``)."""
-    spec_tokens: tuple[int, ...] = ()
-    """``axes.spec_tokens``: draft tokens per verification step [token]; empty: no
-    speculation (nor any other speculative axis)."""
-    spec_acceptance: tuple[float, ...] = ()
-    """``axes.spec_acceptance``: per-token acceptance probabilities [1]."""
-    spec_draft: tuple[Draft, ...] = ()
-    """``axes.spec_draft``: the drafts (``sweeps.studies.speculative.drafts.Draft``)."""
-    prefix_hit_rate: tuple[float | TraceHitRate, ...] = ()
-    """``axes.prefix_hit_rate``: cached shares of the prompt [1], or the trace's hit rate at
-    each point's cache (``sweeps.studies.prefix.trace.TraceHitRate``); empty: no prefix
-    caching."""
-    kv_tier: tuple[KvTier, ...] = ()
-    """``axes.kv_tier``: where cached prefixes live (``sweeps.studies.prefix.tiers.KvTier``)."""
-    ep: tuple[int, ...] = ()
-    """``axes.ep``: expert-parallel ranks [device]; empty: no parallel study (``ep = 1``)."""
-    dp_attention: tuple[bool, ...] = ()
-    """``axes.dp_attention``: attention data-parallel over the ep ranks, or tensor-parallel."""
-    pp: tuple[int, ...] = ()
-    """``axes.pp``: pipeline stages [device]."""
-    engine: tuple[Any, ...] = ()
-    """``axes.engine``: the engines of the expected pass (``sweeps.measured.EngineChoice``);
-    empty: no expectation, and the database is never read."""
+    study_axes: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    """The values of the studies' axes the config gives, by key (``serving.prompt_tokens``,
+    ``axes.spec_tokens``, ...): numbers, or records (``sweeps.studies.speculative.drafts.Draft``,
+    ``sweeps.studies.prefix.tiers.KvTier``, ``sweeps.studies.serving.trace.TraceLoad``, ...);
+    read as attributes (``sweep.prompt_tokens``)."""
     figures: Figures = field(default_factory=Figures)
     """``[outputs.figures]``: the tp and weight dtype the charts show, and their size."""
     charts_named: bool = False
     """Whether the config names ``[outputs] charts`` (False: their default): named charts are
     drawn whatever the number of model-device pairs (``sweeps.outputs.PAIRS_DRAWN``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        """A study's axis by its key (``sweep.prompt_tokens``): its values, empty where the
+        config does not turn the study on."""
+        if name in axes.STUDY_FIELDS:
+            return self.__dict__.get("study_axes", {}).get(name, ())
+        msg = f"{type(self).__name__!r} object has no attribute {name!r}"
+        raise AttributeError(msg)
 
     @property
     def sha256(self) -> str:

@@ -14,7 +14,7 @@ the compiled roofline pass through ``Inputs.engine``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -151,7 +151,7 @@ class Analysis:
     """One unit of computation of the grid, with its table.
 
     name : Its name; the table ``<name>.parquet`` when ``columns`` is not empty
-    dims : Its grid dims, in the canonical order of ``sweeps.axes.AXES``
+    dims : Its grid dims, in the canonical order of ``sweeps.studies.AXES``
     variables : The outputs it declares and computes (each declared nowhere else)
     compute : The function computing them (see ``Compute``)
     needs : Analyses whose outputs it reads, run before it
@@ -188,12 +188,16 @@ class Analysis:
     extra_dims: tuple[str, ...] = ()
     count: Callable[[Any, tuple[str, ...]], int] | None = None
 
-    def dims_over(self, present: Collection[str]) -> tuple[str, ...]:
+    def dims_over(self, present: Collection[str], order: Sequence[str]) -> tuple[str, ...]:
         """Its dims, with those of ``extra_dims`` that are in ``present`` (the dims of the grid,
-        or of the analyses a sweep asks for), in the canonical order of the axes."""
-        from sweeps.axes import canonical
-
-        return canonical((*self.dims, *(d for d in self.extra_dims if d in present)))
+        or of the analyses a sweep asks for), in ``order``: every dim in the canonical order
+        of the axes (``sweeps.studies.DIMS``, above the engine: the studies declare theirs)."""
+        wanted = {*self.dims, *(d for d in self.extra_dims if d in present)}
+        unknown = sorted(wanted.difference(order))
+        if unknown:
+            msg = f"analysis {self.name!r}: unknown dims {unknown}; the axes are {list(order)}"
+            raise KeyError(msg)
+        return tuple(dim for dim in order if dim in wanted)
 
     def wanted(self, sweep: Any) -> bool:
         """Whether ``sweep`` asks for this analysis: it has the study, and ``applies``."""

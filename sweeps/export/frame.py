@@ -21,7 +21,7 @@ import numpy as np
 import polars as pl
 import xarray as xr
 
-from sweeps.axes import AXIS
+from sweeps.axes import AXIS, DIMS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS, Spec
 from sweeps.config import NATIVE
 from sweeps.engine.base import LABELS
@@ -276,7 +276,7 @@ def table_frame(
     """
     table = BY_NAME[analysis] if isinstance(analysis, str) else analysis
     names = (*table.columns, *((table.rows,) if table.rows else ()))
-    dims = table.dims_over(set(map(str, ds.dims)))
+    dims = table.dims_over(set(map(str, ds.dims)), DIMS)
     frame = _columns(ds, dims, names, categories, repeats)
     if table.rows:  # grid points that stand for no row (a colocated plan on two devices)
         frame = frame.filter(pl.col(REGISTRY[table.rows].column_name)).drop(table.rows)

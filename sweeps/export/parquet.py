@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 import xarray as xr
 
-from sweeps.axes import AXIS, NAME_DIMS
+from sweeps.axes import AXIS, DIMS, NAME_DIMS
 from sweeps.catalog.records import HARDWARE_SPECS, MODEL_SPECS
 from sweeps.export.frame import SPEC_TABLES, TABLE_NAMES, frame, table_names
 from sweeps.grid import REGISTRY, Variable
@@ -50,7 +50,7 @@ def declared_columns(table: str) -> dict[str, Variable]:
         entries = [REGISTRY[dim], *(REGISTRY[spec.name] for spec in specs)]
     else:
         analysis = BY_NAME[table]  # every dim it can have, in a written table's order
-        dims = analysis.dims_over(analysis.extra_dims)
+        dims = analysis.dims_over(analysis.extra_dims, DIMS)
         entries = [*_axis_entries(dims), *(REGISTRY[n] for n in analysis.columns)]
     return {entry.column_name: entry for entry in entries}
 

@@ -8,7 +8,7 @@ registry entries, streaming and manifest follow from the declaration.
 
 from typing import Any
 
-from sweeps.axes import canonical
+from sweeps.axes import DIMS, canonical
 from sweeps.engine.base import (
     COLUMN_ITEMSIZE,
     ITEMSIZE,
@@ -57,13 +57,13 @@ def _present(sweep: Any) -> set[str]:
 def active_dims(sweep: Any) -> tuple[str, ...]:
     """Every dim of the analyses ``sweep`` asks for, in the canonical order of the axes."""
     present = _present(sweep)
-    return canonical({dim for a in applicable(sweep) for dim in a.dims_over(present)})
+    return canonical({dim for a in applicable(sweep) for dim in a.dims_over(present, DIMS)})
 
 
 def dims_of(analysis: Analysis, sweep: Any) -> tuple[str, ...]:
     """The dims of ``analysis`` in ``sweep``'s grid: its own, and the extra dims it takes on
     that the sweep has (``Analysis.extra_dims``)."""
-    return analysis.dims_over(_present(sweep))
+    return analysis.dims_over(_present(sweep), DIMS)
 
 
 def table_rows(analysis: Analysis, sweep: Any) -> int:

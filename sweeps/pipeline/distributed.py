@@ -287,29 +287,31 @@ def cluster_chunks(sweep: Any, budget: int, client: Any) -> list[Chunk]:
 
 
 def cluster_plan(how: Any, client: Any) -> Any:
-    """``how`` (a ``sweeps.pipeline.plan.Plan``) with the chunks of ``cluster_chunks``."""
+    """``how`` (a ``sweeps.pipeline.plan.Plan``) with its pieces cut for ``client``'s cluster
+    (``cluster_chunks``), once: the run writes those pieces (``write_on_cluster``)."""
     import dataclasses
 
-    return dataclasses.replace(how, chunks=len(cluster_chunks(how.sweep, how.budget, client)))
+    pieces = tuple(cluster_chunks(how.sweep, how.budget, client))
+    return dataclasses.replace(how, chunks=len(pieces), pieces=pieces, on_cluster=True)
 
 
 def write_on_cluster(
     sweep: Any,
     layout: str,
-    budget: int,
+    chunks: Sequence[Chunk],
     folder: Path,
     client: Any,
     progress: Callable[[int, int], None] | None = None,
     timeout: float | None = None,
 ) -> dict[str, Any]:
     """Every analysis table of ``sweep`` written into ``folder`` by ``client``'s workers:
-    {table: (rows, column units, files)}, in ``cluster_chunks``; ``layout`` ``single`` joins
-    each table's parts into one file; ``timeout`` [s] defaults to ``cluster_timeout()``."""
+    {table: (rows, column units, files)}, over ``chunks`` (the plan's: ``cluster_plan``);
+    ``layout`` ``single`` joins each table's parts into one file; ``timeout`` [s] defaults to
+    ``cluster_timeout()``."""
     from sweeps.axes import categories
     from sweeps.grid.analyses import tables
 
     enums = categories(sweep)
-    chunks = cluster_chunks(sweep, budget, client)
     timeout = cluster_timeout() if timeout is None else timeout
     total, done = sum(chunk.points for chunk in chunks), 0
 
@@ -344,13 +346,11 @@ def write_on_cluster(
 def write_streamed(
     how: Any, folder: Path, progress: Callable[[int, int], None] | None, client: Any
 ) -> dict[str, Any]:
-    """The tables of a streamed run (``how``, a ``Plan``) into ``folder``: by ``client``'s
-    workers (``write_on_cluster``), or chunk by chunk here (``stream_tables``)."""
+    """The tables of a streamed run (``how``, a ``Plan``) into ``folder``, over the plan's
+    pieces (cut once, by ``plan`` or ``cluster_plan``): by ``client``'s workers
+    (``write_on_cluster``), or chunk by chunk here (``stream_tables``)."""
     if client is not None:
-        return write_on_cluster(how.sweep, how.layout, how.budget, folder, client, progress)
-    from sweeps.grid.chunks import plan_chunks
-    from sweeps.pipeline.plan import chunk_budget
+        return write_on_cluster(how.sweep, how.layout, how.pieces, folder, client, progress)
     from sweeps.pipeline.stream import stream_tables
 
-    chunks = plan_chunks(how.sweep, chunk_budget(how.budget))
-    return stream_tables(how.sweep, chunks, folder, how.layout, progress)
+    return stream_tables(how.sweep, how.pieces, folder, how.layout, progress)

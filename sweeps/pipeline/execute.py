@@ -34,8 +34,9 @@ from sweeps.pipeline.distributed import cluster_plan, write_streamed
 from sweeps.pipeline.extras import check_extras
 from sweeps.pipeline.hook import Hook, Track
 from sweeps.pipeline.manifest import expected_counts, manifest
-from sweeps.pipeline.pieces import in_pieces, reads_tables, write_pieces
-from sweeps.pipeline.plan import Plan, plan, slice_groups
+from sweeps.pipeline.pieces import model_pieces, reads_tables, write_pieces
+from sweeps.pipeline.plan import Plan, slice_groups
+from sweeps.pipeline.plan import plan as make_plan
 from sweeps.pipeline.receivers import model_device_slices
 from sweeps.pipeline.stream import Progress
 from sweeps.pipeline.summarized import summary_table
@@ -239,6 +240,8 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     duckdb: bool | None = None,
     phase: Callable[[str], None] | None = None,
     track: Track | None = None,
+    *,
+    plan: Plan | None = None,
 ) -> RunResult:
     """Compute ``sweep`` and write ``<out>/<name>/`` atomically (replaced only with ``force``).
 
@@ -281,6 +284,11 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         phase, done, in all, what it does): ``tables`` file by file, ``grid file`` chunk by
         chunk (Zarr; NetCDF once written). The figures' phase is the figures hook's
         (``sweeps.charts.output_hooks(sweep, track)``).
+    plan
+        ``sweeps.pipeline.plan(sweep, ...)`` where the caller has it already (``sweeps run``
+        shows it first): the run follows it, pieces included, and plans nothing again; its
+        budget is the run's (``memory_budget`` must then be left out or equal it) and it is
+        distributed exactly when ``client`` is given. ``None``: planned here, once.
 
     Returns
     -------
@@ -291,15 +299,14 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     began = time.perf_counter()
     given = RunOptions(force, hooks, memory_budget, progress, client, layout, grid_format, duckdb)
     settings = replace(given, phase=phase, track=track).of(sweep)
-    how = plan(sweep, memory_budget, distributed=client is not None, layout=settings.layout)
-    how = how if client is None else cluster_plan(how, client)  # the workers' memory
+    how = _planned(sweep, plan, memory_budget, client, settings.layout)
     target = result_folder(out, sweep.name)
     check_target(target, force)
     check_extras(sweep, settings.grid_format, settings.duckdb)  # before any work
     timings: dict[str, float] = {}
     ds = None
     whole: Callable[[], xr.Dataset] | None = None
-    pieces = in_pieces(how)  # model by model into the writers
+    pieces = bool(how.pieces) and not how.streamed  # model by model into the writers
     if not how.streamed and not pieces:
         settings.phase("computing the grid")
         start = time.perf_counter()
@@ -344,6 +351,32 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         time.perf_counter() - began,
         [line for hook in hooks for line in getattr(hook, "notes", ())],
     )
+
+
+def _planned(
+    sweep: Sweep, given: Plan | None, budget: int | None, client: Any, layout: str
+) -> Plan:
+    """The run's plan, made once: ``given`` checked against the run's other parameters, or
+    planned here; its pieces cut for the workers (``cluster_plan``) or model by model
+    (``model_pieces``) where the run computes them so."""
+    if given is None:
+        given = make_plan(sweep, budget, distributed=client is not None, layout=layout)
+    elif given.sweep is not sweep or given.distributed != (client is not None):
+        msg = (
+            f"{sweep.path}: run_to_folder: plan is of sweep {given.sweep.name!r} "
+            f"(distributed: {given.distributed}), the run of {sweep.name!r} (client given: "
+            f"{client is not None}); allowed: plan(sweep, distributed=client is not None)"
+        )
+        raise ConfigError(msg)
+    elif budget is not None and budget != given.budget:
+        msg = (
+            f"{sweep.path}: run_to_folder: memory_budget = {budget:,} bytes, the plan's is "
+            f"{given.budget:,}; allowed: the plan's budget, or memory_budget left out"
+        )
+        raise ConfigError(msg)
+    if client is not None and not given.on_cluster:
+        return cluster_plan(given, client)  # the workers' memory
+    return model_pieces(given)
 
 
 def _write_outputs(

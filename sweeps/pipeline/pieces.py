@@ -24,6 +24,7 @@ a second and one piece is simplest.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import threading
@@ -39,7 +40,7 @@ from sweeps.config import Sweep
 from sweeps.export.blocks import ZarrBlocks
 from sweeps.export.frame import Repeats
 from sweeps.export.parquet import Written, write_frame
-from sweeps.grid.chunks import plan_chunks, split_first_device
+from sweeps.grid.chunks import Chunk, plan_chunks, split_first_device
 from sweeps.grid.parts import ModelParts
 from sweeps.pipeline.receivers import Feed, Join
 from sweeps.pipeline.stream import Keep, Progress, configurations, spec_tables, stream_tables
@@ -58,6 +59,16 @@ def in_pieces(how: Plan) -> bool:
     """Whether a run planned ``how`` computes its grid model by model (held in memory, more
     than one model, ``PIECES_FROM`` points or more)."""
     return not how.streamed and len(how.sweep.models) > 1 and how.points >= PIECES_FROM
+
+
+def model_pieces(how: Plan) -> Plan:
+    """``how`` with its pieces where it computes its grid model by model (``in_pieces``): one
+    per model (the whole sweep fits the budget), the first model's first device alone
+    (``split_first_device``); ``how`` itself otherwise, or where they are cut already."""
+    if how.pieces or not in_pieces(how):
+        return how
+    pieces = split_first_device(how.sweep, plan_chunks(how.sweep, how.budget))
+    return dataclasses.replace(how, pieces=tuple(pieces))
 
 
 class _Keep:
@@ -83,23 +94,22 @@ class _Keep:
 
 def write_in_pieces(
     sweep: Sweep,
+    chunks: Sequence[Chunk],
     staging: Path,
     layout: str,
     budget: int,
     progress: Progress | None = None,
     receivers: Sequence[Keep] = (),
 ) -> tuple[dict[str, Written], xr.Dataset | None]:
-    """Write every table of ``sweep`` into ``staging`` in ``layout`` from its models' grids,
-    one model evaluated ahead of the writers, each model's grid also handed to each of
-    ``receivers`` in turn (the grid file's writer, a ``Join``, the hooks' ``Feed``s) as soon
-    as it is computed; the tables written, and the grid at the first batch and prompt
-    (``configurations``: the summary's, None over ``budget``).
+    """Write every table of ``sweep`` into ``staging`` in ``layout`` from its models' grids
+    (``chunks``: ``model_pieces``), one model evaluated ahead of the writers, each model's
+    grid also handed to each of ``receivers`` in turn (the grid file's writer, a ``Join``,
+    the hooks' ``Feed``s) as soon as it is computed; the tables written, and the grid at the
+    first batch and prompt (``configurations``: the summary's, None over ``budget``).
 
     The small grids (the spec tables' and ``configurations``) are computed on a thread of
     their own from the moment the last model's grid is computed, beside the last rows rather
     than after them (0.1 s of issue 14's run on one core)."""
-    # one per model (the whole sweep fits the budget), the first model's first device alone
-    chunks = split_first_device(sweep, plan_chunks(sweep, budget))
     small: list[Future[tuple[dict[str, Any], xr.Dataset | None]]] = []
     with ThreadPoolExecutor(1, thread_name_prefix="sweeps-small-grids") as pool:
 
@@ -209,7 +219,7 @@ def write_pieces(
         hooked = [pool.submit(run.fed, hook, feed, begun) for hook, feed in fed_hooks]
         try:  # on a failure, leaving the pool waits for the hooks before the folder is removed
             written, per_configuration = write_in_pieces(
-                sweep, staging, how.layout, how.budget, told, receivers
+                sweep, how.pieces, staging, how.layout, how.budget, told, receivers
             )
         except BaseException as error:
             begun.set()

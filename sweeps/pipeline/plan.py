@@ -66,8 +66,12 @@ class Plan:
     distributed : Evaluated on a dask cluster (always streamed)
     layout : ``single`` (``<table>.parquet``) or ``partitioned`` (``<table>/<model>.parquet``)
     lazy_grid : The lazy grid (what it holds at once: the sweep on one device) fits the budget
-    pieces : The chunks of a streamed run, cut once here (none where it is not streamed)
+    pieces : The chunks the run computes, cut once: here for a streamed run, by
+        ``sweeps.pipeline.distributed.cluster_plan`` for the workers' memory, by
+        ``sweeps.pipeline.pieces.model_pieces`` for a grid held in memory but computed model
+        by model; none where the grid is computed in one piece
     points : Points of every table together (``sweeps.grid.chunks.table_points``) [row]
+    on_cluster : ``pieces`` are cut for a cluster's workers (``cluster_plan``)
     """
 
     sweep: Sweep
@@ -80,6 +84,7 @@ class Plan:
     lazy_grid: bool = True
     pieces: tuple[Chunk, ...] = ()
     points: int = 0
+    on_cluster: bool = False
 
     @property
     def streamed(self) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sweeps.engine.axis import GRID_AXES, Axis
 from sweeps.engine.decode import DECODE
 from sweeps.engine.model import MODEL
 from sweeps.engine.prefill import PREFILL
@@ -45,4 +46,25 @@ ANALYSES: tuple[Any, ...] = (
 study's last: it reads the speculative, prefix and parallel terms). The one registry of
 analyses the grid iterates (``sweeps.grid.analyses``)."""
 
-__all__ = ["ANALYSES", "BY_NAME", "CORE", "STUDIES", "Study"]
+STUDY_ORDER: tuple[str, ...] = ("expected", "speculative", "prefix", "parallel", "serving")
+"""The studies whose axes follow the grid's own, in this order (the tables' columns and the
+grid's dims follow it; the goldens hold it); a study not named here comes after them, in the
+order of ``STUDIES``."""
+
+
+def _studies_in_order() -> list[Any]:
+    rank = {name: index for index, name in enumerate(STUDY_ORDER)}
+    return sorted(STUDIES, key=lambda study: rank.get(study.name, len(rank)))
+
+
+AXES: tuple[Axis, ...] = (
+    *GRID_AXES,
+    *(row for study in _studies_in_order() for row in study.axis_rows),
+)
+"""Every axis, in the canonical order: the grid's own, then each study's (its keys', then
+those it adds); ``sweeps.axes`` derives the rest from it."""
+
+DIMS: tuple[str, ...] = tuple(axis.dim for axis in AXES)
+"""Every dim, in the canonical order (``Analysis.dims_over`` takes it)."""
+
+__all__ = ["ANALYSES", "AXES", "BY_NAME", "CORE", "DIMS", "STUDIES", "Study"]

@@ -6,8 +6,11 @@ declares, in one place, what the generic code needs to know about it:
 
 - ``table``: the config table that holds its keys (``"serving"``; ``"axes"`` for a study whose
   axes sit among the grid's own, turned on when any of them is given);
-- ``axes``: the dims of ``sweeps.axes.AXES`` whose values are keys of that table (each expanded
-  like any axis, ranges included, and stored on the ``Sweep`` under the axis's field);
+- ``keys``: the model (pydantic) of its keys in that table; a key that is an axis carries its
+  ``Axis`` row (``sweeps.engine.axis.key_axis``) in its field's metadata: ``axes`` are those
+  keys (each expanded like any axis, ranges included, and stored on the ``Sweep`` by name),
+  and ``sweeps.axes.AXES`` holds their rows, with ``more_axes`` (the axes it adds that are
+  no key: the serving plans' ``mode``, ...);
 - ``attrs``: the settings recorded in the grid's attrs (the objectives the charts read);
 - ``settings``: how the resolved settings are made from the validated table (what the
   analyses of the study read as ``Inputs.settings``);
@@ -28,6 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from sweeps.engine.axis import Axis, table_axes
 
 Records = Callable[
     [Mapping[str, tuple[Any, ...]], Mapping[str, Any], Mapping[str, Any]],
@@ -77,7 +82,8 @@ class Study:
     name : Its name: the key of ``Sweep.studies`` and of ``Analysis.study``
     table : The config table holding its keys (``serving``, or ``axes`` when its axes sit
         among the grid's own)
-    axes : Dims of ``sweeps.axes.AXES`` whose values are keys of ``table``
+    keys : The model (pydantic) of its keys in ``table`` (the whole table, or the part of
+        ``[axes]`` that is its); the fields carrying an ``Axis`` row are its axes
     attrs : Settings recorded in the grid's attrs (objectives, by key)
     settings : The resolved settings from the validated table (None: the table itself)
     check : Cross-checks of the table against the sweep's other axes (see ``Check``)
@@ -89,11 +95,13 @@ class Study:
     analyses : Its analyses (``sweeps.engine.base.Analysis``), each with ``study = name``, in
         dependency order: ``sweeps.studies.ANALYSES`` holds them
     post_steps : The tables it writes after the grid's, from them (see ``PostStep``)
+    more_axes : The axes it adds that are no key of ``table`` (``Axis.derive`` gives their
+        labels from the sweep, or ``Axis.field`` names the ``Sweep`` field they take)
     """
 
     name: str
     table: str
-    axes: tuple[str, ...]
+    keys: Any
     attrs: tuple[str, ...] = ()
     settings: Callable[[Any], Any] | None = None
     check: Check | None = None
@@ -102,6 +110,26 @@ class Study:
     records: Records | None = None
     analyses: tuple[Any, ...] = ()
     post_steps: tuple[PostStep, ...] = ()
+    more_axes: tuple[Axis, ...] = ()
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """Its keys that are axes (their dims and ``Sweep`` fields), in the table's order."""
+        return tuple(row.dim for row in table_axes(self.keys))
+
+    @property
+    def axis_rows(self) -> tuple[Axis, ...]:
+        """The ``Axis`` rows of its axes: its keys', then ``more_axes``."""
+        return (*table_axes(self.keys), *self.more_axes)
+
+    def axis(self, dim: str) -> Axis:
+        """Its axis ``dim`` (a ``KeyError`` naming its axes where it has none)."""
+        for row in self.axis_rows:
+            if row.dim == dim:
+                return row
+        dims = [row.dim for row in self.axis_rows]
+        msg = f"study {self.name!r} has no axis {dim!r}; its axes: {dims}"
+        raise KeyError(msg)
 
     def given(self, table: Any, dim: str) -> Any:
         """The value of axis ``dim`` in the validated ``table``, or its default."""

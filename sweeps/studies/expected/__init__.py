@@ -20,6 +20,7 @@ from sweeps.studies.expected.expected import EXPECTED, KERNELS
 from sweeps.studies.expected.pools import POOLS_EXPECTED
 from sweeps.studies.expected.served import SERVING_EXPECTED
 from sweeps.studies.expected.simulated import STEP
+from sweeps.studies.expected.table import OPERATION, ExpectedKeys
 
 
 def _engine_records(
@@ -35,7 +36,8 @@ def _engine_records(
 STUDY = Study(
     name="expected",
     table="axes",
-    axes=("engine",),
+    keys=ExpectedKeys,
+    more_axes=(OPERATION,),
     description="Expected step times from measured kernels (the measured extra), engine by "
     "engine: expected.parquet and kernels.parquet",
     records=_engine_records,

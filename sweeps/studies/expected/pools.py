@@ -1,6 +1,6 @@
 """``pools_expected``: how many devices a load needs by expectation, one plan per scheduler.
 
-The pools table's colocated plans (``sweeps.studies.serving.pools_colocated``: for every
+The pools table's colocated plans (``sweeps.studies.serving.pools.colocated``: for every
 usable batch the fewest replicas that meet the TTFT objective at ``[serving] slo_quantile``
 and keep the slots at most 0.9 busy, then the batch with the fewest devices, then the lowest
 cost) sized again, per engine, on the named schedulers' expected figures
@@ -23,8 +23,7 @@ from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
 from sweeps.studies.expected.priced import PRICED
 from sweeps.studies.expected.served import wanted
-from sweeps.studies.serving.pools import LOADS
-from sweeps.studies.serving.pools_colocated import QUANTILES, Load, colocated
+from sweeps.studies.serving.pools import LOADS, QUANTILES, Load, colocated
 
 PERCENTILES = tuple(QUANTILES)
 """The TTFT percentiles the plans report (the pools table's)."""
@@ -102,10 +101,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
 
 def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
     """Every point of the planned modes (``PLANNED``) [row]."""
-    from sweeps.axes import AXIS, points
+    from sweeps.studies.serving.table import MODE
 
-    priced = len([m for m in AXIS["mode"].labels(sweep) if str(m) in PLANNED])
-    return int(points(sweep, [d for d in dims if d != "mode"])) * priced
+    priced = len([m for m in MODE.labels(sweep) if str(m) in PLANNED])
+    return int(sweep.points([d for d in dims if d != "mode"])) * priced
 
 
 _V = Variable

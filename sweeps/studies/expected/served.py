@@ -152,11 +152,10 @@ def wanted(sweep: Any) -> bool:
 
 def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
     """Every point but the ``bound`` mode's [row]."""
-    from sweeps.axes import AXIS, points
+    from sweeps.studies.serving.table import MODE
 
-    modes = AXIS["mode"].labels(sweep)
-    named = len([m for m in modes if str(m) != "bound"])
-    return int(points(sweep, [d for d in dims if d != "mode"])) * named
+    named = len([m for m in MODE.labels(sweep) if str(m) != "bound"])
+    return int(sweep.points([d for d in dims if d != "mode"])) * named
 
 
 _V = Variable

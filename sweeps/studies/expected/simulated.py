@@ -70,8 +70,8 @@ def _plan(found: dict[str, Any]) -> dict[str, Any]:
 
 def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) -> Any:
     """One plan simulated on its expected step costs."""
-    from sweeps.axes import AXIS
     from sweeps.schedulers import BY_NAME
+    from sweeps.studies import BY_NAME as STUDY
     from sweeps.studies.serving.simulate import closed_loop, draw_requests, poisson, simulate
     from sweeps.studies.serving.simulate.plans import SEED, Simulated, point_of
     from sweeps.studies.serving.simulate.stats import row_values, summarize
@@ -79,7 +79,8 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
 
     serving = sweep.studies["serving"]
     point = point_of(sweep, plan)
-    point["engine"] = [str(e) for e in AXIS["engine"].labels(sweep)].index(plan["engine"])
+    engines = STUDY["expected"].axis("engine").labels(sweep)
+    point["engine"] = [str(e) for e in engines].index(plan["engine"])
     clients, load = plan.get("concurrency"), trace_load(sweep, plan.get("arrival_rate"))
     arrivals = poisson(plan["arrival_rate"]) if clients is None else closed_loop(clients)
     if load is not None:  # [workload]: the trace itself, at its time scale, as simulated

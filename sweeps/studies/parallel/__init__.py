@@ -11,6 +11,7 @@ from typing import Any
 
 from sweeps.studies.base import Study
 from sweeps.studies.parallel.parallel import PARALLEL
+from sweeps.studies.parallel.table import ParallelKeys
 
 
 def _listed(value: Any) -> list[Any]:
@@ -57,7 +58,7 @@ def _check_parallel(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple
 STUDY = Study(
     name="parallel",
     table="axes",
-    axes=("ep", "dp_attention", "pp"),
+    keys=ParallelKeys,
     check=_check_parallel,
     analyses=(PARALLEL,),
     description="Expert parallelism with data-parallel attention, pipeline stages: "

@@ -11,11 +11,12 @@ from __future__ import annotations
 from sweeps.studies.base import Study
 from sweeps.studies.prefix.prefix import PREFIX
 from sweeps.studies.prefix.records import prefix_records
+from sweeps.studies.prefix.table import PrefixKeys
 
 STUDY = Study(
     name="prefix",
     table="axes",
-    axes=("prefix_hit_rate", "kv_tier"),
+    keys=PrefixKeys,
     description="Prefix caching, hit rate x KV tier over the prefill grid: prefix.parquet",
     defaults={"prefix_hit_rate": (0.0, 0.5, 0.9), "kv_tier": ("hbm",)},
     records=prefix_records,

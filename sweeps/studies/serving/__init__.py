@@ -15,6 +15,7 @@ from sweeps.studies.base import Study
 from sweeps.studies.serving.pools import POOLS
 from sweeps.studies.serving.serving import SERVING
 from sweeps.studies.serving.simulated import STEP
+from sweeps.studies.serving.table import MORE_AXES, ServingTable
 from sweeps.studies.serving.trace import workload_records
 
 
@@ -49,7 +50,8 @@ def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[
 STUDY = Study(
     name="serving",
     table="serving",
-    axes=("prompt_tokens", "output_tokens", "arrival_rate", "concurrency"),
+    keys=ServingTable,
+    more_axes=MORE_AXES,
     attrs=("ttft_slo_s", "tpot_slo_s"),
     defaults={"concurrency": ()},
     settings=lambda table: table.objectives(),

@@ -71,7 +71,9 @@ def _front(x: Inputs, per_device: Any, per_user: Any, meets: Any) -> Any:
     """On the Pareto front of its model and workload, among the points meeting the SLOs."""
     import xarray as xr
 
-    dims = SERVING.dims_over(set(x.values))
+    from sweeps.studies import DIMS  # the registry: not at import
+
+    dims = SERVING.dims_over(set(x.values), DIMS)
     sizes = {d: int(np.asarray(x[d]).size) for d in dims}
     scenario = [d for d in SCENARIO if d in sizes]
     group = np.arange(math.prod(sizes[d] for d in scenario)).reshape([sizes[d] for d in scenario])

@@ -1,4 +1,6 @@
-"""The ``[serving]`` table of a sweep config (split from ``schema`` for its size)."""
+"""The ``[serving]`` table of a sweep config, the serving study's keys: its workload axes
+(each field's ``Axis`` row beside it) and its objectives; ``MORE_AXES``, the axes of its
+plans that are no key (the scheduler, the pools' devices and plan)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from sweeps import limits, schedulers
+from sweeps.engine.axis import Axis, key_axis
 from sweeps.fields import (
     AXIS_LENGTH,
     Bandwidth,
@@ -120,17 +123,30 @@ class Serving(Strict):
 class ServingTable(Serving):
     """The ``[serving]`` table: the workload axes plus the objectives."""
 
-    prompt_tokens: TokenAxis = Field(default=[512, 2048], description="Prompt tokens per request")
-    output_tokens: TokenAxis = Field(
-        default=[128, 512], description="Output tokens per request (>= 1)"
-    )
-    arrival_rate: Annotated[list[Rate], AXIS_LENGTH] = Field(
+    prompt_tokens: Annotated[
+        TokenAxis, key_axis("size", "token", "Prompt tokens per request, I", "I")
+    ] = Field(default=[512, 2048], description="Prompt tokens per request")
+    output_tokens: Annotated[
+        TokenAxis, key_axis("size", "token", "Output tokens per request, O", "O")
+    ] = Field(default=[128, 512], description="Output tokens per request (>= 1)")
+    arrival_rate: Annotated[
+        Annotated[list[Rate], AXIS_LENGTH],
+        key_axis("value", "request/s", "Requests arriving per second (Poisson)", "rate"),
+    ] = Field(
         default=[1.0, 10.0],
         description=f"Poisson arrival rates [request/s], at least {limits.MIN_RATE:g} "
         "(limits.MIN_RATE); the default where concurrency "
         "is not given either",
     )
-    concurrency: BatchAxis | None = Field(
+    concurrency: Annotated[
+        BatchAxis | None,
+        key_axis(
+            "size",
+            "request",
+            "Closed-loop clients, each sending its next request when its last one ends",
+            "clients",
+        ),
+    ] = Field(
         default=None,
         description="Closed-loop clients (each sends its next request when its last one ends, "
         "no think time), an alternative to arrival_rate: give one of the two",
@@ -207,3 +223,54 @@ class WorkloadTable(Strict):
         description="Multiples of the trace's load (its times divided by each): the arrival "
         "rates of the serving axis, and the replays' time scales",
     )
+
+
+MODE = Axis(
+    "mode",
+    "studies",
+    "name",
+    "-",
+    schedulers.MODE_DOC,
+    "mode",
+    derive=schedulers.serving_modes,
+    most=len(schedulers.SERVING_MODES),
+)
+"""The serving table's scheduler (and bound) rows."""
+
+POOL_MODE = Axis(
+    "pool_mode",
+    "studies",
+    "name",
+    "-",
+    "colocated (one pool does both phases) or disaggregated (a prefill and a decode pool)",
+    "plan",
+    derive=schedulers.pool_modes,
+    most=len(schedulers.POOL_MODES),
+)
+"""The pools table's plans: one pool per named scheduler, or disaggregated."""
+
+MORE_AXES: tuple[Axis, ...] = (
+    MODE,
+    Axis(
+        "prefill_hardware",
+        "hardware",
+        "name",
+        "-",
+        "Device of the prefill pool (the same as decode when colocated)",
+        "prefill on",
+    ),
+    Axis(
+        "prefill_tp", "tp", "size", "device", "Tensor-parallel degree of a prefill replica", "tp_p"
+    ),
+    Axis(
+        "decode_hardware",
+        "hardware",
+        "name",
+        "-",
+        "Device of the decode pool (the same as prefill when colocated)",
+        "decode on",
+    ),
+    Axis("decode_tp", "tp", "size", "device", "Tensor-parallel degree of a decode replica", "tp_d"),
+    POOL_MODE,
+)
+"""The serving study's axes that are no key of ``[serving]``, after its keys'."""

@@ -9,11 +9,12 @@ from __future__ import annotations
 from sweeps.studies.base import Study
 from sweeps.studies.speculative.drafts import draft_records
 from sweeps.studies.speculative.speculative import SPECULATIVE
+from sweeps.studies.speculative.table import SpeculativeKeys
 
 STUDY = Study(
     name="speculative",
     table="axes",
-    axes=("spec_tokens", "spec_acceptance", "spec_draft"),
+    keys=SpeculativeKeys,
     description="Speculative decoding, k x alpha x draft over the decode grid: speculative.parquet",
     defaults={
         "spec_tokens": (0, 2, 4),

@@ -98,7 +98,8 @@ def _index(values: Any, wanted: Any, key: str) -> int:
 
 def point_of(sweep: Any, plan: dict[str, Any]) -> dict[str, int]:
     """The grid indices of a plan's replica in ``sweep``."""
-    from sweeps.axes import AXES, NATIVE
+    from sweeps.engine.axis import NATIVE
+    from sweeps.studies import AXES
 
     model = _index([m.id for m in sweep.models], plan["model"], "model")
     counts = [
