@@ -128,7 +128,9 @@ def _outputs(
     import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
 
     def var(values: np.ndarray) -> xr.Variable:
-        return xr.Variable(DIMS, values)
+        # fastpath: xarray would send a label array through pandas (Arrow strings and back,
+        # 8 s of a 1e6-point grid's labels) for the same Python strings
+        return xr.Variable(DIMS, values, fastpath=True)
 
     devices = x["tp"]  # a replica of tp devices (the expected pass takes no ep or pp)
     batch = x["batch"]
@@ -160,7 +162,7 @@ def _outputs(
             "kernel_expected_s": xr.Variable(kdims, kernel["expected"]),
             "kernel_bound_s": xr.Variable(kdims, kernel["bound"]),
             "kernel_roofline_share": xr.Variable(kdims, kernel_share),
-            "kernel_basis": xr.Variable(kdims, kernel_basis),
+            "kernel_basis": xr.Variable(kdims, kernel_basis, fastpath=True),
         },
     }
 
