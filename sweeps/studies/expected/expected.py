@@ -75,11 +75,9 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     per_context = {name: np.full((*sizes, len(context)), np.nan) for name in ("b1", "wall")}
     codes = np.full(grid, NONE, dtype=np.int8)
     reasons = np.full(sizes, "", dtype=object)
-    kernel = {
-        name: np.full((*sizes, len(OPERATIONS), *grid[-2:]), np.nan)
-        for name in ("expected", "bound")
-    }
-    kernel_basis = np.full((*sizes, len(OPERATIONS), *grid[-2:]), NONE, dtype=np.int8)
+    per_op = (*sizes, len(OPERATIONS), *grid[-2:])
+    kernel = {name: np.empty(per_op) for name in ("expected", "bound", "share")}  # each block set
+    kernel_basis = np.empty(per_op, dtype=np.int8)
     max_batch = _max_batch(x)
     for index, config in configs:
         mi, hi, ti, ki, kdi, wi, _ = index
@@ -88,15 +86,20 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
         done = compose(config, batch, context, walls[fits].astype(np.int64), context[fits])
         if isinstance(done, str):
             reasons[index] = done
+            for values in kernel.values():
+                values[index] = np.nan
+            kernel_basis[index] = NONE
             continue
         outs["step"][index], outs["ttft"][index] = done.step, done.ttft
         per_context["b1"][index] = done.b1
         per_context["wall"][index][fits] = done.wall
         codes[index] = done.step_basis
         reasons[index] = done.reason
-        for o, op in enumerate(OPERATIONS):
-            kernel["expected"][index][o] = done.expected.get(op, 0.0)
-            kernel["bound"][index][o] = done.bound.get(op, 0.0)
+        for o, op in enumerate(OPERATIONS):  # an operation the model lacks: 0 s, "measured"
+            expected, bound = done.expected.get(op, 0.0), done.bound.get(op, 0.0)
+            kernel["expected"][index][o], kernel["bound"][index][o] = expected, bound
+            with np.errstate(invalid="ignore", divide="ignore"):
+                kernel["share"][index][o] = np.divide(bound, expected)  # at its own dims
             kernel_basis[index][o] = done.basis.get(op, 0)
     kernel_order = (*CONFIG_MAJOR[:3], 8, 9, *CONFIG_MAJOR[5:], 7)
     return _outputs(
@@ -150,7 +153,6 @@ def _outputs(
     bound = x["step_time_s"]
     with np.errstate(invalid="ignore", divide="ignore"):
         share = bound / step_v
-        kernel_share = kernel["bound"] / kernel["expected"]
     kdims = (*DIMS, "operation")
     return {
         "expected_step_time_s": step_v,
@@ -169,7 +171,7 @@ def _outputs(
         "_kernels": {
             "kernel_expected_s": xr.Variable(kdims, kernel["expected"]),
             "kernel_bound_s": xr.Variable(kdims, kernel["bound"]),
-            "kernel_roofline_share": xr.Variable(kdims, kernel_share),
+            "kernel_roofline_share": xr.Variable(kdims, kernel["share"]),
             "kernel_basis": xr.Variable(kdims, kernel_basis, fastpath=True),
         },
     }

@@ -346,46 +346,42 @@ def compose(
         "lm_head": ops.gemm(tokens, max(1, config.model.vocab_size // config.tp), ops.hidden,
                             "bf16"),
     }  # fmt: skip
-    sizes = np.concatenate([np.repeat(batch, n_c), np.ones(n_c, dtype=np.int64), wall_batch])
-    lengths = np.concatenate([np.tile(context, n_b), context, wall_context])
-    attention = ops.attention(sizes, lengths, False)
+    grid = ops.attention(batch[:, None], context[None, :], False)
+    sizes = np.concatenate([np.ones(n_c, dtype=np.int64), wall_batch])
+    extra = ops.attention(sizes, np.concatenate([context, wall_context]), False)
     prefill = ops.attention(batch[:, None], context[None, :], True)
     after = n_b + 1 + wall_batch.size
     at = {"decode": where[:n_b], "b1": where[n_b], "wall": where[n_b + 1 : after],
           "prefill": where[after:].reshape(n_b, n_c)}  # fmt: skip
-    return _assemble(config, rows, attention, prefill, at, (n_b, n_c))
+    return _assemble(config, rows, (grid, extra, prefill), at, (n_b, n_c))
 
 
 def _assemble(  # long: the four steps' sums, each in the order its step adds
     config: Config,
     rows: dict[str, Timed],
-    attention: Timed,
-    prefill: Timed,
+    attention: tuple[Timed, Timed, Timed],
     at: dict[str, Any],
     shape: tuple[int, int],
 ) -> Pass:
     """``compose``'s pass from its readings: ``rows`` over the distinct token counts,
-    ``attention`` over the decode grid (flat), batch 1 and the wall, ``prefill`` over the
-    grid; ``at`` each step's token counts' places in ``rows``."""
+    ``attention`` decode's over the grid and over batch 1 and the wall (one after the
+    other), prefill's over the grid; ``at`` each step's token counts' places in ``rows``."""
     counts = _counts(config)
-    n_b, n_c = shape
-    grid, one = slice(0, n_b * n_c), slice(n_b * n_c, n_b * n_c + n_c)
-    wall = slice(n_b * n_c + n_c, None)
+    grid, extra, prefill = attention
+    one, wall = slice(0, shape[1]), slice(shape[1], None)
     expected: dict[str, np.ndarray] = {}
     bound: dict[str, np.ndarray] = {}
     basis: dict[str, np.ndarray] = {}
     b1: list[np.ndarray] = []
     ttft: list[np.ndarray] = []
-    walls = dict.fromkeys(OPERATIONS, np.zeros(attention[0][wall].shape))
+    walls = dict.fromkeys(OPERATIONS, np.zeros(extra[0][wall].shape))
     for op in OPERATIONS:
         count = counts[op]
         if op == "attention":
-            value, kind, own = attention
-            expected[op] = value[grid].reshape(shape) * count
-            bound[op] = own[grid].reshape(shape) * count
-            basis[op] = kind[grid].reshape(shape)
-            b1.append(value[one] * count)
-            walls[op] = value[wall] * count
+            value, kind, own = grid
+            expected[op], bound[op], basis[op] = value * count, own * count, kind
+            b1.append(extra[0][one] * count)
+            walls[op] = extra[0][wall] * count
             ttft.append(prefill[0] * count)
             continue
         if op not in rows:
