@@ -326,9 +326,12 @@ def compose(
     wall_batch: np.ndarray,
     wall_context: np.ndarray,
 ) -> Pass | str:
-    """The expected pass of ``config`` (``Pass``): the operations of the step's tokens read
-    once over the distinct token counts of all four steps (decode, batch 1, wall, prefill),
-    decode attention once over the grid, batch 1 and the wall. A string: why there is none."""
+    """The expected pass of ``config`` (``Pass``) over ``batch`` x ``context`` (cached tokens;
+    the prompts' too), at batch 1 and at each ``wall_batch`` with its ``wall_context``: the
+    operations of the step's tokens read once over the distinct token counts of all four
+    steps, decode attention once over the grid (a grid: its distinct shapes are its distinct
+    batches by its distinct lengths) and once over batch 1 and the wall, prefill attention
+    over the grid. A string: why there is none."""
     resolved = resolve(config.device.id, config.choice)
     if resolved.system is None or resolved.version is None:
         return resolved.reason
