@@ -338,24 +338,27 @@ def compose(
     if config.model.is_mla:
         return "MLA attention is not composed from the database's kernels"
     ops = _Ops(config, kernels(resolved.system, resolved.engine, resolved.version))
-    n_b, n_c = batch.size, context.size
+    n_b, n_c, n_w = batch.size, context.size, wall_batch.size
+    steps = np.concatenate([batch, np.ones(1, dtype=np.int64), wall_batch])  # a token each
     prompts = (batch[:, None] * context[None, :]).ravel()
-    asked = np.concatenate([batch, np.ones(1, dtype=np.int64), wall_batch, prompts])
-    tokens, where = np.unique(asked, return_inverse=True)
+    tokens, where = np.unique(np.concatenate([steps, prompts]), return_inverse=True)
+    heads, at_heads = np.unique(steps, return_inverse=True)  # the LM head: the last tokens
+    lm_n = max(1, config.model.vocab_size // config.tp)
     rows = {
         **_layer_ops(ops, tokens),
         "allreduce": ops.allreduce(tokens),
         "embedding": ops.embedding(tokens),
-        "lm_head": ops.gemm(tokens, max(1, config.model.vocab_size // config.tp), ops.hidden,
-                            "bf16"),
-    }  # fmt: skip
+        "lm_head": ops.gemm(heads, lm_n, ops.hidden, "bf16"),
+    }
     grid = ops.attention(batch[:, None], context[None, :], False)
     sizes = np.concatenate([np.ones(n_c, dtype=np.int64), wall_batch])
     extra = ops.attention(sizes, np.concatenate([context, wall_context]), False)
     prefill = ops.attention(batch[:, None], context[None, :], True)
-    after = n_b + 1 + wall_batch.size
-    at = {"decode": where[:n_b], "b1": where[n_b], "wall": where[n_b + 1 : after],
-          "prefill": where[after:].reshape(n_b, n_c)}  # fmt: skip
+    at = {
+        "decode": where[:n_b], "b1": where[n_b], "wall": where[n_b + 1 : n_b + 1 + n_w],
+        "prefill": where[n_b + 1 + n_w :].reshape(n_b, n_c),
+        "heads": {"decode": at_heads[:n_b], "b1": at_heads[n_b], "wall": at_heads[n_b + 1 :]},
+    }  # fmt: skip
     return _assemble(config, rows, (grid, extra, prefill), at, (n_b, n_c))
 
 
@@ -368,7 +371,8 @@ def _assemble(  # long: the four steps' sums, each in the order its step adds
 ) -> Pass:
     """``compose``'s pass from its readings: ``rows`` over the distinct token counts,
     ``attention`` decode's over the grid and over batch 1 and the wall (one after the
-    other), prefill's over the grid; ``at`` each step's token counts' places in ``rows``."""
+    other), prefill's over the grid; ``at`` each step's token counts' places in ``rows``
+    (``at["heads"]``: in the LM head's, read at the steps' last tokens alone)."""
     counts = _counts(config)
     grid, extra, prefill = attention
     one, wall = slice(0, shape[1]), slice(shape[1], None)
@@ -390,12 +394,13 @@ def _assemble(  # long: the four steps' sums, each in the order its step adds
         if op not in rows:
             continue
         value, kind, own = rows[op]
-        expected[op] = (value[at["decode"]] * count)[:, None]
-        bound[op] = (own[at["decode"]] * count)[:, None]
-        basis[op] = kind[at["decode"]][:, None]
-        b1.append(value[at["b1"]] * count)
-        walls[op] = value[at["wall"]] * count
-        prefilled = at["decode"][:, None] if op == "lm_head" else at["prefill"]
+        places = at["heads"] if op == "lm_head" else at
+        expected[op] = (value[places["decode"]] * count)[:, None]
+        bound[op] = (own[places["decode"]] * count)[:, None]
+        basis[op] = kind[places["decode"]][:, None]
+        b1.append(value[places["b1"]] * count)
+        walls[op] = value[places["wall"]] * count
+        prefilled = places["decode"][:, None] if op == "lm_head" else at["prefill"]
         ttft.append(value[prefilled] * count)
     total = _sum([expected[op] for op in OPERATIONS if op in expected])
     stacked = np.stack(list(walls.values()), axis=-1)  # a point's operations, pairwise
