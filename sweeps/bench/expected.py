@@ -47,7 +47,8 @@ ENGINES = 'engine = ["vllm", "trtllm", "sglang"]'
 
 SIDES = (102, 323)
 """Batches and contexts a side of the full bench's grids: 998,784 and 10,015,584 points (the
-1e7-point grid the target is set on; its pass peaks at about 9 GB)."""
+1e7-point grid the target is set on: about 5 GB peak RSS, and about an hour of estimator
+calls with every shape new)."""
 
 QUICK_SIDES = (4, 10)
 """The quick bench's: 1,536 and 9,600 points."""
