@@ -14,11 +14,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sweeps.catalog import load_catalog
 from sweeps.measured.database import parse
-from sweeps.measured.kernels import kernels
-from sweeps.studies.expected.step import Config, step, step_at
+from sweeps.measured.kernels import _SHIFT, NAMES, _distinct_keys, kernels
+from sweeps.studies.expected.step import Config, compose, step, step_at
 
 pytest.importorskip("aiconfigurator_core")
 
@@ -166,3 +168,63 @@ def test_the_database_is_not_imported_without_an_engine(tmp_path: Path) -> None:
         'weight_dtype = ["bf16"]', 'weight_dtype = ["bf16"]\nengine = ["vllm"]'
     )
     assert run(with_engine) == "True 1 1"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=12),
+    st.lists(st.integers(0, 40), min_size=1, max_size=12),
+    st.booleans(),
+)
+def test_a_grids_distinct_shapes_are_what_a_sort_gives(
+    batches: list[int], lengths: list[int], grid: bool
+) -> None:
+    """``_distinct_keys`` skips the sort of a grid (its batches by its lengths) and of a
+    sorted array; against ``np.unique`` of the broadcast keys, on sorted and unsorted axes
+    with runs (a clamp's), as a grid and as pairs."""
+    b, s = np.array(sorted(batches) if grid else batches), np.array(lengths)
+    if grid:
+        b, s = b[:, None], s[None, :]
+    else:
+        b, s = np.resize(b, max(b.size, s.size)), np.resize(s, max(b.size, s.size))
+    distinct, where = _distinct_keys(b, s)
+    sizes, lengths_ = np.broadcast_arrays(b, s)
+    keys = (sizes.astype(np.int64) << _SHIFT) | lengths_.astype(np.int64)
+    want, at = np.unique(keys, return_inverse=True)
+    assert (distinct == want).all()
+    assert where.shape == keys.shape
+    assert (distinct[where] == keys).all()
+    assert (where == at.reshape(keys.shape)).all()
+
+
+def _same(got: np.ndarray, want: np.ndarray) -> bool:
+    """Equal bit for bit where a number, NaN where NaN (broadcast to ``want``'s shape)."""
+    got = np.broadcast_to(got, want.shape)
+    return bool(((got == want) | (np.isnan(got) & np.isnan(want))).all())
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-235b-a22b"])
+def test_a_configurations_pass_is_its_four_steps_bit_for_bit(model: str) -> None:
+    """``compose`` (each operation once over the four steps' token counts, attention over the
+    grid) against ``step`` and ``step_at`` of each step alone: decode grid, batch 1, the wall
+    (summed as one-point steps) and the prefill grid, each operation, bound and basis."""
+    rng = np.random.default_rng(7)
+    config = _config(model, "h100-sxm", 8 if "235b" in model else 1)
+    batch = np.unique(rng.integers(1, 600, 7))
+    context = np.unique(rng.integers(2, 60_000, 5))
+    wall = rng.integers(1, 900, context.size)
+    done = compose(config, batch, context, wall, context)
+    assert not isinstance(done, str)
+    decode = step(config, batch, context)
+    for op in decode.expected:
+        if op not in done.expected:  # an operation the model lacks: zero
+            assert (decode.expected[op] == 0).all()
+            continue
+        assert _same(done.expected[op], decode.expected[op]), op
+        assert _same(done.bound[op], decode.bound[op]), op
+        assert (np.broadcast_to(done.basis[op], decode.basis[op].shape) == decode.basis[op]).all()
+    assert _same(done.step, decode.total())
+    assert (NAMES[done.step_basis] == decode.step_basis()).all()
+    assert _same(done.ttft, step(config, batch, context, prefill=True).total())
+    assert _same(done.b1, step(config, np.array([1]), context).total()[0])
+    assert _same(done.wall, step_at(config, wall, context).point_totals())

@@ -40,8 +40,8 @@ k. ``sweeps calibrate`` on 48,000 generated measurements in a fresh interpreter:
 l. a generated 1e6-request trace read and described (3 s) and its exact LRU curve at 20
    capacities (10 s) (``traces``);
 m. the expected pass (the ``measured`` extra): what an engine adds to the warm seed study
-   (0.3 s), and the pass's points/s on grids of 1e5 and 1e6 points, with every shape new
-   and with the shapes known (``expected``);
+   (0.3 s), and the pass's points/s on grids of 1e6 and 1e7 points (the 1e7 grid's new
+   shapes take about an hour), with every shape new and with the shapes known (``expected``);
 n. 1,000 single points from Python, one ``sweeps.point`` call each in a loop, against 0.5 s,
    and the same points in one ``sweeps.points`` call (``points``);
 o. a cold run of a 1e7-point grid of 945 model-device pairs with its default outputs

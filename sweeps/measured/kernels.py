@@ -325,9 +325,7 @@ class Kernels:
         not be the table's value), so a NumPy interpolation of the tables would not give the
         same numbers."""
         spec = self._spec(op)
-        sizes, lengths = np.broadcast_arrays(np.asarray(batch), np.asarray(s))
-        keys = (sizes.astype(np.int64) << _SHIFT) | lengths.astype(np.int64)
-        distinct, where = np.unique(keys, return_inverse=True)
+        distinct, where = _distinct_keys(np.asarray(batch), np.asarray(s))
         held, values = self._memo.get((spec, context), (np.empty(0, np.int64), np.empty(0)))
         at = np.minimum(np.searchsorted(held, distinct), max(held.size - 1, 0))
         missing = distinct if held.size == 0 else distinct[held[at] != distinct]
@@ -338,7 +336,7 @@ class Kernels:
             held, values = held[order], values[order]
             self._memo[(spec, context)] = (held, values)
             at = np.searchsorted(held, distinct)
-        return values[at][where.reshape(keys.shape)]
+        return values[at][where]
 
     def _ask(self, spec: str, context: bool, key: int) -> float:
         """The estimator's latency of one shape (``key``: batch and s) [s] (NaN: none)."""
@@ -526,6 +524,33 @@ class Kernels:
 
 _SHIFT = 32
 """A shape's key: its batch shifted by this many bits, or its ``s``."""
+
+
+def _distinct(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of a flat array, without the sort where
+    ``values`` is sorted already (a grid's batches or lengths, clamped: runs of equal values)."""
+    if values.size > 1 and bool(np.all(values[1:] >= values[:-1])):
+        new = np.empty(values.size, dtype=bool)
+        new[0] = True
+        np.not_equal(values[1:], values[:-1], out=new[1:])
+        return values[new], np.cumsum(new) - 1
+    return np.unique(values, return_inverse=True)
+
+
+def _distinct_keys(batch: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct shape keys (sorted) of ``batch``, ``s`` (arrays that broadcast) and each
+    shape's place among them (in the broadcast shape). A grid, batches down by lengths
+    across, is the product of its distinct batches and distinct lengths: no sort of the
+    grid."""
+    if batch.ndim == 2 and s.ndim == 2 and batch.shape[1] == 1 and s.shape[0] == 1:
+        sizes, at_size = _distinct(batch.ravel().astype(np.int64))
+        lengths, at_length = _distinct(s.ravel().astype(np.int64))
+        keys = ((sizes[:, None] << _SHIFT) | lengths[None, :]).ravel()
+        return keys, at_size[:, None] * lengths.size + at_length[None, :]
+    sizes, lengths = np.broadcast_arrays(batch, s)
+    keys = (sizes.astype(np.int64) << _SHIFT) | lengths.astype(np.int64)
+    distinct, where = _distinct(keys.ravel())
+    return distinct, where.reshape(keys.shape)
 
 
 def _read(

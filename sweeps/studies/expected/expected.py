@@ -22,7 +22,7 @@ from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.decode import DIMS as DECODE_DIMS
 from sweeps.measured.database import OPERATIONS
 from sweeps.measured.kernels import NAMES, NONE
-from sweeps.studies.expected.step import Config, Step, step, step_at
+from sweeps.studies.expected.step import Config, compose
 
 DIMS = (*DECODE_DIMS, "engine")
 """The decode table's dims and the engine."""
@@ -61,45 +61,56 @@ def _configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
     return out
 
 
-def _wall(config: Config, max_batch: np.ndarray, context: np.ndarray) -> np.ndarray:
-    """The expected step at the memory wall, one per context [s] (NaN: nothing fits): every
-    context's step at once, each summed as a one-point step is (``Step.point_totals``)."""
-    out = np.full(len(context), np.nan)
-    fits = max_batch >= 1
-    if fits.any():
-        batch = max_batch[fits].astype(np.int64)
-        out[fits] = step_at(config, batch, np.asarray(context)[fits]).point_totals()
-    return out
+CONFIG_MAJOR = (0, 1, 2, 7, 8, 3, 4, 5, 6)
+"""The axes of a configuration-major array (configuration dims, then batch, context) in
+``DIMS``' order: each configuration's grid is one contiguous block, written at once."""
 
 
 def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output array
     batch, context = x["batch"].values, x["context"].values
     configs = _configs(x)
-    shape = tuple(1 + max(i[n] for i, _ in configs) for n in range(7))
-    m, h, t, k, kd, w, e = shape
-    full = (m, h, t, len(batch), len(context), k, kd, w, e)
-    outs = {name: np.full(full, np.nan) for name in ("step", "ttft", "b1", "wall")}
-    basis = np.full(full, "", dtype=object)
-    reason = np.full(full, "", dtype=object)
-    kernel = {name: np.full((*full, len(OPERATIONS)), np.nan) for name in ("expected", "bound")}
-    kernel_basis = np.full((*full, len(OPERATIONS)), NONE, dtype=np.int8)
+    sizes = tuple(1 + max(i[n] for i, _ in configs) for n in range(7))
+    grid = (*sizes, len(batch), len(context))
+    outs = {name: np.full(grid, np.nan) for name in ("step", "ttft")}
+    per_context = {name: np.full((*sizes, len(context)), np.nan) for name in ("b1", "wall")}
+    codes = np.full(grid, NONE, dtype=np.int8)
+    reasons = np.full(sizes, "", dtype=object)
+    per_op = (*sizes, len(OPERATIONS), *grid[-2:])
+    kernel = {name: np.empty(per_op) for name in ("expected", "bound", "share")}  # each block set
+    kernel_basis = np.empty(per_op, dtype=np.int8)
     max_batch = _max_batch(x)
-    for (mi, hi, ti, ki, kdi, wi, ei), config in configs:
-        decode: Step = step(config, batch, context)
-        at = (mi, hi, ti, slice(None), slice(None), ki, kdi, wi, ei)
-        outs["step"][at] = decode.total()
-        outs["ttft"][at] = step(config, batch, context, prefill=True).total()
-        one = step(config, np.array([1]), context).total()[0]
-        outs["b1"][at] = np.broadcast_to(one, (len(batch), len(context)))
-        wall = _wall(config, max_batch[mi, hi, ti, :, ki, kdi, wi], context)
-        outs["wall"][at] = np.broadcast_to(wall, (len(batch), len(context)))
-        basis[at] = decode.step_basis()
-        reason[at] = decode.reason
-        for o, op in enumerate(OPERATIONS):
-            kernel["expected"][(*at, o)] = decode.expected[op]
-            kernel["bound"][(*at, o)] = decode.bound[op]
-            kernel_basis[(*at, o)] = decode.basis[op]
-    return _outputs(x, outs, basis, reason, kernel, NAMES[kernel_basis])
+    for index, config in configs:
+        mi, hi, ti, ki, kdi, wi, _ = index
+        walls = max_batch[mi, hi, ti, :, ki, kdi, wi]
+        fits = walls >= 1
+        done = compose(config, batch, context, walls[fits].astype(np.int64), context[fits])
+        if isinstance(done, str):
+            reasons[index] = done
+            for values in kernel.values():
+                values[index] = np.nan
+            kernel_basis[index] = NONE
+            continue
+        outs["step"][index], outs["ttft"][index] = done.step, done.ttft
+        per_context["b1"][index] = done.b1
+        per_context["wall"][index][fits] = done.wall
+        codes[index] = done.step_basis
+        reasons[index] = done.reason
+        for o, op in enumerate(OPERATIONS):  # an operation the model lacks: 0 s, "measured"
+            expected, bound = done.expected.get(op, 0.0), done.bound.get(op, 0.0)
+            kernel["expected"][index][o], kernel["bound"][index][o] = expected, bound
+            with np.errstate(invalid="ignore", divide="ignore"):
+                kernel["share"][index][o] = np.divide(bound, expected)  # at its own dims
+            kernel_basis[index][o] = done.basis.get(op, 0)
+    kernel_order = (*CONFIG_MAJOR[:3], 8, 9, *CONFIG_MAJOR[5:], 7)
+    return _outputs(
+        x,
+        {name: values.transpose(CONFIG_MAJOR) for name, values in outs.items()}
+        | {name: np.moveaxis(values, -1, 3) for name, values in per_context.items()},
+        NAMES[codes.transpose(CONFIG_MAJOR)],
+        np.broadcast_to(reasons[..., None, None], grid).transpose(CONFIG_MAJOR),
+        {name: values.transpose(kernel_order) for name, values in kernel.items()},
+        NAMES[kernel_basis.transpose(kernel_order)],
+    )
 
 
 def _known(flag: Any, value: Any) -> Any:
@@ -136,19 +147,20 @@ def _outputs(
     import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
 
     def var(values: np.ndarray) -> xr.Variable:
-        return xr.Variable(DIMS, values)
+        # fastpath: xarray would send a label array through pandas (Arrow strings and back,
+        # 8 s of a 1e6-point grid's labels) for the same Python strings
+        return xr.Variable(DIMS, values, fastpath=True)
 
     devices = x["tp"]  # a replica of tp devices (the expected pass takes no ep or pp)
     batch = x["batch"]
     step_v = var(outs["step"])
     per_config = (*WALL_DIMS, "engine")  # batch 1 and the wall: no batch dim
     fits = (_max_batch(x) >= 1)[..., None]  # not one sequence fits: no figure at batch 1
-    b1 = xr.Variable(per_config, np.where(fits, outs["b1"][:, :, :, 0], np.nan))
-    wall = xr.Variable(per_config, outs["wall"][:, :, :, 0])
+    b1 = xr.Variable(per_config, np.where(fits, outs["b1"], np.nan))
+    wall = xr.Variable(per_config, outs["wall"])
     bound = x["step_time_s"]
     with np.errstate(invalid="ignore", divide="ignore"):
         share = bound / step_v
-        kernel_share = kernel["bound"] / kernel["expected"]
     kdims = (*DIMS, "operation")
     return {
         "expected_step_time_s": step_v,
@@ -167,8 +179,8 @@ def _outputs(
         "_kernels": {
             "kernel_expected_s": xr.Variable(kdims, kernel["expected"]),
             "kernel_bound_s": xr.Variable(kdims, kernel["bound"]),
-            "kernel_roofline_share": xr.Variable(kdims, kernel_share),
-            "kernel_basis": xr.Variable(kdims, kernel_basis),
+            "kernel_roofline_share": xr.Variable(kdims, kernel["share"]),
+            "kernel_basis": xr.Variable(kdims, kernel_basis, fastpath=True),
         },
     }
 

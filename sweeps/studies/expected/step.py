@@ -328,6 +328,157 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
     return Step(expected, bound, basis, reason)
 
 
+def _counts(config: Config) -> dict[str, float]:
+    """How many times each operation runs in a step [1]."""
+    layers = config.model.layers
+    counts = {op: float(layers) for op in OPERATIONS}
+    counts.update(embedding=1.0, lm_head=1.0, allreduce=2.0 * layers + 1.0)
+    return counts
+
+
+def _sum(parts: list[np.ndarray]) -> np.ndarray:
+    """The parts added one after another, broadcasting (as ``Step.total`` adds a grid's
+    operations; a zero operation, one the model lacks, is left out: x + 0 is x) [s]."""
+    total = parts[0] + parts[1]
+    for part in parts[2:]:
+        total = total + part
+    return total
+
+
+@dataclass(frozen=True)
+class Pass:
+    """One configuration's expected pass over ``batch`` x ``context`` (``compose``): what
+    ``step`` and ``step_at`` give for the decode grid, batch 1, the wall and the prefill grid,
+    bit for bit, each operation at its own dims.
+
+    expected, bound, basis : Per operation the model has, its decode time in the step [s],
+        bound [s] and basis codes (int8), (batch, 1) for those of the step's tokens and
+        (batch, context) for attention
+    step, ttft : The decode step and the prefill of the batch's prompts (batch, context) [s]
+    step_basis : The decode step's basis code (``Step.step_basis``; int8)
+    b1 : The decode step at batch 1, one per context [s]
+    wall : The step at each wall batch and its context, summed as a one-point step [s]
+    reason : Why a decode operation has no reading ("" where all have)
+    """
+
+    expected: dict[str, np.ndarray]
+    bound: dict[str, np.ndarray]
+    basis: dict[str, np.ndarray]
+    step: np.ndarray
+    step_basis: np.ndarray
+    ttft: np.ndarray
+    b1: np.ndarray
+    wall: np.ndarray
+    reason: str
+
+
+def compose(
+    config: Config,
+    batch: np.ndarray,
+    context: np.ndarray,
+    wall_batch: np.ndarray,
+    wall_context: np.ndarray,
+) -> Pass | str:
+    """The expected pass of ``config`` (``Pass``) over ``batch`` x ``context`` (cached tokens;
+    the prompts' too), at batch 1 and at each ``wall_batch`` with its ``wall_context``: the
+    operations of the step's tokens read once over the distinct token counts of all four
+    steps, decode attention once over the grid (a grid: its distinct shapes are its distinct
+    batches by its distinct lengths) and once over batch 1 and the wall, prefill attention
+    over the grid. A string: why there is none."""
+    resolved = resolve(config.device.id, config.choice)
+    if resolved.system is None or resolved.version is None:
+        return resolved.reason
+    if config.model.is_mla:
+        return "MLA attention is not composed from the database's kernels"
+    ops = _Ops(config, kernels(resolved.system, resolved.engine, resolved.version))
+    n_b, n_c, n_w = batch.size, context.size, wall_batch.size
+    steps = np.concatenate([batch, np.ones(1, dtype=np.int64), wall_batch])  # a token each
+    prompts = (batch[:, None] * context[None, :]).ravel()
+    tokens, where = np.unique(np.concatenate([steps, prompts]), return_inverse=True)
+    heads, at_heads = np.unique(steps, return_inverse=True)  # the LM head: the last tokens
+    lm_n = max(1, config.model.vocab_size // config.tp)
+    rows = {
+        **_layer_ops(ops, tokens),
+        "allreduce": ops.allreduce(tokens),
+        "embedding": ops.embedding(tokens),
+        "lm_head": ops.gemm(heads, lm_n, ops.hidden, "bf16"),
+    }
+    grid = ops.attention(batch[:, None], context[None, :], False)
+    sizes = np.concatenate([np.ones(n_c, dtype=np.int64), wall_batch])
+    extra = ops.attention(sizes, np.concatenate([context, wall_context]), False)
+    prefill = ops.attention(batch[:, None], context[None, :], True)
+    at = {
+        "decode": where[:n_b], "b1": where[n_b], "wall": where[n_b + 1 : n_b + 1 + n_w],
+        "prefill": where[n_b + 1 + n_w :].reshape(n_b, n_c),
+        "heads": {"decode": at_heads[:n_b], "b1": at_heads[n_b], "wall": at_heads[n_b + 1 :]},
+    }  # fmt: skip
+    return _assemble(config, rows, (grid, extra, prefill), at, (n_b, n_c))
+
+
+def _assemble(  # long: the four steps' sums, each in the order its step adds
+    config: Config,
+    rows: dict[str, Timed],
+    attention: tuple[Timed, Timed, Timed],
+    at: dict[str, Any],
+    shape: tuple[int, int],
+) -> Pass:
+    """``compose``'s pass from its readings: ``rows`` over the distinct token counts,
+    ``attention`` decode's over the grid and over batch 1 and the wall (one after the
+    other), prefill's over the grid; ``at`` each step's token counts' places in ``rows``
+    (``at["heads"]``: in the LM head's, read at the steps' last tokens alone)."""
+    counts = _counts(config)
+    grid, extra, prefill = attention
+    one, wall = slice(0, shape[1]), slice(shape[1], None)
+    expected: dict[str, np.ndarray] = {}
+    bound: dict[str, np.ndarray] = {}
+    basis: dict[str, np.ndarray] = {}
+    b1: list[np.ndarray] = []
+    ttft: list[np.ndarray] = []
+    walls = dict.fromkeys(OPERATIONS, np.zeros(extra[0][wall].shape))
+    for op in OPERATIONS:
+        count = counts[op]
+        if op == "attention":
+            value, kind, own = grid
+            expected[op], bound[op], basis[op] = value * count, own * count, kind
+            b1.append(extra[0][one] * count)
+            walls[op] = extra[0][wall] * count
+            ttft.append(prefill[0] * count)
+            continue
+        if op not in rows:
+            continue
+        value, kind, own = rows[op]
+        places = at["heads"] if op == "lm_head" else at
+        expected[op] = (value[places["decode"]] * count)[:, None]
+        bound[op] = (own[places["decode"]] * count)[:, None]
+        basis[op] = kind[places["decode"]][:, None]
+        b1.append(value[places["b1"]] * count)
+        walls[op] = value[places["wall"]] * count
+        prefilled = places["decode"][:, None] if op == "lm_head" else at["prefill"]
+        ttft.append(value[prefilled] * count)
+    total = _sum([expected[op] for op in OPERATIONS if op in expected])
+    stacked = np.stack(list(walls.values()), axis=-1)  # a point's operations, pairwise
+    reason = "; ".join(f"{op}: no reading" for op in OPERATIONS
+                       if op in expected and np.isnan(expected[op]).any())  # fmt: skip
+    return Pass(
+        expected, bound, basis, total, _basis_code(expected, basis, total), _sum(ttft),
+        _sum(b1), np.sum(np.ascontiguousarray(stacked), axis=-1), reason,
+    )  # fmt: skip
+
+
+def _basis_code(
+    expected: dict[str, np.ndarray], basis: dict[str, np.ndarray], total: np.ndarray
+) -> np.ndarray:
+    """``Step.step_basis``'s codes (int8): the least certain basis of the operations that
+    take at least ``SIGNIFICANT`` of the step (or whose share is NaN)."""
+    code = np.zeros(total.shape, dtype=np.int8)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for op, value in expected.items():
+            share = value / total
+            counted = np.where(np.isnan(share) | (share >= SIGNIFICANT), basis[op], 0)
+            np.maximum(code, counted, out=code, casting="unsafe")
+    return code
+
+
 def expected_inputs(sweep: Any) -> dict[str, tuple[str, np.ndarray]]:
     """The records the expected pass reads, as derived inputs (none without an engine):
     ``_model_records`` by model, ``_device_records`` by device, ``_engine_choices`` by engine."""
