@@ -13,6 +13,7 @@ headroom covers. Open-loop load only (a closed loop keeps the single-prompt M/D/
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,31 +21,25 @@ import numpy as np
 from sweeps import physics
 from sweeps.engine.base import Inputs
 from sweeps.physics._array import where
-from sweeps.studies.serving.closed_forms import prefill_time
 from sweeps.studies.serving.pools_colocated import QUANTILES, SLOT_LIMIT
 
-
-def _side(value: Any) -> Any:
-    """``value`` on the prefill pool's device dims."""
-    import xarray as xr
-
-    if not isinstance(value, xr.Variable):
-        return value
-    names = {"hardware": "prefill_hardware", "tp": "prefill_tp"}
-    return xr.Variable([names.get(str(d), str(d)) for d in value.dims], value.data)
+Side = Callable[[Any, str], Any]
+"""A device's value on one pool's dims (``prefill`` or ``decode``)."""
 
 
-def batched_pool(x: Inputs, rate: Any, handoff: Any) -> dict[str, Any]:
+def batched_pool(
+    x: Inputs, rate: Any, handoff: Any, each: Any, first: Any, side: Side
+) -> dict[str, Any]:
     """Replicas of the batched prefill pool for ``rate`` and its TTFT (mean and percentiles),
-    ``handoff`` the KV hand-off on the decode side [s]; NaN where no batch serves."""
-    serving, batch, prompt = x.settings, x["batch"], x["prompt_tokens"]
-    each = _side(prefill_time(x, batch, prompt))
-    first = _side(x["_prefill_alone"])
+    ``handoff`` the KV hand-off on the decode side [s]; NaN where no batch serves. ``each``
+    is a step of ``m`` prompts at ``m`` = the grid's batches, ``first`` one prompt alone [s],
+    both on the prefill pool's dims; ``side`` puts a device's value there."""
+    serving, batch = x.settings, x["batch"]
     wall = physics.max_batch(
         x["memory"], x.options.memory_reserve, x["weight_bytes"], x["_prompt_cache"]
     )
     room = (serving.ttft_slo_s - handoff) / (1 + serving.slo_quantile)
-    usable = (_side(wall) >= batch) & (each <= room)
+    usable = (side(wall, "prefill") >= batch) & (each <= room)
     service = where(usable, batch / each, 0.0)  # prompts per second at m waiting
     best = service.max("batch")
     # the slope of the chord from one prompt to the best batch (one prompt: serial's)
