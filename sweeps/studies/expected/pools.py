@@ -8,7 +8,16 @@ cost) sized again, per engine, on the named schedulers' expected figures
 ``devices`` in ``pools.parquet`` are sized on roofline steps, so no implementation of that
 scheduler needs fewer; ``expected_devices`` here is what the measured kernels are expected to
 need. Every column is an expectation; the TPOT percentiles are the mean (the slot groups'
-spread is not priced on expected steps). Disaggregated pools are not sized on expected steps.
+spread is not priced on expected steps).
+
+``pool_mode = "disaggregated"``: the pools table's disaggregated plan (``pools.disaggregated``,
+the same code) on expected steps, a prefill pool and a decode pool both on the row's device
+and tp (the pools table pairs every two devices; pairs of different devices are not sized on
+expected steps): one prompt's expected prefill alone (the M/D/1 server), ``t_p(m, I)`` of
+the batched prefill pool, the expected decode step ``t_d(B, I + O/2)``, the KV hand-off as
+the bound's (a link, no kernel), feasibility in memory the serving table's. Null where a step
+has no expectation (``serving_expected``'s ``reason`` says why) or no batch meets the
+objectives.
 """
 
 from __future__ import annotations
@@ -23,13 +32,17 @@ from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
 from sweeps.studies.expected.priced import PRICED
 from sweeps.studies.expected.served import wanted
-from sweeps.studies.serving.pools import LOADS
-from sweeps.studies.serving.pools_colocated import QUANTILES, Load, colocated
+from sweeps.studies.serving.pools import LOADS, Steps, disaggregated
+from sweeps.studies.serving.pools_colocated import QUANTILES, Load, colocated, mode_value
 
 PERCENTILES = tuple(QUANTILES)
 """The TTFT percentiles the plans report (the pools table's)."""
 PLANNED = tuple(name for name in SCHEDULERS if name in PRICED)
 """The pools' one-pool schedulers that are priced on expected steps: one plan each."""
+DISAGGREGATED = "disaggregated"
+PLANS = [*PLANNED, DISAGGREGATED]
+"""The plans of the table (``pool_mode``): each priced scheduler on one pool, and
+disaggregated (a prefill and a decode pool on the row's device and tp)."""
 
 DIMS = (
     "model",
@@ -41,7 +54,7 @@ DIMS = (
     "engine",
     "prompt_tokens",
     "output_tokens",
-    "mode",
+    "pool_mode",
 )
 
 AS_SERVING = {
@@ -54,9 +67,29 @@ AS_SERVING = {
 """What the colocated sizing reads of the serving table, read from the expected one."""
 
 
-def _compute(x: Inputs) -> dict[str, Any]:
-    import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
+def _one_device(value: Any, side: str) -> Any:
+    """Both pools on the one device and tp of the row: a device's value as it is."""
+    return value
 
+
+def _steps(x: Inputs) -> Steps:
+    """The disaggregated plan's expected steps: one prompt alone at the grid's smallest batch
+    (its LM head at ``min(I, B)`` rows: one row at ``B = 1``), ``t_p(m, I)`` and
+    ``t_d(B, I + O/2)`` at each batch, feasibility in memory the serving table's."""
+    batch = np.asarray(x["batch"].values)
+    alone = x["_expected_prefill_alone"].isel(mode=0)
+    return Steps(
+        alone.isel(batch=int(np.argmin(batch))),
+        x["_expected_prefills"].isel(mode=0),
+        x["_expected_decode_steady"].isel(mode=0),
+        mode_value(x, "serving_feasible", "bound"),
+        _one_device,
+    )
+
+
+def _plans(x: Inputs, labels: list[str]) -> dict[str, dict[str, Any]]:
+    """The plans of ``labels`` on expected steps: the colocated ones per scheduler
+    (``PLANNED``) and the disaggregated one on the row's device and tp."""
     load = Load.of(x)
     wanted = {"slo": x.settings.slo_quantile, **QUANTILES}
     tables = {key: physics.md1_quantile_table(q) for key, q in wanted.items()}
@@ -64,9 +97,18 @@ def _compute(x: Inputs) -> dict[str, Any]:
     results["_prefill_alone"] = x["_expected_prefill_alone"].isel(mode=0)
     results["prefill_time_share"] = 0.0 * x["expected_tpot_s"]  # not reported here
     view = Inputs(x.values, x.options, x.engine, results, x.settings)
-    mode = x["mode"]
-    labels = [str(m) for m in np.asarray(mode.values).reshape(-1)]
     plans = {name: colocated(view, name, load, tables) for name in labels if name in PLANNED}
+    if DISAGGREGATED in labels:
+        plans[DISAGGREGATED] = disaggregated(x, load, tables, _steps(x))
+    return plans
+
+
+def _compute(x: Inputs) -> dict[str, Any]:
+    import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
+
+    mode = x["pool_mode"]
+    labels = [str(m) for m in np.asarray(mode.values).reshape(-1)]
+    plans = _plans(x, labels)
 
     def pick(key: str) -> Any:
         chosen: Any = np.nan
@@ -82,6 +124,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     devices, output = pick("devices"), x["output_tokens"]
     rate = where(np.isfinite(devices), pick("rate"), np.nan)  # no plan: no rate
     return {
+        "expected_prefill_replicas": where(np.isfinite(devices), pick("prefill"), np.nan),
         "expected_replicas": pick("decode"),
         "expected_devices": devices,
         "expected_decode_batch": pick("batch"),
@@ -96,16 +139,16 @@ def _compute(x: Inputs) -> dict[str, Any]:
             pick("fleet"), rate * output
         ),
         "expected_slot_bound": where(np.isfinite(devices), pick("slot_bound") == 1, np.nan),
-        "pools_expected_row": xr.Variable(mode.dims, np.isin(mode.values, list(PLANNED))),
+        "pools_expected_row": xr.Variable(mode.dims, np.isin(mode.values, PLANS)),
     }
 
 
 def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
-    """Every point of the planned modes (``PLANNED``) [row]."""
+    """Every point of the planned modes (``PLANNED``, and disaggregated) [row]."""
     from sweeps.axes import AXIS, points
 
-    priced = len([m for m in AXIS["mode"].labels(sweep) if str(m) in PLANNED])
-    return int(points(sweep, [d for d in dims if d != "mode"])) * priced
+    planned = len([m for m in AXIS["pool_mode"].labels(sweep) if str(m) in PLANS])
+    return int(points(sweep, [d for d in dims if d != "pool_mode"])) * planned
 
 
 _V = Variable
@@ -127,11 +170,26 @@ POOLS_EXPECTED = Analysis(
     name="pools_expected",
     dims=DIMS,
     variables=(
-        _V("expected_replicas", "replica", f"Replicas of the plan, {_E}", "count", "", "full"),
+        _V(
+            "expected_prefill_replicas",
+            "replica",
+            f"Prefill replicas of the plan (colocated: the replicas), {_E}",
+            "count",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_replicas",
+            "replica",
+            f"Decode replicas of the plan (colocated: the replicas), {_E}",
+            "count",
+            "",
+            "full",
+        ),
         _V(
             "expected_devices",
             "device",
-            f"Devices of the plan, replicas times tp, {_E} (the "
+            f"Devices of the plan, replicas times tp (disaggregated: both pools'), {_E} (the "
             "pools table's devices: sized on roofline steps)",
             "count",
             "",
@@ -140,7 +198,8 @@ POOLS_EXPECTED = Analysis(
         _V(
             "expected_decode_batch",
             "sequence",
-            f"Batch of the plan (the fewest devices, then the lowest cost), {_E}",
+            "Batch of the plan: colocated, the one with the fewest devices, then the lowest "
+            f"cost; disaggregated, the largest that fits and meets the TPOT objective, {_E}",
             "count",
             "",
             "full",
@@ -190,16 +249,22 @@ POOLS_EXPECTED = Analysis(
             "expected_slot_bound",
             "-",
             "The replicas were set by the slots (at most 0.9 busy), not by the prefill queue "
-            "(null: no plan)",
+            "(disaggregated: false; null: no plan)",
             "nullbool",
             "",
             "full",
         ),
-        _V("pools_expected_row", "-", "A one-pool scheduler priced on expected steps", "bool"),
+        _V(
+            "pools_expected_row",
+            "-",
+            "A one-pool scheduler priced on expected steps, or disaggregated",
+            "bool",
+        ),
     ),
     compute=_compute,
     needs=("serving", "serving_expected"),
     columns=(
+        "expected_prefill_replicas",
         "expected_replicas",
         "expected_devices",
         "expected_decode_batch",
