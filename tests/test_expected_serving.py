@@ -404,3 +404,30 @@ def test_no_expected_disaggregated_plan_needs_fewer_devices_than_the_bound_plan(
     mi300x = both.filter(pl.col("hardware") == "mi300x")
     assert mi300x.height > 0
     assert mi300x["expected_devices"].null_count() == mi300x.height
+
+
+def test_a_row_without_a_plan_says_why() -> None:
+    from sweeps.studies.expected.pools import NO_PLAN
+
+    frame = _tables()["pools_expected"]
+    planned = frame["expected_devices"].is_not_null()
+    assert (frame.filter(planned)["reason"] == "").all()
+    mi300x = frame.filter(pl.col("hardware") == "mi300x")
+    assert set(mi300x["reason"]) == {"device 'mi300x' not in the database"}
+    others = frame.filter(~planned, pl.col("hardware") != "mi300x")
+    assert set(others["reason"]) <= {NO_PLAN}
+    # a TTFT objective below one prompt's prefill: steps, and no plan
+    ds = sweeps.run({
+        "sweep": {"name": "no-plan"},
+        "axes": {"model": ["llama-3.1-8b"], "hardware": ["h100-sxm"], "tp": [1], "batch": [8],
+                 "context": [1024], "engine": ["vllm"]},
+        "options": {"attention_flops": True},
+        "serving": {"prompt_tokens": [4096], "output_tokens": [64], "arrival_rate": [1.0],
+                    "ttft_slo_s": 0.001},
+    })  # fmt: skip
+    from sweeps.export import frames
+
+    tight = frames(ds)["pools_expected"]
+    assert tight["expected_devices"].null_count() == tight.height
+    assert set(tight["reason"]) == {NO_PLAN}
+    assert "disaggregated" in set(tight["pool_mode"].cast(pl.String))

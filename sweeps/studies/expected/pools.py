@@ -103,6 +103,37 @@ def _plans(x: Inputs, labels: list[str]) -> dict[str, dict[str, Any]]:
     return plans
 
 
+NO_PLAN = "no batch is expected to fit and meet ttft_slo_s and tpot_slo_s"
+"""Why a plan with expected steps has none."""
+
+
+def _reasons(x: Inputs, devices: Any, mode: Any) -> Any:
+    """Why a row has no plan: the steps' own reason (``serving_expected``'s, e.g. a device not
+    in the database) where no batch has expected steps, or a disaggregated row's smallest
+    batch has none (its prefill alone is read there); else ``NO_PLAN``; empty with a plan."""
+    import xarray as xr
+
+    reason = mode_value(x, "expected_serving_reason", "static")  # a step's: any priced mode
+    axis = reason.dims.index("batch")
+    values = np.asarray(reason.values, dtype=object)
+    smallest = np.take(values, int(np.argmin(np.asarray(x["batch"].values))), axis=axis)
+    every = (values != "").all(axis=axis)
+    rest = tuple(d for d in reason.dims if d != "batch")
+    first, none = xr.Variable(rest, smallest), xr.Variable(rest, every)
+    apart = mode == DISAGGREGATED
+    probe = 0 * devices + 0 * none + 0 * apart  # the dims of every argument
+    dims, sizes = probe.dims, dict(zip(probe.dims, probe.shape, strict=True))
+
+    def full(value: Any) -> np.ndarray:
+        return np.asarray(value.set_dims(sizes).transpose(*dims).values)
+
+    said = full(first).astype(object)
+    own = full(none).astype(bool) | (full(apart).astype(bool) & (said != ""))
+    out = np.where(own, said, NO_PLAN).astype(object)
+    out[np.isfinite(full(devices).astype(np.float64))] = ""
+    return xr.Variable(dims, out)
+
+
 def _compute(x: Inputs) -> dict[str, Any]:
     import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
 
@@ -139,6 +170,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
             pick("fleet"), rate * output
         ),
         "expected_slot_bound": where(np.isfinite(devices), pick("slot_bound") == 1, np.nan),
+        "expected_pools_reason": _reasons(x, devices, mode),
         "pools_expected_row": xr.Variable(mode.dims, np.isin(mode.values, PLANS)),
     }
 
@@ -255,6 +287,16 @@ POOLS_EXPECTED = Analysis(
             "full",
         ),
         _V(
+            "expected_pools_reason",
+            "-",
+            "Why the row has no plan: no expected steps (the steps' reason, as in "
+            "serving_expected), or none is expected to fit and meet the objectives; empty "
+            "where there is one",
+            "str",
+            "reason",
+            "full",
+        ),
+        _V(
             "pools_expected_row",
             "-",
             "A one-pool scheduler priced on expected steps, or disaggregated",
@@ -275,6 +317,7 @@ POOLS_EXPECTED = Analysis(
         "expected_goodput_tokens_per_s_per_device",
         "expected_pools_cost_per_million_output_tokens_usd",
         "expected_slot_bound",
+        "expected_pools_reason",
     ),
     study="serving",
     applies=wanted,
