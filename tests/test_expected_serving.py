@@ -308,6 +308,18 @@ def test_a_run_replays_the_expected_plan_on_expected_step_costs(
         )
         rate = plan["expected_pools_request_rate"][0]
         assert row["requests_per_s"] == pytest.approx(rate, rel=CLOSED_LOOP_TOLERANCE)
+    # the disaggregated plan on expected steps, open or closed loop: never below the bound's
+    bound = pl.read_parquet(folder / "pools.parquet").filter(
+        pl.col("pool_mode").cast(pl.String) == "disaggregated",
+        pl.col("prefill_hardware") == "h100-sxm",
+        pl.col("decode_hardware") == "h100-sxm",
+    )
+    apart = pools.filter(
+        pl.col("pool_mode").cast(pl.String) == "disaggregated", pl.col("hardware") == "h100-sxm"
+    )
+    assert apart.height == bound.height == 1
+    assert apart["expected_devices"][0] >= bound["devices"][0]
+    assert apart["expected_pools_tpot_s"][0] >= bound["tpot_s"][0]
 
 
 DISAGG = ["model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens"]
