@@ -1,4 +1,5 @@
-"""``pools_expected``: how many devices a load needs by expectation, one plan per scheduler.
+"""``pools_expected``: how many devices a load needs by expectation, one plan per scheduler
+and a disaggregated one.
 
 The pools table's colocated plans (``sweeps.studies.serving.pools_colocated``: for every
 usable batch the fewest replicas that meet the TTFT objective at ``[serving] slo_quantile``
@@ -16,8 +17,7 @@ and tp (the pools table pairs every two devices; pairs of different devices are 
 expected steps): one prompt's expected prefill alone (the M/D/1 server), ``t_p(m, I)`` of
 the batched prefill pool, the expected decode step ``t_d(B, I + O/2)``, the KV hand-off as
 the bound's (a link, no kernel), feasibility in memory the serving table's. Null where a step
-has no expectation (``serving_expected``'s ``reason`` says why) or no batch meets the
-objectives.
+has no expectation or no batch meets the objectives, ``reason`` saying which (every row).
 """
 
 from __future__ import annotations
