@@ -6,6 +6,7 @@ Reads the installed ``aiconfigurator-core`` (the ``measured`` extra, a test depe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -218,8 +219,12 @@ def test_no_expected_plan_needs_fewer_devices_than_the_roofline_plan_of_its_sche
     )
     expected = (
         tables["pools_expected"]
-        .filter(pl.col("expected_devices").is_not_null())
-        .with_columns(pl.col("hardware", "mode").cast(pl.String))
+        .filter(
+            pl.col("expected_devices").is_not_null(),
+            pl.col("pool_mode").cast(pl.String) != "disaggregated",
+        )
+        .with_columns(pl.col("hardware").cast(pl.String), pl.col("pool_mode").cast(pl.String))
+        .rename({"pool_mode": "mode"})
     )
     assert expected.height > 0
     both = expected.join(roofline, on=[*plan, "arrival_rate", "hardware", "tp", "mode"])
@@ -278,7 +283,9 @@ def test_a_run_replays_the_expected_plan_on_expected_step_costs(
     path = write_config(CONFIG.replace("{load}", load))
     result = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
-    assert "expected devices: the fewest any scheduler" in " ".join(result.output.split())
+    text = " ".join(result.output.split())
+    assert "expected devices: the fewest any plan" in text
+    assert "disaggregated pools on one device and tp" in text
     folder = tmp_path / "out" / "expected-serving"
     pools = pl.read_parquet(folder / "pools_expected.parquet")
     replayed = pl.read_parquet(folder / "simulated_expected.parquet")
@@ -286,7 +293,9 @@ def test_a_run_replays_the_expected_plan_on_expected_step_costs(
     assert replayed.height == 1  # one workload, load and engine; the MI300X has no data
     row = replayed.row(0, named=True)
     assert (row["engine"], row["hardware"], row["requests"]) == ("vllm", "h100-sxm", 300)
-    fewest = pools.filter(pl.col("expected_devices").is_not_null()).sort("expected_devices")
+    one_pool = pl.col("pool_mode").cast(pl.String) != "disaggregated"  # the simulator's
+    fewest = pools.filter(one_pool, pl.col("expected_devices").is_not_null())
+    fewest = fewest.sort("expected_devices")
     assert row["replicas"] * row["tp"] == fewest["expected_devices"][0]
     # the same plan's requests take longer a token on the measured kernels than at the roof
     same = plain.filter(pl.col("batch") == row["batch"], pl.col("scheduler") == row["scheduler"])
@@ -294,8 +303,143 @@ def test_a_run_replays_the_expected_plan_on_expected_step_costs(
         assert row["tpot_mean_s"] > same["tpot_mean_s"][0]
     if load.startswith("concurrency"):  # the rate the closed loop reaches, closed form and run
         plan = fewest.filter(
-            pl.col("mode").cast(pl.String) == row["scheduler"],
+            pl.col("pool_mode").cast(pl.String) == row["scheduler"],
             pl.col("expected_decode_batch") == row["batch"],
         )
         rate = plan["expected_pools_request_rate"][0]
         assert row["requests_per_s"] == pytest.approx(rate, rel=CLOSED_LOOP_TOLERANCE)
+    # the disaggregated plan on expected steps, open or closed loop: never below the bound's
+    bound = pl.read_parquet(folder / "pools.parquet").filter(
+        pl.col("pool_mode").cast(pl.String) == "disaggregated",
+        pl.col("prefill_hardware") == "h100-sxm",
+        pl.col("decode_hardware") == "h100-sxm",
+    )
+    apart = pools.filter(
+        pl.col("pool_mode").cast(pl.String) == "disaggregated", pl.col("hardware") == "h100-sxm"
+    )
+    assert apart.height == bound.height == 1
+    assert apart["expected_devices"][0] >= bound["devices"][0]
+    assert apart["expected_pools_tpot_s"][0] >= bound["tpot_s"][0]
+
+
+DISAGG = ["model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens"]
+
+
+def _disaggregated(tables: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """The expected disaggregated rows beside the pools table's disaggregated plan on the same
+    device and tp for both pools."""
+    expected = tables["pools_expected"].filter(
+        pl.col("pool_mode").cast(pl.String) == "disaggregated"
+    )
+    bound = (
+        tables["pools"]
+        .filter(
+            pl.col("pool_mode").cast(pl.String) == "disaggregated",
+            pl.col("prefill_hardware") == pl.col("decode_hardware"),
+            pl.col("prefill_tp") == pl.col("decode_tp"),
+        )
+        .with_columns(pl.col("decode_hardware").cast(pl.String).alias("hardware"))
+        .rename({"decode_tp": "tp"})
+    )
+    return expected.with_columns(pl.col("hardware").cast(pl.String)).join(
+        bound, on=[*DISAGG, "arrival_rate", "hardware", "tp"]
+    )
+
+
+def test_the_expected_disaggregated_plan_is_the_pools_plan_on_expected_steps_by_hand() -> None:
+    i, o, rate, slo, batches = 512, 128, 250.0, 0.2, (1, 4, 8, 32)
+    ds = sweeps.run({
+        "sweep": {"name": "disaggregated"},
+        "axes": {"model": ["llama-3.1-8b"], "hardware": ["h100-sxm"], "tp": [1],
+                 "batch": list(batches), "context": [1024], "engine": ["vllm"]},
+        "options": {"attention_flops": True},
+        "serving": {"prompt_tokens": [i], "output_tokens": [o], "arrival_rate": [rate],
+                    "ttft_slo_s": slo, "tpot_slo_s": 0.05, "slo_quantile": 0.9},
+    })  # fmt: skip
+    from sweeps import physics
+    from sweeps.export import frames
+
+    row = _disaggregated(frames(ds)).row(0, named=True)
+    config = _config("llama-3.1-8b", "h100-sxm", 1)
+    # the steps the pass composes at each batch (served._compute's reading)
+    steps = {
+        b: expected_steps(config, b, i + o, b * (i + 1), prompt_counts(b, [o])) for b in batches
+    }
+    alone = float(steps[1].prefills(1, i))  # one prompt alone: at B = 1, its LM head one row
+    handoff = row["kv_handoff_s"]  # the bound's: 2 x 32 layers x 8 heads x 128 x 2 B a token
+    assert handoff == pytest.approx(i * 131072 / 50e9, rel=1e-12)
+    # serial prefill: M/D/1 at D = alone, its quantile wait within the TTFT slack
+    table = physics.md1_quantile_table(0.9)
+    most = float(physics.md1_max_utilization(table, np.array((slo - alone - handoff) / alone)))
+    serial = math.ceil(rate * alone / most)
+    # batched prefill: the best m / t_p(m, I) over the m whose (1 + q) t_p leaves room, 0.9 busy
+    each = {m: float(steps[m].prefills(m, i)) for m in batches}
+    usable = [m for m in batches if each[m] <= (slo - handoff) / 1.9]
+    best = max(usable, key=lambda m: m / each[m])
+    batched = math.ceil(rate / (0.9 * best / each[best]))
+    # decode: the largest batch whose step t_d(B, I + O/2) meets TPOT, as many as the rate needs
+    decode = float(steps[32].decode(32, i + o / 2))
+    replicas = math.ceil(rate / (32 / ((o - 1) * decode)))
+    assert (usable, best, serial, batched, replicas) == ([1, 4, 8], 4, 4, 3, 8)
+    assert row["expected_prefill_replicas"] == batched
+    assert row["expected_replicas"] == replicas
+    assert row["expected_devices"] == batched + replicas
+    assert row["expected_decode_batch"] == 32
+    assert row["expected_pools_tpot_s"] == pytest.approx(decode, rel=1e-12)
+    assert row["expected_pools_request_rate"] == rate
+    assert row["expected_slot_bound"] is False
+    # the batched pool's cycle at the rate each replica sees, the chord's slope to m = 4
+    cycle = physics.gated_cycle(rate / batched, alone, (each[4] - alone) / 3)
+    assert row["expected_pools_ttft_s"] == pytest.approx(1.5 * cycle + handoff, rel=1e-12)
+    assert row["devices"] <= row["expected_devices"]  # the bound's plan on the same device
+
+
+def test_no_expected_disaggregated_plan_needs_fewer_devices_than_the_bound_plan() -> None:
+    tables = _tables()
+    both = _disaggregated(tables)
+    assert (
+        both.height
+        == tables["pools_expected"]
+        .filter(pl.col("pool_mode").cast(pl.String) == "disaggregated")
+        .height
+    )
+    planned = both.filter(pl.col("expected_devices").is_not_null())
+    assert planned.height > 0
+    assert planned["feasible"].all()  # a plan by expectation has one on roofline steps
+    # it follows from every expected step at least its bound (none of these steps is below it,
+    # checked by the serving comparison above): more prefill time, a slower decode step
+    assert (planned["expected_devices"] >= planned["devices"]).all()
+    assert (planned["expected_prefill_replicas"] >= planned["prefill_replicas"]).all()
+    assert (planned["expected_replicas"] >= planned["decode_replicas"]).all()
+    assert (planned["expected_decode_batch"] <= planned["decode_batch"]).all()
+    assert (planned["expected_pools_tpot_s"] >= planned["tpot_s"]).all()
+    mi300x = both.filter(pl.col("hardware") == "mi300x")
+    assert mi300x.height > 0
+    assert mi300x["expected_devices"].null_count() == mi300x.height
+
+
+def test_a_row_without_a_plan_says_why() -> None:
+    from sweeps.studies.expected.pools import NO_PLAN
+
+    frame = _tables()["pools_expected"]
+    planned = frame["expected_devices"].is_not_null()
+    assert (frame.filter(planned)["reason"] == "").all()
+    mi300x = frame.filter(pl.col("hardware") == "mi300x")
+    assert set(mi300x["reason"]) == {"device 'mi300x' not in the database"}
+    others = frame.filter(~planned, pl.col("hardware") != "mi300x")
+    assert set(others["reason"]) <= {NO_PLAN}
+    # a TTFT objective below one prompt's prefill: steps, and no plan
+    ds = sweeps.run({
+        "sweep": {"name": "no-plan"},
+        "axes": {"model": ["llama-3.1-8b"], "hardware": ["h100-sxm"], "tp": [1], "batch": [8],
+                 "context": [1024], "engine": ["vllm"]},
+        "options": {"attention_flops": True},
+        "serving": {"prompt_tokens": [4096], "output_tokens": [64], "arrival_rate": [1.0],
+                    "ttft_slo_s": 0.001},
+    })  # fmt: skip
+    from sweeps.export import frames
+
+    tight = frames(ds)["pools_expected"]
+    assert tight["expected_devices"].null_count() == tight.height
+    assert set(tight["reason"]) == {NO_PLAN}
+    assert "disaggregated" in set(tight["pool_mode"].cast(pl.String))

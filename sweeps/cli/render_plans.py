@@ -78,8 +78,9 @@ def plans_table(rows: list[dict[str, Any]], title: str) -> Any:
     first = rows[0] if rows else {}
     if "expected" in first:
         notes.append(
-            "expected devices: the fewest any scheduler is expected to need on the engine's "
-            "measured kernels (pools_expected.parquet); the plan's devices are sized on "
+            "expected devices: the fewest any plan is expected to need on the engine's "
+            "measured kernels (pools_expected.parquet: each scheduler on one pool, and "
+            "disaggregated pools on one device and tp); the plan's devices are sized on "
             "roofline steps"
         )
     table = new_table(f"{title}: cheapest serving plans", "; ".join(notes))

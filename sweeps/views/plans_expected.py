@@ -8,9 +8,10 @@ Reads ``pools.parquet`` and ``pools_expected.parquet`` (a sweep with ``[serving]
   sized on roofline step times: no implementation of their scheduler on these devices needs
   fewer.
 - ``expected_*``: the plan with the fewest devices by expectation (then the lowest cost), over
-  every device, tp and scheduler priced on expected steps, its devices, replicas, batch, TTFT
-  and TPOT at the load. Null, with ``expected_reason``, where no plan is expected to meet the
-  objectives on devices with data.
+  every device, tp and plan priced on expected steps (each scheduler on one pool, and
+  disaggregated on one device and tp: ``expected_scheduler`` says ``disaggregated``), its
+  devices, (decode) replicas, batch, TTFT and TPOT at the load. Null, with
+  ``expected_reason``, where no plan is expected to meet the objectives on devices with data.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sweeps.errors import ConfigError
 from sweeps.views.plans import _keys, cheapest_plans
 
 EXPECTED = {
-    "mode": "expected_scheduler",
+    "pool_mode": "expected_scheduler",
     "hardware": "expected_hardware",
     "tp": "expected_tp",
     "expected_decode_batch": "expected_batch",

@@ -1,4 +1,5 @@
-"""``pools_expected``: how many devices a load needs by expectation, one plan per scheduler.
+"""``pools_expected``: how many devices a load needs by expectation, one plan per scheduler
+and a disaggregated one.
 
 The pools table's colocated plans (``sweeps.studies.serving.pools.colocated``: for every
 usable batch the fewest replicas that meet the TTFT objective at ``[serving] slo_quantile``
@@ -8,7 +9,15 @@ cost) sized again, per engine, on the named schedulers' expected figures
 ``devices`` in ``pools.parquet`` are sized on roofline steps, so no implementation of that
 scheduler needs fewer; ``expected_devices`` here is what the measured kernels are expected to
 need. Every column is an expectation; the TPOT percentiles are the mean (the slot groups'
-spread is not priced on expected steps). Disaggregated pools are not sized on expected steps.
+spread is not priced on expected steps).
+
+``pool_mode = "disaggregated"``: the pools table's disaggregated plan (``pools.disaggregated``,
+the same code) on expected steps, a prefill pool and a decode pool both on the row's device
+and tp (the pools table pairs every two devices; pairs of different devices are not sized on
+expected steps): one prompt's expected prefill alone (the M/D/1 server), ``t_p(m, I)`` of
+the batched prefill pool, the expected decode step ``t_d(B, I + O/2)``, the KV hand-off as
+the bound's (a link, no kernel), feasibility in memory the serving table's. Null where a step
+has no expectation or no batch meets the objectives, ``reason`` saying which (every row).
 """
 
 from __future__ import annotations
@@ -23,12 +32,24 @@ from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
 from sweeps.studies.expected.priced import PRICED
 from sweeps.studies.expected.served import wanted
-from sweeps.studies.serving.pools import LOADS, QUANTILES, Load, colocated
+from sweeps.studies.serving.pools import (
+    LOADS,
+    QUANTILES,
+    Load,
+    Steps,
+    colocated,
+    disaggregated,
+    mode_value,
+)
 
 PERCENTILES = tuple(QUANTILES)
 """The TTFT percentiles the plans report (the pools table's)."""
 PLANNED = tuple(name for name in SCHEDULERS if name in PRICED)
 """The pools' one-pool schedulers that are priced on expected steps: one plan each."""
+DISAGGREGATED = "disaggregated"
+PLANS = [*PLANNED, DISAGGREGATED]
+"""The plans of the table (``pool_mode``): each priced scheduler on one pool, and
+disaggregated (a prefill and a decode pool on the row's device and tp)."""
 
 DIMS = (
     "model",
@@ -40,7 +61,7 @@ DIMS = (
     "engine",
     "prompt_tokens",
     "output_tokens",
-    "mode",
+    "pool_mode",
 )
 
 AS_SERVING = {
@@ -53,9 +74,29 @@ AS_SERVING = {
 """What the colocated sizing reads of the serving table, read from the expected one."""
 
 
-def _compute(x: Inputs) -> dict[str, Any]:
-    import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
+def _one_device(value: Any, side: str) -> Any:
+    """Both pools on the one device and tp of the row: a device's value as it is."""
+    return value
 
+
+def _steps(x: Inputs) -> Steps:
+    """The disaggregated plan's expected steps: one prompt alone at the grid's smallest batch
+    (its LM head at ``min(I, B)`` rows: one row at ``B = 1``), ``t_p(m, I)`` and
+    ``t_d(B, I + O/2)`` at each batch, feasibility in memory the serving table's."""
+    batch = np.asarray(x["batch"].values)
+    alone = x["_expected_prefill_alone"].isel(mode=0)
+    return Steps(
+        alone.isel(batch=int(np.argmin(batch))),
+        x["_expected_prefills"].isel(mode=0),
+        x["_expected_decode_steady"].isel(mode=0),
+        mode_value(x, "serving_feasible", "bound"),
+        _one_device,
+    )
+
+
+def _plans(x: Inputs, labels: list[str]) -> dict[str, dict[str, Any]]:
+    """The plans of ``labels`` on expected steps: the colocated ones per scheduler
+    (``PLANNED``) and the disaggregated one on the row's device and tp."""
     load = Load.of(x)
     wanted = {"slo": x.settings.slo_quantile, **QUANTILES}
     tables = {key: physics.md1_quantile_table(q) for key, q in wanted.items()}
@@ -63,9 +104,49 @@ def _compute(x: Inputs) -> dict[str, Any]:
     results["_prefill_alone"] = x["_expected_prefill_alone"].isel(mode=0)
     results["prefill_time_share"] = 0.0 * x["expected_tpot_s"]  # not reported here
     view = Inputs(x.values, x.options, x.engine, results, x.settings)
-    mode = x["mode"]
-    labels = [str(m) for m in np.asarray(mode.values).reshape(-1)]
     plans = {name: colocated(view, name, load, tables) for name in labels if name in PLANNED}
+    if DISAGGREGATED in labels:
+        plans[DISAGGREGATED] = disaggregated(x, load, tables, _steps(x))
+    return plans
+
+
+NO_PLAN = "no batch is expected to fit and meet ttft_slo_s and tpot_slo_s"
+"""Why a plan with expected steps has none."""
+
+
+def _reasons(x: Inputs, devices: Any, mode: Any) -> Any:
+    """Why a row has no plan: the steps' own reason (``serving_expected``'s, e.g. a device not
+    in the database) where no batch has expected steps, or a disaggregated row's smallest
+    batch has none (its prefill alone is read there); else ``NO_PLAN``; empty with a plan."""
+    import xarray as xr
+
+    reason = mode_value(x, "expected_serving_reason", "static")  # a step's: any priced mode
+    axis = reason.dims.index("batch")
+    values = np.asarray(reason.values, dtype=object)
+    smallest = np.take(values, int(np.argmin(np.asarray(x["batch"].values))), axis=axis)
+    every = (values != "").all(axis=axis)
+    rest = tuple(d for d in reason.dims if d != "batch")
+    first, none = xr.Variable(rest, smallest), xr.Variable(rest, every)
+    apart = mode == DISAGGREGATED
+    probe = 0 * devices + 0 * none + 0 * apart  # the dims of every argument
+    dims, sizes = probe.dims, dict(zip(probe.dims, probe.shape, strict=True))
+
+    def full(value: Any) -> np.ndarray:
+        return np.asarray(value.set_dims(sizes).transpose(*dims).values)
+
+    said = full(first).astype(object)
+    own = full(none).astype(bool) | (full(apart).astype(bool) & (said != ""))
+    out = np.where(own, said, NO_PLAN).astype(object)
+    out[np.isfinite(full(devices).astype(np.float64))] = ""
+    return xr.Variable(dims, out)
+
+
+def _compute(x: Inputs) -> dict[str, Any]:
+    import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
+
+    mode = x["pool_mode"]
+    labels = [str(m) for m in np.asarray(mode.values).reshape(-1)]
+    plans = _plans(x, labels)
 
     def pick(key: str) -> Any:
         chosen: Any = np.nan
@@ -81,6 +162,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     devices, output = pick("devices"), x["output_tokens"]
     rate = where(np.isfinite(devices), pick("rate"), np.nan)  # no plan: no rate
     return {
+        "expected_prefill_replicas": where(np.isfinite(devices), pick("prefill"), np.nan),
         "expected_replicas": pick("decode"),
         "expected_devices": devices,
         "expected_decode_batch": pick("batch"),
@@ -95,16 +177,17 @@ def _compute(x: Inputs) -> dict[str, Any]:
             pick("fleet"), rate * output
         ),
         "expected_slot_bound": where(np.isfinite(devices), pick("slot_bound") == 1, np.nan),
-        "pools_expected_row": xr.Variable(mode.dims, np.isin(mode.values, list(PLANNED))),
+        "expected_pools_reason": _reasons(x, devices, mode),
+        "pools_expected_row": xr.Variable(mode.dims, np.isin(mode.values, PLANS)),
     }
 
 
 def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
-    """Every point of the planned modes (``PLANNED``) [row]."""
-    from sweeps.studies.serving.table import MODE
+    """Every point of the planned modes (``PLANNED``, and disaggregated) [row]."""
+    from sweeps.studies.serving.table import POOL_MODE
 
-    priced = len([m for m in MODE.labels(sweep) if str(m) in PLANNED])
-    return int(sweep.points([d for d in dims if d != "mode"])) * priced
+    planned = len([m for m in POOL_MODE.labels(sweep) if str(m) in PLANS])
+    return int(sweep.points([d for d in dims if d != "pool_mode"])) * planned
 
 
 _V = Variable
@@ -126,11 +209,26 @@ POOLS_EXPECTED = Analysis(
     name="pools_expected",
     dims=DIMS,
     variables=(
-        _V("expected_replicas", "replica", f"Replicas of the plan, {_E}", "count", "", "full"),
+        _V(
+            "expected_prefill_replicas",
+            "replica",
+            f"Prefill replicas of the plan (colocated: the replicas), {_E}",
+            "count",
+            "",
+            "full",
+        ),
+        _V(
+            "expected_replicas",
+            "replica",
+            f"Decode replicas of the plan (colocated: the replicas), {_E}",
+            "count",
+            "",
+            "full",
+        ),
         _V(
             "expected_devices",
             "device",
-            f"Devices of the plan, replicas times tp, {_E} (the "
+            f"Devices of the plan, replicas times tp (disaggregated: both pools'), {_E} (the "
             "pools table's devices: sized on roofline steps)",
             "count",
             "",
@@ -139,7 +237,8 @@ POOLS_EXPECTED = Analysis(
         _V(
             "expected_decode_batch",
             "sequence",
-            f"Batch of the plan (the fewest devices, then the lowest cost), {_E}",
+            "Batch of the plan: colocated, the one with the fewest devices, then the lowest "
+            f"cost; disaggregated, the largest that fits and meets the TPOT objective, {_E}",
             "count",
             "",
             "full",
@@ -189,16 +288,32 @@ POOLS_EXPECTED = Analysis(
             "expected_slot_bound",
             "-",
             "The replicas were set by the slots (at most 0.9 busy), not by the prefill queue "
-            "(null: no plan)",
+            "(disaggregated: false; null: no plan)",
             "nullbool",
             "",
             "full",
         ),
-        _V("pools_expected_row", "-", "A one-pool scheduler priced on expected steps", "bool"),
+        _V(
+            "expected_pools_reason",
+            "-",
+            "Why the row has no plan: no expected steps (the steps' reason, as in "
+            "serving_expected), or none is expected to fit and meet the objectives; empty "
+            "where there is one",
+            "str",
+            "reason",
+            "full",
+        ),
+        _V(
+            "pools_expected_row",
+            "-",
+            "A one-pool scheduler priced on expected steps, or disaggregated",
+            "bool",
+        ),
     ),
     compute=_compute,
     needs=("serving", "serving_expected"),
     columns=(
+        "expected_prefill_replicas",
         "expected_replicas",
         "expected_devices",
         "expected_decode_batch",
@@ -209,6 +324,7 @@ POOLS_EXPECTED = Analysis(
         "expected_goodput_tokens_per_s_per_device",
         "expected_pools_cost_per_million_output_tokens_usd",
         "expected_slot_bound",
+        "expected_pools_reason",
     ),
     study="serving",
     applies=wanted,

@@ -45,9 +45,12 @@ CONFIG = ("model", "hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype", "en
 """The dims of one composition of the step (``steps.expected_steps`` is per these and batch)."""
 NOT_COMPOSED = ("speculative", "prefix", "parallel")
 """Studies whose techniques are not composed on expected steps: no table with them."""
-FIGURES = ("ttft", "tpot", "latency", "steady", "per_device", "alone")
-"""The figures filled per mode (``alone``: one prompt's prefill alone, the prefill server's
-service time of the pools, ``_expected_prefill_alone``)."""
+FIGURES = ("ttft", "tpot", "latency", "steady", "per_device", "alone", "prefills", "decode")
+"""The figures filled per mode. The pools' steps, the same at every mode: ``alone``, one
+prompt's prefill alone, the prefill server's service time (``_expected_prefill_alone``);
+``prefills``, a step of ``B`` whole prompts, ``t_p(B, I)`` (``_expected_prefills``, the
+batched prefill pool's); ``decode``, the decode step ``t_d(B, I + O/2)``
+(``_expected_decode_steady``, the decode pool's)."""
 
 
 def configs(x: Inputs) -> Iterator[tuple[tuple[int, ...], Config]]:
@@ -80,7 +83,9 @@ def _figures(
         for name in FIGURES[:4]:
             out[name][..., j] = got[name]
         out["per_device"][..., j] = got["rate"] * grid_o
-        out["alone"][..., j] = steps.prefills(1, grid_i)
+    out["alone"][...] = steps.prefills(1, grid_i)[..., None]
+    out["prefills"][...] = steps.prefills(steps.batch, grid_i)[..., None]
+    out["decode"][...] = steps.decode(steps.batch, physics.mean_context(grid_i, grid_o))[..., None]
     return out
 
 
@@ -141,6 +146,8 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
         "expected_serving_reason": var(reason),
         "serving_expected_row": x["mode"] != "bound",
         "_expected_prefill_alone": var(out["alone"]),
+        "_expected_prefills": var(out["prefills"]),
+        "_expected_decode_steady": var(out["decode"]),
     }
 
 

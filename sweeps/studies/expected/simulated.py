@@ -2,11 +2,11 @@
 
 Where ``[serving] simulate`` is above 0 and the sweep sets an engine, the plan of each workload,
 load and engine with the fewest devices by expectation (``pools_expected``: then the lowest
-cost) is simulated as the serving study simulates its cheapest plans
-(``sweeps.studies.serving.simulate``: its replicas, batch and scheduler, Poisson arrivals at the
-rate, a closed loop of the clients or a ``[workload]`` trace, ``[serving] lengths``, seed 0),
-each step priced by the expected step costs of its configuration
-(``steps.ExpectedSteps.step_costs``) instead of the roofline. One row per plan: the
+cost; one-pool plans only, as the simulator replays one pool) is simulated as the serving
+study simulates its cheapest plans (``sweeps.studies.serving.simulate``: its replicas, batch
+and scheduler, Poisson arrivals at the rate, a closed loop of the clients or a ``[workload]``
+trace, ``[serving] lengths``, seed 0), each step priced by the expected step costs of its
+configuration (``steps.ExpectedSteps.step_costs``) instead of the roofline. One row per plan: the
 ``simulated.parquet`` columns and the engine.
 """
 
@@ -42,11 +42,13 @@ def config_at(p: Any) -> Config:
 
 
 def fewest_plans(expected: Any) -> Any:
-    """The plan with the fewest expected devices, then the lowest cost, of each workload,
-    load and engine of the ``pools_expected`` frame."""
+    """The one-pool plan with the fewest expected devices, then the lowest cost, of each
+    workload, load and engine of the ``pools_expected`` frame (the simulator replays one pool:
+    a disaggregated plan is not replayed, as in ``simulated.parquet``)."""
     import polars as pl
 
-    planned = expected.filter(pl.col("expected_devices").is_not_null())
+    one_pool = pl.col("pool_mode").cast(pl.String) != "disaggregated"
+    planned = expected.filter(one_pool & pl.col("expected_devices").is_not_null())
     ranked = planned.sort(
         ["expected_devices", "expected_pools_cost_per_million_output_tokens_usd"],
         nulls_last=True,
@@ -64,7 +66,7 @@ def _plan(found: dict[str, Any]) -> dict[str, Any]:
         "tp": int(found["tp"]),
         "batch": int(found["expected_decode_batch"]),
         "replicas": int(found["expected_replicas"]),
-        "scheduler": str(found["mode"]),
+        "scheduler": str(found["pool_mode"]),
     }
 
 

@@ -48,6 +48,7 @@ keeps the single-prompt M/D/1 pool)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,9 @@ from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
 from sweeps.studies.serving.closed_forms import QUANTILES, prefill_time
 from sweeps.studies.serving.served import EXTRA_DIMS
+
+Side = Callable[[Any, str], Any]
+"""A device's value on one pool's dims (``prefill`` or ``decode``)."""
 
 SLOT_LIMIT = 0.9
 """Largest slot utilization ``lambda_1 / r`` a colocated plan is sized for [1]: at 0.9 of a
@@ -230,17 +234,19 @@ def colocated(x: Inputs, mode: str, load: Load, tables: dict[str, Any]) -> dict[
     }
 
 
-def batched_pool(x: Inputs, rate: Any, handoff: Any) -> dict[str, Any]:
+def batched_pool(
+    x: Inputs, rate: Any, handoff: Any, each: Any, first: Any, side: Side
+) -> dict[str, Any]:
     """Replicas of the batched prefill pool for ``rate`` and its TTFT (mean and percentiles),
-    ``handoff`` the KV hand-off on the decode side [s]; NaN where no batch serves."""
-    serving, batch, prompt = x.settings, x["batch"], x["prompt_tokens"]
-    each = _side(prefill_time(x, batch, prompt), "prefill")
-    first = _side(x["_prefill_alone"], "prefill")
+    ``handoff`` the KV hand-off on the decode side [s]; NaN where no batch serves. ``each``
+    is a step of ``m`` prompts at ``m`` = the grid's batches, ``first`` one prompt alone [s],
+    both on the prefill pool's dims; ``side`` puts a device's value there."""
+    serving, batch = x.settings, x["batch"]
     wall = physics.max_batch(
         x["memory"], x.options.memory_reserve, x["weight_bytes"], x["_prompt_cache"]
     )
     room = (serving.ttft_slo_s - handoff) / (1 + serving.slo_quantile)
-    usable = (_side(wall, "prefill") >= batch) & (each <= room)
+    usable = (side(wall, "prefill") >= batch) & (each <= room)
     service = where(usable, batch / each, 0.0)  # prompts per second at m waiting
     best = service.max("batch")
     # the slope of the chord from one prompt to the best batch (one prompt: serial's)
@@ -440,18 +446,50 @@ def _tables(x: Inputs) -> dict[str, Any]:
     return {key: physics.md1_quantile_table(q) for key, q in wanted.items()}
 
 
-def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, Any]:
-    serving, output = x.settings, x["output_tokens"]
+@dataclass(frozen=True)
+class Steps:
+    """The step times a disaggregated plan is sized on [s], each on the grid's device dims
+    (``hardware``, ``tp``): one code path (``disaggregated``), two sources of step costs, the
+    bound's (``Steps.bound``: every pair of devices) and the expected ones
+    (``sweeps.studies.expected.pools``: both pools on one device and tp).
+
+    ``alone``: one prompt prefilled alone, ``t_p(1, I)``, the prefill server's service;
+    ``prefills``: a step of ``m`` whole prompts at ``m`` = the grid's batches, ``t_p(m, I)``;
+    ``steady``: the decode step ``t_d(B, I + O/2)`` at ``B`` = the grid's batches; ``usable``:
+    where that batch fits at its mean occupancy; ``side``: a device's value on one pool's dims.
+    """
+
+    alone: Any
+    prefills: Any
+    steady: Any
+    usable: Any
+    side: Side
+
+    @classmethod
+    def bound(cls, x: Inputs) -> Steps:
+        """The serving table's roofline steps, the pools on every pair of devices."""
+        return cls(
+            x["_prefill_alone"],
+            prefill_time(x, x["batch"], x["prompt_tokens"]),
+            mode_value(x, "step_time_steady_s", "bound"),  # t_d(B, I + O/2)
+            mode_value(x, "serving_feasible", "bound"),
+            _side,
+        )
+
+
+def disaggregated(x: Inputs, load: Load, tables: dict[str, Any], steps: Steps) -> dict[str, Any]:
+    """The disaggregated plan on ``steps``: both pools' replicas, the decode batch and the
+    figures at the load it carries (docs/serving.md section 5)."""
+    serving, output, side = x.settings, x["output_tokens"], steps.side
     # a prefill replica that cannot hold the weights and one prompt's cache serves nothing
-    fits = _side(x["_prefill_fits"], "prefill")
-    service = where(fits, _side(x["_prefill_alone"], "prefill"), np.nan)
+    fits = side(x["_prefill_fits"], "prefill")
+    service = where(fits, side(steps.alone, "prefill"), np.nan)
     # each decode device receives its own shard of the prompt's cache over its own link
-    handoff = _side(x["_prompt_cache"], "decode") / serving.kv_link_bandwidth
+    handoff = side(x["_prompt_cache"], "decode") / serving.kv_link_bandwidth
     slack = physics.ttft_slack(serving.ttft_slo_s, service, handoff)
     bound = apply(physics.md1_max_utilization, tables["slo"], slack / service)
-    steady = mode_value(x, "step_time_steady_s", "bound")  # t_d(B, I + O/2)
-    usable = mode_value(x, "serving_feasible", "bound") & (steady <= serving.tpot_slo_s)
-    batch, steady = (_side(v, "decode") for v in _decode_batch(x, usable, steady, load))
+    usable = steps.usable & (steps.steady <= serving.tpot_slo_s)
+    batch, steady = (side(v, "decode") for v in _decode_batch(x, usable, steps.steady, load))
     decode_s = decode_time(output, steady)
     peak = load.peak(service + handoff + decode_s)
     prefill = physics.prefill_replicas(peak, service, where(bound > 0, bound, np.nan))
@@ -473,14 +511,15 @@ def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, A
     }
     scheduler: Any = "serial-prefill"
     if not load.closed:  # the batched prefill pool, where it needs fewer replicas
-        batched = batched_pool(x, rate, handoff)
+        each, first = side(steps.prefills, "prefill"), side(steps.alone, "prefill")
+        batched = batched_pool(x, rate, handoff, each, first, side)
         fewer = batched["replicas"] < where(np.isfinite(prefill), prefill, np.inf)
         prefill = where(fewer, batched["replicas"], prefill)
         mean = where(fewer, batched["ttft"], mean)
         ttfts = {k: where(fewer, batched[k], v) for k, v in ttfts.items()}
         scheduler = _names(fewer, "batched-prefill", "serial-prefill")
     return {
-        **_fleet(x, prefill, decode),
+        **_fleet(x, prefill, decode, side),
         "batch": batch,
         "rate": rate,
         "ttft": mean,
@@ -493,14 +532,14 @@ def _disaggregated(x: Inputs, load: Load, tables: dict[str, Any]) -> dict[str, A
     }
 
 
-def _fleet(x: Inputs, prefill: Any, decode: Any) -> dict[str, Any]:
+def _fleet(x: Inputs, prefill: Any, decode: Any, side: Side) -> dict[str, Any]:
     """Both pools' replicas, devices, price an hour, board power and decode share."""
-    tp_p, tp_d = _side(x["_devices"], "prefill"), _side(x["_devices"], "decode")
+    tp_p, tp_d = side(x["_devices"], "prefill"), side(x["_devices"], "decode")
 
     def both(name: str) -> Any:
         return physics.fleet_price_per_hour(
-            prefill, tp_p, _side(x[name], "prefill")
-        ) + physics.fleet_price_per_hour(decode, tp_d, _side(x[name], "decode"))
+            prefill, tp_p, side(x[name], "prefill")
+        ) + physics.fleet_price_per_hour(decode, tp_d, side(x[name], "decode"))
 
     devices = physics.pool_devices(prefill, tp_p, decode, tp_d)
     return {
@@ -574,7 +613,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
         for name in labels
         if name in SCHEDULERS
     }
-    plans["disaggregated"] = _disaggregated(x, load, tables)
+    plans["disaggregated"] = disaggregated(x, load, tables, Steps.bound(x))
 
     def pick(key: str, empty: Any = np.nan) -> Any:
         chosen = empty
