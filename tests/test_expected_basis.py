@@ -237,3 +237,17 @@ def test_a_large_grid_is_placed_as_its_small_pieces_are() -> None:
         assert large.moved is not None
         assert small.moved is not None
         assert small.moved[0] == large.moved[index]
+
+
+def test_a_table_without_a_window_column_reads_as_full_attention() -> None:
+    # A100 vLLM 0.14.0's decode attention has no window_size column (it measured no sliding
+    # window): read as window 0, the row at batch 8 and step 1023 is measured, as on H100
+    path = systems_root() / "data" / "a100_sxm" / "attention" / "vllm" / "0.14.0"
+    frame = pl.read_parquet(path / "generation_attention_perf.parquet")
+    assert "window_size" not in frame.columns
+    reading = kernels("a100_sxm", "vllm", "0.14.0").attention(
+        prefill=False, batch=8, length=1024, heads=HEADS, kv_heads=KV_HEADS,
+        head_dim=HEAD_DIM, window=0, fmt="bf16",
+    )  # fmt: skip
+    assert reading.latency_s is not None
+    assert reading.basis == "measured"  # batch 8 is measured at steps 1, 3, ..., 1023, ...

@@ -67,6 +67,10 @@ MOE_FORMATS: dict[str, str] = {
 }
 """Catalog weight format -> the database's MoE mode."""
 
+UNWINDOWED = ("window_size",)
+"""Columns a table may lack, read as 0 where it does: a table without ``window_size`` measured
+full attention only (no sliding window)."""
+
 DISTRIBUTION = "power_law_1.2"
 """How tokens are routed to experts when the MoE table is read: the database's own default
 for a MoE model (a power law of exponent 1.2; measured serving traffic is not balanced)."""
@@ -278,9 +282,16 @@ class Kernels:
         if not all(value for _, value in where) or not path.is_file():
             return None
         frame = pl.scan_parquet(path)
+        names = tuple(dict.fromkeys((*axes, *(column for column, _ in counted))))
+        held = frame.collect_schema().names()
+        # an older table measured no sliding window (vLLM 0.14.0's attention): every row is 0
+        frame = frame.with_columns(
+            *(pl.lit(0).alias(name) for name in UNWINDOWED if name in names and name not in held)
+        )
+        if any(c not in held and c not in UNWINDOWED for c in (*names, *(c for c, _ in where))):
+            return None
         for column, value in where:
             frame = frame.filter(pl.col(column) == value)
-        names = tuple(dict.fromkeys((*axes, *(column for column, _ in counted))))
         rows = frame.select(names).unique().collect()
         if rows.height == 0:
             return None
