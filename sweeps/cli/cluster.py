@@ -126,10 +126,20 @@ def _client(
             )
             raise RunFailed(msg) from None
         with client:
+            _warm(client)
             yield client
         return
     with (
         LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as local,
         Client(local) as client,
     ):
+        _warm(client)
         yield client
+
+
+def _warm(client: Any) -> None:
+    """Have every worker import what its tasks run now, while this process imports its own
+    (``sweeps.pipeline.distributed.warm``); not waited for."""
+    from sweeps.pipeline.distributed import warm
+
+    client.run(warm, wait=False)
