@@ -112,7 +112,8 @@ def test_the_figures_are_drawn_while_the_workers_write(client: Any, tmp_path: Pa
     assert times["slices"][0] < times["chunks"][-1]  # beside the workers, not after them
     assert threads != {threading.current_thread().name}
     assert (result.folder / "drawn.txt").read_text("utf-8") == "drawn"
-    assert "drawn.txt" in result.files and "hook" in result.timings
+    assert "drawn.txt" in result.files
+    assert "hook" in result.timings
 
 
 def test_every_reader_opens_a_partitioned_table_as_one(client: Any, tmp_path: Path) -> None:
