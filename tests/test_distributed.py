@@ -295,3 +295,24 @@ def test_a_lost_cluster_fails_in_one_line_and_keeps_the_earlier_result(
     assert took < 3 + 15  # the timeout, and the time to clean up
     assert snapshot(out / "cluster") == before
     assert not (out / ".sweeps-staging").exists()
+
+
+def test_a_local_clusters_workers_are_warmed_and_unsampled() -> None:
+    """``--workers``: the workers import their tasks' modules as they join, not at their
+    first task, and sample no stacks (dask's profiler, for a dashboard not started)."""
+    from sweeps.cli.cluster import cluster
+
+    def state() -> tuple[bool, bool]:
+        import dask
+
+        loaded = "sweeps.grid.build" in sys.modules and "sweeps.export.parquet" in sys.modules
+        return loaded, bool(dask.config.get("distributed.worker.profile.enabled"))
+
+    with cluster(None, 2, 30.0) as client:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            states = set(client.run(state).values())
+            if states == {(True, False)}:
+                break
+            time.sleep(0.2)
+        assert states == {(True, False)}
