@@ -73,7 +73,7 @@ POINT = (
 )
 
 
-def run_bench(  # long: the fifteen measurements in order, each a line or two
+def run_bench(  # long: the sixteen measurements in order, each a line or two
     quick: bool = False,
     e2e_budget: int = 2 * 2**30,
     progress: Callable[[str], None] | None = None,
