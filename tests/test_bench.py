@@ -143,8 +143,8 @@ def test_bench_quick_json_reports_every_key():
     assert cluster["workers_cpu_s"] > 0
     text = format_report(report)
     for line in (
-        f"(p) two local workers: a cold tables-only run of {cluster['rows']:,} rows under "
-        "--memory-budget 1GiB in ",
+        f"(p) two local workers: a cold tables-only run of {cluster['rows']:,} rows in a "
+        "1 GiB budget in ",
         "(n) points: 1,000 single sweeps.point calls (20 model-device pairs) in ",
         f"(o) default outputs: a cold run of {figures['points']:,} points (27 model-device pairs)",
         "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",

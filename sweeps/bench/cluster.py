@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import os
 import resource
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 TARGET = 1.5
 """Issue 45's aim for two local workers against one process [ratio]."""
 
-BUDGET = "1GiB"
-"""The ``--memory-budget`` of both runs: the same chunks in both."""
+BUDGET = 1 << 30
+"""The memory budget of both runs [byte]: the same chunks in both."""
 
 GRID = """[sweep]
 name = "bench-cluster"
@@ -43,6 +40,35 @@ layout = "partitioned"
 """8 models x 4 devices x batch 1..1024 x 36 contexts x 2 x 2: 4,718,592 rows a table
 (9.44 M in all); ``quick``: batch 1..64 x 4 contexts (32,768 a table)."""
 
+RUN_ON = r"""
+import sys
+from sweeps.processes import end_process, set_environment, start_process
+
+set_environment()
+start_process()
+from sweeps.config import load_config
+
+sweep = load_config(sys.argv[1])
+from sweeps.charts import output_hooks
+from sweeps.cli.cluster import cluster
+from sweeps.pipeline import run_to_folder
+
+with cluster(None, int(sys.argv[4]) or None) as client:
+    result = run_to_folder(
+        sweep,
+        sys.argv[2],
+        force=True,
+        hooks=output_hooks(sweep),
+        memory_budget=int(sys.argv[3]),
+        client=client,
+    )
+result.summary()
+end_process()
+"""
+"""What ``sweeps run`` with a memory budget and N local workers does, without the terminal
+(``run_path.RUN`` with the command's cluster): argv config, out, budget [byte], workers (0:
+none)."""
+
 
 def grid_text(quick: bool) -> str:
     """The config of the grid (``GRID``)."""
@@ -50,18 +76,13 @@ def grid_text(quick: bool) -> str:
     return GRID.format(batch=64 if quick else 1024, contexts=contexts)
 
 
-def _cold(config: Path, out: Path, extra: list[str]) -> tuple[float, float]:
-    """Wall and CPU seconds (with the children's) of a cold ``sweeps run`` of ``config``."""
+def _cold(config: Path, out: Path, workers: int) -> tuple[float, float]:
+    """Wall and CPU seconds (with its children's: the workers) of a cold run of ``config``
+    on ``workers`` local workers (0: in one process)."""
+    from sweeps.bench.run_path import _python
+
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    command = [sys.executable, "-m", "sweeps", "run", str(config), "--out", str(out), "-q"]
-    start = time.perf_counter()
-    subprocess.run(
-        [*command, "--memory-budget", BUDGET, *extra],
-        check=True,
-        capture_output=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-    )
-    wall = time.perf_counter() - start
+    wall, _ = _python(["-c", RUN_ON, str(config), str(out), str(BUDGET), str(workers)])
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     return wall, cpu
@@ -77,8 +98,8 @@ def measure_cluster(quick: bool = False) -> dict[str, Any] | None:
     with tempfile.TemporaryDirectory(prefix="sweeps-bench-cluster-") as scratch:
         config = Path(scratch) / "cluster.toml"
         config.write_text(grid_text(quick), "utf-8")
-        one_s, one_cpu = _cold(config, Path(scratch) / "one", [])
-        two_s, two_cpu = _cold(config, Path(scratch) / "two", ["--workers", "2"])
+        one_s, one_cpu = _cold(config, Path(scratch) / "one", 0)
+        two_s, two_cpu = _cold(config, Path(scratch) / "two", 2)
     rows = 2 * 8 * 4 * (64 if quick else 1024) * (4 if quick else 36) * 4
     return {
         "rows": rows,
@@ -99,9 +120,10 @@ def format_cluster(result: dict[str, Any] | None) -> str:
         return "two local workers: skipped (no dask extra: pip install 'roofline-sweeps[dask]')"
     met = "met" if result["speedup"] >= result["target"] else "MISSED"
     return (
-        f"two local workers: a cold tables-only run of {result['rows']:,} rows under "
-        f"--memory-budget {BUDGET} in {result['workers_s']:.1f} s ({result['workers_cpu_s']:.1f}"
-        f" CPU-s) against {result['one_s']:.1f} s ({result['one_cpu_s']:.1f} CPU-s) in one "
+        f"two local workers: a cold tables-only run of {result['rows']:,} rows in a "
+        f"{BUDGET / 2**30:g} GiB budget in {result['workers_s']:.1f} s "
+        f"({result['workers_cpu_s']:.1f} CPU-s) against {result['one_s']:.1f} s "
+        f"({result['one_cpu_s']:.1f} CPU-s) in one "
         f"process: {result['speedup']:.2f}x (target {result['target']:.1f}x {met}; at most "
         f"{result['bound']:.2f}x on {result['cpus']} cores from the CPU)"
     )
