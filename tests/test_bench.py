@@ -136,8 +136,15 @@ def test_bench_quick_json_reports_every_key():
     assert figures["chart_files"] > 0
     assert figures["ratio"] == pytest.approx(figures["default_s"] / figures["no_charts_s"])
     assert figures["budget"] == pytest.approx(1.5, rel=1e-12)
+    cluster = report["cluster"]  # the dask extra is installed here
+    assert cluster["rows"] == 2 * 8 * 4 * 64 * 4 * 4
+    assert cluster["speedup"] == pytest.approx(cluster["one_s"] / cluster["workers_s"])
+    assert cluster["bound"] == pytest.approx(2 * cluster["one_cpu_s"] / cluster["workers_cpu_s"])
+    assert cluster["workers_cpu_s"] > 0
     text = format_report(report)
     for line in (
+        f"(p) two local workers: a cold tables-only run of {cluster['rows']:,} rows in a "
+        "1 GiB budget in ",
         "(n) points: 1,000 single sweeps.point calls (20 model-device pairs) in ",
         f"(o) default outputs: a cold run of {figures['points']:,} points (27 model-device pairs)",
         "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
@@ -360,3 +367,13 @@ def test_points_line_times_the_loop_and_the_batch() -> None:
     line = format_points(result)
     assert line.startswith("points: 40 single sweeps.point calls (")
     assert f"budget {result['budget_s']:.2f} s " in line
+
+
+def test_the_cluster_line_says_when_it_was_skipped() -> None:
+    from sweeps.bench.cluster import format_cluster, grid_text
+
+    assert format_cluster(None).startswith("two local workers: skipped (no dask extra")
+    full = parse_config(grid_text(False))
+    assert len(full.models) * len(full.hardware) * len(full.batch) * len(full.context) == (
+        8 * 4 * 1024 * 36
+    )

@@ -475,6 +475,30 @@ def test_cross_device_roofline_has_one_roof_per_device() -> None:
     assert stems[-1] == "roofline-devices-llama-3-8b"
 
 
+def test_cross_device_roofline_on_every_catalog_device_shares_the_row_limit() -> None:
+    """35 devices at up to 4,500 points each were 72,774 rows, past Altair's 5,000: the chart
+    failed. Each device now gets its share of the cells, and the caption says so."""
+    from sweeps.catalog import load_catalog
+
+    devices = sorted({h.id for h in load_catalog().hardware.values()})
+    assert len(devices) >= 35
+    text = CONFIG.replace('hardware = ["h100-sxm"]', f"hardware = {devices!r}").replace(
+        "batch = [1, 8, 64, 512]", "batch = { start = 1, stop = 64 }"
+    )
+    grid = build_grid(parse_config(text))
+    cells = 64 * 2 * 2 * 2  # batch x context x kv_heads x kv_dtype, per phase
+    assert len(devices) * 2 * cells > altair_row_limit()  # the points of every device
+    spec = compare_chart(grid).to_dict()
+    roof, _, dots, _ = spec["layer"]
+    shown = {row["hardware"] for row in rows(spec, roof)}  # those the model fits on
+    drawn = rows(spec, dots)
+    assert 0 < len(drawn) <= altair_row_limit()
+    counts = {d: sum(row["hardware"] == d for row in drawn) for d in shown}
+    assert max(counts.values()) <= 4500 // len(shown)
+    subtitle = " ".join(spec["title"]["subtitle"])
+    assert f"{len(shown)} devices share the chart's 4,500 cells" in subtitle
+
+
 def test_every_axis_names_a_unit(ds: xr.Dataset) -> None:
     for chart in (ceiling_chart, bottleneck_chart, ai_vs_batch_chart, roofline_chart):
         spec = chart(ds).to_dict()

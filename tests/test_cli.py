@@ -384,3 +384,31 @@ def test_version_prints_the_package_version_and_the_install_agrees(runner: CliRu
     assert result.exit_code == 0, result.output
     assert result.output.strip() == f"sweeps, version {__version__}"
     assert metadata.version(DISTRIBUTION) == __version__
+
+
+def test_out_as_a_url(
+    runner: CliRunner,
+    write_config: Callable[[str], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A file:// URL is its local folder; another URL is refused before any work (exit 2),
+    naming what is missing, where it was taken before as a local folder ``memory:/x``."""
+    path = write_config(GOOD)
+    done = runner.invoke(cli, ["run", str(path), "--out", (tmp_path / "o").as_uri()])
+    assert done.exit_code == 0, done.output
+    assert (tmp_path / "o" / "cli-run" / "decode.parquet").is_file()
+    monkeypatch.chdir(tmp_path)
+    memory = runner.invoke(cli, ["run", str(path), "--out", "memory://x"])
+    assert memory.exit_code == 2
+    assert "memory://x: fsspec opens memory://, but a run writes its result on a local" in (
+        memory.stderr
+    )
+    unknown = runner.invoke(cli, ["run", str(path), "--out", "nosuch://x"])
+    assert unknown.exit_code == 2
+    assert "nosuch:// cannot be opened (Protocol not known: nosuch)" in unknown.stderr
+    monkeypatch.setitem(sys.modules, "fsspec", None)  # as if not installed
+    missing = runner.invoke(cli, ["run", str(path), "--out", "memory://x"])
+    assert missing.exit_code == 2
+    assert "a memory:// URL needs fsspec (pip install fsspec)" in missing.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["o", "sweep.toml"]  # no memory:

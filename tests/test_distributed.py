@@ -85,6 +85,37 @@ def test_parts_equal_the_single_process_tables(client: Any, tmp_path: Path) -> N
     assert not (joined.folder / "decode").exists()  # the parts joined, then removed
 
 
+def test_the_figures_are_drawn_while_the_workers_write(client: Any, tmp_path: Path) -> None:
+    """The client holds no chunk, so its hooks (the figures and report) take their slices
+    while the workers write, not after: the first slice is taken before the last chunk is
+    written, every slice is taken, and what the hook writes is in the result."""
+    import threading
+
+    sweep = parse_config(BIGGER, "cluster.toml")
+    times: dict[str, list[float]] = {"slices": [], "chunks": []}
+    threads: set[str] = set()
+
+    def hook(slices: Any, sweep: Any, staging: Path) -> list[str]:
+        for one in slices:
+            times["slices"].append(time.monotonic())
+            threads.add(threading.current_thread().name)
+            assert one.sizes["model"] == one.sizes["hardware"] == 1
+        (staging / "drawn.txt").write_text("drawn", "utf-8")
+        return ["drawn.txt"]
+
+    def progress(done: int, total: int) -> None:
+        times["chunks"].append(time.monotonic())
+
+    result = run_to_folder(sweep, tmp_path, hooks=(hook,), progress=progress, client=client)
+    assert len(times["slices"]) == len(sweep.models) * len(sweep.hardware)
+    assert len(times["chunks"]) >= 6  # a chunk a model at least
+    assert times["slices"][0] < times["chunks"][-1]  # beside the workers, not after them
+    assert threads != {threading.current_thread().name}
+    assert (result.folder / "drawn.txt").read_text("utf-8") == "drawn"
+    assert "drawn.txt" in result.files
+    assert "hook" in result.timings
+
+
 def test_every_reader_opens_a_partitioned_table_as_one(client: Any, tmp_path: Path) -> None:
     import duckdb
     import pandas as pd
@@ -264,3 +295,24 @@ def test_a_lost_cluster_fails_in_one_line_and_keeps_the_earlier_result(
     assert took < 3 + 15  # the timeout, and the time to clean up
     assert snapshot(out / "cluster") == before
     assert not (out / ".sweeps-staging").exists()
+
+
+def test_a_local_clusters_workers_are_warmed_and_unsampled() -> None:
+    """``--workers``: the workers import their tasks' modules as they join, not at their
+    first task, and sample no stacks (dask's profiler, for a dashboard not started)."""
+    from sweeps.cli.cluster import cluster
+
+    def state() -> tuple[bool, bool]:
+        import dask
+
+        loaded = "sweeps.grid.build" in sys.modules and "sweeps.export.parquet" in sys.modules
+        return loaded, bool(dask.config.get("distributed.worker.profile.enabled"))
+
+    with cluster(None, 2, 30.0) as client:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            states = set(client.run(state).values())
+            if states == {(True, False)}:
+                break
+            time.sleep(0.2)
+        assert states == {(True, False)}

@@ -45,7 +45,10 @@ m. the expected pass (the ``measured`` extra): what an engine adds to the warm s
 n. 1,000 single points from Python, one ``sweeps.point`` call each in a loop, against 0.5 s,
    and the same points in one ``sweeps.points`` call (``points``);
 o. a cold run of a 1e7-point grid of 945 model-device pairs with its default outputs
-   against the same run with ``charts = []``, against 1.5x (``figures``).
+   against the same run with ``charts = []``, against 1.5x (``figures``);
+p. a cold tables-only run of 9.44 M rows on two local dask workers against one process,
+   the same chunks, against 1.5x, with the most two cores allow from the CPU (``cluster``;
+   ``None`` without the dask extra).
 
 ``quick`` makes each cheap: small grids, 1e4 values to validate, 1e5 points for the front
 (the seed run is small already and runs as it is), 1e4 simulated requests, 1,000 measurements
@@ -70,17 +73,18 @@ POINT = (
 )
 
 
-def run_bench(  # long: the fifteen measurements in order, each a line or two
+def run_bench(  # long: the sixteen measurements in order, each a line or two
     quick: bool = False,
     e2e_budget: int = 2 * 2**30,
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
 ) -> dict[str, Any]:
-    """Run the fifteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
+    """Run the sixteen measurements; a JSON-ready dict of figures (seconds, points, bytes).
     ``runs``: the cold runs (f) makes of each of its grids (their spread beside the first's)."""
     import numpy as np
 
     from sweeps.bench.calibrated import measure_calibration
+    from sweeps.bench.cluster import measure_cluster
     from sweeps.bench.e2e import measure_end_to_end
     from sweeps.bench.engine import measure_engine, measure_export
     from sweeps.bench.expected import QUICK_SIDES, SIDES, measure_expected
@@ -138,6 +142,8 @@ def run_bench(  # long: the fifteen measurements in order, each a line or two
     report["points"] = measure_points()
     say("default outputs")
     report["figures"] = measure_default_outputs(quick)
+    say("two local workers")
+    report["cluster"] = measure_cluster(quick)
     return report
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sweeps.bench.calibrated import format_calibration
+from sweeps.bench.cluster import format_cluster
 from sweeps.bench.expected import format_expected
 from sweeps.bench.figures import format_default_outputs
 from sweeps.bench.points import format_points
@@ -60,5 +61,6 @@ def format_report(report: dict[str, Any]) -> str:
             *((f"(m) {format_expected(report['expected'])}",) if "expected" in report else ()),
             *((f"(n) {format_points(report['points'])}",) if "points" in report else ()),
             *((f"(o) {format_default_outputs(report['figures'])}",) if "figures" in report else ()),
+            *((f"(p) {format_cluster(report['cluster'])}",) if "cluster" in report else ()),
         ]
     )

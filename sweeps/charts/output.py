@@ -397,8 +397,8 @@ def scaled(
     """The kinds a run of ``pairs`` model-device pairs draws of ``charts``, and those it leaves
     out: all of them up to ``PAIRS_DRAWN`` pairs or where the config names them (``named``);
     past it, the figures across pairs only: each kind drawn per model and device is left out
-    (the roofline's across devices with it: its points grow with the devices, and a model on
-    the 35 catalog devices has too many to draw), the devices' roofs drawn for the roofline
+    (the roofline's across devices with it: its points grow with the devices, each keeping
+    its share of the cells; named, it is drawn so), the devices' roofs drawn for the roofline
     (``device-roofs``, one figure) and the ceiling across models for the ceiling
     (``model-size``: the share of the ceiling at the memory wall, model by context, one per
     device)."""

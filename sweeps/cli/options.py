@@ -284,10 +284,11 @@ def out_options(receives: str) -> Callable[[F], F]:
         )
         return click.option(
             "--out",
-            type=click.Path(path_type=Path),
-            default=Path("outputs"),
+            type=str,
+            default="outputs",
             show_default=True,
-            help=f"Folder that receives {receives}.",
+            callback=_out_callback,
+            help=f"Folder that receives {receives} (a local folder or a file:// URL).",
         )(function)
 
     return decorate
@@ -295,6 +296,48 @@ def out_options(receives: str) -> Callable[[F], F]:
 
 out_option = out_options("<sweep name>/")
 """``--out`` and ``--force`` of ``sweeps run``."""
+
+
+def _out_callback(_ctx: click.Context, _param: click.Parameter, value: str) -> Path:
+    """``out_folder``, its refusal as click's (exit 2, before the command starts)."""
+    try:
+        return out_folder(value)
+    except BadArguments as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def out_folder(text: str) -> Path:
+    """``--out`` as a local folder: a path, or a ``file://`` URL's path. Another URL
+    (``memory://``, ``s3://``, any ``scheme://``) is refused in one line naming what is
+    missing: fsspec, the filesystem's own package, or, with both installed, a writer for it
+    (results are written, staged and renamed into place, on local folders; a path like
+    ``memory://x`` was taken before as the local folder ``memory:/x``)."""
+    from urllib.parse import unquote, urlsplit
+
+    if "://" not in text:
+        return Path(text)
+    parts = urlsplit(text)
+    allowed = "allowed: a local folder or a file:// URL (file:///abs/path)"
+    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
+        return Path(unquote(parts.path))
+    if parts.scheme == "file":
+        msg = f"{text}: a file:// URL of another host ({parts.netloc}); {allowed}"
+        raise BadArguments(msg)
+    try:
+        import fsspec
+    except ImportError:
+        msg = f"{text}: a {parts.scheme}:// URL needs fsspec (pip install fsspec); {allowed}"
+        raise BadArguments(msg) from None
+    try:
+        fsspec.get_filesystem_class(parts.scheme)
+    except (ImportError, ValueError) as error:
+        msg = f"{text}: {parts.scheme}:// cannot be opened ({error}); {allowed}"
+        raise BadArguments(msg) from None
+    msg = (
+        f"{text}: fsspec opens {parts.scheme}://, but a run writes its result on a local "
+        f"folder only (staged beside it and renamed into place); {allowed}"
+    )
+    raise BadArguments(msg)
 
 
 def writable(folder: Path) -> bool:

@@ -102,6 +102,22 @@ def write_chunk(
     return parts
 
 
+async def warm() -> None:
+    """On a worker, as it joins: import what a chunk's task runs (the grid and its numba
+    kernels, the frames, Parquet) on a thread of its own, so that its first task does not
+    wait for them while the client imports and plans (``sweeps.cli.cluster``: 1-2 s of each
+    worker's CPU). A coroutine, so that ``Client.run`` need not wait for it."""
+    import threading
+
+    threading.Thread(target=_imports, name="sweeps-warm", daemon=True).start()
+
+
+def _imports() -> None:
+    import sweeps.export.frame
+    import sweeps.export.parquet
+    import sweeps.grid.build  # noqa: F401
+
+
 def worker_budget(client: Any, fallback: int) -> int:
     """The memory a chunk may take on the cluster's smallest worker [byte]: its memory limit
     shared by its threads and ``PER_THREAD`` chunks each; ``fallback`` where no worker has a

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -390,25 +391,76 @@ def _write_outputs(
     written, outputs skipped because the whole grid is not held).
 
     The grid file and the hooks (zarr's compressors, the report's Python) run on a thread of
-    their own while the tables are written: Polars' writer leaves a core idle.
+    their own while the tables are written: Polars' writer leaves a core idle. Streamed here,
+    the hooks that build slices of their own come after the tables (one thing at a time in
+    the budget); streamed by a cluster's workers, the client holds no chunk, so the figures
+    are drawn beside them (``_beside_workers``).
     """
     extra: list[str] = []
-    with ThreadPoolExecutor(1, thread_name_prefix="sweeps-outputs") as pool:
+    beside = _beside_workers(how, ds, settings)
+    stop = threading.Event()  # the tables failed: the hooks beside them stop at their next slice
+    with ThreadPoolExecutor(2, thread_name_prefix="sweeps-outputs") as pool:
         side = pool.submit(_whole_grid_outputs, ds, how.sweep, staging, settings, timings, extra)
-        written = _write(how, ds, staging, timings, settings)
+        drawn = pool.submit(_streamed_hooks, beside, how, staging, timings, stop)
+        try:
+            written = _write(how, ds, staging, timings, settings)
+        except BaseException:
+            stop.set()
+            raise
         skipped = side.result()
+        extra += drawn.result()
     if ds is None and _lazy_grid_file(how, settings, staging, timings):
         extra.append(GRID_FILES["zarr"])
         skipped.remove(GRID_FILES["zarr"])
-    for hook in settings.hooks if ds is None else ():  # after the tables: one thing at a time
-        if not (how.writes_figures or reads_tables(hook)):
-            continue  # a hook that reads only the tables written (simulated) runs regardless
-        start = time.perf_counter()
-        extra += hook(_slices(how), how.sweep, staging)  # slices built only if it reads them
-        name = getattr(hook, "__name__", "hook")
-        timings[name] = time.perf_counter() - start
-        skipped.remove(name)
+    hooks = list(settings.hooks) if ds is None else []  # after the tables: one thing at a time
+    hooks = [h for h in hooks if how.writes_figures or reads_tables(h)]  # or the tables alone
+    extra += _streamed_hooks(() if beside else hooks, how, staging, timings, stop)
+    for hook in beside or hooks:
+        skipped.remove(getattr(hook, "__name__", "hook"))
     return written, extra, skipped
+
+
+def _streamed_hooks(
+    hooks: Sequence[Any],
+    how: Plan,
+    staging: Path,
+    timings: dict[str, float],
+    stop: threading.Event,
+) -> list[str]:
+    """Run ``hooks`` in order on the slices of a streamed grid (built only for a hook that
+    reads them, and not past ``stop``); the files they wrote, each one's time in
+    ``timings``."""
+    files: list[str] = []
+    for hook in hooks:
+        start = time.perf_counter()
+        files += hook(_until(stop, _slices(how)), how.sweep, staging)
+        timings[getattr(hook, "__name__", "hook")] = time.perf_counter() - start
+    return files
+
+
+def _beside_workers(how: Plan, ds: xr.Dataset | None, settings: ResolvedOptions) -> list[Any]:
+    """The hooks a run on a cluster runs while the workers write the tables: every one, in
+    order, where none reads the tables (the figures and report from slices of their own).
+    The client holds no chunk then, so the slices' budget is its own, and its core draws
+    while the workers use theirs; none where a hook reads the tables (the studies'
+    post-steps: the figures draw their results)."""
+    hooks = list(settings.hooks)
+    if ds is not None or settings.client is None or not how.writes_figures:
+        return []
+    return [] if any(reads_tables(hook) for hook in hooks) else hooks
+
+
+class _Stopped(Exception):
+    """Raised to a hook beside the workers once the tables failed (its result is not wanted)."""
+
+
+def _until(stop: threading.Event, slices: Iterator[xr.Dataset]) -> Iterator[xr.Dataset]:
+    """``slices``, each only while ``stop`` is not set."""
+    for one in slices:
+        if stop.is_set():
+            msg = "the tables failed"
+            raise _Stopped(msg)
+        yield one
 
 
 def _slices(how: Plan) -> Iterator[xr.Dataset]:
