@@ -283,12 +283,12 @@ class Kernels:
             return None
         frame = pl.scan_parquet(path)
         names = tuple(dict.fromkeys((*axes, *(column for column, _ in counted))))
-        held = frame.collect_schema().names()
+        columns = frame.collect_schema().names()
         # an older table measured no sliding window (vLLM 0.14.0's attention): every row is 0
         frame = frame.with_columns(
-            *(pl.lit(0).alias(name) for name in UNWINDOWED if name in names and name not in held)
+            *(pl.lit(0).alias(c) for c in UNWINDOWED if c in names and c not in columns)
         )
-        if any(c not in held and c not in UNWINDOWED for c in (*names, *(c for c, _ in where))):
+        if any(c not in columns and c not in UNWINDOWED for c in (*names, *(c for c, _ in where))):
             return None
         for column, value in where:
             frame = frame.filter(pl.col(column) == value)
