@@ -84,7 +84,7 @@ class Serving(Strict):
     chunk_tokens: TokensOrNone = Field(
         default=2048,
         description="Token budget of a chunked-prefill step [token]; 0 turns chunking off; "
-        "else larger than the largest batch's rows, B (k + 1) with k draft tokens",
+        "else larger than the largest batch",
     )
     kv_link_bandwidth: Bandwidth = Field(
         default=50e9,
