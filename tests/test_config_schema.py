@@ -296,19 +296,6 @@ def test_chunk_budget_off_or_above_the_batch() -> None:
     )
 
 
-def test_chunk_budget_above_the_verify_rows_with_speculation() -> None:
-    # B = 512 slots verifying k = 4 drafts carry 512 x 5 = 2,560 rows: a budget of 2048
-    # leaves no prompt token; 2,561 is the least allowed
-    spec = BASE + "batch = [1, 512]\nspec_tokens = [0, 4]\n" + "[serving]\n"
-    message = _error(spec + "chunk_tokens = 2048\n")
-    assert "serving.chunk_tokens: 2048 is not larger than the largest batch's verify rows, " in (
-        message
-    )
-    assert "512 x (4 + 1) = 2560" in message
-    assert "more than 2560" in message
-    assert parse_config(spec + "chunk_tokens = 2561\n").studies["serving"]
-
-
 # --- JSON Schema ------------------------------------------------------------------------------
 
 

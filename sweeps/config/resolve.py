@@ -222,13 +222,16 @@ def _studies(
 ) -> dict[str, Any]:
     """The ``Sweep`` fields of the studies the config turns on (``sweeps.studies.STUDIES``):
     each one's axes expanded (defaults for those left out), their labels made records, its
-    cross-checks against ``axes`` (the resolved axes by field) and every study's axes, its
-    settings under ``studies``."""
+    cross-checks against ``axes`` (the resolved axes by field), its settings under
+    ``studies``."""
     fields: dict[str, Any] = {}
     studies: dict[str, Any] = {}
-    present = [(s, getattr(config, s.table, None)) for s in STUDIES]
-    present = [(study, table) for study, table in present if study.present(table)]
-    for study, table in present:
+    for study in STUDIES:
+        table = getattr(config, study.table, None)
+        if not study.present(table):
+            continue
+        for key, message in study.check(table, axes) if study.check else ():
+            problems.add(f"{study.table}.{key}", message)
         values = {
             dim: _axis_values(study.given(table, dim), f"{study.table}.{dim}", problems)
             for dim in study.axes
@@ -240,10 +243,6 @@ def _studies(
                 problems.add(key[1:] if key[:1] == "/" else f"{study.table}.{key}", message)
         fields.update(values)  # a study's axis is its key: the Sweep's field of that name
         studies[study.name] = study.resolve(table)
-    every = {**axes, **fields}  # checked against every axis, another study's too
-    for study, table in present:
-        for key, message in study.check(table, every) if study.check else ():
-            problems.add(f"{study.table}.{key}", message)
     return {"study_axes": fields, "studies": studies}
 
 

@@ -45,8 +45,8 @@ problems found, each a key (relative to the table; ``/table.key`` for a key of a
 the records read, as the serving study's ``[workload]``) and a message."""
 
 Check = Callable[[Any, Mapping[str, Sequence[Any]]], list[tuple[str, str]]]
-"""Cross-checks of a study's validated table against the sweep's resolved axes by field (the
-grid's and every study's): the problems found, each a key (relative to the table) and a message."""
+"""Cross-checks of a study's validated table against the sweep's resolved axes (by field):
+the problems found, each a key (relative to the table) and a message."""
 
 
 @dataclass(frozen=True, slots=True)

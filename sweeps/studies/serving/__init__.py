@@ -20,9 +20,8 @@ from sweeps.studies.serving.trace import workload_records
 
 
 def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[str, str]]:
-    """A chunked step carries a decode row per sequence, ``k + 1`` with ``k`` draft tokens
-    (``spec_tokens``): its budget exceeds every batch's rows; a chunked scheduler asked for
-    by name needs a budget."""
+    """A chunked step carries one decode token per sequence: its budget exceeds every batch;
+    a chunked scheduler asked for by name needs a budget."""
     chunk, batch = table.chunk_tokens, axes.get("batch", ())
     named = "schedulers" in table.model_fields_set
     chunked = [name for name in table.schedulers if name in CHUNKED]
@@ -35,22 +34,15 @@ def _check_serving(table: Any, axes: Mapping[str, Sequence[Any]]) -> list[tuple[
                 "chunk_tokens",
             )
         ]
-    drafts = max((k for k in axes.get("spec_tokens", ()) if isinstance(k, int)), default=0)
-    rows = max(batch, default=0) * (drafts + 1)
-    if not (chunk and batch and chunk <= rows):
+    if not (chunk and batch and chunk <= max(batch)):
         return []
     default = "" if "chunk_tokens" in table.model_fields_set else " (the default)"
-    carried = (
-        f"the largest batch, {max(batch)}"
-        if drafts == 0
-        else f"the largest batch's verify rows, {max(batch)} x ({drafts} + 1) = {rows}"
-    )
     return [
         (
             "chunk_tokens",
-            f"{chunk}{default} is not larger than {carried}: a chunked step carries a decode "
-            f"row per sequence (k + 1 with k draft tokens) plus prompt tokens; allowed: 0 "
-            f"(off) or more than {rows}",
+            f"{chunk}{default} is not larger than the largest batch, {max(batch)}: a chunked "
+            "step carries one decode token per sequence plus prompt tokens; allowed: 0 (off) "
+            f"or more than {max(batch)}",
         )
     ]
 
