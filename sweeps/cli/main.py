@@ -122,9 +122,9 @@ def validate(configs: tuple[Path, ...], memory_budget: str | None, output: Outpu
     from sweeps.cli.render import plan_document, plan_line
     from sweeps.config import load_config
     from sweeps.errors import ConfigError
-    from sweeps.export.post_steps import post_steps
     from sweeps.pipeline import plan
     from sweeps.pipeline.extras import check_extras
+    from sweeps.studies import STUDIES
 
     size = budget(memory_budget)
     documents: list[dict[str, Any]] = []
@@ -133,7 +133,12 @@ def validate(configs: tuple[Path, ...], memory_budget: str | None, output: Outpu
             sweep = load_config(path)
             check_extras(sweep)
             how = plan(sweep, size)
-            post_steps(sweep)  # what they read before the grid (a lengths CSV), as a run does
+            steps = (
+                s for study in STUDIES if study.name in sweep.studies for s in study.post_steps
+            )
+            for step in steps:
+                if step.wanted(sweep):  # what it reads before the grid (a lengths CSV), as run
+                    step.prepare(sweep)
         except ConfigError as error:
             error_line(str(error))
             documents.append({"config": str(path), "ok": False, "error": str(error)})
