@@ -38,13 +38,13 @@ def measure_warm_figures(path: Path, repeats: int = WARM_REPEATS) -> list[float]
     return [time_figures(ds, sweep)["figures"] for _ in range(repeats)]
 
 
-def measure_seed_run() -> dict[str, Any]:
+def measure_seed_run(repeats: int = WARM_REPEATS) -> dict[str, Any]:
     """``measure_run_path`` of the shipped seed study, plus ``config`` and ``phases_s``: import
     and start-up, grid, export (tables and grid file) and figures [s], and ``figures_warm_s``,
-    its figures drawn again once warm (``measure_warm_figures``)."""
+    its figures drawn again once warm, ``repeats`` times (``measure_warm_figures``)."""
     with resources.as_file(resources.files("sweeps") / "examples" / SEED) as path:
         result = measure_run_path(path)
-        result["figures_warm_s"] = measure_warm_figures(path)
+        result["figures_warm_s"] = measure_warm_figures(path, repeats)
     split = result["split_s"]
     export = sum(s for name, s in split.items() if name.startswith("table_") or name == "grid_file")
     result["config"] = f"configs/{SEED}"
