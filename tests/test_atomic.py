@@ -116,3 +116,24 @@ def test_a_stop_before_the_staging_exists_leaves_no_hidden_folder(
         pass
     assert not (tmp_path / atomic.STAGING).exists()
     assert not (tmp_path / "result").exists()
+
+
+def test_a_stop_right_after_the_staging_is_made_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a signal lands between mkdtemp making this run's staging and the guard around it
+    import tempfile
+
+    from sweeps.export import atomic
+
+    made = tempfile.mkdtemp
+
+    def stopped(*args: object, **kwargs: object) -> str:
+        made(*args, **kwargs)  # type: ignore[call-overload]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(atomic.tempfile, "mkdtemp", stopped)
+    with pytest.raises(KeyboardInterrupt), atomic_folder(tmp_path / "run"):
+        pass
+    assert not (tmp_path / STAGING).exists()
+    assert list(tmp_path.iterdir()) == []

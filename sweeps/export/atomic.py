@@ -123,6 +123,11 @@ def atomic_folder(
     try:  # from here on, a stop (a signal raises where the main thread is) tidies ``hidden``
         remove_stale(target.parent)
         yield from _staged(target, hidden, finish)
+    except BaseException:
+        # a stop between making this run's staging and guarding it (``_staged``) leaves it
+        for leftover in hidden.glob(f"{target.name}.tmp-{os.getpid()}-*"):
+            _remove(leftover)
+        raise
     finally:
         _tidy(hidden)
 
