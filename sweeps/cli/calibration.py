@@ -268,48 +268,39 @@ def expected_summaries(frame: Any) -> dict[str, list[dict[str, Any]]]:
 
 def error_table(frame: Any) -> Any:
     """Median and p90 of ``|expected / measured - 1|`` per engine, device and regime."""
-    from rich.text import Text
-
     from sweeps.calibrate.expected import error_summary
-    from sweeps.cli.console import table
 
-    grid = table("expected against measured, per engine, device and regime", "|error|")
-    for title in ("engine", "hardware", "regime", "rows", "median", "p90"):
-        grid.add_column(
-            Text(title), justify="right" if title in ("rows", "median", "p90") else "left"
-        )
-    for row in error_summary(frame).iter_rows(named=True):
-        grid.add_row(
-            str(row["engine"]),
-            row["hardware"],
-            row["regime"],
-            str(row["rows"]),
-            f"{row['median']:.1%}",
-            f"{row['p90']:.1%}",
-        )
-    return grid
+    title = "expected against measured, per engine, device and regime"
+    keys = {"engine": "engine", "hardware": "hardware", "regime": "regime"}
+    return _errors(error_summary(frame), title, "|error|", keys)
 
 
 def basis_table(frame: Any) -> Any:
     """Median and p90 of ``|expected / measured - 1|`` per engine and basis of the expected
     value (the least certain of the steps it is priced from), and over all of them."""
+    from sweeps.calibrate.expected import basis_summary
+
+    title = "expected against measured, per engine and basis"
+    caption = "|error|; basis: the least certain of the expected steps a row is priced from"
+    keys = {"engine": "engine", "basis": "expected_basis"}
+    return _errors(basis_summary(frame), title, caption, keys)
+
+
+def _errors(summary: Any, title: str, caption: str, keys: dict[str, str]) -> Any:
+    """A table of an error summary (a Polars frame): its ``keys`` (heading: column), then
+    rows, median and p90 of ``|error|`` as percentages."""
     from rich.text import Text
 
-    from sweeps.calibrate.expected import basis_summary
     from sweeps.cli.console import table
 
-    grid = table(
-        "expected against measured, per engine and basis",
-        "|error|; basis: the least certain of the expected steps a row is priced from",
-    )
-    for title in ("engine", "basis", "rows", "median", "p90"):
-        grid.add_column(
-            Text(title), justify="right" if title in ("rows", "median", "p90") else "left"
-        )
-    for row in basis_summary(frame).iter_rows(named=True):
+    grid = table(title, caption)
+    for heading in keys:
+        grid.add_column(Text(heading), justify="left")
+    for heading in ("rows", "median", "p90"):
+        grid.add_column(Text(heading), justify="right")
+    for row in summary.iter_rows(named=True):
         grid.add_row(
-            str(row["engine"]),
-            row["expected_basis"],
+            *(str(row[column]) for column in keys.values()),
             str(row["rows"]),
             f"{row['median']:.1%}",
             f"{row['p90']:.1%}",

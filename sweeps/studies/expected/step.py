@@ -293,21 +293,12 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
     broadcast to the step's arrays' shape): the operations over all of them at once, each
     distinct kernel shape read once (a decode step's GEMMs over ``batch`` alone)."""
     shape = np.broadcast_shapes(np.shape(batch), np.shape(length))
-    resolved = resolve(config.device.id, config.choice)
-    if resolved.system is None or resolved.version is None:
-        return _no_step(shape, resolved.reason)
-    if config.model.is_mla:
-        return _no_step(shape, "MLA attention is not composed from the database's kernels")
-    unsplit = _unsplit(config)
-    if unsplit:
-        return _no_step(shape, unsplit)
-    ops = _Ops(config, kernels(resolved.system, resolved.engine, resolved.version))
-    layers = config.model.layers
-    counts = {op: float(layers) for op in OPERATIONS}
-    counts.update(embedding=1.0, lm_head=1.0, allreduce=2.0 * layers + 1.0)
+    ops = _opened(config)
+    if isinstance(ops, str):
+        return _no_step(shape, ops)
+    counts = _counts(config)
     if config.ep > 1:  # one rank: its share of the sequences (the busiest's), attention whole
         batch = -(-np.asarray(batch) // config.ep)
-        counts.update(allreduce=float(layers))  # a dispatch and combine a layer, tp 1
     tokens = batch * length if prefill else batch  # the GEMMs' rows
     lm_n = max(1, config.model.vocab_size // config.tp)
     rows = {
@@ -328,11 +319,26 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
     return Step(expected, bound, basis, reason)
 
 
+def _opened(config: Config) -> _Ops | str:
+    """The operations of ``config`` read from its device's and engine's kernels, or why a
+    step of it is not composed (no data, MLA, an expert-parallel layout not composed)."""
+    resolved = resolve(config.device.id, config.choice)
+    if resolved.system is None or resolved.version is None:
+        return resolved.reason
+    if config.model.is_mla:
+        return "MLA attention is not composed from the database's kernels"
+    return _unsplit(config) or _Ops(
+        config, kernels(resolved.system, resolved.engine, resolved.version)
+    )
+
+
 def _counts(config: Config) -> dict[str, float]:
-    """How many times each operation runs in a step [1]."""
+    """How many times each operation runs in a step [1]: the all-reduces two a layer and one
+    after the embedding, or with expert parallelism one dispatch and combine a layer."""
     layers = config.model.layers
     counts = {op: float(layers) for op in OPERATIONS}
-    counts.update(embedding=1.0, lm_head=1.0, allreduce=2.0 * layers + 1.0)
+    reduces = float(layers) if config.ep > 1 else 2.0 * layers + 1.0
+    counts.update(embedding=1.0, lm_head=1.0, allreduce=reduces)
     return counts
 
 
@@ -385,12 +391,9 @@ def compose(
     steps, decode attention once over the grid (a grid: its distinct shapes are its distinct
     batches by its distinct lengths) and once over batch 1 and the wall, prefill attention
     over the grid. A string: why there is none."""
-    resolved = resolve(config.device.id, config.choice)
-    if resolved.system is None or resolved.version is None:
-        return resolved.reason
-    if config.model.is_mla:
-        return "MLA attention is not composed from the database's kernels"
-    ops = _Ops(config, kernels(resolved.system, resolved.engine, resolved.version))
+    ops = _opened(config)
+    if isinstance(ops, str):
+        return ops
     n_b, n_c, n_w = batch.size, context.size, wall_batch.size
     steps = np.concatenate([batch, np.ones(1, dtype=np.int64), wall_batch])  # a token each
     prompts = (batch[:, None] * context[None, :]).ravel()
