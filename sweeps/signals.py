@@ -20,6 +20,7 @@ process never does.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import functools
 import os
@@ -30,15 +31,23 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-GRACE = 1.5
-"""Seconds the first signal leaves the command to unwind by itself before it is ended [s]."""
+GRACE = 1.0
+"""Seconds the first signal leaves the command to unwind by itself before it is ended [s]
+(the command's promise is two seconds: the rest is for the timer's own work on a busy
+machine)."""
 
 STOPPING = threading.Event()
 """Set by the first signal: whatever loops or waits should stop rather than go on."""
 
+REARM = 0.005
+"""Seconds after a swallowed stop before it is raised again (``_rearmed``) [s]."""
+
 _STAGING: set[Path] = set()
 _SAID = threading.Event()
+_RETRIPPED: list[int] = []
+"""Signals this process tripped again itself (``_rearmed``): the watcher skips their bytes."""
 
 
 class Stopping(Exception):
@@ -120,6 +129,8 @@ def handled(
 
     before = {number: signal.signal(number, handler) for number in numbers}
     wakeup = signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    hook = sys.unraisablehook
+    sys.unraisablehook = _rearmed(raised, hook)
     watcher = threading.Thread(target=_watch, args=(read, say), name="sweeps-signals")
     watcher.daemon = True
     watcher.start()
@@ -127,18 +138,45 @@ def handled(
         yield
     finally:
         if not (raised.is_set() or STOPPING.is_set()):  # ending: a second signal stays quiet
+            sys.unraisablehook = hook
             signal.set_wakeup_fd(wakeup)
             for number, previous in before.items():
                 signal.signal(number, previous)
             os.close(write)  # the watcher reads the end of its pipe and returns
 
 
+def _rearmed(raised: threading.Event, hook: Callable[[Any], object]) -> Callable[[Any], object]:
+    """An unraisable hook that raises the stop again where Python swallowed it: a signal
+    handled inside a weakref callback or a ``__del__`` (an import's module lock, say) has its
+    exception printed and dropped, and the main thread would go on until ``GRACE`` ends it.
+    The signal is tripped once more (``_thread.interrupt_main``), quietly, and so again until
+    it lands where it can unwind; anything else goes to ``hook``."""
+
+    def rearm(unraisable: Any) -> object:
+        error = unraisable.exc_value
+        if not (isinstance(error, KeyboardInterrupt) and raised.is_set()):
+            return hook(unraisable)
+        number = getattr(error, "number", signal.SIGINT)
+        _RETRIPPED.append(number)
+        raised.clear()  # tripped a moment later from a thread: here, the hook would swallow it
+        timer = threading.Timer(REARM, _thread.interrupt_main, args=(number,))
+        timer.daemon = True
+        timer.start()
+        return None
+
+    return rearm
+
+
 def _watch(read: int, say: Callable[[int], None]) -> None:
-    """The signals' own thread: the first starts the stop, a second ends the command."""
+    """The signals' own thread: the first starts the stop, a second ends the command (a
+    signal this process tripped again itself is not a second)."""
     seen = 0
     with os.fdopen(read, "rb", buffering=0) as pipe:
         while byte := pipe.read(1):
             number = byte[0]
+            if number in _RETRIPPED:
+                _RETRIPPED.remove(number)
+                continue
             seen += 1
             if seen == 1:
                 first(number, functools.partial(say, number))

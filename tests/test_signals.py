@@ -173,3 +173,43 @@ def test_descendants_lists_the_processes_below() -> None:
     finally:
         child.kill()
         child.wait()
+
+
+SWALLOWED = """
+import os, signal, sys, time, weakref
+from sweeps import signals
+
+def unwind(number):
+    raise KeyboardInterrupt
+
+class Held:
+    pass
+
+with signals.handled([signal.SIGINT], unwind, lambda n: print("ended", file=sys.stderr)):
+    try:
+        held = Held()
+        # the signal's Python handler runs inside the weakref callback, where Python prints
+        # and drops any exception: an import's module lock is one such place
+        ref = weakref.ref(held, lambda _: os.kill(os.getpid(), signal.SIGINT))
+        started = time.monotonic()
+        del held
+        while time.monotonic() - started < 5:
+            time.sleep(0.01)
+        print("went on")
+    except KeyboardInterrupt:
+        print(f"unwound {time.monotonic() - started:.3f}")
+"""
+
+
+def test_a_stop_swallowed_in_a_callback_is_raised_again() -> None:
+    """A signal handled where Python drops exceptions (a weakref callback) still unwinds the
+    main thread at once, not only when ``GRACE`` ends the process, and quietly."""
+    done = subprocess.run(
+        [sys.executable, "-c", SWALLOWED], env=ENV, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    word, seconds = done.stdout.split()
+    assert word == "unwound"
+    assert float(seconds) < signals.GRACE
+    assert "Exception ignored" not in done.stderr
+    assert "ended" not in done.stderr  # the grace timer never ended it
