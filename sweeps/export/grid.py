@@ -125,17 +125,57 @@ def _counting_store(path: str | Path, told: Written, total: int) -> Any:
 def to_zarr(ds: xr.Dataset, path: str | Path, told: Written | None = None) -> None:
     """Write ``ds`` to ``path`` as a Zarr v3 store, chunked, compressed with zstd at
     ``ZARR_COMPRESSION_LEVEL``, with consolidated metadata so that opening it reads one file,
-    not one per variable; ``told`` after each chunk (of ``chunk_count``)."""
+    not one per variable; ``told`` after each chunk (of ``chunk_count``). A grid of up to
+    ``STORED_IN_MEMORY`` bytes is stored in memory first and its files written after
+    (``_in_memory``)."""
     encoding = zarr_encoding(ds)
     total = chunk_count(ds)
-    store = path if told is None else _counting_store(path, told, total)
+    small = ds.nbytes <= STORED_IN_MEMORY
+    store = {} if small else path if told is None else _counting_store(path, told, total)
     with warnings.catch_warnings():
         # consolidated metadata is zarr-python's extension to the v3 format: what xarray
         # opens by default, and read by every zarr-python 3
         warnings.filterwarnings("ignore", message="Consolidated metadata is currently not")
-        ds.to_zarr(store, mode="w-", zarr_format=3, consolidated=True, encoding=encoding)
+        ds.to_zarr(
+            _in_memory(store) if small else store,
+            mode="w-",
+            zarr_format=3,
+            consolidated=True,
+            encoding=encoding,
+        )
+    if small:
+        _write_files(store, Path(path), told, total)
     if told is not None:
         told(total, total)
+
+
+STORED_IN_MEMORY = 64 * 2**20
+"""The largest grid [byte] ``to_zarr`` stores in memory before writing its files: zarr's
+local store hands every key to a thread of its event loop, which costs more than the bytes
+for a small grid (the seed's 36-point grid of 80 variables: 0.9 s written straight, 0.4 s
+through memory); the compressed copy held is smaller than the grid."""
+
+
+def _in_memory(store: dict[str, Any]) -> Any:
+    """A zarr store over the dict ``store`` (key to zarr buffer)."""
+    from zarr.storage import MemoryStore
+
+    return MemoryStore(store)
+
+
+def _write_files(store: dict[str, Any], path: Path, told: Written | None, total: int) -> None:
+    """Write the keys of an in-memory zarr store as ``LocalStore`` lays them out under
+    ``path`` (which must not exist yet); ``told`` after each chunk."""
+    path.mkdir(parents=True, exist_ok=False)
+    written = 0
+    for key, buffer in store.items():
+        file = path / key
+        file.parent.mkdir(parents=True, exist_ok=True)
+        with file.open("xb") as out:
+            out.write(buffer.to_bytes())
+        if told is not None and ("/c/" in key or key.endswith("/c")):
+            written += 1
+            told(min(written, total), total)
 
 
 def to_netcdf(ds: xr.Dataset, path: str | Path, told: Written | None = None) -> None:
