@@ -131,20 +131,18 @@ def to_zarr(ds: xr.Dataset, path: str | Path, told: Written | None = None) -> No
     encoding = zarr_encoding(ds)
     total = chunk_count(ds)
     small = ds.nbytes <= STORED_IN_MEMORY
-    store = {} if small else path if told is None else _counting_store(path, told, total)
+    held: dict[str, Any] = {}
+    if small:
+        store = _in_memory(held)
+    else:
+        store = path if told is None else _counting_store(path, told, total)
     with warnings.catch_warnings():
         # consolidated metadata is zarr-python's extension to the v3 format: what xarray
         # opens by default, and read by every zarr-python 3
         warnings.filterwarnings("ignore", message="Consolidated metadata is currently not")
-        ds.to_zarr(
-            _in_memory(store) if small else store,
-            mode="w-",
-            zarr_format=3,
-            consolidated=True,
-            encoding=encoding,
-        )
+        ds.to_zarr(store, mode="w-", zarr_format=3, consolidated=True, encoding=encoding)
     if small:
-        _write_files(store, Path(path), told, total)
+        _write_files(held, Path(path), told, total)
     if told is not None:
         told(total, total)
 
