@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from sweeps.axes import AXES
-from sweeps.bench import format_report
+from sweeps.bench import LINES, chosen, format_report, run_bench
 from sweeps.bench.scalar import (
     CHECKED,
     ScalarEngine,
@@ -26,7 +26,6 @@ from sweeps.config import parse_config
 from sweeps.engine.base import LABELS
 from sweeps.grid import ANALYSES, REGISTRY, TABLES, build_grid
 from sweeps.grid.analyses import active_dims, applicable, tables
-from sweeps.studies.serving.simulate import SCHEDULERS
 
 # MoE, sliding windows, a tp that does not divide the heads, a GQA override, int4 weights and a
 # prompt axis of its own; then MLA (native heads only): every branch of the wiring.
@@ -58,11 +57,19 @@ def varied(request):  # type: ignore[no-untyped-def]
     return sweep, build_grid(sweep), points, scalar_loop(sweep, points)
 
 
+QUICK_LINES = "abcdefghilnop"
+"""The lines the quick bench's test measures: (j), (k) and (m) have tests of their own
+(test_bench_simulated, test_bench_calibrated, test_bench_expected) and take a third of the
+quick bench."""
+
+
 def test_bench_quick_json_reports_every_key():
-    result = CliRunner().invoke(cli, ["bench", "--quick", "--json"])
+    result = CliRunner().invoke(cli, ["bench", "--quick", "--json", "--only", QUICK_LINES])
     assert result.exit_code == 0, result.output
     report = json.loads(result.output)
     assert report["quick"] is True
+    assert report["lines"] == QUICK_LINES
+    assert not {"simulated", "calibrated", "expected"} & set(report)
     assert "point" in report
     engine = report["engine"]
     assert engine["decode_points"] > 0
@@ -108,21 +115,8 @@ def test_bench_quick_json_reports_every_key():
     assert all(0 < seconds < 60 for seconds in seed["figures_warm_s"])
     assert seed["rows"]["decode"] == 2 * 9  # batch 1, 2, 4 ... 256 at two contexts
     assert any(name.endswith(".png") for name in seed["bytes"])  # the config's own formats
-    calibrated = report["calibrated"]
-    assert calibrated["rows"] == calibrated["bounded"] == 1_000
-    assert calibrated["peak_rss_bytes"] > 0
-    simulated = report["simulated"]
-    assert simulated["requests"] == 10_000
-    assert set(simulated["seconds"]) == set(SCHEDULERS)
-    assert simulated["budget_s"] == pytest.approx(0.1, rel=1e-12)
-    assert simulated["numba_speedup"] > 0
     traces = report["traces"]
     assert traces["requests"] == 10_000
-    expected = report["expected"]
-    assert expected["seed"]["overhead_s"] == pytest.approx(
-        expected["seed"]["with_engine_s"] - expected["seed"]["without_s"]
-    )
-    assert [grid["points"] for grid in expected["grids"]] == [96 * 4 * 4]
     assert traces["blocks"] > traces["requests"]
     points = report["points"]
     assert points["points"] == 1_000
@@ -147,10 +141,7 @@ def test_bench_quick_json_reports_every_key():
         "1 GiB budget in ",
         "(n) points: 1,000 single sweeps.point calls (20 model-device pairs) in ",
         f"(o) default outputs: a cold run of {figures['points']:,} points (27 model-device pairs)",
-        "(j) simulator: 10,000 saturated requests (I 2048, O 256, B 256) per scheduler",
-        "(k) calibrate: 1,000 generated measurements (8 configurations",
         "(l) traces: 10,000 generated requests read in ",
-        "(m) expected pass: the seed study with an engine takes ",
         "(g) validate of a 10,000-value range",
         "(h) Pareto front: 100,000 points",
         "(i) cold seed run (configs/seed-llama3-8b-h100.toml, default outputs)",
@@ -377,3 +368,26 @@ def test_the_cluster_line_says_when_it_was_skipped() -> None:
     assert len(full.models) * len(full.hardware) * len(full.batch) * len(full.context) == (
         8 * 4 * 1024 * 36
     )
+
+
+def test_only_picks_lines_by_letter_and_names_an_unknown_one() -> None:
+    assert chosen(None) == frozenset(LINES)
+    assert chosen("e, F,m") == {"e", "f", "m"}
+    with pytest.raises(ValueError, match=r"no line x, z in the bench; one or more of abcd"):
+        chosen("exz")
+    with pytest.raises(ValueError, match="no line named"):
+        chosen(" ,")
+
+
+def test_only_in_the_command_is_checked_before_anything_is_measured() -> None:
+    result = CliRunner().invoke(cli, ["bench", "--only", "q"])
+    assert result.exit_code == 2
+    assert "Invalid value for '--only': only = 'q': no line q in the bench" in result.output
+    assert "measuring" not in result.output
+
+
+def test_a_report_of_some_lines_prints_those_lines_alone() -> None:
+    report = run_bench(quick=True, only="gh")
+    assert report["lines"] == "gh"
+    text = format_report(report).splitlines()
+    assert [line[:3] for line in text[1:]] == ["(g)", "(h)"]

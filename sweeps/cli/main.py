@@ -303,7 +303,7 @@ def import_model(path: Path, model_id: str | None) -> None:
 @cli.command()
 @bench_options
 @handled
-def bench(quick: bool, as_json: bool, e2e_budget: str, runs: int) -> None:
+def bench(quick: bool, as_json: bool, e2e_budget: str, runs: int, only: str | None) -> None:
     """Measure the engine: points/s, vs a scalar loop, vs the write limit, the export vs
     Polars, and an end-to-end streamed run with its peak RSS.
 
@@ -311,6 +311,7 @@ def bench(quick: bool, as_json: bool, e2e_budget: str, runs: int) -> None:
     Examples:
       sweeps bench --json
       sweeps bench --runs 5
+      sweeps bench --only m
     """
     import json
 
@@ -320,7 +321,8 @@ def bench(quick: bool, as_json: bool, e2e_budget: str, runs: int) -> None:
         if not as_json:
             click.echo(f"measuring: {step}", err=True)
 
-    report = run_bench(quick=quick, e2e_budget=parse_size(e2e_budget), progress=say, runs=runs)
+    budget = parse_size(e2e_budget)
+    report = run_bench(quick=quick, e2e_budget=budget, progress=say, runs=runs, only=only)
     click.echo(json.dumps(report, indent=2) if as_json else format_report(report))
 
 

@@ -217,13 +217,26 @@ def _stacked(function: F, options: Sequence[Callable[[F], F]]) -> F:
     return function
 
 
+def _bench_lines(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """``--only``'s letters checked (``sweeps.bench.chosen``): an unknown one is a usage
+    error naming it and the allowed ones."""
+    from sweeps.bench import chosen
+
+    try:
+        chosen(value)
+    except ValueError as error:
+        raise click.BadParameter(str(error)) from None
+    return value
+
+
 def bench_options(function: F) -> F:
-    """``sweeps bench``'s options: ``--quick``, ``--json``, ``--e2e-budget`` and ``--runs``."""
+    """``sweeps bench``'s options: ``--quick``, ``--json``, ``--e2e-budget``, ``--runs`` and
+    ``--only``."""
     options = (
         click.option(
             "--quick",
             is_flag=True,
-            help="Smaller grids (about half a minute), for tests and smoke checks.",
+            help="Smaller grids (about a minute on 2 cores), for smoke checks.",
         ),
         click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON."),
         click.option(
@@ -239,6 +252,13 @@ def bench_options(function: F) -> F:
             show_default=True,
             type=click.IntRange(min=1, max=MAX_BENCH_RUNS),
             help="Cold runs of each run-path grid (f), for the spread of their ratios.",
+        ),
+        click.option(
+            "--only",
+            default=None,
+            metavar="LETTERS",
+            callback=_bench_lines,
+            help="Measure only these lines, by the letters the bench prints, e.g. 'em'.",
         ),
     )
     return _stacked(function, options)
