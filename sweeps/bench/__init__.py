@@ -92,8 +92,8 @@ LINES = {
     "o": "default outputs",
     "p": "two local workers",
 }
-"""The bench's lines by letter, in the order they are measured (``--only`` picks some). (a)
-and (c) are one measurement; (b) and (d) use (a)'s grid, which is built for them."""
+"""The bench's lines by letter, in the order they are measured (``run_bench``'s ``only`` picks
+some). (a) and (c) are one measurement; (b) and (d) use (a)'s grid, which is built for them."""
 
 
 def chosen(only: str | None) -> frozenset[str]:
