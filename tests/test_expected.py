@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from sweeps.catalog import load_catalog
 from sweeps.cli.main import cli
-from sweeps.measured.database import OPERATIONS, parse, systems_root
+from sweeps.measured.database import OPERATIONS, parse, resolve, systems_root
 from sweeps.measured.kernels import kernels
 from sweeps.studies.expected.step import Config, step
 
@@ -202,3 +202,51 @@ def test_a_run_with_an_engine_writes_expected_and_kernels(
     assert counts["extrapolated"] > 0
     kernels_table = pl.read_parquet(folder / "kernels.parquet")
     assert kernels_table.height == expected.height * len(OPERATIONS)
+
+
+@pytest.mark.parametrize("device", ["h200", "b200"])
+def test_a_model_alternating_windowed_and_full_layers_equals_aiconfigurators_estimate(
+    device: str,
+) -> None:
+    """GPT-OSS alternates 128-token sliding-window layers with full ones: half its layers
+    read attention at the window. Read at the whole context, the step missed aiconfigurator's
+    own estimate by up to 66 % (attention by up to 90 %) at long contexts."""
+    from aiconfigurator_core.sdk.engine import EngineHandle
+
+    system = {"h200": "h200_sxm", "b200": "b200_sxm"}[device]
+    quiet = io.StringIO()
+    with contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
+        handle = EngineHandle.compile("openai/gpt-oss-20b", system, "vllm", tp_size=1)
+    m, d = CATALOG.models["gpt-oss-20b"], CATALOG.hardware[device]
+    peak = d.peak_flops["bf16"]
+    config = Config(m, d, 1, m.kv_heads, "bf16", "fp4", 2.0, 0.53125, peak, peak, parse("vllm"))
+    rng = random.Random(43)
+    for _ in range(20):
+        batch = rng.choice([1, 2, 3, 8, 16, 33, 64, 128, 256])
+        context = rng.choice([128, 512, 1000, 2048, 4096, 8192, 16384])
+        ours = step(config, np.array([batch]), np.array([context])).total()[0, 0]
+        rows = handle.decode_step_per_op(batch, context - 1, 2)
+        theirs = sum(v for name, v, *_ in rows if not any(n in name for n in NOT_COUNTED))
+        assert ours == pytest.approx(theirs * 1e-3, rel=0.10), (batch, context)
+
+
+def test_windowed_layers_are_read_at_the_window_and_the_rest_at_full_attention() -> None:
+    config = _config("gpt-oss-20b", "h200", 1)
+    m = config.model
+    assert 0 < m.local_layers < m.layers
+    batch, context = np.array([1, 64]), np.array([100, 8192])
+    got = step(config, batch, context)
+    held = resolve("h200", parse("vllm"))
+    assert held.system is not None
+    assert held.version is not None
+    db = kernels(held.system, held.engine, held.version)
+    shape = {"heads": m.heads, "kv_heads": m.kv_heads, "head_dim": m.head_dim, "fmt": "bf16"}
+    near, far = (
+        db.attention_many(
+            prefill=False, batch=batch[:, None], length=context[None, :], window=w, **shape
+        ).latency_s
+        for w in (m.sliding_window, 0)
+    )
+    mean = (m.local_layers * near + (m.layers - m.local_layers) * far) / m.layers
+    assert got.expected["attention"] == pytest.approx(mean * m.layers, rel=1e-12)
+    assert (near[:, 1] < far[:, 1]).all()  # 8,192 tokens: the window reads 128 of them

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sweeps.physics._array import Array
+from sweeps.physics._array import Array, where
+from sweeps.physics.model import causal_attention_pairs
 
 
 def kernel_time(flops: Array, nbytes: Array, peak: Array, bandwidth: Array) -> Array:
@@ -55,10 +56,14 @@ def attention_time(
     peak: Array,
     bandwidth: Array,
     prefill: bool,
+    window: Array = 0,
 ) -> Array:
     """Bound of one layer's attention on one device [s]: decode, ``batch`` queries against
     ``length`` cached tokens (``4 H d S`` FLOPs a sequence, its cache read); prefill, causal
-    over ``length`` prompt tokens (``2 H d N^2`` FLOPs a sequence, its cache written).
+    over ``length`` prompt tokens (``2 H d N^2`` FLOPs a sequence, its cache written). A layer
+    with a sliding window ``w`` attends to ``min(S, w)`` cached tokens and, in a prefill, to
+    ``causal_attention_pairs(N, w)`` query-key pairs (``4 H d`` FLOPs a pair), its cache
+    ``min(N, w)`` tokens a sequence.
 
     Parameters
     ----------
@@ -70,9 +75,15 @@ def attention_time(
     peak : Peak FLOP/s [FLOP/s]
     bandwidth : HBM bandwidth [byte/s]
     prefill : A prefill (True) or a decode step
+    window : Sliding-window length [token]; 0 for full attention
     """
-    flops = (2.0 * length if prefill else 4.0) * batch * heads * head_dim * length
-    nbytes = batch * length * 2.0 * kv_heads * head_dim * kv_bytes
+    windowed = np.greater(window, 0)
+    kept = where(windowed, np.minimum(length, window), length)  # the cache a sequence holds
+    pairs = causal_attention_pairs(length, where(windowed, window, length))
+    full = (2.0 * length if prefill else 4.0) * batch * heads * head_dim * length
+    narrow = 4.0 * (pairs if prefill else kept) * batch * heads * head_dim
+    flops = where(windowed, narrow, full)  # full attention as before, bit for bit
+    nbytes = batch * kept * 2.0 * kv_heads * head_dim * kv_bytes
     return kernel_time(flops, nbytes, peak, bandwidth)
 
 

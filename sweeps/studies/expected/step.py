@@ -145,8 +145,24 @@ class _Ops:
         return _scaled(readings, {"m": m, "n": n, "k": k}, bound)
 
     def attention(self, batch: np.ndarray, length: np.ndarray, prefill: bool) -> Timed:
+        """A layer's attention, the mean over the model's layers: those with a sliding window
+        (``local_layers``) read at it, the others at full attention (GPT-OSS and Gemma-2
+        alternate them), each with its own bound; the basis the less certain of the two."""
+        m = self.model
+        local = min(m.local_layers, m.layers) if m.sliding_window > 0 else 0
+        if local in (0, m.layers):
+            return self._attention(batch, length, prefill, m.sliding_window if local else 0)
+        near = self._attention(batch, length, prefill, m.sliding_window)
+        far = self._attention(batch, length, prefill, 0)
+        share = local / m.layers
+        value = share * near[0] + (1.0 - share) * far[0]
+        own = share * near[2] + (1.0 - share) * far[2]
+        return value, np.maximum(near[1], far[1]), own
+
+    def _attention(
+        self, batch: np.ndarray, length: np.ndarray, prefill: bool, window: int
+    ) -> Timed:
         c, m = self.c, self.model
-        window = m.sliding_window if m.sliding_window > 0 and m.local_layers >= m.layers else 0
         readings = self.db.attention_many(
             prefill=prefill, batch=batch, length=length, heads=self.heads,
             kv_heads=self.kv, head_dim=m.head_dim, window=window, fmt=c.kv_dtype,
@@ -156,7 +172,7 @@ class _Ops:
             size = s["isl"] if prefill else s["step"] + 1
             return physics.attention_time(
                 s["batch_size"], size, s["num_heads"], s["num_key_value_heads"], s["head_dim"],
-                c.kv_bytes, c.attention_peak, c.device.bandwidth, prefill,
+                c.kv_bytes, c.attention_peak, c.device.bandwidth, prefill, window,
             )  # fmt: skip
 
         shape = {
