@@ -10,7 +10,16 @@ own roofline bound (``sweeps.physics.kernels``); a reading outside an axis's mea
 is the nearest measured point's share of the roofline applied to the shape's own bound (its
 basis ``extrapolated``, as is that of a shape inside every range but outside the rows
 measured together, read where it is asked). Elementwise kernels (norms, activations) are not
-counted, as the cost model counts none; MLA attention is not composed (null, with the reason).
+counted, as the cost model counts none.
+
+An MLA model's (DeepSeek-V3/R1) block is read whole from the MLA module tables
+(``mla_generation_module_perf``, ``mla_context_module_perf``: its down and up projections,
+attention or the absorbed BMMs, its output projection, as aiconfigurator reads it under
+TensorRT-LLM and vLLM) as its ``attention``, ``qkv`` and ``o_proj`` zero, and held against
+the sum of its projections' GEMM bounds and ``physics.mla_attention_time``; its shared expert
+runs beside the routed experts (the longer of the two), which are routed as aiconfigurator's
+DeepSeek routes them. Where the engine has no module table (SGLang) or another MLA shape: null,
+with the reason.
 
 With expert parallelism and data-parallel attention (``Config.ep``) a step is one rank's (tp 1):
 its share of the batch, every head, the experts at every rank's tokens and a dispatch and
