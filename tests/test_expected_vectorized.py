@@ -88,16 +88,19 @@ CATALOG = load_catalog()
 def _config(model: str, device: str, tp: int, engine: str = "vllm") -> Config:
     m, d = CATALOG.models[model], CATALOG.hardware[device]
     peak = d.peak_flops["bf16"]
+    if m.is_mla:  # DeepSeek at its checkpoint's FP8 (the database's experts are FP8 only)
+        fp8 = d.peak_flops["fp8"]
+        return Config(m, d, tp, m.kv_heads, "fp8", "fp8", 1.0, 1.0, fp8, peak, parse(engine))
     return Config(m, d, tp, m.kv_heads, "bf16", "bf16", 2.0, 2.0, peak, peak, parse(engine))
 
 
-@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-235b-a22b"])
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-235b-a22b", "deepseek-v3"])
 @pytest.mark.parametrize("prefill", [False, True])
 def test_a_grid_equals_its_points_one_at_a_time(model: str, prefill: bool) -> None:
     """An adversary the oracle does not hold: random shapes, each composed alone (a one-point
     step, the per-shape path's own arithmetic) against the whole grid at once."""
     rng = np.random.default_rng(43)
-    config = _config(model, "h100-sxm", 8 if "235b" in model else 1)
+    config = _config(model, "h100-sxm", 1 if "llama" in model else 8)
     batch = np.unique(rng.integers(1, 3000, 12))
     length = np.unique(rng.integers(2, 200_000 if not prefill else 40_000, 9))
     grid = step(config, batch, length, prefill)
@@ -109,9 +112,9 @@ def test_a_grid_equals_its_points_one_at_a_time(model: str, prefill: bool) -> No
                     assert got[op][i, j] == alone[op][0, 0] or np.isnan(alone[op][0, 0]), op
                 assert grid.basis[op][i, j] == one.basis[op][0, 0]
     pairs = step_at(config, np.repeat(batch, len(length)), np.tile(length, len(batch)), prefill)
-    alone = [step(config, np.array([b]), np.array([n]), prefill).total()[0, 0]
-             for b in batch for n in length]  # fmt: skip
-    assert (pairs.point_totals() == np.array(alone)).all()
+    singles = [step(config, np.array([b]), np.array([n]), prefill).total()[0, 0]
+               for b in batch for n in length]  # fmt: skip
+    assert (pairs.point_totals() == np.array(singles)).all()
 
 
 def test_each_distinct_shape_is_asked_of_the_database_once() -> None:
@@ -209,7 +212,7 @@ def test_a_configurations_pass_is_its_four_steps_bit_for_bit(model: str) -> None
     grid) against ``step`` and ``step_at`` of each step alone: decode grid, batch 1, the wall
     (summed as one-point steps) and the prefill grid, each operation, bound and basis."""
     rng = np.random.default_rng(7)
-    config = _config(model, "h100-sxm", 8 if "235b" in model else 1)
+    config = _config(model, "h100-sxm", 1 if "llama" in model else 8)
     batch = np.unique(rng.integers(1, 600, 7))
     context = np.unique(rng.integers(2, 60_000, 5))
     wall = rng.integers(1, 900, context.size)

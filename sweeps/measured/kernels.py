@@ -2,10 +2,10 @@
 
 ``Kernels(system, engine, version)`` reads the tables of one device, engine and version
 (``aiconfigurator-core``'s loader; nothing is read before the first lookup) and answers a
-latency for each shape asked: a GEMM, decode or prefill attention, the tensor-parallel
-all-reduce, the MoE experts, the embedding gather. Each lookup takes arrays of shapes
-(``*_many``, a whole grid's at once) and asks each distinct shape once (memoized for the
-process); the scalar methods are the same lookup for one shape.
+latency for each shape asked: a GEMM, decode or prefill attention, the MLA block (its module
+tables), the tensor-parallel all-reduce, the MoE experts, the embedding gather. Each lookup
+takes arrays of shapes (``*_many``, a whole grid's at once) and asks each distinct shape once
+(memoized for the process); the scalar methods are the same lookup for one shape.
 
 The value is the database's own query (its compiled estimator interpolates its tables), so
 at a measured GEMM shape it is the table's value exactly. What this module adds is the basis of
@@ -51,11 +51,28 @@ GEMM_FORMATS: dict[str, str] = {
     "int8": "int8_wo",
     "int4": "int4_wo",
     "nvfp4": "nvfp4",
+    "fp8-block": "fp8_block",
 }
-"""Catalog weight format -> the database's GEMM mode (MXFP4 has no dense GEMM table)."""
+"""Catalog weight format -> the database's GEMM mode (MXFP4 has no dense GEMM table);
+``fp8-block`` is FP8 scaled in blocks, as DeepSeek's checkpoints are (``BLOCK_SCALED`` in
+``sweeps.studies.expected.step``)."""
 
 KV_FORMATS: dict[str, str] = {"bf16": "bfloat16", "fp16": "bfloat16", "fp8": "fp8", "int8": "int8"}
 """Catalog KV format -> the database's KV-cache mode."""
+
+MLA_GEMM_FORMATS: dict[str, str] = {
+    "bf16": "bfloat16",
+    "fp16": "bfloat16",
+    "fp8": "fp8_block",
+    "fp8-block": "fp8_block",
+    "nvfp4": "nvfp4",
+}
+"""Catalog weight format -> the database's GEMM mode of the MLA module tables (their rows
+measured bf16, DeepSeek's block-scaled FP8 and, on Blackwell, NVFP4 projections only)."""
+
+MLA_ARCHITECTURE = "DeepseekV3ForCausalLM"
+"""The model whose MLA block the module tables measured (a newer table holds other
+models' rows too: only these are read)."""
 
 MOE_FORMATS: dict[str, str] = {
     "bf16": "bfloat16",
@@ -64,8 +81,9 @@ MOE_FORMATS: dict[str, str] = {
     "int4": "int4_wo",
     "fp4": "w4a16_mxfp4",
     "nvfp4": "nvfp4",
+    "fp8-block": "fp8_block",
 }
-"""Catalog weight format -> the database's MoE mode."""
+"""Catalog weight format -> the database's MoE mode (``fp8-block`` as for ``GEMM_FORMATS``)."""
 
 UNWINDOWED = ("window_size",)
 """Columns a table may lack, read as 0 where it does: a table without ``window_size`` measured
@@ -432,6 +450,49 @@ class Kernels:
             kv_heads=kv_heads, head_dim=head_dim, window=window, fmt=fmt,
         ).one()  # fmt: skip
 
+    def mla_table(self, prefill: bool, fmt: str, kv_fmt: str) -> _Table | None:
+        """The MLA module table of one phase at GEMM format ``fmt`` and KV format ``kv_fmt``
+        (None: the engine's tables hold no such rows)."""
+        name = "mla_context_module_perf" if prefill else "mla_generation_module_perf"
+        where = (("kv_cache_dtype", KV_FORMATS.get(kv_fmt, "")),
+                 ("gemm_type", MLA_GEMM_FORMATS.get(fmt, "")),
+                 ("architecture", MLA_ARCHITECTURE))  # fmt: skip
+        length_axis = "isl" if prefill else "step"
+        return self._table("mla", name, where, ("batch_size", length_axis, "num_heads"))
+
+    def mla_many(
+        self, *, prefill: bool, batch: Any, length: Any, heads: int, native_heads: int,
+        fmt: str, kv_fmt: str,
+    ) -> Readings:  # fmt: skip
+        """One layer's MLA block measured as one module (the database's ``MLAModule``: the
+        q/kv down projection, the q up projection, attention with the kv up projection (a
+        prefill) or the absorbed BMMs (a decode step) and the output projection) for
+        ``batch`` sequences (an array): a decode step against ``length`` cached tokens, or a
+        prefill of ``length`` prompt tokens (an array, broadcast with ``batch``); ``heads``
+        per device of the model's ``native_heads``, ``fmt`` the projections' format, ``kv_fmt``
+        the KV format."""
+        from aiconfigurator_core.sdk import common
+        from aiconfigurator_core.sdk import operations as ops
+
+        table = self.mla_table(prefill, fmt, kv_fmt)
+        if table is None:
+            size = np.broadcast(np.asarray(batch), np.asarray(length)).shape
+            reason = f"no MLA module table for {self.engine} at GEMM {fmt!r}, KV {kv_fmt!r}"
+            return _none_many(np.zeros(size), reason)
+        length_axis = "isl" if prefill else "step"
+        # a decode step's table length is the cached tokens before it (step = context - 1)
+        lengths = np.asarray(length) if prefill else np.asarray(length) - 1
+        shape = {"batch_size": batch, length_axis: lengths, "num_heads": heads}
+        basis, at, moved = table.place(shape)
+        op = ops.MLAModule(
+            "mla", 1, prefill, round(float(at["num_heads"].flat[0])),
+            common.KVCacheQuantMode[KV_FORMATS[kv_fmt]], common.FMHAQuantMode.bfloat16,
+            common.GEMMQuantMode[MLA_GEMM_FORMATS[fmt]], native_num_heads=native_heads,
+        )  # fmt: skip
+        s = np.round(at["isl"]) if prefill else np.round(at["step"]) + 1
+        latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
+        return _read(latency, basis, at, moved)
+
     def allreduce_many(self, tokens: Any, hidden: int, tp: int) -> Readings:
         """All-reduces of ``tokens`` rows (an array) of ``hidden`` bf16 values over ``tp``
         devices (the estimator is asked at ``at``, the message size clamped into the measured
@@ -457,12 +518,13 @@ class Kernels:
 
     def moe_many(
         self, *, tokens: Any, hidden: int, inter: int, topk: int, experts: int,
-        tp: int, ep: int, fmt: str,
+        tp: int, ep: int, fmt: str, distribution: str = DISTRIBUTION,
     ) -> Readings:  # fmt: skip
         """The routed experts of a MoE layer for ``tokens`` tokens (an array; routed as
-        ``DISTRIBUTION``; the estimator is asked at the tokens clamped into the measured
-        range, as the caller's roofline scaling takes them: asked beyond it, the estimator
-        extrapolates on its own and the scaling counted that twice)."""
+        ``distribution``, by default ``DISTRIBUTION``; the estimator is asked at the tokens
+        clamped into the measured range, as the caller's roofline scaling takes them: asked
+        beyond it, the estimator extrapolates on its own and the scaling counted that
+        twice)."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
@@ -470,7 +532,7 @@ class Kernels:
         axes = ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts")
         table = self._table(
             "moe", "moe_perf", (("moe_dtype", mode),), (*axes, "moe_tp_size", "moe_ep_size"),
-            (("distribution", DISTRIBUTION),),
+            (("distribution", distribution),),
         )  # fmt: skip
         if table is None:
             return _none_many(tokens, f"MoE format {fmt!r} not in the {self.engine} tables")
@@ -479,7 +541,7 @@ class Kernels:
         basis, at, moved = table.place(shape, {"moe_tp_size": tp, "moe_ep_size": ep})
         op = ops.MoE(
             "moe", 1, hidden, inter, topk, experts, tp, ep, common.MoEQuantMode[mode],
-            DISTRIBUTION, 1,
+            distribution, 1,
         )  # fmt: skip
         asked = np.round(at["num_tokens"])  # read at ``at``: the caller scales what moved
         return _read(self._evaluate(op, context=False, batch=asked, s=1), basis, at, moved)

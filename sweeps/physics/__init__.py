@@ -67,6 +67,7 @@ from sweeps.physics.kernels import (
     gather_time,
     gemm_time,
     kernel_time,
+    mla_attention_time,
 )
 from sweeps.physics.model import (
     allreduce_bytes,
@@ -307,6 +308,7 @@ __all__ = [
     "micro_batches",
     "mla_absorbed_attention_dim",
     "mla_attention_dim",
+    "mla_attention_time",
     "mla_expanded_attention_dim",
     "moe_batch_for_fraction",
     "moe_fraction_of_ceiling",

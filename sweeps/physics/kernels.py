@@ -4,9 +4,10 @@ The cost model bounds a whole step; ``sweeps expected`` holds each kernel's meas
 against its own bound, so these are the same counts split by kernel: a GEMM reads its weight
 once and does ``2 m n k`` FLOPs; decode attention reads every sequence's cache and does
 ``4 H d S`` FLOPs a sequence; a prefill's causal attention ``2 H d N^2`` and writes the cache;
-a ring all-reduce sends ``2 (tp - 1) / tp`` of its buffer over the device link; the routed
-experts read the experts the tokens touch; the embedding gathers one row a token. Pure and
-vectorized; activations are not counted, as the cost model counts none.
+MLA attention the same against one latent a token (``mla_attention_time``); a ring all-reduce
+sends ``2 (tp - 1) / tp`` of its buffer over the device link; the routed experts read the
+experts the tokens touch; the embedding gathers one row a token. Pure and vectorized;
+activations are not counted, as the cost model counts none.
 """
 
 from __future__ import annotations
@@ -84,6 +85,50 @@ def attention_time(
     narrow = 4.0 * (pairs if prefill else kept) * batch * heads * head_dim
     flops = where(windowed, narrow, full)  # full attention as before, bit for bit
     nbytes = batch * kept * 2.0 * kv_heads * head_dim * kv_bytes
+    return kernel_time(flops, nbytes, peak, bandwidth)
+
+
+def mla_attention_time(
+    batch: Array,
+    length: Array,
+    heads: Array,
+    kv_lora_rank: Array,
+    qk_rope_head_dim: Array,
+    qk_nope_head_dim: Array,
+    v_head_dim: Array,
+    kv_bytes: Array,
+    peak: Array,
+    bandwidth: Array,
+    prefill: bool,
+) -> Array:
+    """Bound of one layer's multi-head latent attention (MLA) on one device [s]: decode in
+    the absorbed form, ``batch`` queries against ``length`` cached latents (``2 H S (2 r +
+    rho)`` FLOPs a sequence: scores against the ``r + rho`` latent, values from the ``r``
+    latent; its ``S (r + rho)`` latent cache read); prefill in the non-absorbed form, causal
+    over ``length`` prompt tokens (``H N^2 (d_qk + d_v)`` FLOPs a sequence, its latent
+    cache written). The projections around it (down, up, absorbed BMMs, output) are GEMMs:
+    ``gemm_time`` each.
+
+    Parameters
+    ----------
+    batch : Sequences [sequence]
+    length : Cached tokens (decode) or prompt tokens (prefill) [token]
+    heads : Query heads on the device [head]
+    kv_lora_rank : Latent width of the cache, ``r`` [1]
+    qk_rope_head_dim : Rope part of the query-key head, ``rho`` [1]
+    qk_nope_head_dim : Non-rope part of the query-key head [1]
+    v_head_dim : Value head, ``d_v`` [1]
+    kv_bytes : Bytes per cached element [byte]
+    peak : Peak FLOP/s [FLOP/s]
+    bandwidth : HBM bandwidth [byte/s]
+    prefill : A prefill (True) or a decode step
+    """
+    if prefill:
+        per_pair = qk_rope_head_dim + qk_nope_head_dim + v_head_dim
+        flops = batch * heads * length * length * per_pair
+    else:
+        flops = 2.0 * batch * heads * length * (2.0 * kv_lora_rank + qk_rope_head_dim)
+    nbytes = batch * length * (kv_lora_rank + qk_rope_head_dim) * kv_bytes
     return kernel_time(flops, nbytes, peak, bandwidth)
 
 

@@ -10,7 +10,16 @@ own roofline bound (``sweeps.physics.kernels``); a reading outside an axis's mea
 is the nearest measured point's share of the roofline applied to the shape's own bound (its
 basis ``extrapolated``, as is that of a shape inside every range but outside the rows
 measured together, read where it is asked). Elementwise kernels (norms, activations) are not
-counted, as the cost model counts none; MLA attention is not composed (null, with the reason).
+counted, as the cost model counts none.
+
+An MLA model's (DeepSeek-V3/R1) block is read whole from the MLA module tables
+(``mla_generation_module_perf``, ``mla_context_module_perf``: its down and up projections,
+attention or the absorbed BMMs, its output projection, as aiconfigurator reads it under
+TensorRT-LLM and vLLM) as its ``attention``, ``qkv`` and ``o_proj`` zero, and held against
+the sum of its projections' GEMM bounds and ``physics.mla_attention_time``; its shared expert
+runs beside the routed experts (the longer of the two), which are routed as aiconfigurator's
+DeepSeek routes them. Where the engine has no module table (SGLang) or another MLA shape: null,
+with the reason.
 
 With expert parallelism and data-parallel attention (``Config.ep``) a step is one rank's (tp 1):
 its share of the batch, every head, the experts at every rank's tokens and a dispatch and
@@ -108,6 +117,20 @@ EXPERTS_ONLY: dict[str, str] = {"fp4": "bf16"}
 their dense GEMMs (attention projections, router, LM head): MXFP4 (GPT-OSS: bf16 beside MXFP4
 experts; no dense MXFP4 GEMM table exists)."""
 
+BLOCK_SCALED: dict[str, str] = {"fp8": "fp8-block"}
+"""Weight formats an MLA model's checkpoint scales in blocks, and the format its tables are
+read in (``sweeps.measured.kernels``): DeepSeek-V3's and R1's FP8 is scaled in 128 x 128
+blocks, and the database measured their experts block-scaled only."""
+
+MLA_SHAPE = (7168, 128, 192, 512, 64, 128)
+"""The MLA block the database's module tables measured (DeepSeek-V3's, R1's the same): width,
+query heads, query-key head dim, latent rank, rope dim, value head dim [1]."""
+
+MLA_ROUTING = "power_law_1.01"
+"""How an MLA model's tokens are routed to its experts when the MoE table is read:
+aiconfigurator's DeepSeek model routes them as a power law of exponent 1.01 (its other MoE
+models as ``sweeps.measured.kernels.DISTRIBUTION``, 1.2)."""
+
 SIGNIFICANT = 0.01
 """The share of a step an operation must take for its basis to be the step's [1]."""
 
@@ -127,6 +150,10 @@ class _Ops:
         self.hidden = m.width
         self.heads = max(1, m.heads // config.tp)
         self.kv = max(1, config.kv_heads // config.tp)
+        # the format its tables are read in: an MLA model's FP8 is DeepSeek's block-scaled FP8
+        self.weights = config.weight_dtype
+        if m.is_mla:
+            self.weights = BLOCK_SCALED.get(config.weight_dtype, config.weight_dtype)
 
     @property
     def model(self) -> Any:
@@ -136,7 +163,7 @@ class _Ops:
         c = self.c
         if fmt is None and self.model.is_moe:
             fmt = EXPERTS_ONLY.get(c.weight_dtype)  # its dense GEMMs in their own format
-        readings = self.db.gemm_many(m, n, k, fmt or c.weight_dtype)
+        readings = self.db.gemm_many(m, n, k, fmt or self.weights)
         bytes_ = c.weight_bytes if fmt is None else 2.0
 
         def bound(s: dict[str, Any]) -> Any:
@@ -147,8 +174,11 @@ class _Ops:
     def attention(self, batch: np.ndarray, length: np.ndarray, prefill: bool) -> Timed:
         """A layer's attention, the mean over the model's layers: those with a sliding window
         (``local_layers``) read at it, the others at full attention (GPT-OSS and Gemma-2
-        alternate them), each with its own bound; the basis the less certain of the two."""
+        alternate them), each with its own bound; the basis the less certain of the two. An
+        MLA model's is its MLA block (``mla``)."""
         m = self.model
+        if m.is_mla:
+            return self.mla(batch, length, prefill)
         local = min(m.local_layers, m.layers) if m.sliding_window > 0 else 0
         if local in (0, m.layers):
             return self._attention(batch, length, prefill, m.sliding_window if local else 0)
@@ -184,6 +214,28 @@ class _Ops:
         }
         return _scaled(readings, shape, bound)
 
+    def mla(self, batch: np.ndarray, length: np.ndarray, prefill: bool) -> Timed:
+        """One layer's MLA block, read as the database's module (its projections, attention
+        and, in a decode step, the absorbed BMMs: what aiconfigurator reads for DeepSeek);
+        its bound the sum of the projections' GEMM bounds and the latent attention's."""
+        c, m = self.c, self.model
+        readings = self.db.mla_many(
+            prefill=prefill, batch=batch, length=length, heads=self.heads,
+            native_heads=m.heads, fmt=c.weight_dtype, kv_fmt=c.kv_dtype,
+        )  # fmt: skip
+        length_axis = "isl" if prefill else "step"
+
+        def bound(s: dict[str, Any]) -> Any:
+            size = s["isl"] if prefill else s["step"] + 1
+            return _mla_bound(c, s["batch_size"], size, s["num_heads"], prefill)
+
+        shape = {
+            "batch_size": batch,
+            length_axis: length if prefill else length - 1,
+            "num_heads": self.heads,
+        }
+        return _scaled(readings, shape, bound)
+
     def allreduce(self, tokens: np.ndarray) -> Timed:
         c = self.c
         link = c.device.scale_up_bandwidth or math.nan
@@ -202,7 +254,8 @@ class _Ops:
         every = tokens * c.ep
         readings = self.db.moe_many(
             tokens=every, hidden=self.hidden, inter=m.moe_intermediate_size,
-            topk=m.experts_per_token, experts=m.experts, tp=c.tp, ep=c.ep, fmt=c.weight_dtype,
+            topk=m.experts_per_token, experts=m.experts, tp=c.tp, ep=c.ep, fmt=self.weights,
+            **({"distribution": MLA_ROUTING} if m.is_mla else {}),
         )  # fmt: skip
 
         def bound(s: dict[str, Any]) -> Any:
@@ -220,13 +273,22 @@ class _Ops:
         }
         return _scaled(readings, shape, bound)
 
+    def shared(self, tokens: np.ndarray) -> Timed:
+        """A MoE layer's shared experts for ``tokens`` tokens: their gate-and-up and down
+        projections as GEMMs, split over ``tp`` (the two summed)."""
+        m, tp = self.model, self.c.tp
+        inter = m.moe_intermediate_size * m.shared_experts // tp
+        up = self.gemm(tokens, 2 * inter, self.hidden)
+        down = self.gemm(tokens, self.hidden, inter)
+        return up[0] + down[0], np.maximum(up[1], down[1]), up[2] + down[2]
+
     def dispatch(self, tokens: np.ndarray) -> Timed:
         """A MoE layer's dispatch and combine over the expert-parallel ranks, ``tokens`` a
         rank's own; its bound the all-to-all's bytes (bf16 hidden states) over the link."""
         c, m = self.c, self.model
         readings = self.db.dispatch_many(
             tokens=tokens, hidden=self.hidden, topk=m.experts_per_token, experts=m.experts,
-            ep=c.ep, fmt=c.weight_dtype,
+            ep=c.ep, fmt=self.weights,
         )  # fmt: skip
         link = c.device.scale_up_bandwidth or math.nan
         sent = physics.all_to_all_bytes(
@@ -241,6 +303,35 @@ class _Ops:
         readings = self.db.embedding_many(tokens, vocab, self.hidden)
         bound = physics.gather_time(tokens, self.hidden, c.weight_bytes, c.device.bandwidth)
         return readings.latency_s, readings.basis, np.asarray(bound, dtype=np.float64)
+
+
+MLA_Q_LORA_RANK = 1536
+"""The query's latent rank of the MLA models the catalog ships (DeepSeek-V3 and R1,
+``q_lora_rank`` in their config.json; the catalog keeps no column of it): the down
+projection makes ``q_lora + kv_lora + rope`` (2112) a token, as aiconfigurator counts it."""
+
+
+def _mla_bound(config: Config, batch: Any, length: Any, heads: Any, prefill: bool) -> Any:
+    """The roofline bound of one layer's MLA block on one device [s]: the down projection
+    (replicated), the q up projection, the kv up projection (a prefill) or the two absorbed
+    BMMs (a decode step), the output projection, each ``gemm_time`` at the step's tokens,
+    and ``mla_attention_time``; ``heads`` the query heads on the device."""
+    c, m = config, config.model
+    rank, rope, v = m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim or m.head_dim
+    nope = m.head_dim - rope
+    tokens = batch * length if prefill else batch
+    wb, peak, bw = c.weight_bytes, c.peak, c.device.bandwidth
+    projections = [
+        (MLA_Q_LORA_RANK + rank + rope, m.width),  # q and kv down (with the rope key)
+        (heads * m.head_dim, MLA_Q_LORA_RANK),  # q up
+        *([(heads * (nope + v), rank)] if prefill else [(heads * nope, rank), (heads * v, rank)]),
+        (m.width, heads * v),  # output
+    ]
+    gemms = sum(physics.gemm_time(tokens, n, k, wb, peak, bw) for n, k in projections)
+    attention = physics.mla_attention_time(
+        batch, length, heads, rank, rope, nope, v, c.kv_bytes, c.attention_peak, bw, prefill
+    )
+    return gemms + attention
 
 
 def _scaled(readings: Readings, shape: dict[str, Any], bound: Callable[[Any], Any]) -> Timed:
@@ -260,17 +351,32 @@ def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
     """The per-layer projections of ``tokens`` tokens, each once (counts applied by the caller)."""
     m, tp, hidden = ops.model, ops.c.tp, ops.hidden
     qkv_n = (ops.heads + 2 * ops.kv) * m.head_dim
-    out = {
-        "qkv": ops.gemm(tokens, qkv_n, hidden),
-        "o_proj": ops.gemm(tokens, hidden, ops.heads * (m.v_head_dim or m.head_dim)),
-    }
+    out = (
+        {}
+        if m.is_mla
+        else {  # MLA: its projections are read in its module (attention)
+            "qkv": ops.gemm(tokens, qkv_n, hidden),
+            "o_proj": ops.gemm(tokens, hidden, ops.heads * (m.v_head_dim or m.head_dim)),
+        }
+    )
     if m.is_moe:
         out["router"] = ops.gemm(tokens, m.experts, hidden, "bf16")
         out["experts"] = ops.experts(tokens)
+        if m.shared_experts:
+            out["experts"] = _overlapped(out["experts"], ops.shared(tokens))
     else:
         out["ffn_up"] = ops.gemm(tokens, 2 * m.intermediate_size // tp, hidden)
         out["ffn_down"] = ops.gemm(tokens, hidden, m.intermediate_size // tp)
     return out
+
+
+def _overlapped(routed: Timed, shared: Timed) -> Timed:
+    """The routed and shared experts run side by side (two streams, as aiconfigurator models
+    them): the longer of the two [s], the less certain basis of the two and the sum of
+    their bounds (both read their weights through the same memory) [s]."""
+    expected = np.maximum(routed[0], shared[0])
+    expected = np.where(np.isnan(routed[0]) | np.isnan(shared[0]), np.nan, expected)
+    return expected, np.maximum(routed[1], shared[1]), routed[2] + shared[2]
 
 
 def _no_step(shape: tuple[int, ...], reason: str) -> Step:
@@ -341,10 +447,33 @@ def _opened(config: Config) -> _Ops | str:
     resolved = resolve(config.device.id, config.choice)
     if resolved.system is None or resolved.version is None:
         return resolved.reason
-    if config.model.is_mla:
-        return "MLA attention is not composed from the database's kernels"
-    return _unsplit(config) or _Ops(
-        config, kernels(resolved.system, resolved.engine, resolved.version)
+    db = kernels(resolved.system, resolved.engine, resolved.version)
+    if config.model.is_mla and (missing := _mla_missing(config, db)):
+        return missing
+    return _unsplit(config) or _Ops(config, db)
+
+
+def _mla_missing(config: Config, db: Kernels) -> str:
+    """Why ``config``'s MLA block is not composed from ``db`` ("" where it is): the engine
+    holds no MLA module table of a phase at its formats (SGLang's granular MLA and BMM
+    tables are not composed)."""
+    m, fmt, kv = config.model, config.weight_dtype, config.kv_dtype
+    shape = (m.width, m.heads, m.head_dim, m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim)
+    if shape != MLA_SHAPE:
+        return (
+            f"MLA attention: the MLA module tables measured DeepSeek-V3's shape only, not {m.id}'s"
+        )
+    lacking = [
+        phase
+        for phase, prefill in (("decode", False), ("prefill", True))
+        if db.mla_table(prefill, fmt, kv) is None
+    ]
+    if not lacking:
+        return ""
+    return (
+        f"MLA attention: no {db.engine} {db.version} MLA module table on {db.system} for "
+        f"{' or '.join(lacking)} at GEMM {fmt!r}, KV {kv!r} (the granular MLA tables are "
+        "not composed)"
     )
 
 
