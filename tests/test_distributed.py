@@ -316,3 +316,39 @@ def test_a_local_clusters_workers_are_warmed_and_unsampled() -> None:
                 break
             time.sleep(0.2)
         assert states == {(True, False)}
+
+
+class _Client:
+    """What the watch reads of a dask client: its status and the scheduler's workers."""
+
+    def __init__(self) -> None:
+        self.status, self.workers = "running", {"w": {}}
+
+    def scheduler_info(self) -> dict[str, Any]:
+        return {"workers": self.workers}
+
+
+def test_a_client_cut_off_from_its_scheduler_for_the_timeout_is_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dask's client retries a lost scheduler for its own connect timeout before it closes:
+    the watch gives up after the cluster timeout, and a reconnection in time resets it."""
+    from sweeps.pipeline import distributed as dist
+
+    now = [100.0]
+    monkeypatch.setattr(dist.time, "monotonic", lambda: now[0])
+    client = _Client()
+    watch = dist._Watch(client, timeout=3.0)
+    watch.check(5)
+    client.status = "connecting"
+    watch.check(5)
+    now[0] += 2.9
+    watch.check(5)  # cut off for less than the timeout: not yet
+    client.status = "running"
+    watch.check(5)  # answered again: the clock starts over
+    client.status = "connecting"
+    now[0] += 1.0
+    watch.check(5)
+    now[0] += 3.0
+    with pytest.raises(dist.ClusterLost, match=r"the scheduler is gone \(no answer for 3 s\); 5 "):
+        watch.check(5)

@@ -145,19 +145,27 @@ class _Watch:
     def __init__(self, client: Any, timeout: float) -> None:
         self.client, self.timeout = client, timeout
         self.since: float | None = None
+        self.unanswered: float | None = None
 
     def check(self, left: int) -> None:
-        """Count the workers; raise once there has been none for ``timeout``."""
+        """Count the workers; raise once there has been none, or the client has been cut off
+        from the scheduler (reconnecting), for ``timeout``."""
         try:
             workers = len(self.client.scheduler_info()["workers"])
         except Exception as error:
             raise self.gone(error, left) from None
-        if self.client.status in ("closing", "closed"):
+        status, now = self.client.status, time.monotonic()
+        if status in ("closing", "closed"):
             raise self.gone(None, left)
+        # dask's client keeps trying a lost scheduler for its own connect timeout (10 s or
+        # more) before it closes: cut off for the cluster timeout is gone enough
+        self.unanswered = None if status == "running" else self.unanswered or now
+        if self.unanswered is not None and now - self.unanswered >= self.timeout:
+            msg = f"the scheduler is gone (no answer for {self.timeout:g} s)"
+            raise self._lost(msg, left)
         if workers:
             self.since = None
             return
-        now = time.monotonic()
         self.since = self.since or now
         if now - self.since >= self.timeout:
             msg = f"no worker for {self.timeout:g} s"
