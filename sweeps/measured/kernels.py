@@ -521,10 +521,10 @@ class Kernels:
         tp: int, ep: int, fmt: str, distribution: str = DISTRIBUTION,
     ) -> Readings:  # fmt: skip
         """The routed experts of a MoE layer for ``tokens`` tokens (an array; routed as
-        ``distribution``, by default ``DISTRIBUTION``; the estimator is asked at the tokens
-        clamped into the measured range, as the caller's roofline scaling takes them: asked
-        beyond it, the estimator extrapolates on its own and the scaling counted that
-        twice)."""
+        ``distribution``, by default ``DISTRIBUTION``; the estimator is asked at the shape
+        clamped into the measured ranges, tokens and widths, expert counts alike, as the
+        caller's roofline scaling takes them: asked beyond them, the estimator extrapolates on
+        its own and the scaling counted that twice)."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
@@ -539,9 +539,9 @@ class Kernels:
         shape = {"num_tokens": tokens, "hidden_size": hidden, "inter_size": inter,
                  "topk": topk, "num_experts": experts}  # fmt: skip
         basis, at, moved = table.place(shape, {"moe_tp_size": tp, "moe_ep_size": ep})
+        h, i, k, e = (round(float(at[name].flat[0])) for name in axes[1:])
         op = ops.MoE(
-            "moe", 1, hidden, inter, topk, experts, tp, ep, common.MoEQuantMode[mode],
-            distribution, 1,
+            "moe", 1, h, i, k, e, tp, ep, common.MoEQuantMode[mode], distribution, 1,
         )  # fmt: skip
         asked = np.round(at["num_tokens"])  # read at ``at``: the caller scales what moved
         return _read(self._evaluate(op, context=False, batch=asked, s=1), basis, at, moved)
