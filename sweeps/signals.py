@@ -121,6 +121,7 @@ def handled(
     read, write = os.pipe()
     os.set_blocking(write, False)
     raised = threading.Event()
+    _RETRIPPED.clear()  # an earlier command's, in the same process: not this one's
 
     def handler(number: int, frame: object) -> None:
         if not raised.is_set():
