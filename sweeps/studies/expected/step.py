@@ -18,8 +18,12 @@ attention or the absorbed BMMs, its output projection, as aiconfigurator reads i
 TensorRT-LLM and vLLM) as its ``attention``, ``qkv`` and ``o_proj`` zero, and held against
 the sum of its projections' GEMM bounds and ``physics.mla_attention_time``; its shared expert
 runs beside the routed experts (the longer of the two), which are routed as aiconfigurator's
-DeepSeek routes them. Where the engine has no module table (SGLang) or another MLA shape: null,
-with the reason.
+DeepSeek routes them. Where the engine has no module table (SGLang), the block is composed as
+aiconfigurator composes it there, from the granular tables: the down and q up projections as
+GEMMs (``qkv``), the output projection (``o_proj``), and as ``attention`` the latent attention
+(``context_mla_perf``, ``generation_mla_perf``) with the absorbed BMMs around it in a decode
+step (``mla_bmm_perf``) or the kv up projection in a prefill, each with its own bound. With
+neither, or another MLA shape: null, with the reason.
 
 With expert parallelism and data-parallel attention (``Config.ep``) a step is one rank's (tp 1):
 its share of the batch, every head, the experts at every rank's tokens and a dispatch and
