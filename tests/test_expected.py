@@ -6,6 +6,7 @@ Reads the installed ``aiconfigurator-core`` (the ``measured`` extra, a test depe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import random
 from collections.abc import Callable
@@ -43,9 +44,10 @@ AIC_FORMATS = {"fp8": {"gemm_quant_mode": "fp8_block", "moe_quant_mode": "fp8_bl
                        "kvcache_quant_mode": "fp8", "fmha_quant_mode": "bfloat16"}}  # fmt: skip
 """aiconfigurator's quantization of a ``FORMATS`` pair (bf16: its defaults)."""
 
-ENGINES = {"deepseek-v3": ("vllm", "trtllm")}
+ENGINES = {"deepseek-v3": ("vllm", "trtllm", "sglang")}
 """The engines a model is compared under (vLLM where not named): DeepSeek's MLA block is the
-module TensorRT-LLM and vLLM measured (SGLang's granular MLA tables are not composed)."""
+module TensorRT-LLM and vLLM measured, and under SGLang (no module table) its granular MLA
+attention and BMM tables and the projections as GEMMs, as aiconfigurator composes it."""
 
 NOT_COUNTED = ("add_norm", "act_gate", "p2p")
 """aiconfigurator's operations the cost model does not count: the residual add + RMSNorm and
@@ -99,14 +101,60 @@ def test_the_step_equals_aiconfigurators_estimate_of_the_same_operations(
         assert ours == pytest.approx(theirs * 1e-3, rel=0.10), (batch, context)
 
 
-def test_mla_without_a_module_table_is_null_and_says_which() -> None:
-    got = step(_config("deepseek-v3", "h100-sxm", 8, "sglang"), np.array([1, 8]), np.array([1024]))
+def test_mla_under_sglang_is_composed_from_the_granular_tables() -> None:
+    """SGLang holds no MLA module table: the block is its projections as GEMMs (``qkv``: the
+    down and q up projections, ``o_proj``) and its attention (the latent attention with
+    the absorbed BMMs, or in a prefill the kv up projection), each at or above its bound."""
+    config = _config("deepseek-v3", "h100-sxm", 8, "sglang")
+    for prefill in (False, True):
+        got = step(config, np.array([1, 64, 2000]), np.array([128, 8192, 100_000]), prefill)
+        assert got.reason == ""
+        assert np.isfinite(got.total()).all()
+        for op in ("qkv", "attention", "o_proj", "experts"):
+            assert (got.expected[op] > 0).all(), (op, prefill)
+            assert (got.bound[op] <= got.expected[op]).all(), (op, prefill)
+
+
+def test_mla_without_module_or_granular_tables_is_null_and_says_which() -> None:
+    config = dataclasses.replace(_config("deepseek-v3", "h100-sxm", 8, "sglang"), kv_dtype="int8")
+    got = step(config, np.array([1, 8]), np.array([1024]))
     assert np.isnan(got.total()).all()
     assert got.reason == (
-        "MLA attention: no sglang 0.5.14 MLA module table on h100_sxm for decode or prefill "
-        "at GEMM 'fp8', KV 'fp8' (the granular MLA tables are not composed)"
+        "MLA attention: no sglang 0.5.14 MLA module tables on h100_sxm at GEMM 'fp8', KV "
+        "'int8', nor granular MLA tables (decode attention, prefill attention lacking)"
     )
     assert (got.step_basis() == "").all()
+
+
+def test_granular_mla_at_measured_shapes_is_the_first_of_the_tables_two_rows() -> None:
+    """Each shape of SGLang's granular MLA and BMM tables was measured twice (within 2 %):
+    the estimator reads the first row of the two, so that is the value at a measured shape."""
+    k = kernels("h100_sxm", "sglang", "0.5.14")
+    root = systems_root() / "data/h100_sxm"
+    formats = {"bfloat16": "bf16", "fp8": "fp8"}
+    for prefill, name, axis in ((False, "generation", "step"), (True, "context", "isl")):
+        table = pl.read_parquet(root / f"mla/sglang/0.5.14/{name}_mla_perf.parquet")
+        keys = ["kv_cache_dtype", "num_heads", "batch_size", axis]
+        first = table.group_by(keys, maintain_order=True).agg(pl.col("latency").first())
+        for row in first.sample(6, seed=43).iter_rows(named=True):
+            length = row[axis] if prefill else row[axis] + 1  # a decode step's cached tokens
+            reading = k.mla_attention_many(
+                prefill=prefill, batch=np.array([row["batch_size"]]),
+                length=np.array([length]), heads=row["num_heads"],
+                kv_fmt=formats[row["kv_cache_dtype"]],
+            ).one()  # fmt: skip
+            assert reading.basis == "measured"
+            assert reading.latency_s == row["latency"] * 1e-3
+    table = pl.read_parquet(root / "mla_bmm/sglang/0.5.14/mla_bmm_perf.parquet")
+    keys = ["op_name", "bmm_dtype", "num_tokens", "num_heads"]
+    first = table.group_by(keys, maintain_order=True).agg(pl.col("latency").first())
+    for row in first.sample(8, seed=43).iter_rows(named=True):
+        reading = k.mla_bmm_many(
+            tokens=np.array([row["num_tokens"]]), heads=row["num_heads"],
+            fmt=formats[row["bmm_dtype"]], pre=row["op_name"] == "mla_gen_pre",
+        ).one()  # fmt: skip
+        assert reading.basis == "measured"
+        assert reading.latency_s == row["latency"] * 1e-3
 
 
 def test_mla_at_measured_shapes_is_the_module_tables_value() -> None:

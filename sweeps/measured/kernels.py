@@ -70,6 +70,21 @@ MLA_GEMM_FORMATS: dict[str, str] = {
 """Catalog weight format -> the database's GEMM mode of the MLA module tables (their rows
 measured bf16, DeepSeek's block-scaled FP8 and, on Blackwell, NVFP4 projections only)."""
 
+MLA_BMM_FORMATS: dict[str, str] = {
+    "bf16": "bfloat16",
+    "fp16": "bfloat16",
+    "fp8": "fp8",
+    "fp8-block": "fp8",
+    "nvfp4": "fp8",
+}
+"""Catalog weight format -> the database's mode of the absorbed MLA BMMs (``mla_bmm_perf``):
+bf16 projections run them in bf16, every quantized checkpoint in FP8, as aiconfigurator's
+DeepSeek model picks them (``mla_bmm_quant_mode``)."""
+
+MLA_ATTENTION_DTYPE = "bfloat16"
+"""The attention format of the granular prefill MLA table's rows (``context_mla_perf``'s
+``mla_dtype``: it measured bf16 attention only, aiconfigurator's default)."""
+
 MLA_ARCHITECTURE = "DeepseekV3ForCausalLM"
 """The model whose MLA block the module tables measured (a newer table holds other
 models' rows too: only these are read)."""
@@ -491,6 +506,80 @@ class Kernels:
         )  # fmt: skip
         s = np.round(at["isl"]) if prefill else np.round(at["step"]) + 1
         latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
+        return _read(latency, basis, at, moved)
+
+    def mla_attention_table(self, prefill: bool, kv_fmt: str) -> _Table | None:
+        """The granular MLA attention table of one phase at KV format ``kv_fmt`` (None: the
+        engine holds none): the latent attention alone, without its projections or BMMs
+        (SGLang's ``context_mla_perf`` and ``generation_mla_perf``)."""
+        name = "context_mla_perf" if prefill else "generation_mla_perf"
+        where: tuple[tuple[str, str], ...] = (("kv_cache_dtype", KV_FORMATS.get(kv_fmt, "")),)
+        if prefill:  # the prefill table's rows also name their attention format
+            where = (*where, ("mla_dtype", MLA_ATTENTION_DTYPE))
+        length_axis = "isl" if prefill else "step"
+        return self._table("mla", name, where, ("batch_size", length_axis, "num_heads"))
+
+    def mla_attention_many(
+        self, *, prefill: bool, batch: Any, length: Any, heads: int, kv_fmt: str
+    ) -> Readings:
+        """One layer's latent MLA attention from the granular tables (the database's
+        ``ContextMLA``, ``GenerationMLA``) for ``batch`` sequences (an array): a decode step
+        against ``length`` cached tokens (the absorbed form, over the latent cache), or a
+        prefill of ``length`` prompt tokens (an array, broadcast with ``batch``); ``heads``
+        per device, ``kv_fmt`` the KV format. Each of the tables' shapes was measured twice
+        (two rows, within 2 % of each other, the ``tp_size`` column the heads' tp split);
+        the estimator reads the first of the two in the table's order, so that is the
+        value at a measured shape."""
+        from aiconfigurator_core.sdk import common
+        from aiconfigurator_core.sdk import operations as ops
+
+        table = self.mla_attention_table(prefill, kv_fmt)
+        if table is None:
+            size = np.broadcast(np.asarray(batch), np.asarray(length)).shape
+            reason = f"no granular MLA attention table for {self.engine} at KV {kv_fmt!r}"
+            return _none_many(np.zeros(size), reason)
+        length_axis = "isl" if prefill else "step"
+        # a decode step's table length is the cached tokens before it (step = context - 1)
+        lengths = np.asarray(length) if prefill else np.asarray(length) - 1
+        basis, at, moved = table.place(
+            {"batch_size": batch, length_axis: lengths, "num_heads": heads}
+        )
+        got = round(float(at["num_heads"].flat[0]))
+        kv = common.KVCacheQuantMode[KV_FORMATS[kv_fmt]]
+        if prefill:
+            fmha = common.FMHAQuantMode[MLA_ATTENTION_DTYPE]
+            op: Any = ops.ContextMLA("mla_attention", 1, got, kv, fmha)
+            s = np.round(at["isl"])
+        else:
+            op = ops.GenerationMLA("mla_attention", 1, got, kv)
+            s = np.round(at["step"]) + 1
+        latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
+        return _read(latency, basis, at, moved)
+
+    def mla_bmm_table(self, pre: bool, fmt: str) -> _Table | None:
+        """The absorbed MLA BMM table (``mla_bmm_perf``) of the BMM before the latent
+        attention (``pre``) or after it, at weight format ``fmt`` (None: none held)."""
+        where = (("op_name", "mla_gen_pre" if pre else "mla_gen_post"),
+                 ("bmm_dtype", MLA_BMM_FORMATS.get(fmt, "")))  # fmt: skip
+        return self._table("mla_bmm", "mla_bmm_perf", where, ("num_tokens", "num_heads"))
+
+    def mla_bmm_many(self, *, tokens: Any, heads: int, fmt: str, pre: bool) -> Readings:
+        """One layer's absorbed MLA BMM of a decode step (the database's ``MLABmm``): ``pre``
+        the query's no-rope part into the latent (``heads`` BMMs of ``tokens x 128`` by
+        ``128 x 512``), else the attention's latent output into the value heads (``512`` to
+        ``128``); ``tokens`` an array, ``heads`` per device, ``fmt`` the weight format.
+        Measured twice a shape, as the MLA attention tables are: the first row is read."""
+        from aiconfigurator_core.sdk import common
+        from aiconfigurator_core.sdk import operations as ops
+
+        table = self.mla_bmm_table(pre, fmt)
+        if table is None:
+            return _none_many(tokens, f"no MLA BMM table for {self.engine} at {fmt!r}")
+        basis, at, moved = table.place({"num_tokens": tokens, "num_heads": heads})
+        mode = common.GEMMQuantMode[MLA_BMM_FORMATS[fmt]]
+        got = round(float(at["num_heads"].flat[0]))
+        op = ops.MLABmm("mla_bmm", 1, got, mode, if_pre=pre)
+        latency = self._evaluate(op, context=False, batch=np.round(at["num_tokens"]), s=1)
         return _read(latency, basis, at, moved)
 
     def allreduce_many(self, tokens: Any, hidden: int, tp: int) -> Readings:

@@ -18,8 +18,12 @@ attention or the absorbed BMMs, its output projection, as aiconfigurator reads i
 TensorRT-LLM and vLLM) as its ``attention``, ``qkv`` and ``o_proj`` zero, and held against
 the sum of its projections' GEMM bounds and ``physics.mla_attention_time``; its shared expert
 runs beside the routed experts (the longer of the two), which are routed as aiconfigurator's
-DeepSeek routes them. Where the engine has no module table (SGLang) or another MLA shape: null,
-with the reason.
+DeepSeek routes them. Where the engine has no module table (SGLang), the block is composed as
+aiconfigurator composes it there, from the granular tables: the down and q up projections as
+GEMMs (``qkv``), the output projection (``o_proj``), and as ``attention`` the latent attention
+(``context_mla_perf``, ``generation_mla_perf``) with the absorbed BMMs around it in a decode
+step (``mla_bmm_perf``) or the kv up projection in a prefill, each with its own bound. With
+neither, or another MLA shape: null, with the reason.
 
 With expert parallelism and data-parallel attention (``Config.ep``) a step is one rank's (tp 1):
 its share of the batch, every head, the experts at every rank's tokens and a dispatch and
@@ -144,8 +148,8 @@ class _Ops:
     """The readings of one configuration over arrays of shapes (each distinct shape read once),
     scaled where extrapolated."""
 
-    def __init__(self, config: Config, db: Kernels) -> None:
-        self.c, self.db = config, db
+    def __init__(self, config: Config, db: Kernels, granular: bool = False) -> None:
+        self.c, self.db, self.granular = config, db, granular
         m = config.model
         self.hidden = m.width
         self.heads = max(1, m.heads // config.tp)
@@ -218,6 +222,8 @@ class _Ops:
         """One layer's MLA block, read as the database's module (its projections, attention
         and, in a decode step, the absorbed BMMs: what aiconfigurator reads for DeepSeek);
         its bound the sum of the projections' GEMM bounds and the latent attention's."""
+        if self.granular:
+            return self._mla_granular(batch, length, prefill)
         c, m = self.c, self.model
         readings = self.db.mla_many(
             prefill=prefill, batch=batch, length=length, heads=self.heads,
@@ -235,6 +241,66 @@ class _Ops:
             "num_heads": self.heads,
         }
         return _scaled(readings, shape, bound)
+
+    def _mla_granular(self, batch: np.ndarray, length: np.ndarray, prefill: bool) -> Timed:
+        """One layer's MLA attention from the granular tables (SGLang's, as aiconfigurator
+        composes it there): a prefill up-projects the latent (the kv up projection, a GEMM
+        of the prompts' tokens) and runs the latent attention; a decode step runs the
+        absorbed form, the BMM into the latent, the latent attention and the BMM out of it.
+        Each part scaled by its own bound where read at a clamped shape; the sum, the least
+        certain basis and the sum of the bounds. The down, q up and output projections are
+        GEMMs of the step's tokens (``qkv``, ``o_proj``: ``_mla_projections``)."""
+        c, m = self.c, self.model
+        rank, rope, v = m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim or m.head_dim
+        nope = m.head_dim - rope
+        readings = self.db.mla_attention_many(
+            prefill=prefill, batch=batch, length=length, heads=self.heads, kv_fmt=c.kv_dtype
+        )
+        length_axis = "isl" if prefill else "step"
+
+        def bound(s: dict[str, Any]) -> Any:
+            size = s["isl"] if prefill else s["step"] + 1
+            return physics.mla_attention_time(
+                s["batch_size"], size, s["num_heads"], rank, rope, nope, v, c.kv_bytes,
+                c.attention_peak, c.device.bandwidth, prefill,
+            )  # fmt: skip
+
+        shape = {
+            "batch_size": batch,
+            length_axis: length if prefill else length - 1,
+            "num_heads": self.heads,
+        }
+        attention = _scaled(readings, shape, bound)
+        if prefill:
+            return _plus(self.gemm(batch * length, self.heads * (nope + v), rank), attention)
+        pre = self._bmm(batch, self.heads * rank, nope, pre=True)
+        post = self._bmm(batch, self.heads * v, rank, pre=False)
+        return _plus(pre, attention, post)
+
+    def _bmm(self, tokens: np.ndarray, n: int, k: int, pre: bool) -> Timed:
+        """An absorbed MLA BMM of ``tokens`` tokens: ``heads`` BMMs whose weights make an
+        ``n x k`` GEMM's (``n`` over the heads), bounded as that GEMM."""
+        c, heads = self.c, self.heads
+        readings = self.db.mla_bmm_many(tokens=tokens, heads=heads, fmt=self.weights, pre=pre)
+
+        def bound(s: dict[str, Any]) -> Any:
+            scale = s["num_heads"] / heads  # the heads read at, of the device's
+            return physics.gemm_time(
+                s["num_tokens"], n * scale, k, c.weight_bytes, c.peak, c.device.bandwidth
+            )
+
+        return _scaled(readings, {"num_tokens": tokens, "num_heads": heads}, bound)
+
+    def mla_projections(self, tokens: np.ndarray) -> dict[str, Timed]:
+        """The MLA block's projections outside its attention, as GEMMs of ``tokens`` tokens
+        (the granular composition): ``qkv`` the q and kv down projection (with the rope
+        key; replicated, not split over tp) and the q up projection, ``o_proj`` the output
+        projection."""
+        m, heads = self.model, self.heads
+        rank, rope, v = m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim or m.head_dim
+        down = self.gemm(tokens, MLA_Q_LORA_RANK + rank + rope, self.hidden)
+        up = self.gemm(tokens, heads * m.head_dim, MLA_Q_LORA_RANK)
+        return {"qkv": _plus(down, up), "o_proj": self.gemm(tokens, self.hidden, heads * v)}
 
     def allreduce(self, tokens: np.ndarray) -> Timed:
         c = self.c
@@ -334,6 +400,17 @@ def _mla_bound(config: Config, batch: Any, length: Any, heads: Any, prefill: boo
     return gemms + attention
 
 
+def _plus(*parts: Timed) -> Timed:
+    """Operations run one after another: their times summed [s], the least certain basis
+    and their bounds summed [s]."""
+    value = _sum([part[0] for part in parts]) if len(parts) > 1 else parts[0][0]
+    basis = parts[0][1]
+    for part in parts[1:]:
+        basis = np.maximum(basis, part[1])
+    own = _sum([part[2] for part in parts]) if len(parts) > 1 else parts[0][2]
+    return value, basis, own
+
+
 def _scaled(readings: Readings, shape: dict[str, Any], bound: Callable[[Any], Any]) -> Timed:
     """Readings at ``shape`` [s], their bases and the shapes' own bounds [s]: where a reading
     was taken at a clamped shape (``extrapolated`` outside an axis's range), its share of that
@@ -352,9 +429,9 @@ def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
     m, tp, hidden = ops.model, ops.c.tp, ops.hidden
     qkv_n = (ops.heads + 2 * ops.kv) * m.head_dim
     out = (
-        {}
+        (ops.mla_projections(tokens) if ops.granular else {})
         if m.is_mla
-        else {  # MLA: its projections are read in its module (attention)
+        else {  # MLA: its projections are read in its module (attention), or granular
             "qkv": ops.gemm(tokens, qkv_n, hidden),
             "o_proj": ops.gemm(tokens, hidden, ops.heads * (m.v_head_dim or m.head_dim)),
         }
@@ -448,32 +525,41 @@ def _opened(config: Config) -> _Ops | str:
     if resolved.system is None or resolved.version is None:
         return resolved.reason
     db = kernels(resolved.system, resolved.engine, resolved.version)
-    if config.model.is_mla and (missing := _mla_missing(config, db)):
-        return missing
-    return _unsplit(config) or _Ops(config, db)
+    source = _mla_source(config, db) if config.model.is_mla else MODULE
+    if source not in (MODULE, GRANULAR):
+        return source
+    return _unsplit(config) or _Ops(config, db, source == GRANULAR)
 
 
-def _mla_missing(config: Config, db: Kernels) -> str:
-    """Why ``config``'s MLA block is not composed from ``db`` ("" where it is): the engine
-    holds no MLA module table of a phase at its formats (SGLang's granular MLA and BMM
-    tables are not composed)."""
+MODULE, GRANULAR = "module", "granular"
+"""How an MLA block is read (``_mla_source``): whole from the module tables, or composed from
+the granular MLA attention and BMM tables and the projections' GEMMs."""
+
+
+def _mla_source(config: Config, db: Kernels) -> str:
+    """How ``config``'s MLA block is read from ``db``: ``MODULE`` where the engine holds the
+    MLA module tables of both phases at its formats (TensorRT-LLM, vLLM), else ``GRANULAR``
+    where it holds the granular MLA attention tables of both phases and the absorbed BMMs'
+    (SGLang, as aiconfigurator composes it there), else why it is not composed."""
     m, fmt, kv = config.model, config.weight_dtype, config.kv_dtype
     shape = (m.width, m.heads, m.head_dim, m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim)
     if shape != MLA_SHAPE:
-        return (
-            f"MLA attention: the MLA module tables measured DeepSeek-V3's shape only, not {m.id}'s"
-        )
+        return f"MLA attention: the MLA tables measured DeepSeek-V3's shape only, not {m.id}'s"
+    phases = (("decode", False), ("prefill", True))
+    if all(db.mla_table(prefill, fmt, kv) is not None for _, prefill in phases):
+        return MODULE
+    weights = BLOCK_SCALED.get(fmt, fmt)
     lacking = [
-        phase
-        for phase, prefill in (("decode", False), ("prefill", True))
-        if db.mla_table(prefill, fmt, kv) is None
-    ]
+        *(f"{phase} attention" for phase, prefill in phases
+          if db.mla_attention_table(prefill, kv) is None),
+        *(f"BMM {part}" for part, pre in (("pre", True), ("post", False))
+          if db.mla_bmm_table(pre, weights) is None),
+    ]  # fmt: skip
     if not lacking:
-        return ""
+        return GRANULAR
     return (
-        f"MLA attention: no {db.engine} {db.version} MLA module table on {db.system} for "
-        f"{' or '.join(lacking)} at GEMM {fmt!r}, KV {kv!r} (the granular MLA tables are "
-        "not composed)"
+        f"MLA attention: no {db.engine} {db.version} MLA module tables on {db.system} at GEMM "
+        f"{fmt!r}, KV {kv!r}, nor granular MLA tables ({', '.join(lacking)} lacking)"
     )
 
 
