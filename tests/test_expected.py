@@ -11,6 +11,7 @@ import io
 import random
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -68,6 +69,19 @@ def _config(model: str, device: str, tp: int, engine: str = "vllm") -> Config:
     return Config(m, d, tp, m.kv_heads, kv, weights, kb, wb, peak, attention, parse(engine))
 
 
+def _held_to_aiconfigurator(config: Config, handle: Any) -> None:
+    """At 20 seeded decode points, ``config``'s expected step is within 10 % of the
+    estimate ``handle`` (aiconfigurator's compiled engine) makes of the operations counted."""
+    rng = random.Random(43)
+    for _ in range(20):
+        batch = rng.choice([1, 2, 3, 8, 16, 33, 64, 128, 256])
+        context = rng.choice([128, 512, 1000, 2048, 4096, 8192, 16384])
+        ours = step(config, np.array([batch]), np.array([context])).total()[0, 0]
+        rows = handle.decode_step_per_op(batch, context - 1, 2)
+        theirs = sum(v for name, v, *_ in rows if not any(n in name for n in NOT_COUNTED))
+        assert ours == pytest.approx(theirs * 1e-3, rel=0.10), (batch, context)
+
+
 def _tp(model: str) -> int:
     params = CATALOG.models[model].params
     return 8 if params > 1e11 else 4 if params > 3e10 else 1
@@ -91,14 +105,7 @@ def test_the_step_equals_aiconfigurators_estimate_of_the_same_operations(
             AIC_MODELS[model], system, engine, tp_size=tp, moe_tp_size=tp, moe_ep_size=1,
             **quant,
         )  # fmt: skip
-    config, rng = _config(model, device, tp, engine), random.Random(43)
-    for _ in range(20):
-        batch = rng.choice([1, 2, 3, 8, 16, 33, 64, 128, 256])
-        context = rng.choice([128, 512, 1000, 2048, 4096, 8192, 16384])
-        ours = step(config, np.array([batch]), np.array([context])).total()[0, 0]
-        rows = handle.decode_step_per_op(batch, context - 1, 2)
-        theirs = sum(v for name, v, *_ in rows if not any(n in name for n in NOT_COUNTED))
-        assert ours == pytest.approx(theirs * 1e-3, rel=0.10), (batch, context)
+    _held_to_aiconfigurator(_config(model, device, tp, engine), handle)
 
 
 def test_mla_under_sglang_is_composed_from_the_granular_tables() -> None:
@@ -329,14 +336,7 @@ def test_a_model_alternating_windowed_and_full_layers_equals_aiconfigurators_est
     m, d = CATALOG.models["gpt-oss-20b"], CATALOG.hardware[device]
     peak = d.peak_flops["bf16"]
     config = Config(m, d, 1, m.kv_heads, "bf16", "fp4", 2.0, 0.53125, peak, peak, parse("vllm"))
-    rng = random.Random(43)
-    for _ in range(20):
-        batch = rng.choice([1, 2, 3, 8, 16, 33, 64, 128, 256])
-        context = rng.choice([128, 512, 1000, 2048, 4096, 8192, 16384])
-        ours = step(config, np.array([batch]), np.array([context])).total()[0, 0]
-        rows = handle.decode_step_per_op(batch, context - 1, 2)
-        theirs = sum(v for name, v, *_ in rows if not any(n in name for n in NOT_COUNTED))
-        assert ours == pytest.approx(theirs * 1e-3, rel=0.10), (batch, context)
+    _held_to_aiconfigurator(config, handle)
 
 
 def test_windowed_layers_are_read_at_the_window_and_the_rest_at_full_attention() -> None:

@@ -98,6 +98,11 @@ def chunk_count(ds: xr.Dataset) -> int:
     return count
 
 
+def _is_chunk(key: str) -> bool:
+    """Whether a zarr v3 store's ``key`` holds a chunk of an array, not metadata."""
+    return "/c/" in key or key.endswith("/c")
+
+
 def _counting_store(path: str | Path, told: Written, total: int) -> Any:
     """A Zarr store at ``path`` telling ``told`` of every chunk written (or left out as
     empty: zarr deletes a chunk that is all fill value instead of writing it)."""
@@ -107,7 +112,7 @@ def _counting_store(path: str | Path, told: Written, total: int) -> Any:
         written = 0
 
         def _count(self, key: str) -> None:
-            if "/c/" in key or key.endswith("/c"):  # a chunk, not metadata
+            if _is_chunk(key):
                 Counting.written += 1
                 told(min(Counting.written, total), total)
 
@@ -171,7 +176,7 @@ def _write_files(store: dict[str, Any], path: Path, told: Written | None, total:
         file.parent.mkdir(parents=True, exist_ok=True)
         with file.open("xb") as out:
             out.write(buffer.to_bytes())
-        if told is not None and ("/c/" in key or key.endswith("/c")):
+        if told is not None and _is_chunk(key):
             written += 1
             told(min(written, total), total)
 

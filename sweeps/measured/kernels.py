@@ -429,12 +429,9 @@ class Kernels:
         where = (("kv_cache_dtype", mode),)
         table = self._table("attention", name, where, (*axes, "window_size"))
         if table is None:
-            size = np.broadcast(np.asarray(batch), np.asarray(length)).shape
             reason = f"KV format {fmt!r} not in the {self.engine} attention tables"
-            return _none_many(np.zeros(size), reason)
-        # a decode step's table length is the cached tokens before it (step = context - 1)
-        lengths = np.asarray(length) if prefill else np.asarray(length) - 1
-        shape = {"batch_size": batch, length_axis: lengths, "num_heads": heads,
+            return _none_phase(batch, length, reason)
+        shape = {**_phase_shape(prefill, batch, length), "num_heads": heads,
                  "num_key_value_heads": kv_heads, "head_dim": head_dim}  # fmt: skip
         basis, at, moved = table.place(shape, {"window_size": window})
         got = {key: round(float(at[key].flat[0])) for key in axes[2:]}
@@ -445,13 +442,12 @@ class Kernels:
                 "attention", 1, got["num_heads"], got["num_key_value_heads"], kv, fmha,
                 head_size=got["head_dim"], window_size=window,
             )  # fmt: skip
-            s = np.round(at["isl"])
         else:
             op = ops.GenerationAttention(
                 "attention", 1, got["num_heads"], got["num_key_value_heads"], kv,
                 head_size=got["head_dim"], window_size=window,
             )  # fmt: skip
-            s = np.round(at["step"]) + 1
+        s = _asked_length(prefill, at)
         latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
         return _read(latency, basis, at, moved)
 
@@ -491,20 +487,15 @@ class Kernels:
 
         table = self.mla_table(prefill, fmt, kv_fmt)
         if table is None:
-            size = np.broadcast(np.asarray(batch), np.asarray(length)).shape
             reason = f"no MLA module table for {self.engine} at GEMM {fmt!r}, KV {kv_fmt!r}"
-            return _none_many(np.zeros(size), reason)
-        length_axis = "isl" if prefill else "step"
-        # a decode step's table length is the cached tokens before it (step = context - 1)
-        lengths = np.asarray(length) if prefill else np.asarray(length) - 1
-        shape = {"batch_size": batch, length_axis: lengths, "num_heads": heads}
-        basis, at, moved = table.place(shape)
+            return _none_phase(batch, length, reason)
+        basis, at, moved = table.place({**_phase_shape(prefill, batch, length), "num_heads": heads})
         op = ops.MLAModule(
             "mla", 1, prefill, round(float(at["num_heads"].flat[0])),
             common.KVCacheQuantMode[KV_FORMATS[kv_fmt]], common.FMHAQuantMode.bfloat16,
             common.GEMMQuantMode[MLA_GEMM_FORMATS[fmt]], native_num_heads=native_heads,
         )  # fmt: skip
-        s = np.round(at["isl"]) if prefill else np.round(at["step"]) + 1
+        s = _asked_length(prefill, at)
         latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
         return _read(latency, basis, at, moved)
 
@@ -535,24 +526,17 @@ class Kernels:
 
         table = self.mla_attention_table(prefill, kv_fmt)
         if table is None:
-            size = np.broadcast(np.asarray(batch), np.asarray(length)).shape
             reason = f"no granular MLA attention table for {self.engine} at KV {kv_fmt!r}"
-            return _none_many(np.zeros(size), reason)
-        length_axis = "isl" if prefill else "step"
-        # a decode step's table length is the cached tokens before it (step = context - 1)
-        lengths = np.asarray(length) if prefill else np.asarray(length) - 1
-        basis, at, moved = table.place(
-            {"batch_size": batch, length_axis: lengths, "num_heads": heads}
-        )
+            return _none_phase(batch, length, reason)
+        basis, at, moved = table.place({**_phase_shape(prefill, batch, length), "num_heads": heads})
         got = round(float(at["num_heads"].flat[0]))
         kv = common.KVCacheQuantMode[KV_FORMATS[kv_fmt]]
         if prefill:
             fmha = common.FMHAQuantMode[MLA_ATTENTION_DTYPE]
             op: Any = ops.ContextMLA("mla_attention", 1, got, kv, fmha)
-            s = np.round(at["isl"])
         else:
             op = ops.GenerationMLA("mla_attention", 1, got, kv)
-            s = np.round(at["step"]) + 1
+        s = _asked_length(prefill, at)
         latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
         return _read(latency, basis, at, moved)
 
@@ -713,6 +697,27 @@ def _distinct_keys(batch: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.nda
     keys = (sizes.astype(np.int64) << _SHIFT) | lengths.astype(np.int64)
     distinct, where = _distinct(keys.ravel())
     return distinct, where.reshape(keys.shape)
+
+
+def _phase_shape(prefill: bool, batch: Any, length: Any) -> dict[str, Any]:
+    """A phase table's batch and length coordinates of ``batch`` sequences at ``length``
+    tokens [token]: a prefill's prompt (``isl``), or a decode step's cached tokens before it
+    (``step = context - 1``)."""
+    if prefill:
+        return {"batch_size": batch, "isl": np.asarray(length)}
+    return {"batch_size": batch, "step": np.asarray(length) - 1}
+
+
+def _asked_length(prefill: bool, at: dict[str, np.ndarray]) -> np.ndarray:
+    """The estimator's ``s`` at the placed shape ``at`` [token]: a prefill's prompt, a decode
+    step's context (``step + 1``)."""
+    return np.round(at["isl"]) if prefill else np.round(at["step"]) + 1
+
+
+def _none_phase(batch: Any, length: Any, reason: str) -> Readings:
+    """No reading, with ``reason``, at every ``batch``, ``length`` pair (they broadcast)."""
+    size = np.broadcast(np.asarray(batch), np.asarray(length)).shape
+    return _none_many(np.zeros(size), reason)
 
 
 def _read(
