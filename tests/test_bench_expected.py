@@ -3,9 +3,18 @@ timing asserts."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import xarray as xr
 
-from sweeps.bench.expected import format_expected, grid_text, measure_expected, measure_pass
+from sweeps.bench.expected import (
+    added_bytes,
+    fill_seconds,
+    format_expected,
+    grid_text,
+    measure_expected,
+    measure_pass,
+)
 from sweeps.config import parse_config
 
 pytest.importorskip("aiconfigurator_core")
@@ -26,6 +35,20 @@ def test_the_pass_counts_its_points_and_the_estimators_calls() -> None:
     assert got["new_shapes_s"] > 0
     assert got["known_shapes_s"] > 0
     assert got["new_points_per_s"] == pytest.approx(got["points"] / got["new_shapes_s"])
+    # the floor: at least the expected table's step time, 8 bytes a point, written somewhere
+    assert got["output_bytes"] >= 8 * got["points"]
+    assert got["floor_points_per_s"] == pytest.approx(got["points"] / got["floor_s"])
+
+
+def test_the_added_bytes_are_the_new_variables_only() -> None:
+    ds = xr.Dataset({"a": ("x", np.zeros(3)), "b": ("x", np.zeros(3, dtype=np.int8))})
+    assert added_bytes(ds, {"a"}) == 3
+    assert added_bytes(ds, set()) == 3 * 8 + 3
+    assert added_bytes(ds, {"a", "b"}) == 0
+
+
+def test_the_fill_floor_grows_with_its_bytes() -> None:
+    assert fill_seconds(64 << 20, rounds=2) > fill_seconds(1 << 10, rounds=2)
 
 
 def test_the_line_says_the_seed_overhead_and_each_grid() -> None:
@@ -40,6 +63,7 @@ def test_the_line_says_the_seed_overhead_and_each_grid() -> None:
     assert line.startswith("expected pass: the seed study with an engine takes ")
     assert "384 points: " in line
     assert "target 20 M points/s" in line
+    assert "the physical floor, its " in line
 
 
 def test_without_the_extra_the_line_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
