@@ -66,7 +66,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sweeps.bench.report import format_report
+from sweeps.bench.lines import LINE, LINES, Session, chosen, format_report
 
 POINT = (
     "one decode or prefill grid cell with all its outputs evaluated; points/s = "
@@ -74,124 +74,35 @@ POINT = (
 )
 
 
-LINES = {
-    "a": "engine",
-    "b": "scalar loop",
-    "c": "write limit",
-    "d": "export",
-    "e": "end to end",
-    "f": "run path",
-    "g": "validate",
-    "h": "pareto front",
-    "i": "seed run",
-    "j": "simulator",
-    "k": "calibrate",
-    "l": "traces",
-    "m": "expected pass",
-    "n": "single points",
-    "o": "default outputs",
-    "p": "two local workers",
-}
-"""The bench's lines by letter, in the order they are measured (``run_bench``'s ``only`` picks
-some). (a) and (c) are one measurement; (b) and (d) use (a)'s grid, which is built for them."""
-
-
-def chosen(only: str | None) -> frozenset[str]:
-    """The letters of ``only`` (``"efm"``, ``"e,f,m"``; None: every line), each one of
-    ``LINES``; a ``ValueError`` naming an unknown letter and the allowed ones."""
-    if only is None:
-        return frozenset(LINES)
-    letters = frozenset(only.replace(",", "").replace(" ", "").lower())
-    unknown = sorted(letters - set(LINES))
-    if unknown or not letters:
-        named = f"no line {', '.join(unknown)} in the bench" if unknown else "no line named"
-        msg = f"only = {only!r}: {named}; one or more of {''.join(LINES)}"
-        raise ValueError(msg)
-    return letters
-
-
-def run_bench(  # long: the sixteen measurements in order, each a line or two
+def run_bench(
     quick: bool = False,
     e2e_budget: int = 2 * 2**30,
     progress: Callable[[str], None] | None = None,
     runs: int = 1,
     only: str | None = None,
 ) -> dict[str, Any]:
-    """Run the sixteen measurements (``only``: those of its letters, ``chosen``); a
-    JSON-ready dict of figures (seconds, points, bytes). ``runs``: the cold runs (f) makes of
-    each of its grids (their spread beside the first's)."""
+    """Run the bench's lines (``sweeps.bench.lines.LINE``; ``only``: those of its letters,
+    ``chosen``) in their order; a JSON-ready dict of figures (seconds, points, bytes), each
+    line's under its key. ``runs``: the cold runs (f) makes of each of its grids (their spread
+    beside the first's)."""
     import numpy as np
-
-    from sweeps.bench.calibrated import measure_calibration
-    from sweeps.bench.cluster import measure_cluster
-    from sweeps.bench.e2e import measure_end_to_end
-    from sweeps.bench.engine import measure_engine, measure_export
-    from sweeps.bench.expected import QUICK_SIDES, SIDES, measure_expected
-    from sweeps.bench.figures import measure_default_outputs
-    from sweeps.bench.grids import bench_configs
-    from sweeps.bench.pareto import measure_pareto
-    from sweeps.bench.points import measure_points
-    from sweeps.bench.run_path import measure_run_paths
-    from sweeps.bench.scalar import measure_scalar
-    from sweeps.bench.seed import WARM_REPEATS, measure_seed_run
-    from sweeps.bench.simulated import measure_simulated
-    from sweeps.bench.traces import measure_traces
-    from sweeps.bench.validate import measure_validate
-    from sweeps.config import parse_config
 
     want = chosen(only)
     say = progress or (lambda _: None)
-    engine_text, e2e_text = bench_configs(quick)
-    sweep = parse_config(engine_text, "<bench>")
     report: dict[str, Any] = {
         "point": POINT,
         "quick": quick,
-        "lines": "".join(letter for letter in LINES if letter in want),
+        "lines": "".join(line.letter for line in LINE if line.letter in want),
         "python": sys.version.split()[0],
         "numpy": np.__version__,
         "cpus": os.cpu_count(),
     }
-    if want & set("abcd"):
-        say("engine and write limit")
-        report["engine"], report["write_limit"], ds = measure_engine(sweep)
-    if "b" in want:
-        say("scalar loop")
-        size = 500 if quick else 5000
-        report["scalar"] = measure_scalar(sweep, ds, size, report["engine"]["points_per_s"])
     with tempfile.TemporaryDirectory(prefix="sweeps-bench-") as tmp:
-        if "d" in want:
-            say("export")
-            report["export"] = measure_export(ds, Path(tmp))
-        if "e" in want:
-            say("end to end")
-            report["end_to_end"] = measure_end_to_end(e2e_text, quick, e2e_budget, Path(tmp))
-        if "f" in want:
-            say("run path")
-            report["run_path"] = measure_run_paths(e2e_text, quick, e2e_budget, Path(tmp), runs)
-    steps: dict[str, tuple[str, Callable[[], Any]]] = {
-        "g": ("validate", lambda: measure_validate(values=10_000 if quick else 100_000)),
-        "h": ("pareto", lambda: measure_pareto(points=100_000 if quick else 1_000_000)),
-        "i": ("seed_run", lambda: measure_seed_run(repeats=1 if quick else WARM_REPEATS)),
-        "j": (
-            "simulated",
-            lambda: measure_simulated(
-                requests=10_000 if quick else 100_000, interpreted=500 if quick else 2_000
-            ),
-        ),
-        "k": ("calibrated", lambda: measure_calibration(rows=1_000 if quick else 48_000)),
-        "l": ("traces", lambda: measure_traces(requests=10_000 if quick else 1_000_000)),
-        "m": (
-            "expected",
-            lambda: measure_expected(QUICK_SIDES if quick else SIDES, rounds=1 if quick else 5),
-        ),
-        "n": ("points", measure_points),
-        "o": ("figures", lambda: measure_default_outputs(quick)),
-        "p": ("cluster", lambda: measure_cluster(quick)),
-    }
-    for letter, (key, measure) in steps.items():
-        if letter in want:
-            say(LINES[letter])
-            report[key] = measure()
+        session = Session(quick, e2e_budget, runs, Path(tmp))
+        for line in LINE:
+            if line.letter in want:
+                say(line.title)
+                report[line.key] = line.measure(session)
     return report
 
 
