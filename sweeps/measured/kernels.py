@@ -283,7 +283,7 @@ class Kernels:
     def __init__(self, system: str, engine: str, version: str) -> None:
         require(f"engine {engine!r}")
         self.system, self.engine, self.version = system, engine, version
-        self._memo: dict[tuple[str, bool], tuple[np.ndarray, np.ndarray]] = {}
+        self._memo: dict[tuple[str, bool, int], tuple[np.ndarray, np.ndarray]] = {}
         self._specs: dict[str, str] = {}
 
     @functools.cached_property
@@ -357,10 +357,13 @@ class Kernels:
             spec = self._specs[asked] = build_ops_json([op])
         return spec
 
-    def _evaluate(self, op: Any, *, context: bool, batch: Any, s: Any) -> np.ndarray:
+    def _evaluate(
+        self, op: Any, *, context: bool, batch: Any, s: Any, prefix: int = 0
+    ) -> np.ndarray:
         """One op's latency from the database's estimator at each ``batch``, ``s`` (arrays
-        that broadcast) [s]: each distinct pair asked once, and once a process (memoized by
-        the op's spec as sorted keys and values); NaN where it has none.
+        that broadcast) [s], after a cached ``prefix`` of ``prefix`` tokens (a prefill's;
+        0: none): each distinct pair asked once, and once a process (memoized by the op's
+        spec as sorted keys and values, and the prefix); NaN where it has none.
 
         The estimator (aiconfigurator-core's compiled query: 2 us a shape among the measured rows,
         130 us outside them) is asked shape by
@@ -370,24 +373,28 @@ class Kernels:
         same numbers."""
         spec = self._spec(op)
         distinct, where = _distinct_keys(np.asarray(batch), np.asarray(s))
-        held, values = self._memo.get((spec, context), (np.empty(0, np.int64), np.empty(0)))
+        memo = (spec, context, prefix)
+        held, values = self._memo.get(memo, (np.empty(0, np.int64), np.empty(0)))
         at = np.minimum(np.searchsorted(held, distinct), max(held.size - 1, 0))
         missing = distinct if held.size == 0 else distinct[held[at] != distinct]
         if missing.size:
-            asked = np.array([self._ask(spec, context, int(k)) for k in missing.tolist()])
+            asked = np.array([self._ask(spec, context, int(k), prefix) for k in missing.tolist()])
             held, values = np.concatenate([held, missing]), np.concatenate([values, asked])
             order = np.argsort(held, kind="stable")
             held, values = held[order], values[order]
-            self._memo[(spec, context)] = (held, values)
+            self._memo[memo] = (held, values)
             at = np.searchsorted(held, distinct)
         return values[at][where]
 
-    def _ask(self, spec: str, context: bool, key: int) -> float:
-        """The estimator's latency of one shape (``key``: batch and s) [s] (NaN: none)."""
+    def _ask(self, spec: str, context: bool, key: int, prefix: int = 0) -> float:
+        """The estimator's latency of one shape (``key``: batch and s; ``prefix`` cached
+        tokens before its ``s``) [s] (NaN: none)."""
         handle = self._handle[1]
         batch, s = key >> _SHIFT, key & ((1 << _SHIFT) - 1)
         try:
-            row = handle.evaluate_ops_json(spec, is_context=context, batch_size=batch, s=s)
+            row = handle.evaluate_ops_json(
+                spec, is_context=context, batch_size=batch, s=s, prefix=prefix
+            )
         except Exception:
             return math.nan
         return float(row[0][1]) * 1e-3  # the database's ms
@@ -413,12 +420,22 @@ class Kernels:
 
     def attention_many(
         self, *, prefill: bool, batch: Any, length: Any, heads: int, kv_heads: int,
-        head_dim: int, window: int, fmt: str,
+        head_dim: int, window: int, fmt: str, cached: Any = None,
     ) -> Readings:  # fmt: skip
         """Attention of ``batch`` sequences (an array): a decode step against ``length``
         cached tokens, or a prefill of ``length`` prompt tokens (an array, broadcast with
         ``batch``); ``heads`` and ``kv_heads`` per device, ``window`` the sliding window
-        (0: none), ``fmt`` the KV format."""
+        (0: none), ``fmt`` the KV format.
+
+        ``cached`` (a prefill only; whole tokens, an array broadcast with the others): the
+        first ``cached`` of the ``length`` prompt tokens are cached, and only the others are
+        computed, attending to the whole prompt (the estimator's prefix, as aiconfigurator's
+        static prefill with a prefix reads it). No table row holds a prefix: the estimator
+        derives it from the rows of the whole prompt, which the shape is placed among, so
+        a reading with a prefix is never ``measured`` (at least ``interpolated``). Where the
+        prompt is clamped into the measured range, the prefix is scaled with it (the same
+        share of the prompt); ``at["cached"]`` is the prefix read at. ``cached`` 0 is the
+        plain prefill, read for read."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
@@ -448,8 +465,30 @@ class Kernels:
                 head_size=got["head_dim"], window_size=window,
             )  # fmt: skip
         s = _asked_length(prefill, at)
-        latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
-        return _read(latency, basis, at, moved)
+        if cached is None or not prefill:
+            latency = self._evaluate(op, context=prefill, batch=np.round(at["batch_size"]), s=s)
+            return _read(latency, basis, at, moved)
+        prompt = np.asarray(length, dtype=np.float64)
+        held = np.asarray(cached, dtype=np.float64)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scaled = np.rint(held * s / prompt)  # the same share of a clamped prompt
+        prefix = np.where(s == prompt, held, scaled)
+        latency = self._prefixed(op, np.round(at["batch_size"]), s, prefix)
+        code = np.where(prefix > 0, np.maximum(basis, 1), basis).astype(np.int8)
+        return _read(latency, code, {**at, "cached": prefix}, moved)
+
+    def _prefixed(self, op: Any, batch: Any, s: Any, prefix: Any) -> np.ndarray:
+        """A prefill op's latency at each ``batch``, whole prompt ``s`` and cached ``prefix``
+        (arrays that broadcast) [s]: the estimator asked at ``s - prefix`` new tokens after
+        the prefix, each distinct prefix's shapes at once (``_evaluate``)."""
+        sizes, prompts, prefixes = np.broadcast_arrays(batch, s, prefix)
+        out = np.empty(sizes.shape)
+        for value in np.unique(prefixes):
+            here = prefixes == value
+            out[here] = self._evaluate(
+                op, context=True, batch=sizes[here], s=prompts[here] - value, prefix=int(value)
+            )
+        return out
 
     def attention(
         self, *, prefill: bool, batch: int, length: int, heads: int, kv_heads: int,

@@ -66,6 +66,7 @@ from sweeps.physics.kernels import (
     experts_time,
     gather_time,
     gemm_time,
+    hit_attention_time,
     kernel_time,
     mla_attention_time,
 )
@@ -141,12 +142,14 @@ from sweeps.physics.prefill import (
 )
 from sweeps.physics.prefix import (
     break_even_bandwidth,
+    cached_tokens,
     hit_attention_pairs,
     hit_time,
     prefixes_held,
     reload_bytes,
     reload_time,
     tokens_recomputed,
+    whole_cached_tokens,
 )
 from sweeps.physics.queueing import (
     CUT,
@@ -237,6 +240,7 @@ __all__ = [
     "bound_request_time",
     "break_even_bandwidth",
     "budget_limited",
+    "cached_tokens",
     "causal_attention_pairs",
     "chunked_request_rate",
     "chunked_ttft",
@@ -279,6 +283,7 @@ __all__ = [
     "held_request_rate",
     "held_share",
     "hit_attention_pairs",
+    "hit_attention_time",
     "hit_time",
     "is_compute_bound",
     "kernel_time",
@@ -379,4 +384,5 @@ __all__ = [
     "weight_bytes",
     "weights_per_request",
     "weights_read_with_gather",
+    "whole_cached_tokens",
 ]

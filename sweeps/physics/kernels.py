@@ -78,13 +78,66 @@ def attention_time(
     prefill : A prefill (True) or a decode step
     window : Sliding-window length [token]; 0 for full attention
     """
+    flops = _attention_flops(batch, length, heads, head_dim, prefill, window)
+    nbytes = _attention_bytes(batch, length, kv_heads, head_dim, kv_bytes, window)
+    return kernel_time(flops, nbytes, peak, bandwidth)
+
+
+def _attention_flops(
+    batch: Array, length: Array, heads: Array, head_dim: Array, prefill: bool, window: Array
+) -> Array:
+    """``attention_time``'s FLOPs of one layer [FLOP]."""
     windowed = np.greater(window, 0)
     kept = where(windowed, np.minimum(length, window), length)  # the cache a sequence holds
     pairs = causal_attention_pairs(length, where(windowed, window, length))
     full = (2.0 * length if prefill else 4.0) * batch * heads * head_dim * length
     narrow = 4.0 * (pairs if prefill else kept) * batch * heads * head_dim
-    flops = where(windowed, narrow, full)  # full attention as before, bit for bit
-    nbytes = batch * kept * 2.0 * kv_heads * head_dim * kv_bytes
+    return where(windowed, narrow, full)  # full attention as before, bit for bit
+
+
+def _attention_bytes(
+    batch: Array, length: Array, kv_heads: Array, head_dim: Array, kv_bytes: Array, window: Array
+) -> Array:
+    """``attention_time``'s HBM bytes of one layer: the cache a sequence holds, read or
+    written [byte]."""
+    windowed = np.greater(window, 0)
+    kept = where(windowed, np.minimum(length, window), length)
+    return batch * kept * 2.0 * kv_heads * head_dim * kv_bytes
+
+
+def hit_attention_time(
+    batch: Array,
+    prompt: Array,
+    cached: Array,
+    heads: Array,
+    kv_heads: Array,
+    head_dim: Array,
+    kv_bytes: Array,
+    peak: Array,
+    bandwidth: Array,
+    window: Array = 0,
+) -> Array:
+    """Bound of one layer's attention of a prefill whose first ``cached`` tokens are cached
+    [s]: the ``prompt - cached`` new tokens attend causally to every earlier position (the
+    prompt's causal FLOPs less the prefix's), and the whole prompt's cache is read (the
+    prefix) or written (the new tokens). ``cached = 0`` is ``attention_time``'s prefill bit
+    for bit.
+
+    Parameters
+    ----------
+    batch : Sequences [sequence]
+    prompt : Prompt tokens, cached and new, ``I`` [token]
+    cached : Tokens of the prompt already cached, ``0 <= p <= I`` [token]
+    heads, kv_heads : Query and key/value heads on the device [head]
+    head_dim : Head dimension [1]
+    kv_bytes : Bytes per cached element [byte]
+    peak : Peak FLOP/s [FLOP/s]
+    bandwidth : HBM bandwidth [byte/s]
+    window : Sliding-window length [token]; 0 for full attention
+    """
+    whole = _attention_flops(batch, prompt, heads, head_dim, True, window)
+    flops = whole - _attention_flops(batch, cached, heads, head_dim, True, window)
+    nbytes = _attention_bytes(batch, prompt, kv_heads, head_dim, kv_bytes, window)
     return kernel_time(flops, nbytes, peak, bandwidth)
 
 

@@ -30,6 +30,39 @@ def tokens_recomputed(prompt: Array, hit_rate: Array) -> Array:
     return (1 - hit_rate) * prompt
 
 
+def cached_tokens(prompt: Array, hit_rate: Array) -> Array:
+    """Prompt tokens whose cache is held, ``h I``: the prefix a hit prefill skips.
+
+    Parameters
+    ----------
+    prompt : Prompt tokens, ``I`` [token]
+    hit_rate : Share of the prompt whose cache is held, ``0 <= h <= 1`` [1]
+
+    Returns
+    -------
+    Cached tokens [token]
+    """
+    return hit_rate * prompt
+
+
+def whole_cached_tokens(prompt: Array, hit_rate: Array) -> Array:
+    """Cached tokens a measured hit prefill skips: ``h I`` to the nearest whole token, at most
+    ``I - 1`` (a full hit still computes the last token, whose hidden state the first output
+    token's logits need, as serving engines do; ``I = 1`` skips none).
+
+    Parameters
+    ----------
+    prompt : Prompt tokens, ``I`` (whole) [token]
+    hit_rate : Share of the prompt whose cache is held, ``0 <= h <= 1`` [1]
+
+    Returns
+    -------
+    Whole cached tokens, ``0 <= p <= max(I - 1, 0)`` [token]
+    """
+    whole = np.rint(cached_tokens(prompt, hit_rate))
+    return np.maximum(np.minimum(whole, prompt - 1), 0.0)
+
+
 def hit_attention_pairs(
     prompt: Array, hit_rate: Array, layers: Array, local_layers: Array, window: Array
 ) -> Array:
@@ -51,7 +84,7 @@ def hit_attention_pairs(
     -------
     Pairs summed over layers [token**2]
     """
-    cached = hit_rate * prompt
+    cached = cached_tokens(prompt, hit_rate)
     whole = prefill_attention_pairs(prompt, layers, local_layers, window)
     return whole - prefill_attention_pairs(cached, layers, local_layers, window)
 

@@ -64,17 +64,28 @@ def manifest(
     return document
 
 
-def expected_counts(folder: Path, files: list[str]) -> dict[str, int] | None:
-    """Of the expected table's rows in ``folder`` (its ``files``): how many there are, how
-    many have an expectation below their bound (flagged, never clamped), how many have none
-    (no data) and how many of those with one rest on each basis (``measured``,
-    ``interpolated``, ``extrapolated``: with ``without_data`` they add up to ``rows``); None
-    where the run wrote no expected table."""
+EXPECTED_TABLES: dict[str, str] = {
+    "expected": "expected_step_time_s",
+    "prefix_expected": "expected_hit_prefill_s",
+}
+"""The tables of an expectation beside its bound, each with ``below_bound`` and ``basis``, and
+the column that is null where there is no expectation: their counts go in the manifest under
+the table's name (``expected_counts``)."""
+
+
+def expected_counts(
+    folder: Path, files: list[str], table: str = "expected"
+) -> dict[str, int] | None:
+    """Of the rows of the expected table ``table`` (``EXPECTED_TABLES``) in ``folder`` (its
+    ``files``): how many there are, how many have an expectation below their bound (flagged,
+    never clamped), how many have none (no data) and how many of those with one rest on each
+    basis (``measured``, ``interpolated``, ``extrapolated``: with ``without_data`` they add up
+    to ``rows``); None where the run wrote no such table."""
     import polars as pl
 
     from sweeps.measured.kernels import BASES
 
-    paths = [folder / f for f in files if Path(f).name.startswith("expected")]
+    paths = [folder / f for f in files if Path(f).name.startswith(table)]
     paths = [p for p in paths if p.suffix == ".parquet"]
     if not paths:
         return None
@@ -83,7 +94,7 @@ def expected_counts(folder: Path, files: list[str]) -> dict[str, int] | None:
         .select(
             rows=pl.len(),
             below_bound=pl.col("below_bound").sum(),
-            without_data=pl.col("expected_step_time_s").is_null().sum(),
+            without_data=pl.col(EXPECTED_TABLES[table]).is_null().sum(),
             **{basis: (pl.col("basis") == basis).fill_null(False).sum() for basis in BASES},
         )
         .collect()

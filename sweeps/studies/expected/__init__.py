@@ -7,7 +7,9 @@ of the operations the cost model counts, ``expected`` declares the two tables
 runs, ``priced`` the named schedulers on those steps and ``served`` their table
 (serving_expected.parquet, where the sweep also has ``[serving]``) and ``pools`` the devices a
 load needs by expectation (pools_expected.parquet), ``simulated`` those plans replayed by the
-simulator on expected step costs (simulated_expected.parquet, with ``[serving] simulate``).
+simulator on expected step costs (simulated_expected.parquet, with ``[serving] simulate``),
+``prefixed`` the hit prefill with its cached tokens skipped (prefix_expected.parquet, where the
+sweep also has ``prefix_hit_rate``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 from sweeps.studies.base import Study
 from sweeps.studies.expected.expected import EXPECTED, KERNELS
 from sweeps.studies.expected.pools import POOLS_EXPECTED
+from sweeps.studies.expected.prefixed import PREFIX_EXPECTED
 from sweeps.studies.expected.served import SERVING_EXPECTED
 from sweeps.studies.expected.simulated import STEP
 from sweeps.studies.expected.table import OPERATION, ExpectedKeys
@@ -41,6 +44,6 @@ STUDY = Study(
     description="Expected step times from measured kernels (the measured extra), engine by "
     "engine: expected.parquet and kernels.parquet",
     records=_engine_records,
-    analyses=(EXPECTED, KERNELS, SERVING_EXPECTED, POOLS_EXPECTED),
+    analyses=(EXPECTED, KERNELS, SERVING_EXPECTED, POOLS_EXPECTED, PREFIX_EXPECTED),
     post_steps=(STEP,),
 )

@@ -175,27 +175,36 @@ class _Ops:
 
         return _scaled(readings, {"m": m, "n": n, "k": k}, bound)
 
-    def attention(self, batch: np.ndarray, length: np.ndarray, prefill: bool) -> Timed:
+    def attention(
+        self, batch: np.ndarray, length: np.ndarray, prefill: bool, cached: Any = None
+    ) -> Timed:
         """A layer's attention, the mean over the model's layers: those with a sliding window
         (``local_layers``) read at it, the others at full attention (GPT-OSS and Gemma-2
         alternate them), each with its own bound; the basis the less certain of the two. An
-        MLA model's is its MLA block (``mla``)."""
+        MLA model's is its MLA block (``mla``). ``cached``: a prefill of ``length`` prompt
+        tokens whose first ``cached`` are cached (``_attention``; not composed for MLA)."""
         m = self.model
         if m.is_mla:
             return self.mla(batch, length, prefill)
         local = min(m.local_layers, m.layers) if m.sliding_window > 0 else 0
         if local in (0, m.layers):
-            return self._attention(batch, length, prefill, m.sliding_window if local else 0)
-        near = self._attention(batch, length, prefill, m.sliding_window)
-        far = self._attention(batch, length, prefill, 0)
+            window = m.sliding_window if local else 0
+            return self._attention(batch, length, prefill, window, cached)
+        near = self._attention(batch, length, prefill, m.sliding_window, cached)
+        far = self._attention(batch, length, prefill, 0, cached)
         share = local / m.layers
         value = share * near[0] + (1.0 - share) * far[0]
         own = share * near[2] + (1.0 - share) * far[2]
         return value, np.maximum(near[1], far[1]), own
 
     def _attention(
-        self, batch: np.ndarray, length: np.ndarray, prefill: bool, window: int
-    ) -> Timed:
+        self, batch: np.ndarray, length: np.ndarray, prefill: bool, window: int,
+        cached: Any = None,
+    ) -> Timed:  # fmt: skip
+        """One layer's attention at ``window`` (``attention``); with ``cached``, a prefill
+        after a cached prefix (``_hit``)."""
+        if cached is not None and prefill:
+            return self._hit(batch, length, window, cached)
         c, m = self.c, self.model
         readings = self.db.attention_many(
             prefill=prefill, batch=batch, length=length, heads=self.heads,
@@ -217,6 +226,39 @@ class _Ops:
             "head_dim": m.head_dim,
         }
         return _scaled(readings, shape, bound)
+
+    def _hit(self, batch: np.ndarray, length: np.ndarray, window: int, cached: Any) -> Timed:
+        """One layer's attention of a prefill of ``length`` prompt tokens whose first
+        ``cached`` are cached (``Kernels.attention_many``'s prefix), bounded by
+        ``physics.hit_attention_time``, and floored at the decode attention of the same
+        sequences at the whole prompt: the new tokens read every cached one
+        at least once, as one decode step does. Where the floor binds, its reading and basis;
+        the bound stays the hit prefill's. ``cached`` 0 is the plain prefill, read for read."""
+        c, m = self.c, self.model
+        readings = self.db.attention_many(
+            prefill=True, batch=batch, length=length, heads=self.heads, kv_heads=self.kv,
+            head_dim=m.head_dim, window=window, fmt=c.kv_dtype, cached=cached,
+        )  # fmt: skip
+
+        def bound(s: dict[str, Any]) -> Any:
+            return physics.hit_attention_time(
+                s["batch_size"], s["isl"], s["cached"], s["num_heads"],
+                s["num_key_value_heads"], s["head_dim"], c.kv_bytes, c.attention_peak,
+                c.device.bandwidth, window,
+            )  # fmt: skip
+
+        shape = {
+            "batch_size": batch,
+            "isl": length,
+            "cached": cached,
+            "num_heads": self.heads,
+            "num_key_value_heads": self.kv,
+            "head_dim": m.head_dim,
+        }
+        value, kind, own = _scaled(readings, shape, bound)
+        floor, floor_kind, _ = self._attention(batch, length, False, window)
+        binds = (np.asarray(cached) > 0) & (floor > value)
+        return np.where(binds, floor, value), np.where(binds, floor_kind, kind), own
 
     def mla(self, batch: np.ndarray, length: np.ndarray, prefill: bool) -> Timed:
         """One layer's MLA block, read as the database's module (its projections, attention
@@ -697,6 +739,85 @@ def _assemble(  # long: the four steps' sums, each in the order its step adds
         expected, bound, basis, total, _basis_code(expected, basis, total), _sum(ttft),
         _sum(b1), np.sum(np.ascontiguousarray(stacked), axis=-1), reason,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class HitPrefill:
+    """One configuration's prefills of ``batch`` x ``prompt`` x hit (``hit_prefill``): the
+    prompts' first ``cached`` tokens cached, the others computed.
+
+    ttft : The prefill of the batch's prompts (time to first token) [s]; NaN: not composed
+    basis : Its basis code (``Step.step_basis``'s rule; int8)
+    reason : Why a point has no value ("" where it has one), per point (object)
+    """
+
+    ttft: np.ndarray
+    basis: np.ndarray
+    reason: np.ndarray
+
+
+MLA_PREFIX = (
+    "MLA: a prefill after a cached prefix is not composed (the MLA tables are read without a "
+    "prefix)"
+)
+"""Why an MLA model's hit prefill (a cached prefix) has no expectation."""
+
+
+def hit_prefill(
+    config: Config, batch: np.ndarray, prompt: np.ndarray, cached: np.ndarray
+) -> HitPrefill | str:
+    """The expected prefill of ``config``'s ``batch`` prompts of ``prompt`` tokens whose first
+    ``cached`` tokens are cached (whole tokens, at most ``prompt - 1``; ``(1 or batch, prompt,
+    hit)``): the operations of the step's tokens at the ``batch (prompt - cached)`` new
+    tokens, the LM head at the batch's last tokens, attention the new tokens' against the
+    whole prompt (``_Ops._hit``). Summed as ``compose`` sums its TTFT, so ``cached`` 0 is
+    ``Pass.ttft`` bit for bit. An MLA model's is composed at ``cached`` 0 only
+    (``MLA_PREFIX``). A string: why there is none."""
+    ops = _opened(config)
+    if isinstance(ops, str):
+        return ops
+    b3, p3 = batch[:, None, None], prompt[None, :, None]
+    shape = np.broadcast_shapes(b3.shape, p3.shape, np.shape(cached))
+    new = np.broadcast_to(b3 * (p3 - cached), shape).astype(np.int64)  # each prefill's
+    tokens, where = np.unique(new, return_inverse=True)
+    heads, at_heads = np.unique(batch, return_inverse=True)  # the LM head: the last tokens
+    lm_n = max(1, config.model.vocab_size // config.tp)
+    rows = {
+        **_layer_ops(ops, tokens),
+        "allreduce": ops.allreduce(tokens),
+        "embedding": ops.embedding(tokens),
+        "lm_head": ops.gemm(heads, lm_n, ops.hidden, "bf16"),
+    }
+    mla = config.model.is_mla
+    attention = ops.attention(b3, p3, True, None if mla else np.asarray(cached, np.float64))
+    if mla:  # the plain prefill where nothing is cached, none elsewhere
+        empty = np.broadcast_to(np.asarray(cached) > 0, shape)
+        attention = (
+            np.where(empty, np.nan, attention[0]),
+            np.where(empty, NONE, attention[1]),
+            attention[2],
+        )
+    counts = _counts(config)
+    expected: dict[str, np.ndarray] = {}
+    basis: dict[str, np.ndarray] = {}
+    for op in OPERATIONS:
+        if op == "attention":
+            value, kind, _ = attention
+        elif op in rows:
+            value, kind, _ = rows[op]
+            place = at_heads[:, None, None] if op == "lm_head" else where.reshape(shape)
+            value, kind = value[place], kind[place]
+        else:
+            continue
+        expected[op], basis[op] = value * counts[op], kind
+    total = _sum(list(expected.values()))
+    reasons = np.full(shape, "", dtype=object)
+    missing = [op for op in OPERATIONS if op in expected and np.isnan(expected[op]).any()]
+    if missing:
+        reasons[np.isnan(total)] = "; ".join(f"{op}: no reading" for op in missing)
+    if mla:
+        reasons[np.broadcast_to(np.asarray(cached) > 0, shape)] = MLA_PREFIX
+    return HitPrefill(total, _basis_code(expected, basis, total), reasons)
 
 
 def _basis_code(

@@ -51,7 +51,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
         roof = {**roof, "time": point(np.add, HIT_DIMS, ttft, (x["_pp"] - 1) * handoff)}
     # each device reloads its own share of the prefixes: a stage's layers, an attention
     # copy's sequences (``cache_bytes``), every stage at once
-    prefix = cache_bytes(x, h * x["prompt"])
+    prefix = cache_bytes(x, physics.cached_tokens(x["prompt"], h))
     reload_bytes = physics.reload_bytes(batch, prefix)
     reload = physics.reload_time(reload_bytes, x["_tier_bandwidth"])
     hit = physics.hit_time(roof["time"], reload)
