@@ -244,3 +244,24 @@ def test_without_an_engine_there_is_no_prefix_expected_table(
     assert not (folder / "prefix_expected.parquet").exists()
     assert (folder / "prefix.parquet").exists()
     assert "prefix_expected" not in json.loads((folder / "manifest.json").read_text())
+
+
+def test_a_point_without_a_hit_rate_is_null_with_the_reason(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A hit rate the prefix table leaves null (none read) is never read as a number."""
+    import sweeps.studies.prefix.prefix as prefix_study
+    from sweeps.export import frames
+    from sweeps.studies.expected.prefixed import NO_RATE
+
+    monkeypatch.setattr(prefix_study, "prefix_hit", lambda x: x["prefix_hit_rate"] * np.nan)
+    axes = {**AXES, "model": ["llama-3.1-8b"], "hardware": ["h100-sxm"], "tp": [1],
+            "prefix_hit_rate": [0.5]}  # fmt: skip
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frame = frames(sweeps.run({"sweep": {"name": "no-rate"}, "axes": axes}))
+    table = frame["prefix_expected"]
+    assert table.height > 0
+    for column in ("expected_cached_tokens", "expected_hit_prefill_s", "below_bound"):
+        assert table[column].null_count() == table.height, column
+    assert set(table["reason"]) == {NO_RATE}
+    assert set(table["basis"]) == {""}

@@ -113,7 +113,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     )
 
 
-def _known(flag: Any, value: Any) -> Any:
+def known_flag(flag: Any, value: Any) -> Any:
     """``flag`` as 1 or 0, NaN where ``value`` (the expectation it is said of) is NaN: a yes or
     no about an expectation is null where there is none, never false."""
     import xarray as xr
@@ -173,7 +173,7 @@ def _outputs(
         / wall
         / devices,
         "roofline_share": share,
-        "below_bound": _known(step_v < bound, step_v),
+        "below_bound": known_flag(step_v < bound, step_v),
         "expected_basis": var(basis),
         "expected_reason": var(reason),
         "_kernels": {

@@ -26,7 +26,7 @@ from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.prefill import DIMS as PREFILL_DIMS
 from sweeps.measured.kernels import NAMES, NONE
-from sweeps.studies.expected.expected import _known
+from sweeps.studies.expected.expected import known_flag
 from sweeps.studies.expected.served import configs
 from sweeps.studies.expected.step import hit_prefill
 
@@ -39,6 +39,9 @@ POINT = ("batch", "prompt", "prefix_hit_rate")
 CONFIG_MAJOR = (0, 1, 2, 7, 8, 3, 4, 5, 6, 9)
 """The axes of a configuration-major array (configuration dims, then ``POINT``) in ``DIMS``'
 order."""
+
+NO_RATE = "no prefix hit rate at this point"
+"""Why a point whose hit rate is null (none to compose at) has no expectation."""
 
 NOT_COMPOSED = ("parallel",)
 """Studies whose axes the expected pass does not read: no table with them."""
@@ -53,17 +56,12 @@ def wanted(sweep: Any) -> bool:
 def _hit_rates(x: Inputs) -> np.ndarray:
     """The hit rate ``h`` of every point over ``DIMS`` less the engine (the prefix table's
     ``hit_rate``: the axis's, or a trace's at the point's own cache) [1]."""
-    import xarray as xr
-
     dims = tuple(d for d in DIMS if d != "engine")
     sizes = {
         d: int(x["kv_heads_count"].shape[1]) if d == "kv_heads" else int(x[d].size) for d in dims
     }
-    rate = x["hit_rate"]
-    variable = rate.variable if isinstance(rate, xr.DataArray) else rate
-    if not isinstance(variable, xr.Variable):
-        variable = xr.Variable(("prefix_hit_rate",), np.asarray(x["prefix_hit_rate"].values))
-    expanded = variable.set_dims({**{d: 1 for d in dims}, **dict(variable.sizes)})
+    rate = x["hit_rate"]  # a Variable: the axis's, or over the dims of a trace's cache
+    expanded = rate.set_dims({**{d: 1 for d in dims}, **dict(rate.sizes)})
     values = np.asarray(expanded.transpose(*dims).values, dtype=np.float64)
     return np.broadcast_to(values, tuple(sizes.values()))
 
@@ -84,13 +82,16 @@ def _compute(x: Inputs) -> dict[str, Any]:
     for index, config in made:
         m, h, t, k, kd, w, _ = index
         rate = rates[m, h, t, :, :, k, kd, w, :]  # (batch, prompt, hit)
-        cached = physics.whole_cached_tokens(prompt[None, :, None], rate)
-        cached_out[index] = cached
+        unknown = np.isnan(rate)  # no hit rate: nothing to compose (none is read as 0)
+        cached = physics.whole_cached_tokens(prompt[None, :, None], np.where(unknown, 0.0, rate))
+        cached_out[index] = np.where(unknown, np.nan, cached)
         done = hit_prefill(config, batch, prompt, cached)
         if isinstance(done, str):
             reasons[index] = done
             continue
-        ttft[index], codes[index], reasons[index] = done.ttft, done.basis, done.reason
+        ttft[index] = np.where(unknown, np.nan, done.ttft)
+        codes[index] = np.where(unknown, NONE, done.basis)
+        reasons[index] = np.where(unknown, NO_RATE, done.reason)
     order = CONFIG_MAJOR
 
     def var(values: np.ndarray) -> xr.Variable:
@@ -104,7 +105,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
         "expected_cached_tokens": var(cached_out),
         "expected_hit_prefill_s": expected,
         "prefix_roofline_share": share,
-        "prefix_below_bound": _known(expected < bound, expected),
+        "prefix_below_bound": known_flag(expected < bound, expected),
         "prefix_expected_basis": var(NAMES[codes]),
         "prefix_expected_reason": var(reasons),
     }
@@ -120,7 +121,8 @@ PREFIX_EXPECTED = Analysis(
             "expected_cached_tokens",
             "token",
             "Prompt tokens the expected hit prefill skips: h I to the nearest whole token, at "
-            "most I - 1 (a full hit computes the last token)",
+            "most I - 1 (a full hit computes the last token); null: no hit rate",
+            "nullable",
             rank="full",
         ),
         _V(
