@@ -25,7 +25,7 @@ from sweeps.catalog import load_catalog
 from sweeps.cli.main import cli
 from sweeps.measured.database import parse
 from sweeps.measured.kernels import kernels
-from sweeps.studies.expected.step import MLA_PREFIX, Config, _opened, hit_prefill
+from sweeps.studies.expected.step import MLA_PREFIX, Config, _opened, compose, hit_prefill
 
 pytest.importorskip("aiconfigurator_core")
 
@@ -64,6 +64,30 @@ def test_at_hit_rate_zero_it_is_expected_parquets_ttft_bit_for_bit() -> None:
     assert ours.drop_nulls().len() > 0
     assert (ours.drop_nulls() == theirs.drop_nulls()).all()  # bit for bit, not approx
     assert (plain["expected_cached_tokens"] == 0).all()
+
+
+@pytest.mark.parametrize(
+    ("model", "device", "tp", "weights"),
+    [("gpt-oss-20b", "h200", 1, "fp4"), ("qwen3-235b-a22b", "h100-sxm", 8, "bf16")],
+)
+def test_nothing_cached_is_the_composed_ttft_bit_for_bit_windowed_and_moe_too(
+    model: str, device: str, tp: int, weights: str
+) -> None:
+    """GPT-OSS alternates windowed and full layers (each read with the prefix at its own
+    window), MXFP4 experts; Qwen3-235B routes to experts at tp 8."""
+    m, d = CATALOG.models[model], CATALOG.hardware[device]
+    peak = d.peak_flops["bf16"]
+    wb = 0.5 if weights == "fp4" else 2.0
+    config = Config(m, d, tp, m.kv_heads, "bf16", weights, 2.0, wb, peak, peak, parse("vllm"))
+    batch, prompt = np.array([1, 8, 64]), np.array([100, 1000, 8192, 30000])
+    cached = physics.whole_cached_tokens(prompt[None, :, None], np.linspace(0, 1, 6))
+    got = hit_prefill(config, batch, prompt, cached)
+    plain = compose(config, batch, prompt, np.array([1]), np.array([512]))
+    assert not isinstance(got, str)
+    assert not isinstance(plain, str)
+    assert not np.isnan(got.ttft).any()
+    assert np.array_equal(got.ttft[..., 0], plain.ttft)  # bit for bit
+    assert (got.ttft[..., -1] < got.ttft[..., 0]).all()
 
 
 def test_beside_the_bound_of_the_same_hit_prefill_with_the_flag_and_nulls() -> None:

@@ -231,9 +231,10 @@ class _Ops:
         """One layer's attention of a prefill of ``length`` prompt tokens whose first
         ``cached`` are cached (``Kernels.attention_many``'s prefix), bounded by
         ``physics.hit_attention_time``, and floored at the decode attention of the same
-        sequences at the whole prompt: the new tokens read every cached one
-        at least once, as one decode step does. Where the floor binds, its reading and basis;
-        the bound stays the hit prefill's. ``cached`` 0 is the plain prefill, read for read."""
+        sequences at the whole prompt: the new tokens read every cached one at least once, as
+        one decode step does, and the estimator's prefix (a share of the whole prompt's
+        time) has no such floor. Where the floor binds, its reading and basis; the bound
+        stays the hit prefill's. ``cached`` 0 is the plain prefill, read for read."""
         c, m = self.c, self.model
         readings = self.db.attention_many(
             prefill=True, batch=batch, length=length, heads=self.heads, kv_heads=self.kv,
@@ -790,8 +791,8 @@ def hit_prefill(
     }
     mla = config.model.is_mla
     attention = ops.attention(b3, p3, True, None if mla else np.asarray(cached, np.float64))
+    empty = np.broadcast_to(mla & (np.asarray(cached) > 0), shape)  # not composed
     if mla:  # the plain prefill where nothing is cached, none elsewhere
-        empty = np.broadcast_to(np.asarray(cached) > 0, shape)
         attention = (
             np.where(empty, np.nan, attention[0]),
             np.where(empty, NONE, attention[1]),
@@ -812,11 +813,11 @@ def hit_prefill(
         expected[op], basis[op] = value * counts[op], kind
     total = _sum(list(expected.values()))
     reasons = np.full(shape, "", dtype=object)
-    missing = [op for op in OPERATIONS if op in expected and np.isnan(expected[op]).any()]
+    missing = [op for op, value in expected.items()
+               if np.isnan(np.broadcast_to(value, shape)[~empty]).any()]  # fmt: skip
     if missing:
         reasons[np.isnan(total)] = "; ".join(f"{op}: no reading" for op in missing)
-    if mla:
-        reasons[np.broadcast_to(np.asarray(cached) > 0, shape)] = MLA_PREFIX
+    reasons[empty] = MLA_PREFIX
     return HitPrefill(total, _basis_code(expected, basis, total), reasons)
 
 
