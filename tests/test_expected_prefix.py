@@ -235,6 +235,13 @@ def test_a_long_prefix_is_floored_at_the_decode_attention_of_the_whole_prompt() 
     assert read.latency_s[2] < decode[0][0] == hit[0][2]  # floored
     assert list(read.basis) == [0, 1, 1]  # a measured row; a prefix no row holds
     assert hit[1][2] == decode[1][0]  # the floor's basis where it binds
+    asked = db.asked
+    again = db.attention_many(
+        prefill=True, batch=np.array([4, 4]), length=np.array([4096, 4096]), heads=32,
+        kv_heads=8, head_dim=128, window=0, fmt="bf16", cached=np.array([2048.0, 3001.0]),
+    )  # fmt: skip
+    assert again.latency_s[0] == read.latency_s[1]
+    assert db.asked == asked + 1  # each shape and prefix asked once a process
 
 
 def test_the_hit_attention_bound_is_the_prefill_at_no_prefix_and_falls_with_it() -> None:
