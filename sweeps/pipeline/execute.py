@@ -331,7 +331,10 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         nulls = _post_step_tables(settings.hooks, rows, columns)
         files.append("manifest.json")
         counts = expected_counts(staging, files) if sweep.engine else None
-        document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped), counts)
+        speculative = expected_counts(staging, files, "speculative_expected") if counts else None
+        document = manifest(
+            sweep, rows, columns, timings, files, _layout(how, skipped), counts, speculative
+        )
         if nulls:
             document["nulls"] = nulls
         document["figures_not_drawn"] = [n for hook in hooks for n in getattr(hook, "notes", ())]

@@ -38,12 +38,14 @@ def manifest(
     files: list[str],
     layout: Mapping[str, object] | None = None,
     expected: Mapping[str, int] | None = None,
+    speculative: Mapping[str, int] | None = None,
 ) -> dict[str, object]:
     """The manifest of a result folder, as a JSON-ready dict.
 
     ``layout`` says how the tables are stored: ``{"kind": "single"}`` (``decode.parquet``) or
     ``{"kind": "partitioned", "partitioning": "hive", "by": ["model"], "chunks": n, ...}``.
-    ``expected`` (``axes.engine`` only): the counts of ``expected_counts``.
+    ``expected`` (``axes.engine`` only): the counts of ``expected_counts``; ``speculative``
+    (an engine and speculation): its counts of ``speculative_expected.parquet``.
     """
     document: dict[str, object] = {
         "package": "sweeps",
@@ -61,20 +63,32 @@ def manifest(
     }
     if expected is not None:
         document["expected"] = dict(expected)
+    if speculative is not None:
+        document["speculative_expected"] = dict(speculative)
     return document
 
 
-def expected_counts(folder: Path, files: list[str]) -> dict[str, int] | None:
-    """Of the expected table's rows in ``folder`` (its ``files``): how many there are, how
-    many have an expectation below their bound (flagged, never clamped), how many have none
-    (no data) and how many of those with one rest on each basis (``measured``,
-    ``interpolated``, ``extrapolated``: with ``without_data`` they add up to ``rows``); None
-    where the run wrote no expected table."""
+EXPECTED_TABLES = {
+    "expected": "expected_step_time_s",
+    "speculative_expected": "expected_time_per_output_token_s",
+}
+"""The tables of expectations ``expected_counts`` counts, by the start of their files' names,
+and the column whose null means no expectation."""
+
+
+def expected_counts(
+    folder: Path, files: list[str], table: str = "expected"
+) -> dict[str, int] | None:
+    """Of an expected table's rows in ``folder`` (its ``files``; ``table`` one of
+    ``EXPECTED_TABLES``): how many there are, how many have an expectation below their bound
+    (flagged, never clamped), how many have none (no data) and how many of those with one
+    rest on each basis (``measured``, ``interpolated``, ``extrapolated``: with
+    ``without_data`` they add up to ``rows``); None where the run wrote no such table."""
     import polars as pl
 
     from sweeps.measured.kernels import BASES
 
-    paths = [folder / f for f in files if Path(f).name.startswith("expected")]
+    paths = [folder / f for f in files if Path(f).name.startswith(table)]
     paths = [p for p in paths if p.suffix == ".parquet"]
     if not paths:
         return None
@@ -83,7 +97,7 @@ def expected_counts(folder: Path, files: list[str]) -> dict[str, int] | None:
         .select(
             rows=pl.len(),
             below_bound=pl.col("below_bound").sum(),
-            without_data=pl.col("expected_step_time_s").is_null().sum(),
+            without_data=pl.col(EXPECTED_TABLES[table]).is_null().sum(),
             **{basis: (pl.col("basis") == basis).fill_null(False).sum() for basis in BASES},
         )
         .collect()
