@@ -203,3 +203,36 @@ def test_a_run_counts_the_table_in_its_manifest(
     share = h100["time_per_output_token_s"] / h100["expected_time_per_output_token_s"]
     assert (h100["roofline_share"] == share).all()
     assert h100["roofline_share"].is_between(0.2, 1.0).all()
+
+
+STREAMED = """
+[sweep]
+name = "spec-expected-stream"
+[axes]
+model = ["llama-3.1-8b", "qwen3-8b"]
+hardware = ["h100-sxm", "h200", "mi300x"]
+batch = [1, 8, 64]
+context = [1024, 4096]
+engine = ["vllm", "trtllm"]
+spec_tokens = [0, 3]
+spec_acceptance = [0.7]
+spec_draft = ["ngram", "mtp", "llama-3.2-1b"]
+[outputs]
+charts = []
+grid = "none"
+"""
+
+
+def test_a_streamed_table_equals_the_whole_one(tmp_path: Path) -> None:
+    from sweeps.grid.memory import BASE_BYTES, estimate_bytes
+    from sweeps.pipeline import run_to_folder
+
+    sweep = parse_config(STREAMED, "stream.toml")
+    budget = BASE_BYTES + (estimate_bytes(sweep) - BASE_BYTES) // 2  # 2 chunks in flight
+    whole = run_to_folder(sweep, tmp_path / "whole")
+    parts = run_to_folder(sweep, tmp_path / "parts", memory_budget=budget)
+    assert parts.chunks > 1
+    name = "speculative_expected.parquet"
+    table = pl.read_parquet(whole.folder / name)
+    assert table["expected_time_per_output_token_s"].is_not_null().any()
+    assert pl.read_parquet(parts.folder / name).equals(table)
