@@ -236,3 +236,29 @@ def test_a_streamed_table_equals_the_whole_one(tmp_path: Path) -> None:
     table = pl.read_parquet(whole.folder / name)
     assert table["expected_time_per_output_token_s"].is_not_null().any()
     assert pl.read_parquet(parts.folder / name).equals(table)
+
+
+@pytest.mark.parametrize(
+    ("model", "engine"),
+    [("qwen3-235b-a22b", "vllm"), ("deepseek-v3", "trtllm"), ("deepseek-v3", "sglang"),
+     ("gpt-oss-20b", "vllm")],
+)  # fmt: skip
+def test_the_verify_steps_decode_is_composes_decode_step_bit_for_bit(
+    model: str, engine: str
+) -> None:
+    """``step.decode`` (a verify step's) against ``compose`` (expected.parquet's) on a MoE,
+    an MLA model at its FP8 (its module and its granular composition) and a windowed one."""
+    from sweeps.studies.expected.step import compose, decode
+
+    tp = 1 if model == "gpt-oss-20b" else 8
+    config = _config(model, "h100-sxm", tp, engine)
+    if model == "gpt-oss-20b":  # its MXFP4 experts (the database holds no bf16 ones)
+        config = dataclasses.replace(config, weight_dtype="fp4", weight_bytes=0.53125)
+    batch, context = np.array([1, 5, 64, 300]), np.array([100, 2048, 30000])
+    whole = compose(config, batch, context, np.array([], dtype=np.int64), np.array([]))
+    alone = decode(config, batch, context)
+    assert not isinstance(whole, str)
+    assert not isinstance(alone, str)
+    assert np.isfinite(whole.step).all()
+    assert (alone.step == whole.step).all()
+    assert (alone.step_basis == whole.step_basis).all()
