@@ -334,9 +334,6 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         document = manifest(sweep, rows, columns, timings, files, _layout(how, skipped), counts)
         if nulls:
             document["nulls"] = nulls
-        prefixed = expected_counts(staging, files, "prefix_expected") if sweep.engine else None
-        if prefixed is not None:  # the hit prefill's expectations (prefix_hit_rate too)
-            document["prefix_expected"] = prefixed
         document["figures_not_drawn"] = [n for hook in hooks for n in getattr(hook, "notes", ())]
         _write_manifest(staging, document)
         if settings.duckdb:  # in the staging folder: its views read paths relative to it

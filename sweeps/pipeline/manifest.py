@@ -37,13 +37,14 @@ def manifest(
     timings: Mapping[str, float],
     files: list[str],
     layout: Mapping[str, object] | None = None,
-    expected: Mapping[str, int] | None = None,
+    expected: Mapping[str, Mapping[str, int]] | None = None,
 ) -> dict[str, object]:
     """The manifest of a result folder, as a JSON-ready dict.
 
     ``layout`` says how the tables are stored: ``{"kind": "single"}`` (``decode.parquet``) or
     ``{"kind": "partitioned", "partitioning": "hive", "by": ["model"], "chunks": n, ...}``.
-    ``expected`` (``axes.engine`` only): the counts of ``expected_counts``.
+    ``expected`` (``axes.engine`` only): the counts of ``expected_counts``, each table's under
+    its name.
     """
     document: dict[str, object] = {
         "package": "sweeps",
@@ -59,23 +60,33 @@ def manifest(
         "files": files,
         "layout": dict(layout or {"kind": "single"}),
     }
-    if expected is not None:
-        document["expected"] = dict(expected)
+    document.update({table: dict(counts) for table, counts in (expected or {}).items()})
     return document
 
 
 EXPECTED_TABLES: dict[str, str] = {
     "expected": "expected_step_time_s",
     "prefix_expected": "expected_hit_prefill_s",
+    "speculative_expected": "expected_time_per_output_token_s",
 }
 """The tables of an expectation beside its bound, each with ``below_bound`` and ``basis``, and
 the column that is null where there is no expectation: their counts go in the manifest under
 the table's name (``expected_counts``)."""
 
 
-def expected_counts(
-    folder: Path, files: list[str], table: str = "expected"
-) -> dict[str, int] | None:
+def expected_counts(folder: Path, files: list[str]) -> dict[str, dict[str, int]]:
+    """Each written table of ``EXPECTED_TABLES``' counts by its name (``table_counts``)."""
+    counted = {table: table_counts(folder, files, table) for table in EXPECTED_TABLES}
+    return {table: counts for table, counts in counted.items() if counts is not None}
+
+
+def _table_of(file: str) -> str:
+    """The table a written file belongs to: ``expected.parquet`` (one file), ``expected/...``
+    (partitioned by model, or parts by chunk)."""
+    return Path(file).parts[0].removesuffix(".parquet")
+
+
+def table_counts(folder: Path, files: list[str], table: str) -> dict[str, int] | None:
     """Of the rows of the expected table ``table`` (``EXPECTED_TABLES``) in ``folder`` (its
     ``files``): how many there are, how many have an expectation below their bound (flagged,
     never clamped), how many have none (no data) and how many of those with one rest on each
@@ -85,8 +96,7 @@ def expected_counts(
 
     from sweeps.measured.kernels import BASES
 
-    paths = [folder / f for f in files if Path(f).name.startswith(table)]
-    paths = [p for p in paths if p.suffix == ".parquet"]
+    paths = [folder / f for f in files if _table_of(f) == table and f.endswith(".parquet")]
     if not paths:
         return None
     counts = (

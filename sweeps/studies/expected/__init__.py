@@ -3,7 +3,9 @@ the ``measured`` extra; docs/expected.md).
 
 ``STUDY`` is the one face the core sees; ``step`` composes one step from the measured kernels
 of the operations the cost model counts, ``expected`` declares the two tables
-(expected.parquet, kernels.parquet) beside their compute; ``steps`` prices any step a scheduler
+(expected.parquet, kernels.parquet) beside their compute; ``speculative`` speculative
+decoding on those steps (speculative_expected.parquet, where the sweep also speculates);
+``steps`` prices any step a scheduler
 runs, ``priced`` the named schedulers on those steps and ``served`` their table
 (serving_expected.parquet, where the sweep also has ``[serving]``) and ``pools`` the devices a
 load needs by expectation (pools_expected.parquet), ``simulated`` those plans replayed by the
@@ -23,6 +25,7 @@ from sweeps.studies.expected.pools import POOLS_EXPECTED
 from sweeps.studies.expected.prefixed import PREFIX_EXPECTED
 from sweeps.studies.expected.served import SERVING_EXPECTED
 from sweeps.studies.expected.simulated import STEP
+from sweeps.studies.expected.speculative import SPECULATIVE_EXPECTED
 from sweeps.studies.expected.table import OPERATION, ExpectedKeys
 
 
@@ -44,6 +47,13 @@ STUDY = Study(
     description="Expected step times from measured kernels (the measured extra), engine by "
     "engine: expected.parquet and kernels.parquet",
     records=_engine_records,
-    analyses=(EXPECTED, KERNELS, SERVING_EXPECTED, POOLS_EXPECTED, PREFIX_EXPECTED),
+    analyses=(
+        EXPECTED,
+        KERNELS,
+        SPECULATIVE_EXPECTED,
+        SERVING_EXPECTED,
+        POOLS_EXPECTED,
+        PREFIX_EXPECTED,
+    ),
     post_steps=(STEP,),
 )

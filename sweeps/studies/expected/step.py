@@ -821,6 +821,56 @@ def hit_prefill(
     return HitPrefill(total, _basis_code(expected, basis, total), reasons)
 
 
+@dataclass(frozen=True)
+class Decoded:
+    """A decode step of ``config`` over ``batch`` x ``context`` alone (``decode``): what
+    ``compose`` gives as its decode step, bit for bit, without its prefill, batch 1 or wall.
+
+    expected : Per operation the model has, its time in the step [s], (batch, 1) for those of
+        the step's tokens and (batch, context) for attention
+    step : The step (batch, context) [s]
+    step_basis : Its basis code (``Step.step_basis``; int8)
+    reason : Why an operation has no reading ("" where all have)
+    """
+
+    expected: dict[str, np.ndarray]
+    step: np.ndarray
+    step_basis: np.ndarray
+    reason: str
+
+
+def decode(config: Config, batch: np.ndarray, context: np.ndarray) -> Decoded | str:
+    """The decode step of ``config`` at each of ``batch`` sequences (its rows: the GEMMs' and
+    the LM head's ``m``, attention's sequences) by each ``context`` (cached tokens), summed as
+    ``compose`` sums its decode step (``_sum`` in ``OPERATIONS``' order), each distinct
+    shape read once. A string: why there is none."""
+    ops = _opened(config)
+    if isinstance(ops, str):
+        return ops
+    tokens, where = np.unique(batch, return_inverse=True)
+    lm_n = max(1, config.model.vocab_size // config.tp)
+    rows = {
+        **_layer_ops(ops, tokens),
+        "allreduce": ops.allreduce(tokens),
+        "embedding": ops.embedding(tokens),
+        "lm_head": ops.gemm(tokens, lm_n, ops.hidden, "bf16"),
+        "attention": ops.attention(batch[:, None], context[None, :], False),
+    }
+    counts = _counts(config)
+    expected: dict[str, np.ndarray] = {}
+    basis: dict[str, np.ndarray] = {}
+    for op in OPERATIONS:
+        if op not in rows:
+            continue
+        value, kind, _ = rows[op]
+        if op != "attention":  # one reading a token count, as a column over the contexts
+            value, kind = value[where][:, None], kind[where][:, None]
+        expected[op], basis[op] = value * counts[op], kind
+    total = _sum(list(expected.values()))
+    reason = "; ".join(f"{op}: no reading" for op, v in expected.items() if np.isnan(v).any())
+    return Decoded(expected, total, _basis_code(expected, basis, total), reason)
+
+
 def _basis_code(
     expected: dict[str, np.ndarray], basis: dict[str, np.ndarray], total: np.ndarray
 ) -> np.ndarray:
@@ -837,7 +887,8 @@ def _basis_code(
 
 def expected_inputs(sweep: Any) -> dict[str, tuple[str, np.ndarray]]:
     """The records the expected pass reads, as derived inputs (none without an engine):
-    ``_model_records`` by model, ``_device_records`` by device, ``_engine_choices`` by engine."""
+    ``_model_records`` by model, ``_device_records`` by device, ``_engine_choices`` by engine,
+    and with speculation ``_draft_records`` by draft (``speculative_expected``)."""
     if not getattr(sweep, "engine", ()):
         return {}
 
@@ -846,8 +897,10 @@ def expected_inputs(sweep: Any) -> dict[str, tuple[str, np.ndarray]]:
         out[:] = list(values)
         return out
 
+    drafts = getattr(sweep, "spec_draft", ())
     return {
         "_model_records": ("model", objects(sweep.models)),
         "_device_records": ("hardware", objects(sweep.hardware)),
         "_engine_choices": ("engine", objects(sweep.engine)),
+        **({"_draft_records": ("spec_draft", objects(drafts))} if drafts else {}),
     }

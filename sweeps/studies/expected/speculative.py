@@ -1,0 +1,269 @@
+"""``speculative_expected``: speculative decoding on the engine's measured kernels, beside the
+bound (``axes.engine`` with ``spec_tokens``, ``spec_acceptance``, ``spec_draft``).
+
+The verify step is read as aiconfigurator prices its nextn (MTP) step: a decode step of
+``B (k + 1)`` rows (``step.decode``), the GEMMs and the LM head at ``m = B (k + 1)`` and
+attention over ``B (k + 1)`` single-query sequences at the context (the database measured no
+decode kernel taking a sequence's ``k + 1`` queries together, so each reads the cache). The draft
+proposes ``k`` tokens: ``ngram`` for nothing; ``mtp`` in ``k`` passes of one head, the
+target's mean layer (its decode step's layer operations over its layers) and its LM head,
+read at ``B`` and the context; a draft model in ``k`` of its own decode steps at ``B`` over
+the contexts ``S .. S + k - 1``, on the target's device, tp, formats and engine. The expected
+tokens a verification ``E`` is the bound's (``expected_tokens``, the same acceptance), so the
+expected time per output token is ``(t_verify + t_draft) / E``, beside the speculative table's
+bound of it; ``k = 0`` is expected.parquet's decode step bit for bit. ``roofline_share`` is the
+bound over the expectation, ``below_bound`` flags an expectation below its bound (not
+clamped). Not written with the parallel axes (the expected pass takes no ``ep`` or ``pp``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.measured.kernels import NAMES, NONE
+from sweeps.studies.expected.expected import DIMS as EXPECTED_DIMS
+from sweeps.studies.expected.expected import known_flag
+from sweeps.studies.expected.served import configs
+from sweeps.studies.expected.step import Config, Decoded, decode
+
+DIMS = (*EXPECTED_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
+"""The expected table's dims and the speculative ones."""
+
+CONFIG = ("model", "hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype", "engine")
+"""The dims of one configuration (``served.configs`` is over these)."""
+
+LAYOUT = (0, 1, 2, 10, 11, 3, 4, 5, 6, 7, 8, 9)
+"""The axes of a filled array (configuration, k, acceptance, draft, batch, context) in
+``DIMS``' order."""
+
+OUTSIDE_THE_LAYER = ("embedding", "lm_head")
+"""The operations of a decode step that are not its layers' (an MTP head runs its own
+LM head once a pass; it looks its input up in the target's embedding)."""
+
+
+def _mtp_pass(config: Config, plain: Decoded) -> np.ndarray:
+    """One MTP pass at the decode step's batch and context [s]: the target's mean layer (its
+    layer operations, all-reduces included, over its layers) and its LM head."""
+    layers = float(config.model.layers)
+    ops = [v for op, v in plain.expected.items() if op not in OUTSIDE_THE_LAYER]
+    layer = ops[0]
+    for value in ops[1:]:
+        layer = layer + value
+    return layer / layers + plain.expected["lm_head"]
+
+
+def _draft(
+    config: Config,
+    record: Any,
+    plain: Decoded,
+    ks: np.ndarray,
+    batch: np.ndarray,
+    context: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """The draft's expected time to propose each ``k`` of ``ks`` tokens (k, batch, context)
+    [s], its basis codes (int8, the same shape) and why there is none (""): ``ngram`` 0, an
+    MTP head ``k`` passes, a draft model ``k`` decode steps at ``S .. S + k - 1``; 0 at
+    ``k = 0``."""
+    shape = (ks.size, batch.size, context.size)
+    time, code = np.zeros(shape), np.zeros(shape, dtype=np.int8)
+    if record.kind == "ngram":
+        return time, code, ""
+    if record.kind == "mtp":
+        one = _mtp_pass(config, plain)
+        for i, k in enumerate(ks):
+            if k > 0:
+                time[i], code[i] = k * one, plain.step_basis
+        return time, code, ""
+    model = record.model
+    drafting = dataclasses.replace(config, model=model, kv_heads=model.kv_heads)
+    lengths = np.unique(context[:, None] + np.arange(max(int(ks.max()), 1))[None, :])
+    steps = decode(drafting, batch, lengths)
+    if isinstance(steps, str):
+        return np.full(shape, np.nan), np.full(shape, NONE, dtype=np.int8), f"draft: {steps}"
+    at = np.searchsorted(lengths, context)  # S's place; S + j is j further (all are there)
+    for i, k in enumerate(ks):
+        for j in range(int(k)):
+            time[i] = time[i] + steps.step[:, at + j]
+            np.maximum(code[i], steps.step_basis[:, at + j], out=code[i])
+    reason = f"draft {model.id}: {steps.reason}" if steps.reason else ""
+    return time, code, reason
+
+
+def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output array
+    import xarray as xr
+
+    batch, context = x["batch"].values, x["context"].values
+    ks = np.asarray(x["spec_tokens"].values, dtype=np.int64)
+    drafts = x["_draft_records"].values
+    every = list(configs(x))
+    sizes = tuple(1 + max(i[n] for i, _ in every) for n in range(len(CONFIG)))
+    verify = np.full((*sizes, ks.size, batch.size, context.size), np.nan)
+    verify_code = np.full(verify.shape, NONE, dtype=np.int8)
+    per_draft = (*sizes, ks.size, len(drafts), batch.size, context.size)
+    draft, draft_code = np.full(per_draft, np.nan), np.full(per_draft, NONE, dtype=np.int8)
+    reasons = np.full((*sizes, ks.size, len(drafts)), "", dtype=object)
+    for index, config in every:
+        plain = decode(config, batch, context)
+        if isinstance(plain, str):
+            reasons[index] = plain
+            continue
+        why = []
+        for i, k in enumerate(ks):  # B (k + 1) rows: k = 0 is the decode step itself
+            done = plain if k == 0 else decode(config, batch * (k + 1), context)
+            assert not isinstance(done, str)  # the configuration opened for plain
+            verify[index][i], verify_code[index][i] = done.step, done.step_basis
+            why.append(done.reason)
+        for d, record in enumerate(drafts):
+            time, code, reason = _draft(config, record, plain, ks, batch, context)
+            draft[index][:, d], draft_code[index][:, d] = time, code
+            for i in range(ks.size):
+                reasons[index][i, d] = "; ".join(r for r in (why[i], reason) if r)
+    kept = (*CONFIG, "spec_tokens", "batch", "context")
+    verify_v = xr.Variable(kept, verify)
+    draft_v = xr.Variable((*CONFIG, "spec_tokens", "spec_draft", "batch", "context"), draft)
+    e = x["expected_tokens"]
+    spent = verify_v + draft_v
+    per_token = (spent / e).transpose(*DIMS)
+    bound = x["spec_time_per_output_token_s"]
+    codes = np.maximum(verify_code[..., :, None, :, :], draft_code)
+    codes = np.where(np.isnan(verify[..., :, None, :, :] + draft), NONE, codes)
+    full = (*sizes, ks.size, x["spec_acceptance"].size, len(drafts), batch.size, context.size)
+
+    def labels(values: np.ndarray) -> xr.Variable:
+        spread = np.broadcast_to(values[..., :, None, :, :, :], full).transpose(LAYOUT)
+        return xr.Variable(DIMS, spread, fastpath=True)
+
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = bound / per_token
+    return {
+        "expected_verify_time_s": verify_v.transpose(*(d for d in DIMS if d in kept)),
+        "expected_draft_time_s": draft_v.transpose(*(d for d in DIMS if d in draft_v.dims)),
+        "expected_spec_time_per_output_token_s": per_token,
+        "expected_spec_tokens_per_s": (x["batch"] / per_token).transpose(*DIMS),
+        "expected_spec_speedup": (x["expected_step_time_s"] * e / spent).transpose(*DIMS),
+        "spec_roofline_share": share.transpose(*DIMS),
+        "spec_below_bound": known_flag(per_token < bound, per_token).transpose(*DIMS),
+        "expected_spec_basis": labels(NAMES[codes]),
+        "expected_spec_reason": labels(np.broadcast_to(reasons[..., None, None], per_draft)),
+    }
+
+
+def wanted(sweep: Any) -> bool:
+    """An engine and speculation are set, and no parallel axes (not composed on expected
+    steps)."""
+    studies = getattr(sweep, "studies", {})
+    return "speculative" in studies and "parallel" not in studies
+
+
+_V = Variable
+_NOTE = "on the engine's measured kernels (an expectation, not a bound)"
+
+SPECULATIVE_EXPECTED = Analysis(
+    name="speculative_expected",
+    dims=DIMS,
+    variables=(
+        _V(
+            "expected_verify_time_s",
+            "s",
+            f"Expected verify step, a decode step of B(k+1) rows (aiconfigurator's nextn "
+            f"step), {_NOTE}",
+            "nullable",
+            rank="full",
+        ),
+        _V(
+            "expected_draft_time_s",
+            "s",
+            f"Expected time the draft takes to propose k tokens (ngram: 0; mtp: k passes of "
+            f"the mean layer and the LM head; a draft model: k decode steps), {_NOTE}",
+            "nullable",
+            rank="full",
+        ),
+        _V(
+            "expected_spec_time_per_output_token_s",
+            "s",
+            f"Expected time per output token of a sequence, (t_verify + t_draft)/E, {_NOTE} "
+            "(null: no data, see reason)",
+            "nullable",
+            "expected_time_per_output_token_s",
+            "full",
+        ),
+        _V(
+            "expected_spec_tokens_per_s",
+            "token/s",
+            f"Expected output throughput of the batch with speculation, {_NOTE}",
+            "nullable",
+            "expected_tokens_per_s",
+            "full",
+        ),
+        _V(
+            "expected_spec_speedup",
+            "1",
+            "Expected speedup over the expected plain decode step, t_d E/(t_verify + t_draft)",
+            "nullable",
+            "expected_speedup",
+            "full",
+        ),
+        _V(
+            "spec_roofline_share",
+            "1",
+            "The bound's time per output token over the expected one (above 1: the device "
+            "measured faster than the catalog's roof)",
+            "nullable",
+            "roofline_share",
+            "full",
+        ),
+        _V(
+            "spec_below_bound",
+            "-",
+            "The expected time per output token is below its bound (not clamped); null where "
+            "there is no expectation",
+            "nullbool",
+            "below_bound",
+            "full",
+        ),
+        _V(
+            "expected_spec_basis",
+            "-",
+            "Least certain basis of the verify step's and the draft's kernels: measured, "
+            "interpolated, extrapolated; empty: no data",
+            "str",
+            "basis",
+            "full",
+        ),
+        _V(
+            "expected_spec_reason",
+            "-",
+            "Why there is no expectation (device, engine, format or operation not in the "
+            "database, for the target or the draft model); empty where there is one",
+            "str",
+            "reason",
+            "full",
+        ),
+    ),
+    compute=_compute,
+    needs=("model", "decode", "speculative", "expected"),
+    columns=(
+        "expected_tokens",
+        "verify_time_s",
+        "expected_verify_time_s",
+        "draft_time_s",
+        "expected_draft_time_s",
+        "spec_time_per_output_token_s",
+        "expected_spec_time_per_output_token_s",
+        "spec_tokens_per_s",
+        "expected_spec_tokens_per_s",
+        "speedup",
+        "expected_spec_speedup",
+        "spec_roofline_share",
+        "spec_below_bound",
+        "spec_feasible",
+        "expected_spec_basis",
+        "expected_spec_reason",
+    ),
+    study="expected",
+    applies=wanted,
+)
