@@ -313,6 +313,8 @@ def test_a_run_with_an_engine_writes_expected_and_kernels(
             for b in ("measured", "interpolated", "extrapolated")
         },
     }
+    below = f"expected {counts['below_bound']:,} of {h100.height:,}"  # the run says it too
+    assert f"expected below their bound (flagged below_bound, not clamped): {below}" in out
     bases = counts["measured"] + counts["interpolated"] + counts["extrapolated"]
     assert bases + counts["without_data"] == counts["rows"]
     assert counts["extrapolated"] > 0

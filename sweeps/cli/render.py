@@ -283,7 +283,21 @@ def run_lines(result: Any, distributed: bool) -> list[str]:
         lines.append(
             f"not written: {', '.join(result.skipped)} (they need the whole grid in memory; {hint})"
         )
-    return lines + list(getattr(result, "notes", ()))
+    notes = list(getattr(result, "notes", ()))
+    return lines + expected_lines(getattr(result, "expected", {})) + notes
+
+
+def expected_lines(counts: Mapping[str, Mapping[str, int]]) -> list[str]:
+    """Of each expected table written (``RunResult.expected``), how many of its expectations
+    are below their bound, flagged and never clamped: the catalog's peak or bandwidth is below
+    what the device measured (docs/expected.md)."""
+    if not counts:
+        return []
+    parts = [
+        f"{table} {c['below_bound']:,} of {c['rows'] - c['without_data']:,}"
+        for table, c in counts.items()
+    ]
+    return [f"expected below their bound (flagged below_bound, not clamped): {', '.join(parts)}"]
 
 
 def timing_lines(result: Any) -> list[str]:
@@ -304,6 +318,7 @@ def run_document(sweep: Any, result: Any, rows: list[dict[str, Any]] | None) -> 
         "files": list(result.files),
         "skipped": list(result.skipped),
         "notes": list(getattr(result, "notes", ())),
+        "expected": {table: dict(c) for table, c in getattr(result, "expected", {}).items()},
         "seconds": dict(result.timings),
         "ceiling_fraction": sweep.options.ceiling_fraction,
         "summary": rows,

@@ -96,7 +96,9 @@ class RunResult:
     name). ``layout`` is the files' (``single`` or ``partitioned``), ``chunks`` how many pieces
     the grid was computed in. ``seconds`` is the run's wall time: ``timings`` overlap (tables,
     grid file and hooks are written side by side), so their sum is more. ``notes`` are the
-    hooks' lines on what they skipped (a chart that failed, and why).
+    hooks' lines on what they skipped (a chart that failed, and why). ``expected`` is each
+    expected table's counts (``sweeps.pipeline.manifest.expected_counts``: rows, below their
+    bound, without data, by basis), as the manifest has them; empty without an engine.
     """
 
     folder: Path
@@ -111,6 +113,7 @@ class RunResult:
     skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    expected: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def dataset(self) -> xr.Dataset | None:
@@ -351,6 +354,7 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         skipped,
         time.perf_counter() - began,
         [line for hook in hooks for line in getattr(hook, "notes", ())],
+        counts or {},
     )
 
 
