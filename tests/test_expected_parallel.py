@@ -283,6 +283,51 @@ def test_the_parallel_axes_at_one_change_no_expected_value() -> None:
             assert (values == held).all(), name
 
 
+ADVERSARY = """
+[sweep]
+name = "parallel-adversary"
+
+[axes]
+model = ["qwen3-235b-a22b"]
+hardware = ["h100-sxm", "b200"]
+tp = [1, 2]
+ep = [1, 4, 8]
+dp_attention = [true, false]
+pp = [1, 2]
+batch = [1, 16, 256, 4096]
+context = [512, 8192]
+weight_dtype = ["fp8"]
+kv_dtype = ["fp8"]
+engine = ["vllm", "trtllm"]
+"""
+
+
+def test_no_expected_step_of_a_parallel_layout_beats_its_bound() -> None:
+    """Every expected step of a parallel layout (``ep`` or ``pp`` above 1) is at least the
+    decode table's bound at that layout, link and hand-offs included, where its kernels'
+    readings exist. Below it only at ``ep = pp = 1`` (the routing's, as without the axes:
+    Qwen3-235B's experts at batch 16 on the H100 under TensorRT-LLM read 11 % below the
+    uniform-routing bound, the step 0.3 %; ``below_bound`` flags it). A dispatch may run below
+    its own kernel bound (bf16 hidden states to each of a token's experts: more than the engine
+    sends), the step never."""
+    from sweeps.config import parse_config
+    from sweeps.grid import build_grid
+
+    ds = build_grid(parse_config(ADVERSARY, "<adversary>"))
+    expected = ds["expected_step_time_s"]
+    bound = ds["step_time_s"].transpose(*[d for d in expected.dims if d != "engine"])
+    ratio = (bound / expected).transpose(*expected.dims)
+    layered = ((ds["ep"] > 1) | (ds["pp"] > 1)).broadcast_like(expected)
+    values, parallel = ratio.values, layered.transpose(*expected.dims).values
+    assert np.isfinite(values[parallel]).sum() > 300  # composed where the tables hold it
+    assert (values[parallel & np.isfinite(values)] <= 1.0).all()
+    below = np.isfinite(values) & (values > 1.0)
+    assert not (below & parallel).any()
+    assert below.any()  # the routing's, at ep = pp = 1: the check can fail
+    flagged = ds["below_bound"].transpose(*expected.dims).values
+    assert (flagged[below] == 1).all()
+
+
 CRASHED = """
 [sweep]
 name = "xpar"
