@@ -32,7 +32,9 @@ kv_dtype = ["bf16", "fp8"]
 weight_dtype = ["bf16", "fp8"]
 engine = ["vllm", "trtllm", "sglang"]
 """
-"""The oracle's grid: 3,600 decode points, 36,000 kernel rows."""
+"""The oracle's grid: 3,600 decode points, 43,200 kernel rows (the saved oracle holds 36,000,
+its ten operations: ``dispatch`` and ``handoff``, appended since, are zero on a grid without
+``ep`` or ``pp``, and its test holds them so)."""
 
 VARIABLES = (
     "expected_step_time_s",

@@ -61,8 +61,10 @@ TIMES = ("expected", "bound")
 OPERATION_COLOURS = (
     "#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b",
     "#eeca3b", "#b279a2", "#ff9da6", "#9d755d", "#bab0ac",
+    "#17becf", "#79706e",
 )  # fmt: skip
-"""Vega's tableau10, one an operation in the order of kernels.parquet's ``operation`` axis."""
+"""Vega's tableau10 and two more (the dispatch's and the hand-off's), one an operation in the
+order of kernels.parquet's ``operation`` axis: each its own colour."""
 TIME_TITLE = "time in the step [ms]"
 GEMMS = ("qkv", "o_proj", "ffn_up", "ffn_down", "router", "experts", "lm_head")
 """The operations read as GEMMs (``sweeps.studies.expected.step``)."""

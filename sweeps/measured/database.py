@@ -29,10 +29,15 @@ OPERATIONS: tuple[str, ...] = (
     "experts",
     "allreduce",
     "lm_head",
+    "dispatch",
+    "handoff",
 )
 """The operations of a step the expected pass reads from measured kernels (the labels of
 kernels.parquet's ``operation`` axis), in the order they run (a dense model has no router or
-experts, a MoE model no dense FFN; those are zero)."""
+experts, a MoE model no dense FFN; those are zero). ``dispatch`` (a MoE layer's dispatch and
+combine under expert parallelism) and ``handoff`` (the pipeline stages' hand-offs) came later
+and are appended, so that the rows before them keep their places; zero without ``ep`` or
+``pp``."""
 
 
 PACKAGE = "aiconfigurator-core"

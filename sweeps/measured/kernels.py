@@ -659,13 +659,17 @@ class Kernels:
         return _read(self._evaluate(op, context=False, batch=asked, s=1), basis, at, moved)
 
     def dispatch_many(
-        self, *, tokens: Any, hidden: int, topk: int, experts: int, ep: int, fmt: str
-    ) -> Readings:
+        self, *, tokens: Any, hidden: int, topk: int, experts: int, tp: int, ep: int,
+        replicas: int, fmt: str,
+    ) -> Readings:  # fmt: skip
         """The dispatch and combine of a MoE layer's tokens over ``ep`` expert-parallel ranks
-        with data-parallel attention (tp 1 a rank): ``tokens`` a rank's own (an array), the
-        database's pre- and post-dispatch ops summed. The estimator picks the collective and
-        its message inside (no table this module can place the shape in), so the basis is
-        always ``extrapolated``, never more certain than what can be traced (and no ``at``)."""
+        of ``tp`` devices each, the attention in ``replicas`` data-parallel copies (``ep``
+        with data-parallel attention, else 1): ``tokens`` a rank's own (an array), the
+        database's pre- and post-dispatch ops summed (they hold the layer's tensor-parallel
+        all-reduces). The estimator picks the collective and its message inside (its
+        all-to-all tables where it holds them, else its NCCL readings; no table this module
+        can place the shape in), so the basis is always ``extrapolated``, never more certain
+        than what can be traced (and no ``at``)."""
         from aiconfigurator_core.sdk import common
         from aiconfigurator_core.sdk import operations as ops
 
@@ -673,7 +677,7 @@ class Kernels:
         if not mode:
             return _none_many(tokens, f"MoE format {fmt!r} not in the {self.engine} tables")
         quant = common.MoEQuantMode[mode]
-        shape = (hidden, topk, experts, 1, ep, ep)  # moe tp 1, ep ranks, attention dp ep
+        shape = (hidden, topk, experts, tp, ep, replicas)  # moe tp, ep, attention dp
         both = [
             ops.MoEDispatch("dispatch", 1, *shape, pre, quant_mode=quant, backend=self.engine)
             for pre in (True, False)

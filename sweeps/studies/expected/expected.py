@@ -20,19 +20,38 @@ import numpy as np
 
 from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.decode import DIMS as DECODE_DIMS
+from sweeps.engine.parallel_terms import PARALLEL_DIMS, parallel
 from sweeps.measured.database import OPERATIONS
 from sweeps.measured.kernels import NAMES, NONE
 from sweeps.studies.expected.step import Config, compose
 
 DIMS = (*DECODE_DIMS, "engine")
-"""The decode table's dims and the engine."""
+"""The decode table's dims and the engine (and ``PARALLEL_DIMS`` where the sweep has them)."""
 
 CONFIGURATION = tuple(d for d in DIMS if d not in ("batch", "context"))
-"""The dims of one configuration (what one composition of the step is per)."""
+"""The dims of one configuration (what one composition of the step is per), without the
+parallel axes (``_configuration`` adds them where the sweep has them)."""
+
+
+def _configuration(x: Inputs) -> tuple[str, ...]:
+    """The dims of one configuration in this grid: ``CONFIGURATION``, then the parallel axes
+    where the sweep has them."""
+    return (*CONFIGURATION, *PARALLEL_DIMS) if parallel(x) else CONFIGURATION
+
+
+def _layouts(x: Inputs) -> list[tuple[int, bool, int]]:
+    """The parallel axes' values, ``ep``, data-parallel attention and ``pp`` (one layout,
+    ``(1, True, 1)``, without them)."""
+    if not parallel(x):
+        return [(1, True, 1)]
+    eps = [int(v) for v in x["_ep"].values]
+    dps = [bool(v == 1.0) for v in x["_dp"].values]  # the axis's labels are strings
+    pps = [int(v) for v in x["_pp"].values]
+    return list(itertools.product(eps, dps, pps))
 
 
 def _configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
-    """Every configuration of the grid, with its index over ``CONFIGURATION``."""
+    """Every configuration of the grid, with its index over ``_configuration``."""
     models, devices = x["_model_records"].values, x["_device_records"].values
     choices, tps = x["_engine_choices"].values, x["tp"].values
     kv_names, w_names = x["kv_dtype"].values, x["weight_dtype"].values
@@ -48,28 +67,39 @@ def _configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
         len(w_names),
         len(choices),
     )
+    layouts = _layouts(x)
+    shape = (len(x["ep"]), len(x["dp_attention"]), len(x["pp"])) if parallel(x) else ()
     out = []
     for index in itertools.product(*(range(n) for n in sizes)):
         m, h, t, k, kd, w, e = index
         peak = float(peaks[h, w])
-        config = Config(
-            models[m], devices[h], int(tps[t]), int(kv_counts[m, k]), str(kv_names[kd]),
-            str(w_names[w]), float(kv_bytes[kd]), float(w_bytes[w]), peak,
-            peak / float(ratio[h, kd, w]), choices[e],
-        )  # fmt: skip
-        out.append((index, config))
+        for place, (ep, dp, pp) in enumerate(layouts):
+            config = Config(
+                models[m], devices[h], int(tps[t]), int(kv_counts[m, k]), str(kv_names[kd]),
+                str(w_names[w]), float(kv_bytes[kd]), float(w_bytes[w]), peak,
+                peak / float(ratio[h, kd, w]), choices[e], ep, dp, pp,
+            )  # fmt: skip
+            at = tuple(int(i) for i in np.unravel_index(place, shape))
+            out.append(((*index, *at), config))
     return out
 
 
-CONFIG_MAJOR = (0, 1, 2, 7, 8, 3, 4, 5, 6)
-"""The axes of a configuration-major array (configuration dims, then batch, context) in
-``DIMS``' order: each configuration's grid is one contiguous block, written at once."""
+def _config_major(n: int) -> tuple[int, ...]:
+    """The axes of a configuration-major array (``n`` configuration dims, then batch,
+    context) in ``DIMS``' order: each configuration's grid is one contiguous block, written
+    at once."""
+    return (0, 1, 2, n, n + 1, *range(3, n))
+
+
+CONFIG_MAJOR = _config_major(len(CONFIGURATION))
+"""``_config_major`` of a grid without the parallel axes."""
 
 
 def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output array
     batch, context = x["batch"].values, x["context"].values
     configs = _configs(x)
-    sizes = tuple(1 + max(i[n] for i, _ in configs) for n in range(7))
+    n = len(_configuration(x))
+    sizes = tuple(1 + max(int(i[d]) for i, _ in configs) for d in range(n))
     grid = (*sizes, len(batch), len(context))
     outs = {name: np.full(grid, np.nan) for name in ("step", "ttft")}
     per_context = {name: np.full((*sizes, len(context)), np.nan) for name in ("b1", "wall")}
@@ -80,8 +110,9 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     kernel_basis = np.empty(per_op, dtype=np.int8)
     max_batch = _max_batch(x)
     for index, config in configs:
-        mi, hi, ti, ki, kdi, wi, _ = index
-        walls = max_batch[mi, hi, ti, :, ki, kdi, wi]
+        mi, hi, ti, ki, kdi, wi, _, *layout = index
+        where: tuple[Any, ...] = (mi, hi, ti, slice(None), ki, kdi, wi, *layout)
+        walls = max_batch[where]
         fits = walls >= 1
         done = compose(config, batch, context, walls[fits].astype(np.int64), context[fits])
         if isinstance(done, str):
@@ -101,13 +132,14 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             with np.errstate(invalid="ignore", divide="ignore"):
                 kernel["share"][index][o] = np.divide(bound, expected)  # at its own dims
             kernel_basis[index][o] = done.basis.get(op, 0)
-    kernel_order = (*CONFIG_MAJOR[:3], 8, 9, *CONFIG_MAJOR[5:], 7)
+    major = _config_major(n)
+    kernel_order = (0, 1, 2, n + 1, n + 2, *range(3, 7), n, *range(7, n))
     return _outputs(
         x,
-        {name: values.transpose(CONFIG_MAJOR) for name, values in outs.items()}
+        {name: values.transpose(major) for name, values in outs.items()}
         | {name: np.moveaxis(values, -1, 3) for name, values in per_context.items()},
-        NAMES[codes.transpose(CONFIG_MAJOR)],
-        np.broadcast_to(reasons[..., None, None], grid).transpose(CONFIG_MAJOR),
+        NAMES[codes.transpose(major)],
+        np.broadcast_to(reasons[..., None, None], grid).transpose(major),
         {name: values.transpose(kernel_order) for name, values in kernel.items()},
         NAMES[kernel_basis.transpose(kernel_order)],
     )
@@ -124,15 +156,21 @@ def known_flag(flag: Any, value: Any) -> Any:
 WALL_DIMS = tuple(d for d in DECODE_DIMS if d != "batch")
 
 
+def _wall_dims(x: Inputs) -> tuple[str, ...]:
+    """The memory wall's dims in this grid: ``WALL_DIMS``, then the parallel axes where the
+    sweep has them."""
+    return (*WALL_DIMS, *PARALLEL_DIMS) if parallel(x) else WALL_DIMS
+
+
 def _max_batch(x: Inputs) -> np.ndarray:
-    """The memory wall (decode's ``max_batch``) over ``WALL_DIMS`` [sequence]."""
+    """The memory wall (decode's ``max_batch``) over ``_wall_dims`` [sequence]."""
     wall = x["max_batch"]
+    dims = _wall_dims(x)
     sizes = {
-        d: int(x[d].size) if d != "kv_heads" else int(x["kv_heads_count"].shape[1])
-        for d in WALL_DIMS
+        d: int(x[d].size) if d != "kv_heads" else int(x["kv_heads_count"].shape[1]) for d in dims
     }
-    expanded = wall.set_dims({**{d: 1 for d in WALL_DIMS}, **dict(wall.sizes)})
-    return np.broadcast_to(expanded.transpose(*WALL_DIMS).values, tuple(sizes.values()))
+    expanded = wall.set_dims({**{d: 1 for d in dims}, **dict(wall.sizes)})
+    return np.broadcast_to(expanded.transpose(*dims).values, tuple(sizes.values()))
 
 
 def _outputs(
@@ -146,22 +184,27 @@ def _outputs(
     """The declared variables from the filled arrays."""
     import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
 
+    extra = PARALLEL_DIMS if parallel(x) else ()
+    dims = (*DIMS, *extra)
+
     def var(values: np.ndarray) -> xr.Variable:
         # fastpath: xarray would send a label array through pandas (Arrow strings and back,
         # 8 s of a 1e6-point grid's labels) for the same Python strings
-        return xr.Variable(DIMS, values, fastpath=True)
+        return xr.Variable(dims, values, fastpath=True)
 
-    devices = x["tp"]  # a replica of tp devices (the expected pass takes no ep or pp)
+    devices = x["_devices"] if extra else x["tp"]  # a replica: tp (x ep x pp) devices
     batch = x["batch"]
     step_v = var(outs["step"])
-    per_config = (*WALL_DIMS, "engine")  # batch 1 and the wall: no batch dim
-    fits = (_max_batch(x) >= 1)[..., None]  # not one sequence fits: no figure at batch 1
+    wall_dims = _wall_dims(x)
+    per_config = (*WALL_DIMS, "engine", *extra)  # batch 1 and the wall: no batch dim
+    # not one sequence fits: no figure at batch 1 (the engine's axis after the decode dims)
+    fits = np.expand_dims(_max_batch(x) >= 1, len(WALL_DIMS))
     b1 = xr.Variable(per_config, np.where(fits, outs["b1"], np.nan))
     wall = xr.Variable(per_config, outs["wall"])
     bound = x["step_time_s"]
     with np.errstate(invalid="ignore", divide="ignore"):
         share = bound / step_v
-    kdims = (*DIMS, "operation")
+    kdims = (*DIMS, "operation", *extra)
     return {
         "expected_step_time_s": step_v,
         "expected_tokens_per_s": batch / step_v,
@@ -169,7 +212,7 @@ def _outputs(
         "expected_token_time_b1_s": b1,
         "expected_device_tokens_per_s_b1": 1.0 / b1 / devices,
         "expected_token_time_wall_s": wall,
-        "expected_device_tokens_per_s_wall": xr.Variable(WALL_DIMS, _max_batch(x).astype(float))
+        "expected_device_tokens_per_s_wall": xr.Variable(wall_dims, _max_batch(x).astype(float))
         / wall
         / devices,
         "roofline_share": share,
@@ -286,6 +329,7 @@ EXPECTED = Analysis(
     compute=_compute,
     needs=("model", "decode"),
     study="expected",
+    extra_dims=PARALLEL_DIMS,
     columns=(
         "step_time_s",
         "expected_step_time_s",
@@ -349,5 +393,6 @@ KERNELS = Analysis(
     compute=_kernels,
     needs=("expected",),
     study="expected",
+    extra_dims=PARALLEL_DIMS,
     columns=("kernel_expected_s", "kernel_bound_s", "kernel_roofline_share", "kernel_basis"),
 )

@@ -12,8 +12,8 @@ HBM: no tier's reload is priced here), ``roofline_share`` the bound over the exp
 At ``h = 0`` the expected prefill is expected.parquet's ``expected_ttft_s`` bit for bit.
 
 Not composed, null with the reason: an MLA model's prefill after a cached prefix (the MLA
-tables are read without one), and every point of a sweep whose parallel axes the expected
-pass does not read (no table then).
+tables are read without one); a sweep with the parallel axes gets no table (the hit prefill
+is not composed on parallel layouts, though the expected pass reads them).
 """
 
 from __future__ import annotations
@@ -44,11 +44,11 @@ NO_RATE = "no prefix hit rate at this point"
 """Why a point whose hit rate is null (none to compose at) has no expectation."""
 
 NOT_COMPOSED = ("parallel",)
-"""Studies whose axes the expected pass does not read: no table with them."""
+"""Studies whose layouts the hit prefill is not composed on: no table with them."""
 
 
 def wanted(sweep: Any) -> bool:
-    """An engine is set, and no study whose axes the expected pass does not read."""
+    """An engine is set, and no study whose layouts the hit prefill is not composed on."""
     studies = getattr(sweep, "studies", {})
     return bool(getattr(sweep, "engine", ())) and not any(s in studies for s in NOT_COMPOSED)
 

@@ -13,7 +13,8 @@ tokens a verification ``E`` is the bound's (``expected_tokens``, the same accept
 expected time per output token is ``(t_verify + t_draft) / E``, beside the speculative table's
 bound of it; ``k = 0`` is expected.parquet's decode step bit for bit. ``roofline_share`` is the
 bound over the expectation, ``below_bound`` flags an expectation below its bound (not
-clamped). Not written with the parallel axes (the expected pass takes no ``ep`` or ``pp``).
+clamped). Not written with the parallel axes (the verify step is not composed on parallel
+layouts, though the expected pass reads them).
 """
 
 from __future__ import annotations

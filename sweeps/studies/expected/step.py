@@ -25,10 +25,18 @@ GEMMs (``qkv``), the output projection (``o_proj``), and as ``attention`` the la
 step (``mla_bmm_perf``) or the kv up projection in a prefill, each with its own bound. With
 neither, or another MLA shape: null, with the reason.
 
-With expert parallelism and data-parallel attention (``Config.ep``) a step is one rank's (tp 1):
-its share of the batch, every head, the experts at every rank's tokens and a dispatch and
-combine a MoE layer in place of the all-reduces. An MXFP4 MoE (``EXPERTS_ONLY``) reads its
-dense GEMMs in bf16 and its experts from the MXFP4 MoE tables (docs/expected.md).
+With expert parallelism (``Config.ep``) a step is one device's: with data-parallel attention a
+rank of ``tp`` devices holds its share of the batch (the busiest rank's) and the attention and
+dense layers split over its ``tp``; without it they split over all ``tp ep`` devices of the
+stage, which see every sequence (``physics.dense_shards``, ``physics.attention_replicas``). The
+routed experts take every rank's tokens, split ``tp`` ways on each of the ``ep`` ranks, and a
+MoE layer's dispatch and combine (``dispatch``, aiconfigurator's pre- and post-dispatch, which
+hold the layer's tensor-parallel all-reduces) replace its all-reduces. With ``pp`` pipeline
+stages a step is the path of one micro-batch of whole sequences (``physics.micro_batches``)
+through every stage, each its ``L / pp`` layers, and ``pp - 1`` hand-offs between them
+(``handoff``): the bound's ``pp tau + (pp - 1) t_h`` (docs/parallel.md). An MXFP4 MoE
+(``EXPERTS_ONLY``) reads its dense GEMMs in bf16 and its experts from the MXFP4 MoE tables
+(docs/expected.md).
 """
 
 from __future__ import annotations
@@ -42,7 +50,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.measured.database import OPERATIONS, EngineChoice, resolve
-from sweeps.measured.kernels import NAMES, NONE, Kernels, Readings, kernels
+from sweeps.measured.kernels import EXTRAPOLATED, NAMES, NONE, Kernels, Readings, kernels
 
 
 @dataclass(frozen=True)
@@ -55,8 +63,11 @@ class Config:
     kv_dtype, weight_dtype : Format names; kv_bytes, weight_bytes their bytes per element [byte]
     peak, attention_peak : Peak FLOP/s of the GEMMs' and attention's formats [FLOP/s]
     choice : The engine label
-    ep : Expert-parallel ranks with data-parallel attention, each of ``tp`` devices [1]; 1:
-        none (a step is then one rank's: its share of the batch, its experts)
+    ep : Expert-parallel ranks, each of ``tp`` devices [1]; 1: none
+    dp_attention : With ``ep``, whether each rank holds the attention whole with its own
+        sequences (a step is then one rank's: its share of the batch); without it the attention
+        and dense layers are split over all ``tp ep`` devices
+    pp : Pipeline stages of ``L / pp`` layers [1]; 1: none
     """
 
     model: Any
@@ -71,6 +82,20 @@ class Config:
     attention_peak: float
     choice: EngineChoice
     ep: int = 1
+    dp_attention: bool = True
+    pp: int = 1
+
+    @property
+    def shards(self) -> int:
+        """Devices the attention, dense layers, shared experts and embeddings are split over,
+        ``physics.dense_shards``: ``tp``, or ``tp ep`` without data-parallel attention [device]."""
+        return self.tp * (1 if self.dp_attention else self.ep)
+
+    @property
+    def replicas(self) -> int:
+        """Copies of the attention in a stage, ``physics.attention_replicas``: each decodes its
+        own share of the sequences (``ep`` with data-parallel attention, else 1) [1]."""
+        return self.ep if self.dp_attention else 1
 
 
 @dataclass(frozen=True)
@@ -152,8 +177,8 @@ class _Ops:
         self.c, self.db, self.granular = config, db, granular
         m = config.model
         self.hidden = m.width
-        self.heads = max(1, m.heads // config.tp)
-        self.kv = max(1, config.kv_heads // config.tp)
+        self.heads = max(1, m.heads // config.shards)
+        self.kv = max(1, config.kv_heads // config.shards)
         # the format its tables are read in: an MLA model's FP8 is DeepSeek's block-scaled FP8
         self.weights = config.weight_dtype
         if m.is_mla:
@@ -348,19 +373,22 @@ class _Ops:
     def allreduce(self, tokens: np.ndarray) -> Timed:
         c = self.c
         link = c.device.scale_up_bandwidth or math.nan
-        readings = self.db.allreduce_many(tokens, self.hidden, c.tp)
+        devices = c.shards
+        readings = self.db.allreduce_many(tokens, self.hidden, devices)
 
         def bound(s: dict[str, Any]) -> Any:
             size = s.get("message_size", tokens * self.hidden)
-            return physics.allreduce_time(size / self.hidden, self.hidden, c.tp, link)
+            return physics.allreduce_time(size / self.hidden, self.hidden, devices, link)
 
-        return _scaled(readings, {"num_gpus": c.tp, "message_size": tokens * self.hidden}, bound)
+        shape = {"num_gpus": devices, "message_size": tokens * self.hidden}
+        return _scaled(readings, shape, bound)
 
     def experts(self, tokens: np.ndarray) -> Timed:
-        """A rank's routed experts, ``tokens`` its own: under expert parallelism they take
-        every rank's tokens routed to them (the table's tokens are the ranks' together)."""
+        """A rank's routed experts, ``tokens`` its own: under expert parallelism with
+        data-parallel attention they take every rank's tokens routed to them (the table's
+        tokens are the ranks' together); without it every rank sees all of them."""
         c, m = self.c, self.model
-        every = tokens * c.ep
+        every = tokens * c.replicas
         readings = self.db.moe_many(
             tokens=every, hidden=self.hidden, inter=m.moe_intermediate_size,
             topk=m.experts_per_token, experts=m.experts, tp=c.tp, ep=c.ep, fmt=self.weights,
@@ -384,8 +412,8 @@ class _Ops:
 
     def shared(self, tokens: np.ndarray) -> Timed:
         """A MoE layer's shared experts for ``tokens`` tokens: their gate-and-up and down
-        projections as GEMMs, split over ``tp`` (the two summed)."""
-        m, tp = self.model, self.c.tp
+        projections as GEMMs, split over ``Config.shards`` (the two summed)."""
+        m, tp = self.model, self.c.shards
         inter = m.moe_intermediate_size * m.shared_experts // tp
         up = self.gemm(tokens, 2 * inter, self.hidden)
         down = self.gemm(tokens, self.hidden, inter)
@@ -393,22 +421,42 @@ class _Ops:
 
     def dispatch(self, tokens: np.ndarray) -> Timed:
         """A MoE layer's dispatch and combine over the expert-parallel ranks, ``tokens`` a
-        rank's own; its bound the all-to-all's bytes (bf16 hidden states) over the link."""
+        rank's own (aiconfigurator's pre- and post-dispatch, which hold the layer's
+        tensor-parallel all-reduces too); its bound the all-to-all's bytes (bf16 hidden states,
+        the decode table's link term) over the link, and two all-reduces of the rank's tokens
+        over ``Config.shards`` (none on one device)."""
         c, m = self.c, self.model
         readings = self.db.dispatch_many(
             tokens=tokens, hidden=self.hidden, topk=m.experts_per_token, experts=m.experts,
-            ep=c.ep, fmt=self.weights,
+            tp=c.tp, ep=c.ep, replicas=c.replicas, fmt=self.weights,
         )  # fmt: skip
         link = c.device.scale_up_bandwidth or math.nan
         sent = physics.all_to_all_bytes(
-            tokens * c.ep, m.experts_per_token, self.hidden, 2.0, 1, c.tp, c.ep
+            tokens * c.replicas, m.experts_per_token, self.hidden, 2.0, 1, c.tp, c.ep
         )
-        own = np.broadcast_to(np.asarray(sent / link, dtype=np.float64), readings.latency_s.shape)
+        reduced = 2.0 * physics.allreduce_time(tokens, self.hidden, c.shards, link)
+        own = np.broadcast_to(
+            np.asarray(sent / link + reduced, dtype=np.float64), readings.latency_s.shape
+        )
         return readings.latency_s, readings.basis, own
+
+    def handoff(self, tokens: np.ndarray) -> Timed:
+        """One pipeline hand-off of a micro-batch, ``tokens`` the rank's: each token's bf16
+        hidden state to the next stage, split over ``Config.shards``, at the scale-up link's
+        bandwidth. No table measured it (aiconfigurator's P2P is a model, not a reading), so
+        its time is its bound (the decode table's hand-off, ``physics.handoff_bytes`` over
+        ``physics.link_time``) and its basis ``extrapolated``; no reading where the catalog
+        has no link figure."""
+        c = self.c
+        link = c.device.scale_up_bandwidth or math.nan
+        nbytes = physics.handoff_bytes(np.asarray(tokens), self.hidden, 2.0, c.shards, 1, 1)
+        time = np.asarray(physics.link_time(nbytes, link), dtype=np.float64)
+        basis = np.where(np.isnan(time), NONE, EXTRAPOLATED).astype(np.int8)
+        return time, basis, time
 
     def embedding(self, tokens: np.ndarray) -> Timed:
         c = self.c
-        vocab = max(1, self.model.vocab_size // c.tp)
+        vocab = max(1, self.model.vocab_size // c.shards)
         readings = self.db.embedding_many(tokens, vocab, self.hidden)
         bound = physics.gather_time(tokens, self.hidden, c.weight_bytes, c.device.bandwidth)
         return readings.latency_s, readings.basis, np.asarray(bound, dtype=np.float64)
@@ -469,7 +517,7 @@ def _scaled(readings: Readings, shape: dict[str, Any], bound: Callable[[Any], An
 
 def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
     """The per-layer projections of ``tokens`` tokens, each once (counts applied by the caller)."""
-    m, tp, hidden = ops.model, ops.c.tp, ops.hidden
+    m, tp, hidden = ops.model, ops.c.shards, ops.hidden
     qkv_n = (ops.heads + 2 * ops.kv) * m.head_dim
     out = (
         (ops.mla_projections(tokens) if ops.granular else {})
@@ -511,17 +559,35 @@ def _no_step(shape: tuple[int, ...], reason: str) -> Step:
 
 
 def _unsplit(config: Config) -> str:
-    """Why ``config``'s expert-parallel layout is not composed ("" where it is, or has none)."""
-    m, ep = config.model, config.ep
+    """Why ``config``'s parallel layout is not composed ("" where it is, or has none)."""
+    m, ep, pp = config.model, config.ep, config.pp
+    if pp > 1 and m.layers % pp:
+        return f"pp {pp} does not divide the {m.layers} layers: not composed"
     if ep <= 1:
         return ""
     if not m.is_moe:
         return f"ep {ep}: {m.id} has no routed experts to split"
-    if config.tp > 1:
-        return f"ep {ep} at tp {config.tp} a rank: only data-parallel attention at tp 1 is composed"
     if m.experts % ep:
         return f"ep {ep} does not divide the {m.experts} routed experts: not composed"
     return ""
+
+
+def micro_batch(config: Config, batch: Any) -> Any:
+    """The sequences of one micro-batch of a decode step of ``batch`` (the replica's): ``m =
+    min(B, pp)`` micro-batches of whole sequences (``physics.micro_batches``), the largest
+    ``ceil(B / m)`` [sequence]; ``batch`` itself at ``pp = 1``."""
+    if config.pp <= 1:
+        return batch
+    batch = np.asarray(batch)
+    return -(-batch // np.minimum(np.maximum(batch, 1), config.pp))
+
+
+def rank_share(config: Config, sequences: Any) -> Any:
+    """The busiest rank's share of ``sequences`` with data-parallel attention, ``ceil(S / r)``
+    (``Config.replicas``); ``sequences`` itself where every device sees them all."""
+    if config.replicas <= 1:
+        return sequences
+    return -(-np.asarray(sequences) // config.replicas)
 
 
 def step(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool = False) -> Step:
@@ -539,13 +605,14 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
     if isinstance(ops, str):
         return _no_step(shape, ops)
     counts = _counts(config)
-    if config.ep > 1:  # one rank: its share of the sequences (the busiest's), attention whole
-        batch = -(-np.asarray(batch) // config.ep)
+    if not prefill:  # a micro-batch crosses the stages: a prefill's prompts all at once
+        batch = micro_batch(config, batch)
+    batch = rank_share(config, batch)  # one rank: its share of the sequences (the busiest's)
     tokens = batch * length if prefill else batch  # the GEMMs' rows
-    lm_n = max(1, config.model.vocab_size // config.tp)
+    lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
         **_layer_ops(ops, tokens),
-        "allreduce": ops.dispatch(tokens) if config.ep > 1 else ops.allreduce(tokens),
+        **_parallel_ops(ops, tokens),
         "embedding": ops.embedding(tokens),
         "lm_head": ops.gemm(batch, lm_n, ops.hidden, "bf16"),  # the last token's logits
         "attention": ops.attention(batch, length, prefill),
@@ -559,6 +626,18 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
         basis[op][...] = kind
     reason = "; ".join(f"{op}: no reading" for op in OPERATIONS if np.isnan(expected[op]).any())
     return Step(expected, bound, basis, reason)
+
+
+def _parallel_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
+    """The communication of a step of ``tokens`` tokens a rank: the all-reduces, the MoE
+    layers' dispatch and combine under expert parallelism, the pipeline's hand-offs."""
+    c = ops.c
+    out = {"allreduce": ops.allreduce(tokens)}
+    if c.ep > 1:
+        out["dispatch"] = ops.dispatch(tokens)
+    if c.pp > 1:
+        out["handoff"] = ops.handoff(tokens)
+    return out
 
 
 def _opened(config: Config) -> _Ops | str:
@@ -607,12 +686,14 @@ def _mla_source(config: Config, db: Kernels) -> str:
 
 
 def _counts(config: Config) -> dict[str, float]:
-    """How many times each operation runs in a step [1]: the all-reduces two a layer and one
-    after the embedding, or with expert parallelism one dispatch and combine a layer."""
+    """How many times each operation runs in a step (every stage's layers: a micro-batch's
+    path) [1]: the all-reduces two a layer and one after the embedding, or with expert
+    parallelism the embedding's and one dispatch and combine a layer (which hold the layer's
+    all-reduces); ``pp - 1`` hand-offs."""
     layers = config.model.layers
     counts = {op: float(layers) for op in OPERATIONS}
-    reduces = float(layers) if config.ep > 1 else 2.0 * layers + 1.0
-    counts.update(embedding=1.0, lm_head=1.0, allreduce=reduces)
+    reduces = 1.0 if config.ep > 1 else 2.0 * layers + 1.0
+    counts.update(embedding=1.0, lm_head=1.0, allreduce=reduces, handoff=config.pp - 1.0)
     return counts
 
 
@@ -669,21 +750,24 @@ def compose(
     if isinstance(ops, str):
         return ops
     n_b, n_c, n_w = batch.size, context.size, wall_batch.size
-    steps = np.concatenate([batch, np.ones(1, dtype=np.int64), wall_batch])  # a token each
-    prompts = (batch[:, None] * context[None, :]).ravel()
+    decoded = rank_share(config, micro_batch(config, batch))  # a rank's micro-batch
+    walled = rank_share(config, micro_batch(config, wall_batch))
+    prompted = rank_share(config, batch)  # a prefill's prompts cross the stages at once
+    steps = np.concatenate([decoded, np.ones(1, dtype=np.int64), walled])  # a token each
+    prompts = (prompted[:, None] * context[None, :]).ravel()
     tokens, where = np.unique(np.concatenate([steps, prompts]), return_inverse=True)
     heads, at_heads = np.unique(steps, return_inverse=True)  # the LM head: the last tokens
-    lm_n = max(1, config.model.vocab_size // config.tp)
+    lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
         **_layer_ops(ops, tokens),
-        "allreduce": ops.allreduce(tokens),
+        **_parallel_ops(ops, tokens),
         "embedding": ops.embedding(tokens),
         "lm_head": ops.gemm(heads, lm_n, ops.hidden, "bf16"),
     }
-    grid = ops.attention(batch[:, None], context[None, :], False)
-    sizes = np.concatenate([np.ones(n_c, dtype=np.int64), wall_batch])
+    grid = ops.attention(decoded[:, None], context[None, :], False)
+    sizes = np.concatenate([np.ones(n_c, dtype=np.int64), walled])
     extra = ops.attention(sizes, np.concatenate([context, wall_context]), False)
-    prefill = ops.attention(batch[:, None], context[None, :], True)
+    prefill = ops.attention(prompted[:, None], context[None, :], True)
     at = {
         "decode": where[:n_b], "b1": where[n_b], "wall": where[n_b + 1 : n_b + 1 + n_w],
         "prefill": where[n_b + 1 + n_w :].reshape(n_b, n_c),
