@@ -340,3 +340,40 @@ def test_without_fsspec_the_remote_extra_is_named(
     assert "a memory:// URL needs fsspec, which is not installed; install the remote extra" in (
         done.stderr
     )
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """One worker process: it shares this machine's disk (``file://``), not its memory."""
+    distributed = pytest.importorskip("distributed")
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as connected:
+        yield connected
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every Parquet file under ``folder``, by its path there."""
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*.parquet")}
+
+
+@pytest.mark.parametrize("layout", ["partitioned", "single"])
+def test_workers_write_their_parts_straight_to_the_url(
+    layout: str, client: Any, tmp_path: Path, write: Callable[[str], Path]
+) -> None:
+    """The workers' parts go to the URL's staging prefix, never to the client's local
+    folder (partitioned: its local copy holds no part); a single file per table is joined
+    from them on the client. Every table equals the same cluster's run into a local folder."""
+    sweep = load_config(write("1, 64, 512"))
+    local = run_to_folder(sweep, tmp_path / "local", client=client, layout=layout)
+    url = (tmp_path / "remote").as_uri()
+    result = run_to_folder(sweep, url, client=client, layout=layout)
+    assert result.url == f"{url}/remote-run"
+    got = files(tmp_path / "remote" / "remote-run")
+    assert got == files(local.folder)
+    parts = [name for name in got if name.startswith(("decode/", "prefill/"))]
+    assert len(parts) == (4 if layout == "partitioned" else 0)  # a chunk a model and table
+    held = files(result.folder)  # the client's local copy: the spec tables, the summary
+    assert [name for name in held if "/" in name] == []  # partitioned: none ever came here
+    assert sorted(p.name for p in (tmp_path / "remote").iterdir()) == ["remote-run"]

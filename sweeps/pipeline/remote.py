@@ -331,14 +331,30 @@ def run_to_url(
     ``<url>/<name>``: recovered first where a commit stopped, checked, run, uploaded and
     committed. The ``RunResult`` names the URL (``url``); its ``folder`` is the local copy,
     removed once the result is no longer referenced."""
+    from sweeps.pipeline.distributed import PARTS_AT
+
     remote = open_url(url)
     line = recover(remote, name)
     check_target(remote, name, force)
     check_workers(remote, client)
+    ident = new_id()
     local = Path(tempfile.mkdtemp(prefix="sweeps-remote-"))
+    token = None
     try:
-        result = run_local(local)
-        commit(result.folder, remote, name, force)
+        if client is not None and remote.shared:  # the workers write the staging prefix
+            remote.fs.makedirs(remote.root, exist_ok=True)
+            _write_journal(remote, name, "staging", ident)  # rolled back if the run stops
+            token = PARTS_AT.set(staging_url(remote, name, ident))
+        try:
+            result = run_local(local)
+        except BaseException:
+            if token is not None:
+                _undo(remote, name)
+            raise
+        finally:
+            if token is not None:
+                PARTS_AT.reset(token)
+        commit(result.folder, remote, name, force, ident)
     except BaseException:
         shutil.rmtree(local, ignore_errors=True)
         raise
@@ -346,3 +362,11 @@ def run_to_url(
     result.notes[:0] = [line] if line else []
     weakref.finalize(result, shutil.rmtree, local, True)
     return result
+
+
+def _undo(remote: Remote, name: str) -> None:
+    """Roll back a run's staging where the storage answers; else the next run does."""
+    try:
+        recover(remote, name)
+    except Exception:  # the storage is gone: the journal stays for the next run
+        return
