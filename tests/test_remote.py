@@ -311,6 +311,24 @@ def test_a_failure_while_the_storage_answers_is_undone_at_once(
     assert leftovers(fs, root) == []  # the journal too: nothing for the next run to do
 
 
+def test_a_staging_prefix_no_journal_names_is_removed(
+    url: str, write: Callable[[str], Path], local: dict[str, bytes]
+) -> None:
+    """A part put after its run was rolled back (a task dask cancelled) is removed by the
+    next run against the URL, in one line; a result whose name shares the prefix is kept."""
+    fs, root = fsspec.core.url_to_fs(url)
+    fs.pipe_file(f"{root}/remote-run.tmp-123-abcd/decode/m/part-00000.parquet", b"late")
+    fs.pipe_file(f"{root}/remote-run.tmp-x/keep", b"not ours")  # not a commit's id
+    done = CliRunner().invoke(cli, ["run", str(write("1, 64, 512")), "--out", url])
+    assert done.exit_code == 0, done.output
+    assert f"recovered {url}/remote-run: removed 1 staging prefix(es) no commit names" in (
+        done.stderr
+    )
+    assert not fs.exists(f"{root}/remote-run.tmp-123-abcd")
+    assert fs.exists(f"{root}/remote-run.tmp-x/keep")
+    assert tables(fs, f"{root}/remote-run") == local
+
+
 def test_paths_never_leave_the_output_prefix(url: str, tmp_path: Path) -> None:
     where = remote.open_url(url)
     for name in ("../x", "a/b", ".hidden", "x.tmp-1/../../y", "x.old-1/z"):

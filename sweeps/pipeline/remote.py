@@ -284,11 +284,14 @@ def new_id() -> str:
 
 def recover(remote: Remote, name: str) -> str | None:
     """Finish or undo the commit of ``<url>/<name>`` that the journal says stopped; the
-    line that says which, or ``None`` where there is no journal."""
+    line that says which, or ``None`` where there is nothing to do. With no journal, a
+    staging prefix left behind (a part put by a task that dask cancelled after its run was
+    rolled back) is removed, and said: no commit of the result is running then, as one runs
+    at a time."""
     fs = remote.fs
     journal = _journal(remote, name)
     if not fs.exists(journal):
-        return None
+        return _orphans(remote, name)
     try:
         document = json.loads(fs.cat_file(journal))
         step, ident = document["step"], str(document["id"])
@@ -313,6 +316,27 @@ def recover(remote: Remote, name: str) -> str | None:
         done = "rolled forward: its result is in place"
     fs.rm_file(journal)
     return f"recovered {remote.where(name)}: a commit stopped at step {step!r}, {done}"
+
+
+def _orphans(remote: Remote, name: str) -> str | None:
+    """Remove the staging prefixes of ``name`` that no journal names; the line that says so."""
+    fs = remote.fs
+    pattern = re.compile(re.escape(f"{name}{TMP}") + r"[0-9]+-[0-9a-f]+")
+    found = (
+        [
+            path
+            for path in fs.ls(remote.root, detail=False)
+            if pattern.fullmatch(path.rstrip("/").rsplit("/", 1)[-1])
+        ]
+        if fs.exists(remote.root)
+        else []
+    )
+    for path in found:
+        fs.rm(path, recursive=True)
+    if not found:
+        return None
+    where = remote.where(name)
+    return f"recovered {where}: removed {len(found)} staging prefix(es) no commit names"
 
 
 def staging_url(remote: Remote, name: str, ident: str) -> str:
