@@ -100,7 +100,7 @@ def run(
         from sweeps.pipeline.remote import check_workers, open_url
 
         asked = f"--workers {workers}" if workers else f"--scheduler {scheduler}"
-        check_workers(open_url(out), asked=asked)
+        check_workers(open_url(out, "--out"), asked=asked, key="--out")
     preflight(sweeps)  # the address space, the extras: before any work
     from sweeps.charts.drawing import start
 

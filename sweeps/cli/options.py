@@ -349,7 +349,7 @@ def out_place(text: str) -> Path | str:
         return out_folder(text)
     from sweeps.pipeline.remote import open_url
 
-    open_url(text)
+    open_url(text, "--out")
     return text
 
 

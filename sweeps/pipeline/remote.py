@@ -1,4 +1,4 @@
-"""A result written to a URL (``--out s3://bucket/runs``, any installed fsspec protocol).
+"""A result written to a URL (``s3://bucket/runs``, any installed fsspec protocol).
 
 The run writes its folder as it does locally, into a local temporary folder (the workers of
 a cluster write their Parquet parts straight to the remote staging prefix instead, where the
@@ -74,7 +74,7 @@ EXTRA = "remote"
 
 
 def is_url(out: object) -> bool:
-    """Whether ``out`` (a ``--out`` or ``run_to_folder``'s ``out``) is a URL: a ``str`` with
+    """Whether ``out`` (``run_to_folder``'s, or the command's) is a URL: a ``str`` with
     ``scheme://`` (a ``Path`` never is one)."""
     return isinstance(out, str) and re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", out) is not None
 
@@ -124,7 +124,7 @@ class Remote:
         return f"{self.url}/{name}"
 
 
-def open_url(text: str, key: str = "--out") -> Remote:
+def open_url(text: str, key: str = "out") -> Remote:
     """``text``, a URL, as a ``Remote``; ``MissingExtraError`` without fsspec,
     ``ConfigError`` (naming ``key``, the value and the installed protocols) for a protocol
     fsspec cannot open or a path that climbs (``..``)."""
@@ -162,7 +162,9 @@ def check_target(remote: Remote, name: str, force: bool) -> None:
         raise OutputExistsError(msg)
 
 
-def check_workers(remote: Remote, client: Any = None, asked: str | None = None) -> None:
+def check_workers(
+    remote: Remote, client: Any = None, asked: str | None = None, key: str = "out"
+) -> None:
     """``ConfigError`` where a cluster's workers run in other processes (``asked``: the
     option that asks for one, ``--workers 2``; or ``client``'s workers, unless all are
     threads of this process) and ``remote`` is not shared storage (``memory://``): the
@@ -175,7 +177,7 @@ def check_workers(remote: Remote, client: Any = None, asked: str | None = None) 
             return  # threads of this process: they share its memory
     scheme = remote.url.split("://", 1)[0]
     msg = (
-        f"--out {remote.url}: {scheme}:// lives in this process's memory, and the dask "
+        f"{key} {remote.url}: {scheme}:// lives in this process's memory, and the dask "
         f"workers ({asked or 'the client given'}) run in processes of their own, which never "
         "see it; allowed: storage the workers share (s3://, gs://, a shared folder), or no "
         "cluster"
