@@ -395,3 +395,26 @@ def test_workers_write_their_parts_straight_to_the_url(
     held = files(result.folder)  # the client's local copy: the spec tables, the summary
     assert [name for name in held if "/" in name] == []  # partitioned: none ever came here
     assert sorted(p.name for p in (tmp_path / "remote").iterdir()) == ["remote-run"]
+
+
+def test_memory_with_workers_in_this_process_writes_there(
+    url: str, write: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """A cluster of threads of this process shares its memory: ``memory://`` is allowed, the
+    parts are written there and equal the same cluster's run into a local folder."""
+    distributed = pytest.importorskip("distributed")
+    sweep = load_config(write("1, 64, 512"))
+    cluster = distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    )
+    with cluster, distributed.Client(cluster) as threads:
+        local = run_to_folder(sweep, tmp_path / "local", client=threads, layout="partitioned")
+        run_to_folder(sweep, url, client=threads, layout="partitioned")
+    fs, root = fsspec.core.url_to_fs(url)
+    got = {
+        path.removeprefix(f"{root}/remote-run/"): fs.cat_file(path)
+        for path in fs.find(f"{root}/remote-run")
+        if path.endswith(".parquet")
+    }
+    assert got == files(local.folder)
+    assert leftovers(fs, root) == []
