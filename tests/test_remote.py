@@ -311,6 +311,30 @@ def test_a_failure_while_the_storage_answers_is_undone_at_once(
     assert leftovers(fs, root) == []  # the journal too: nothing for the next run to do
 
 
+def test_a_move_that_fails_once_while_placing_is_taken_up_at_once(
+    url: str, write: Callable[[str], Path], local: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the aside step the staging is whole: a move into place that fails while the
+    storage answers is finished at once, and the run succeeds with the new result."""
+    fs, root = fsspec.core.url_to_fs(url)
+    run_to_folder(load_config(write("1, 64, 512")), url)
+    real = remote._move_tree
+    failed: list[str] = []
+
+    def failing(fs: Any, source: str, target: str) -> None:
+        if target.endswith("/remote-run") and not failed:  # placing the new result
+            failed.append(source)
+            msg = "503 slow down"
+            raise OSError(msg)
+        real(fs, source, target)
+
+    monkeypatch.setattr(remote, "_move_tree", failing)
+    run_to_folder(load_config(write("2, 128")), url, force=True)
+    assert failed
+    assert fs.cat_file(f"{root}/remote-run/decode.parquet") != local["decode.parquet"]
+    assert leftovers(fs, root) == []
+
+
 def test_a_staging_prefix_no_journal_names_is_removed(
     url: str, write: Callable[[str], Path], local: dict[str, bytes]
 ) -> None:

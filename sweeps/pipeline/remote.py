@@ -270,12 +270,15 @@ def commit(
         fs.rm_file(_journal(remote, name))
     except BaseException as error:
         try:
-            recover(remote, name)
+            forward = _recover(remote, name)[1]
         except Exception:  # the storage is gone: the next run against the URL recovers
             error.add_note(
                 f"{remote.where(name)}: the commit stopped; the next run against "
                 f"{remote.url} recovers it ({_journal(remote, name)})"
             )
+            raise error from None
+        if forward and isinstance(error, Exception):
+            return  # the new result is whole in place: the failure was a move taken up again
         raise
 
 
@@ -290,10 +293,15 @@ def recover(remote: Remote, name: str) -> str | None:
     staging prefix left behind (a part put by a task that dask cancelled after its run was
     rolled back) is removed, and said: no commit of the result is running then, as one runs
     at a time."""
+    return _recover(remote, name)[0]
+
+
+def _recover(remote: Remote, name: str) -> tuple[str | None, bool]:
+    """``recover``: its line, and whether it rolled a commit forward (its result in place)."""
     fs = remote.fs
     journal = _journal(remote, name)
     if not fs.exists(journal):
-        return _orphans(remote, name)
+        return _orphans(remote, name), False
     try:
         document = json.loads(fs.cat_file(journal))
         step, ident = document["step"], str(document["id"])
@@ -309,7 +317,7 @@ def recover(remote: Remote, name: str) -> str | None:
         done = (
             "rolled back: the earlier result is in place"
             if fs.exists(target)
-            else ("rolled back: there was no earlier result")
+            else "rolled back: there was no earlier result"
         )
     else:
         if fs.exists(staging):
@@ -317,7 +325,7 @@ def recover(remote: Remote, name: str) -> str | None:
         _remove(fs, previous)
         done = "rolled forward: its result is in place"
     fs.rm_file(journal)
-    return f"recovered {remote.where(name)}: a commit stopped at step {step!r}, {done}"
+    return f"recovered {remote.where(name)}: a commit stopped at step {step!r}, {done}", not back
 
 
 def _orphans(remote: Remote, name: str) -> str | None:
