@@ -65,7 +65,7 @@ def preflight(sweeps: list[Sweep]) -> None:
 
 def _run(
     sweep: Sweep,
-    out: Path,
+    out: Path | str,
     force: bool,
     budget: int | None,
     client: Any,
@@ -99,7 +99,7 @@ def _run(
 
 
 def run_one(
-    sweep: Sweep, out: Path, force: bool, budget: int | None, client: Any, output: Output
+    sweep: Sweep, out: Path | str, force: bool, budget: int | None, client: Any, output: Output
 ) -> dict[str, Any]:
     """Run ``sweep`` into ``out``, draw its phases, print its summary; its ``--json`` record."""
     from sweeps.cli import render

@@ -65,7 +65,7 @@ def cli() -> None:
 @handled
 def run(
     configs: tuple[Path, ...],
-    out: Path,
+    out: Path | str,
     force: bool,
     memory_budget: str | None,
     scheduler: str | None,
@@ -87,12 +87,20 @@ def run(
 
     sweeps = [load_config(path) for path in configs]  # every config checked before anything heavy
     size = budget(memory_budget)
-    check_out(out)
+    if isinstance(out, Path):
+        check_out(out)
     from sweeps.cli.cluster import cluster
     from sweeps.cli.execute import preflight, run_one
     from sweeps.pipeline import check_targets
 
-    check_targets(sweeps, out, force)  # two configs of one name, or a result already there
+    # two configs of one name, or a result already there; on a URL, a stopped commit recovered
+    for line in check_targets(sweeps, out, force):
+        output.status(line)
+    if isinstance(out, str) and (workers or scheduler):  # before a cluster starts
+        from sweeps.pipeline.remote import check_workers, open_url
+
+        asked = f"--workers {workers}" if workers else f"--scheduler {scheduler}"
+        check_workers(open_url(out, "--out"), asked=asked, key="--out")
     preflight(sweeps)  # the address space, the extras: before any work
     from sweeps.charts.drawing import start
 

@@ -294,9 +294,14 @@ def cluster_options(function: F) -> F:
     return _stacked(function, options)
 
 
-def out_options(receives: str) -> Callable[[F], F]:
+def out_options(receives: str, urls: bool = False) -> Callable[[F], F]:
     """``--out DIR`` and ``--force``: where a result goes (``DIR/<receives>``) and whether it
-    may replace one."""
+    may replace one; ``urls``: a URL of any installed fsspec protocol too."""
+    where = (
+        "a local folder, a file:// URL or a URL of an installed fsspec protocol"
+        if urls
+        else "a local folder or a file:// URL"
+    )
 
     def decorate(function: F) -> F:
         function = click.option("--force", is_flag=True, help="Replace an existing result.")(
@@ -307,15 +312,15 @@ def out_options(receives: str) -> Callable[[F], F]:
             type=str,
             default="outputs",
             show_default=True,
-            callback=_out_callback,
-            help=f"Folder that receives {receives} (a local folder or a file:// URL).",
+            callback=_out_callback if not urls else _url_callback,
+            help=f"Folder that receives {receives} ({where}).",
         )(function)
 
     return decorate
 
 
-out_option = out_options("<sweep name>/")
-"""``--out`` and ``--force`` of ``sweeps run``."""
+out_option = out_options("<sweep name>/", urls=True)
+"""``--out`` and ``--force`` of ``sweeps run``: a folder or a URL."""
 
 
 def _out_callback(_ctx: click.Context, _param: click.Parameter, value: str) -> Path:
@@ -326,12 +331,34 @@ def _out_callback(_ctx: click.Context, _param: click.Parameter, value: str) -> P
         raise click.BadParameter(str(error)) from None
 
 
+def _url_callback(_ctx: click.Context, _param: click.Parameter, value: str) -> Path | str:
+    """``out_place``, its refusal as click's (exit 2, before the command starts)."""
+    from sweeps.errors import SweepsError
+
+    try:
+        return out_place(value)
+    except SweepsError as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def out_place(text: str) -> Path | str:
+    """``--out`` of ``sweeps run``: a local folder (``out_folder``: a path or a ``file://``
+    URL's path), or the URL of another installed fsspec protocol, checked
+    (``sweeps.pipeline.remote.open_url``) and returned as given."""
+    if "://" not in text or text.startswith("file:"):
+        return out_folder(text)
+    from sweeps.pipeline.remote import open_url
+
+    open_url(text, "--out")
+    return text
+
+
 def out_folder(text: str) -> Path:
     """``--out`` as a local folder: a path, or a ``file://`` URL's path. Another URL
     (``memory://``, ``s3://``, any ``scheme://``) is refused in one line naming what is
     missing: fsspec, the filesystem's own package, or, with both installed, a writer for it
-    (results are written, staged and renamed into place, on local folders; a path like
-    ``memory://x`` was taken before as the local folder ``memory:/x``)."""
+    (``sweeps calibrate`` writes on local folders only; a path like ``memory://x`` was taken
+    before as the local folder ``memory:/x``)."""
     from urllib.parse import unquote, urlsplit
 
     if "://" not in text:
@@ -354,8 +381,8 @@ def out_folder(text: str) -> Path:
         msg = f"{text}: {parts.scheme}:// cannot be opened ({error}); {allowed}"
         raise BadArguments(msg) from None
     msg = (
-        f"{text}: fsspec opens {parts.scheme}://, but a run writes its result on a local "
-        f"folder only (staged beside it and renamed into place); {allowed}"
+        f"{text}: fsspec opens {parts.scheme}://, but this command writes its result on a "
+        f"local folder only (staged beside it and renamed into place); {allowed}"
     )
     raise BadArguments(msg)
 

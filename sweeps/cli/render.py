@@ -273,7 +273,8 @@ def run_lines(result: Any, distributed: bool) -> list[str]:
     partitioned = result.layout == "partitioned"
     how = f" in {result.chunks:,} chunks, partitioned by model" if partitioned else ""
     seconds = result.seconds  # wall time: the phases in ``timings`` overlap
-    lines = [f"wrote {shown(result.folder)}/{how} ({row_counts(result.rows)}) in {seconds:,.2f} s"]
+    where = getattr(result, "url", None) or shown(result.folder)
+    lines = [f"wrote {where}/{how} ({row_counts(result.rows)}) in {seconds:,.2f} s"]
     if result.skipped:
         hint = (
             "a run on a dask cluster always streams"
@@ -311,7 +312,7 @@ def run_document(sweep: Any, result: Any, rows: list[dict[str, Any]] | None) -> 
         "name": sweep.name,
         "title": sweep.title,
         "config": sweep.path,
-        "folder": str(result.folder),
+        "folder": getattr(result, "url", None) or str(result.folder),
         "layout": result.layout,
         "chunks": result.chunks,
         "rows": dict(result.rows),

@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,6 +62,12 @@ PER_THREAD = 2
 """Chunks in flight per worker thread: one computing, one queued behind it."""
 
 
+PARTS_AT: ContextVar[str | None] = ContextVar("sweeps_parts_at", default=None)
+"""The URL of the staging prefix where the workers write their parts, set while a run whose
+result goes to a URL of shared storage runs (``sweeps.pipeline.remote.run_to_url``); ``None``:
+into the run's local staging folder."""
+
+
 class ClusterLost(SweepsError):
     """The cluster lost every worker for longer than the timeout, or its scheduler (exit 1)."""
 
@@ -81,25 +90,69 @@ def write_chunk(
     chunk: Chunk, names: Sequence[str], enums: Mapping[str, Sequence[str]], folder: str
 ) -> dict[str, Part]:
     """On a worker: build ``chunk``'s grid, write each table of ``names`` as a part into
-    ``folder`` (under a hidden name, then renamed) and return the parts' counts."""
+    ``folder`` (under a hidden name, then renamed; a URL: written here, then put there, one
+    object, whole) and return the parts' counts."""
     from sweeps.export.frame import table_frame
     from sweeps.export.parquet import write_frame
     from sweeps.grid.build import build_grid
 
     ds = build_grid(chunk.sweep)
     parts = {}
-    for name in names:
-        frame = table_frame(ds, name, enums)
-        file = PART.format(table=name, model=chunk.model, index=chunk.index)
-        path = Path(folder) / file
-        path.parent.parent.mkdir(exist_ok=True)  # never the staging folder itself: a run
-        path.parent.mkdir(exist_ok=True)  # that stopped has removed it, for good
-        hidden = path.with_name(f".{path.name}.{os.getpid()}")
-        columns = write_frame(frame, hidden, name)
-        os.replace(hidden, path)
-        parts[name] = Part(frame.height, columns, file)
-        del frame
+    with _written_at(folder) as local:
+        for name in names:
+            frame = table_frame(ds, name, enums)
+            file = PART.format(table=name, model=chunk.model, index=chunk.index)
+            path = local / file
+            path.parent.parent.mkdir(exist_ok=True)  # never the staging folder itself: a run
+            path.parent.mkdir(exist_ok=True)  # that stopped has removed it, for good
+            hidden = path.with_name(f".{path.name}.{os.getpid()}")
+            columns = write_frame(frame, hidden, name)
+            os.replace(hidden, path)
+            _put(local, folder, file)
+            parts[name] = Part(frame.height, columns, file)
+            del frame
     return parts
+
+
+def _remote(folder: str) -> bool:
+    return "://" in folder
+
+
+@contextlib.contextmanager
+def _written_at(folder: str) -> Iterator[Path]:
+    """The local folder a worker writes ``folder``'s files in: itself, or for a URL a
+    temporary one of its own, removed after (``_put`` sends each file on)."""
+    if not _remote(folder):
+        yield Path(folder)
+        return
+    local = Path(tempfile.mkdtemp(prefix="sweeps-parts-"))
+    try:
+        yield local
+    finally:
+        shutil.rmtree(local, ignore_errors=True)
+
+
+def _put(local: Path, folder: str, file: str) -> None:
+    """Send ``local/file`` to ``folder/file`` where ``folder`` is a URL (fsspec)."""
+    if not _remote(folder):
+        return
+    import fsspec
+
+    fs, path = fsspec.core.url_to_fs(f"{folder}/{file}")
+    fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+    fs.put_file(str(local / file), path)
+
+
+def fetch(folder: str, files: Sequence[str], local: Path) -> None:
+    """On the client: the parts ``files`` the workers wrote at the URL ``folder``, moved into
+    the local staging folder ``local`` (where the client reads them)."""
+    import fsspec
+
+    for file in files:
+        fs, path = fsspec.core.url_to_fs(f"{folder}/{file}")
+        (local / file).parent.mkdir(parents=True, exist_ok=True)
+        fs.get_file(path, str(local / file))
+        fs.rm_file(path)
 
 
 async def warm() -> None:
@@ -191,7 +244,7 @@ def write_parts(  # long: submit, watch, take back, in one loop
     chunks: Sequence[Chunk],
     names: Sequence[str],
     enums: Mapping[str, Sequence[str]],
-    folder: Path,
+    folder: Path | str,
     client: Any,
     report: Callable[[int], None],
     timeout: float = CLUSTER_TIMEOUT,
@@ -287,10 +340,14 @@ def whole_tables(
     from sweeps.pipeline.stream import _whole_table
 
     held: list[Any] = []
-    return {
-        name: _whole_table(sweep, BY_NAME[name], Path(folder), layout, enums, held)
-        for name in names
-    }
+    with _written_at(folder) as local:
+        written = {
+            name: _whole_table(sweep, BY_NAME[name], local, layout, enums, held) for name in names
+        }
+        for _, _, files in written.values():
+            for file in files:
+                _put(local, folder, file)
+    return written
 
 
 def cluster_timeout() -> float:
@@ -347,24 +404,33 @@ def write_on_cluster(
 
     streamed = [t.name for t in tables(sweep) if not t.whole]
     whole = [t.name for t in tables(sweep) if t.whole]
+    at = PARTS_AT.get() or str(folder)  # a URL: the workers write straight there
     side = (
-        client.submit(whole_tables, sweep, whole, str(folder), layout, dict(enums), pure=False)
+        client.submit(whole_tables, sweep, whole, at, layout, dict(enums), pure=False)
         if whole
         else None
     )
-    parts = (
-        write_parts(chunks, streamed, enums, folder, client, report, timeout) if streamed else {}
-    )
+    parts = write_parts(chunks, streamed, enums, at, client, report, timeout) if streamed else {}
     written: dict[str, Any] = {}
     for name, table in parts.items():
         files = [part.file for part in table]
+        if _remote(at) and (layout == "single" or _reads_parts(sweep)):
+            fetch(at, files, folder)
         if layout == "single":
             join_parts(folder, name, files, f"{name}.parquet")
             files = [f"{name}.parquet"]
         written[name] = (sum(p.rows for p in table), table[0].columns, files)
     if side is not None:
         written |= _result(side, _Watch(client, timeout), 0)
+        if _remote(at):  # small (reduced over devices, tp or batch), and read for the plans
+            fetch(at, [file for name in whole for file in written[name][2]], folder)
     return {t.name: written[t.name] for t in tables(sweep)}
+
+
+def _reads_parts(sweep: Any) -> bool:
+    """Whether the client reads the streamed tables' parts after the workers wrote them:
+    the expected counts of an engine, the DuckDB views, the studies' post-steps."""
+    return bool(sweep.engine or sweep.duckdb or sweep.studies)
 
 
 def write_streamed(

@@ -114,6 +114,9 @@ class RunResult:
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
     expected: dict[str, dict[str, int]] = field(default_factory=dict)
+    url: str | None = None
+    """Where the result was committed when ``out`` is a URL (``folder`` is then its local
+    copy, removed once the result is no longer referenced); ``None`` for a local folder."""
 
     @property
     def dataset(self) -> xr.Dataset | None:
@@ -137,10 +140,16 @@ class RunResult:
         return None if grid is None else summarize(grid)
 
 
-def check_targets(sweeps: Iterable[Sweep], out: str | Path, force: bool = False) -> None:
+def check_targets(sweeps: Iterable[Sweep], out: str | Path, force: bool = False) -> list[str]:
     """Before any of ``sweeps`` runs: each writes a folder of its own in ``out`` (two configs
     of one name would replace each other's result: a ``ConfigError`` naming both files), and
-    none of those folders is there already unless ``force`` (``OutputExistsError``)."""
+    none of those folders is there already unless ``force`` (``OutputExistsError``).
+    ``out`` a URL: a commit that stopped there is recovered first (``sweeps.pipeline.remote``);
+    the lines that say so are returned."""
+    from sweeps.pipeline.remote import is_url
+
+    if is_url(out):
+        return _check_url_targets(sweeps, str(out), force)
     seen: dict[Path, Sweep] = {}
     for sweep in sweeps:
         target = result_folder(out, sweep.name)
@@ -152,6 +161,28 @@ def check_targets(sweeps: Iterable[Sweep], out: str | Path, force: bool = False)
             raise ConfigError(msg)
         seen[target] = sweep
         check_target(target, force)
+    return []
+
+
+def _check_url_targets(sweeps: Iterable[Sweep], url: str, force: bool) -> list[str]:
+    """``check_targets`` of results on the URL ``url``: the recovery lines."""
+    from sweeps.pipeline import remote
+
+    where = remote.open_url(url)
+    seen: dict[str, Sweep] = {}
+    lines = []
+    for sweep in sweeps:
+        if sweep.name in seen:
+            msg = (
+                f"{seen[sweep.name].path} and {sweep.path} both write {where.where(sweep.name)} "
+                f"(sweep.name {sweep.name!r}); allowed: one config per sweep name in a run"
+            )
+            raise ConfigError(msg)
+        seen[sweep.name] = sweep
+        line = remote.recover(where, sweep.name)
+        lines += [line] if line else []
+        remote.check_target(where, sweep.name, force)
+    return lines
 
 
 def _post_step_tables(
@@ -261,7 +292,10 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
     sweep
         The validated sweep (``sweeps.load_config``).
     out
-        The folder the run's folder ``<name>/`` is written into.
+        The folder the run's folder ``<name>/`` is written into, or a URL of an installed
+        fsspec protocol (a ``str``: ``s3://bucket/runs``, ``file:///abs``; the ``remote``
+        extra): written in a local temporary folder, then uploaded and committed there with a
+        journal (``sweeps.pipeline.remote``), ``RunResult.url`` naming it.
     force
         Replace ``<out>/<name>/`` where it exists (else ``OutputExistsError``).
     hooks
@@ -300,6 +334,30 @@ def run_to_folder(  # long: the one entry of a run, its steps in order, each a l
         The folder, the grid where it was held, the row count of each table, the timings
         [s], the files written and what was skipped.
     """
+    from sweeps.pipeline.remote import is_url, run_to_url
+
+    if is_url(out):  # run here, then committed to the URL
+        return run_to_url(
+            sweep.name,
+            str(out),
+            force,
+            client,
+            lambda local: run_to_folder(
+                sweep,
+                local,
+                False,
+                hooks,
+                memory_budget,
+                progress,
+                client,
+                layout,
+                grid_format,
+                duckdb,
+                phase,
+                track,
+                plan=plan,
+            ),
+        )
     began = time.perf_counter()
     given = RunOptions(force, hooks, memory_budget, progress, client, layout, grid_format, duckdb)
     settings = replace(given, phase=phase, track=track).of(sweep)
