@@ -368,3 +368,30 @@ def test_a_sweep_with_an_engine_and_the_parallel_axes_runs_through_the_cli(
         rows = kernels.filter(pl.col("operation") == op)
         assert (rows.filter(pl.col(axis) > 1)["expected_s"] > 0).all(), op
         assert (rows.filter(pl.col(axis) == 1)["expected_s"] == 0).all(), op
+
+
+@pytest.mark.parametrize(
+    ("model", "engine", "tp", "ep", "dp", "pp"),
+    [("qwen3-235b-a22b", "vllm", 1, 4, True, 2), ("qwen3-235b-a22b", "trtllm", 2, 4, False, 1),
+     ("llama-3.1-8b", "vllm", 1, 1, True, 4)],
+)  # fmt: skip
+def test_the_verify_step_and_the_hit_prefill_compose_parallel_layouts_as_compose_does(
+    model: str, engine: str, tp: int, ep: int, dp: bool, pp: int
+) -> None:
+    """``step.decode`` (speculation's verify step) and ``step.hit_prefill`` at nothing cached
+    (the prefix's) equal ``compose``'s decode step and TTFT bit for bit on parallel layouts:
+    a rank's micro-batch, the dispatch and hand-offs, the LM head over ``shards``."""
+    from sweeps.studies.expected.step import compose, decode, hit_prefill
+
+    config = _config(model, "h100-sxm", engine, tp, ep, dp, pp)
+    batch, context = np.array([1, 5, 33, 64]), np.array([128, 2048, 8192])
+    whole = compose(config, batch, context, np.array([], dtype=np.int64), np.array([]))
+    alone = decode(config, batch, context)
+    hit = hit_prefill(config, batch, context, np.zeros((1, 1, 1), dtype=np.int64))
+    assert not isinstance(whole, str)
+    assert not isinstance(alone, str)
+    assert not isinstance(hit, str)
+    assert np.isfinite(whole.step).all()
+    assert (alone.step == whole.step).all()
+    assert (alone.step_basis == whole.step_basis).all()
+    assert (hit.ttft[..., 0] == whole.ttft).all()

@@ -861,15 +861,17 @@ def hit_prefill(
     ops = _opened(config)
     if isinstance(ops, str):
         return ops
-    b3, p3 = batch[:, None, None], prompt[None, :, None]
+    prompted = rank_share(config, batch)  # a prefill's prompts cross the stages at once
+    b3, p3 = prompted[:, None, None], prompt[None, :, None]
     shape = np.broadcast_shapes(b3.shape, p3.shape, np.shape(cached))
     new = np.broadcast_to(b3 * (p3 - cached), shape).astype(np.int64)  # each prefill's
     tokens, where = np.unique(new, return_inverse=True)
-    heads, at_heads = np.unique(batch, return_inverse=True)  # the LM head: the last tokens
-    lm_n = max(1, config.model.vocab_size // config.tp)
+    last = rank_share(config, micro_batch(config, batch))  # the LM head, as compose reads it
+    heads, at_heads = np.unique(last, return_inverse=True)
+    lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
         **_layer_ops(ops, tokens),
-        "allreduce": ops.allreduce(tokens),
+        **_parallel_ops(ops, tokens),
         "embedding": ops.embedding(tokens),
         "lm_head": ops.gemm(heads, lm_n, ops.hidden, "bf16"),
     }
@@ -931,14 +933,15 @@ def decode(config: Config, batch: np.ndarray, context: np.ndarray) -> Decoded | 
     ops = _opened(config)
     if isinstance(ops, str):
         return ops
-    tokens, where = np.unique(batch, return_inverse=True)
-    lm_n = max(1, config.model.vocab_size // config.tp)
+    decoded = rank_share(config, micro_batch(config, batch))  # a rank's micro-batch
+    tokens, where = np.unique(decoded, return_inverse=True)
+    lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
         **_layer_ops(ops, tokens),
-        "allreduce": ops.allreduce(tokens),
+        **_parallel_ops(ops, tokens),
         "embedding": ops.embedding(tokens),
         "lm_head": ops.gemm(tokens, lm_n, ops.hidden, "bf16"),
-        "attention": ops.attention(batch[:, None], context[None, :], False),
+        "attention": ops.attention(decoded[:, None], context[None, :], False),
     }
     counts = _counts(config)
     expected: dict[str, np.ndarray] = {}
