@@ -218,6 +218,11 @@ def test_sigkill_mid_run_leaves_previous_result(sweep, tmp_path):
         assert child.stdout.readline().startswith("chunk")  # one chunk written, mid-run
         staging = list((out / STAGING).glob(f"{sweep.name}.tmp-*"))
         assert staging
+        # wait for the chunk's parts: on a loaded machine (a full suite on 2 cores) they were
+        # seen to land after the progress line; the child sleeps 30 s after each chunk
+        deadline = time.monotonic() + 20
+        while not any(staging[0].rglob("*.parquet")) and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert any(staging[0].rglob("*.parquet"))
     finally:
         os.kill(child.pid, signal.SIGKILL)
