@@ -333,29 +333,3 @@ def test_a_point_without_a_hit_rate_is_null_with_the_reason(
         assert table[column].null_count() == table.height, column
     assert set(table["reason"]) == {NO_RATE}
     assert set(table["basis"]) == {""}
-
-
-def test_on_parallel_layouts_nothing_cached_is_expected_parquets_ttft_bit_for_bit() -> None:
-    """The table takes the parallel axes as expected.parquet does (ep with and without
-    data-parallel attention, pp): at h 0 its hit prefill is that table's TTFT at every layout,
-    a hit is no slower than the bound allows (flagged where below) and ep 4 has values."""
-    from sweeps.export import frames
-
-    axes = {
-        "model": ["qwen3-235b-a22b"], "hardware": ["h100-sxm"], "tp": [1], "batch": [1, 8],
-        "context": [1024, 4096], "prompt": [1024, 4096], "engine": ["vllm"], "ep": [1, 4],
-        "dp_attention": [True, False], "pp": [1, 2], "prefix_hit_rate": [0.0, 0.9],
-    }  # fmt: skip
-    tables = frames(sweeps.run({"sweep": {"name": "xprefix-parallel"}, "axes": axes}))
-    frame, expected = tables["prefix_expected"], tables["expected"]
-    keys = [*KEYS, "ep", "dp_attention", "pp"]
-    plain = frame.filter(pl.col("prefix_hit_rate") == 0.0)
-    both = plain.join(expected, on=keys, how="inner", suffix="_decode")
-    assert both.height == plain.height == expected.height == 32
-    ours, theirs = both["expected_hit_prefill_s"], both["expected_ttft_s"]
-    assert ours.null_count() == theirs.null_count() == 0
-    assert (ours == theirs).all()  # bit for bit
-    composed = frame.drop_nulls("expected_hit_prefill_s")
-    assert composed.filter(pl.col("ep") == 4).height == 32  # every ep 4 point composed
-    below = composed["expected_hit_prefill_s"] < composed["hit_compute_time_s"]
-    assert (composed["below_bound"] == below).all()

@@ -161,7 +161,7 @@ def test_the_verify_step_is_aiconfigurators_nextn_step_of_the_same_operations() 
         assert ours == pytest.approx(theirs * 1e-3 * layers / (layers + k), rel=0.10)
 
 
-def test_no_table_without_speculation_or_an_engine() -> None:
+def test_no_table_without_speculation_or_with_the_parallel_axes() -> None:
     plain = _build('hardware = ["h100-sxm"]\nbatch = [1]\ncontext = [1024]\nengine = ["vllm"]')
     assert "expected_spec_time_per_output_token_s" not in plain
     assert "expected_step_time_s" in plain  # the check can fail
@@ -174,7 +174,7 @@ def test_no_table_without_speculation_or_an_engine() -> None:
     speculating = parse_config(f"[sweep]\nname = 's'\n[axes]\n{axes}")
     assert SPECULATIVE_EXPECTED.wanted(speculating)
     parallel = parse_config(f"[sweep]\nname = 's'\n[axes]\n{axes}pp = [1, 2]\n")
-    assert SPECULATIVE_EXPECTED.wanted(parallel)  # with its dims (the test below)
+    assert not SPECULATIVE_EXPECTED.wanted(parallel)  # the expected pass takes no ep or pp
 
 
 def test_a_run_counts_the_table_in_its_manifest(
@@ -262,50 +262,3 @@ def test_the_verify_steps_decode_is_composes_decode_step_bit_for_bit(
     assert np.isfinite(whole.step).all()
     assert (alone.step == whole.step).all()
     assert (alone.step_basis == whole.step_basis).all()
-
-
-def test_on_parallel_layouts_k0_is_the_expected_decode_step_and_rows_stay_whole() -> None:
-    """With ep (data-parallel attention on and off) and pp the table takes their dims: k = 0
-    is expected.parquet's decode step bit for bit at every layout, and a verify step of k + 1
-    rows a sequence is ``decode`` of the sequences with k + 1 queries each (a sequence's rows
-    stay on one rank in one micro-batch: at batch 1, pp 2 the step is longer than one of
-    ``ceil((k + 1) / 2)`` rows would be)."""
-    from sweeps.studies.expected.step import decode
-
-    grid = build_grid(
-        parse_config(
-            """
-[sweep]
-name = "spec-parallel"
-
-[axes]
-model = ["qwen3-235b-a22b"]
-hardware = ["h100-sxm"]
-batch = [1, 8]
-context = [1024, 4096]
-engine = ["vllm"]
-spec_tokens = [0, 2]
-spec_acceptance = [0.7]
-spec_draft = ["ngram", "mtp"]
-ep = [1, 4]
-dp_attention = [true, false]
-pp = [1, 2]
-"""
-        )
-    )
-    at = grid.sel(spec_tokens=0)
-    assert {"ep", "dp_attention", "pp"} <= set(at["expected_verify_time_s"].dims)
-    _bits(at["expected_verify_time_s"], grid["expected_step_time_s"], "verify")
-    _bits(at["spec_below_bound"], grid["below_bound"], "below")
-    assert np.isfinite(grid["expected_verify_time_s"].values).all()
-    config = dataclasses.replace(
-        _config("qwen3-235b-a22b", "h100-sxm", 1, "vllm"), ep=4, dp_attention=True, pp=2
-    )
-    whole = decode(config, np.array([1]), np.array([1024]), 3)
-    split = decode(config, np.array([2]), np.array([1024]))  # ceil(3 rows / 2 stages)
-    assert not isinstance(whole, str)
-    assert not isinstance(split, str)
-    ours = grid["expected_verify_time_s"].sel(
-        spec_tokens=2, batch=1, context=1024, ep=4, dp_attention="true", pp=2
-    )
-    assert float(ours.squeeze()) == float(whole.step[0, 0]) > float(split.step[0, 0])

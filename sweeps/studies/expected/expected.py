@@ -50,7 +50,7 @@ def _layouts(x: Inputs) -> list[tuple[int, bool, int]]:
     return list(itertools.product(eps, dps, pps))
 
 
-def configurations(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
+def _configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
     """Every configuration of the grid, with its index over ``_configuration``."""
     models, devices = x["_model_records"].values, x["_device_records"].values
     choices, tps = x["_engine_choices"].values, x["tp"].values
@@ -97,7 +97,7 @@ CONFIG_MAJOR = _config_major(len(CONFIGURATION))
 
 def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output array
     batch, context = x["batch"].values, x["context"].values
-    configs = configurations(x)
+    configs = _configs(x)
     n = len(_configuration(x))
     sizes = tuple(1 + max(int(i[d]) for i, _ in configs) for d in range(n))
     grid = (*sizes, len(batch), len(context))

@@ -13,8 +13,8 @@ tokens a verification ``E`` is the bound's (``expected_tokens``, the same accept
 expected time per output token is ``(t_verify + t_draft) / E``, beside the speculative table's
 bound of it; ``k = 0`` is expected.parquet's decode step bit for bit. ``roofline_share`` is the
 bound over the expectation, ``below_bound`` flags an expectation below its bound (not
-clamped). With the parallel axes the table takes their dims, the verify step a rank's
-micro-batch of whole sequences, each ``k + 1`` rows (``step.decode``'s ``queries``).
+clamped). Not written with the parallel axes (the verify step is not composed on parallel
+layouts, though the expected pass reads them).
 """
 
 from __future__ import annotations
@@ -25,30 +25,25 @@ from typing import Any
 import numpy as np
 
 from sweeps.engine.base import Analysis, Inputs, Variable
-from sweeps.engine.parallel_terms import PARALLEL_DIMS, parallel
 from sweeps.measured.kernels import NAMES, NONE
 from sweeps.studies.expected.expected import DIMS as EXPECTED_DIMS
-from sweeps.studies.expected.expected import configurations, known_flag
+from sweeps.studies.expected.expected import known_flag
+from sweeps.studies.expected.served import configs
 from sweeps.studies.expected.step import Config, Decoded, decode
 
 DIMS = (*EXPECTED_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
 """The expected table's dims and the speculative ones."""
 
 CONFIG = ("model", "hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype", "engine")
-"""The dims of one configuration (``expected.configurations`` is over these, then the parallel
-axes where the sweep has them)."""
+"""The dims of one configuration (``served.configs`` is over these)."""
 
+LAYOUT = (0, 1, 2, 10, 11, 3, 4, 5, 6, 7, 8, 9)
+"""The axes of a filled array (configuration, k, acceptance, draft, batch, context) in
+``DIMS``' order."""
 
-def _layout(n: int) -> tuple[int, ...]:
-    """The axes of a filled array (``n`` configuration dims, k, acceptance, draft, batch,
-    context) in ``DIMS``' order, the parallel axes after them."""
-    return (0, 1, 2, n + 3, n + 4, 3, 4, 5, 6, n, n + 1, n + 2, *range(7, n))
-
-
-OUTSIDE_THE_LAYER = ("embedding", "lm_head", "handoff")
+OUTSIDE_THE_LAYER = ("embedding", "lm_head")
 """The operations of a decode step that are not its layers' (an MTP head runs its own
-LM head once a pass; it looks its input up in the target's embedding), nor the pipeline's
-hand-offs (between stages, not a layer's)."""
+LM head once a pass; it looks its input up in the target's embedding)."""
 
 
 def _mtp_pass(config: Config, plain: Decoded) -> np.ndarray:
@@ -105,10 +100,8 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     batch, context = x["batch"].values, x["context"].values
     ks = np.asarray(x["spec_tokens"].values, dtype=np.int64)
     drafts = x["_draft_records"].values
-    every = configurations(x)
-    extra = PARALLEL_DIMS if parallel(x) else ()
-    config_dims, out_dims = (*CONFIG, *extra), (*DIMS, *extra)
-    sizes = tuple(1 + max(i[n] for i, _ in every) for n in range(len(config_dims)))
+    every = list(configs(x))
+    sizes = tuple(1 + max(i[n] for i, _ in every) for n in range(len(CONFIG)))
     verify = np.full((*sizes, ks.size, batch.size, context.size), np.nan)
     verify_code = np.full(verify.shape, NONE, dtype=np.int8)
     per_draft = (*sizes, ks.size, len(drafts), batch.size, context.size)
@@ -121,7 +114,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             continue
         why = []
         for i, k in enumerate(ks):  # B (k + 1) rows: k = 0 is the decode step itself
-            done = plain if k == 0 else decode(config, batch, context, int(k) + 1)
+            done = plain if k == 0 else decode(config, batch * (k + 1), context)
             assert not isinstance(done, str)  # the configuration opened for plain
             verify[index][i], verify_code[index][i] = done.step, done.step_basis
             why.append(done.reason)
@@ -130,39 +123,41 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             draft[index][:, d], draft_code[index][:, d] = time, code
             for i in range(ks.size):
                 reasons[index][i, d] = "; ".join(r for r in (why[i], reason) if r)
-    kept = (*config_dims, "spec_tokens", "batch", "context")
+    kept = (*CONFIG, "spec_tokens", "batch", "context")
     verify_v = xr.Variable(kept, verify)
-    draft_v = xr.Variable((*config_dims, "spec_tokens", "spec_draft", "batch", "context"), draft)
+    draft_v = xr.Variable((*CONFIG, "spec_tokens", "spec_draft", "batch", "context"), draft)
     e = x["expected_tokens"]
     spent = verify_v + draft_v
-    per_token = (spent / e).transpose(*out_dims)
+    per_token = (spent / e).transpose(*DIMS)
     bound = x["spec_time_per_output_token_s"]
     codes = np.maximum(verify_code[..., :, None, :, :], draft_code)
     codes = np.where(np.isnan(verify[..., :, None, :, :] + draft), NONE, codes)
     full = (*sizes, ks.size, x["spec_acceptance"].size, len(drafts), batch.size, context.size)
 
     def labels(values: np.ndarray) -> xr.Variable:
-        spread = np.broadcast_to(values[..., :, None, :, :, :], full)
-        return xr.Variable(out_dims, spread.transpose(_layout(len(sizes))), fastpath=True)
+        spread = np.broadcast_to(values[..., :, None, :, :, :], full).transpose(LAYOUT)
+        return xr.Variable(DIMS, spread, fastpath=True)
 
     with np.errstate(invalid="ignore", divide="ignore"):
         share = bound / per_token
     return {
-        "expected_verify_time_s": verify_v.transpose(*(d for d in out_dims if d in kept)),
-        "expected_draft_time_s": draft_v.transpose(*(d for d in out_dims if d in draft_v.dims)),
+        "expected_verify_time_s": verify_v.transpose(*(d for d in DIMS if d in kept)),
+        "expected_draft_time_s": draft_v.transpose(*(d for d in DIMS if d in draft_v.dims)),
         "expected_spec_time_per_output_token_s": per_token,
-        "expected_spec_tokens_per_s": (x["batch"] / per_token).transpose(*out_dims),
-        "expected_spec_speedup": (x["expected_step_time_s"] * e / spent).transpose(*out_dims),
-        "spec_roofline_share": share.transpose(*out_dims),
-        "spec_below_bound": known_flag(per_token < bound, per_token).transpose(*out_dims),
+        "expected_spec_tokens_per_s": (x["batch"] / per_token).transpose(*DIMS),
+        "expected_spec_speedup": (x["expected_step_time_s"] * e / spent).transpose(*DIMS),
+        "spec_roofline_share": share.transpose(*DIMS),
+        "spec_below_bound": known_flag(per_token < bound, per_token).transpose(*DIMS),
         "expected_spec_basis": labels(NAMES[codes]),
         "expected_spec_reason": labels(np.broadcast_to(reasons[..., None, None], per_draft)),
     }
 
 
 def wanted(sweep: Any) -> bool:
-    """An engine and speculation are set."""
-    return "speculative" in getattr(sweep, "studies", {})
+    """An engine and speculation are set, and no parallel axes (not composed on expected
+    steps)."""
+    studies = getattr(sweep, "studies", {})
+    return "speculative" in studies and "parallel" not in studies
 
 
 _V = Variable
@@ -272,5 +267,4 @@ SPECULATIVE_EXPECTED = Analysis(
     ),
     study="expected",
     applies=wanted,
-    extra_dims=PARALLEL_DIMS,
 )

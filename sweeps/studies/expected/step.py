@@ -925,18 +925,15 @@ class Decoded:
     reason: str
 
 
-def decode(
-    config: Config, batch: np.ndarray, context: np.ndarray, queries: int = 1
-) -> Decoded | str:
+def decode(config: Config, batch: np.ndarray, context: np.ndarray) -> Decoded | str:
     """The decode step of ``config`` at each of ``batch`` sequences (its rows: the GEMMs' and
     the LM head's ``m``, attention's sequences) by each ``context`` (cached tokens), summed as
     ``compose`` sums its decode step (``_sum`` in ``OPERATIONS``' order), each distinct
-    shape read once; ``queries`` rows a sequence (a verify step's ``k + 1``: a sequence's rows
-    stay in one micro-batch on one rank). A string: why there is none."""
+    shape read once. A string: why there is none."""
     ops = _opened(config)
     if isinstance(ops, str):
         return ops
-    decoded = rank_share(config, micro_batch(config, batch)) * queries  # a rank's micro-batch
+    decoded = rank_share(config, micro_batch(config, batch))  # a rank's micro-batch
     tokens, where = np.unique(decoded, return_inverse=True)
     lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
