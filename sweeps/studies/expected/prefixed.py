@@ -84,7 +84,7 @@ def _compute(x: Inputs) -> dict[str, Any]:
     made = configs(x)
     n = len(made[0][0])
     sizes = tuple(1 + max(i[d] for i, _ in made) for d in range(n))
-    grid = (*sizes, batch.size, prompt.size, rates.shape[-1])
+    grid = (*sizes, batch.size, prompt.size, int(x["prefix_hit_rate"].size))
     ttft = np.full(grid, np.nan)
     cached_out = np.full(grid, np.nan)
     codes = np.full(grid, NONE, dtype=np.int8)

@@ -17,7 +17,8 @@ clamped).
 
 On parallel layouts (``ep``, ``dp_attention``, ``pp``) the table takes their dims, as
 expected.parquet does: the verify step is ``compose``'s decode step of ``B (k + 1)`` rows (a
-rank's micro-batch, the dispatch and hand-offs, the LM head over ``Config.shards``). The
+rank's micro-batch of whole sequences, each with its ``k + 1`` rows; the dispatch and
+hand-offs; the LM head over ``Config.shards``). The
 drafts are placed as the bound places them (``sweeps.engine.drafts``): an MTP head on the last
 stage runs its ``k`` passes for each of the ``pp`` micro-batches in turn (a pass: the mean
 layer of the rank's micro-batch's step, its dispatch included, no hand-off); a draft model,
@@ -141,7 +142,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             continue
         why = []
         for i, k in enumerate(ks):  # B (k + 1) rows: k = 0 is the decode step itself
-            done = plain if k == 0 else decode(config, batch * (k + 1), context)
+            done = plain if k == 0 else decode(config, batch, context, int(k) + 1)
             assert not isinstance(done, str)  # the configuration opened for plain
             verify[index][i], verify_code[index][i] = done.step, done.step_basis
             why.append(done.reason)
