@@ -8,6 +8,8 @@ Reads the installed ``aiconfigurator-core`` (the ``measured`` extra, a test depe
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -214,3 +216,51 @@ def test_a_verify_steps_rows_stay_with_their_sequence() -> None:
     assert not isinstance(got, str)
     assert not isinstance(held, str)
     assert (got.step == held.step).all()
+
+
+def test_a_trace_hit_rate_is_read_at_each_layouts_own_cache(tmp_path: Path) -> None:
+    """``prefix_hit_rate = "trace"``: the hit rate is the trace's at each point's own cache,
+    which a layout changes (pp 2 holds half the weights and half the layers' cache a device);
+    the hit prefill skips each layout's own share (three requests, by hand: 2/7 of the prompt
+    tokens hit with one block of cache at pp 1, 3/7 with room for more at pp 2)."""
+    import sweeps
+    from sweeps import physics
+
+    from .test_prefix_trace import _reserve, _write_trace
+
+    _write_trace(tmp_path, [[1, 2], [1, 2, 3], [1, 4]], [1024, 1536, 1024])
+    path = tmp_path / "sweep.toml"
+    path.write_text(
+        f"""
+[sweep]
+name = "trace-layouts"
+[axes]
+model = ["llama-3.1-8b"]
+hardware = ["h100-sxm"]
+tp = [1]
+pp = [1, 2]
+batch = [1, 4]
+context = [1024]
+prompt = [1024, 4096]
+kv_dtype = ["bf16"]
+weight_dtype = ["bf16"]
+engine = ["vllm"]
+prefix_hit_rate = "trace"
+prefix_trace = "reuse.jsonl"
+[options]
+memory_reserve = {_reserve(1.25)!r}
+[outputs]
+charts = []
+grid = "none"
+""",
+        encoding="utf-8",
+    )
+    ds = sweeps.run(path)
+    hit = ds["hit_rate"]
+    assert "pp" in hit.dims
+    assert float(hit.sel(pp=1).max()) == pytest.approx(2 / 7, abs=1e-15)
+    assert float(hit.sel(pp=2).min()) == pytest.approx(3 / 7, abs=1e-15)
+    cached = ds["expected_cached_tokens"]
+    held = physics.whole_cached_tokens(ds["prompt"], hit).broadcast_like(cached)
+    _bits(cached, held.transpose(*cached.dims), "cached")
+    assert np.isfinite(ds["expected_hit_prefill_s"].values).all()
