@@ -50,8 +50,17 @@ def _layouts(x: Inputs) -> list[tuple[int, bool, int]]:
     return list(itertools.product(eps, dps, pps))
 
 
-def _configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
-    """Every configuration of the grid, with its index over ``_configuration``."""
+def extra_dims(x: Inputs) -> tuple[str, ...]:
+    """The parallel axes' dims where the sweep has them, else none: the dims the expected
+    tables add after their own (``Analysis.extra_dims``)."""
+    return PARALLEL_DIMS if parallel(x) else ()
+
+
+def configs(x: Inputs) -> list[tuple[tuple[int, ...], Config]]:
+    """Every configuration of the grid, with its index over ``_configuration``: over
+    ``served.CONFIG``, then the parallel axes where the sweep has them (each configuration at
+    each of ``_layouts``; the tables on expected steps compose each, ``prefix_expected`` and
+    ``speculative_expected`` too)."""
     models, devices = x["_model_records"].values, x["_device_records"].values
     choices, tps = x["_engine_choices"].values, x["tp"].values
     kv_names, w_names = x["kv_dtype"].values, x["weight_dtype"].values
@@ -97,9 +106,9 @@ CONFIG_MAJOR = _config_major(len(CONFIGURATION))
 
 def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output array
     batch, context = x["batch"].values, x["context"].values
-    configs = _configs(x)
+    every = configs(x)
     n = len(_configuration(x))
-    sizes = tuple(1 + max(int(i[d]) for i, _ in configs) for d in range(n))
+    sizes = tuple(1 + max(int(i[d]) for i, _ in every) for d in range(n))
     grid = (*sizes, len(batch), len(context))
     outs = {name: np.full(grid, np.nan) for name in ("step", "ttft")}
     per_context = {name: np.full((*sizes, len(context)), np.nan) for name in ("b1", "wall")}
@@ -109,7 +118,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     kernel = {name: np.empty(per_op) for name in ("expected", "bound", "share")}  # each block set
     kernel_basis = np.empty(per_op, dtype=np.int8)
     max_batch = _max_batch(x)
-    for index, config in configs:
+    for index, config in every:
         mi, hi, ti, ki, kdi, wi, _, *layout = index
         where: tuple[Any, ...] = (mi, hi, ti, slice(None), ki, kdi, wi, *layout)
         walls = max_batch[where]
@@ -184,7 +193,7 @@ def _outputs(
     """The declared variables from the filled arrays."""
     import xarray as xr  # the grid's; not at import (``sweeps validate`` stays light)
 
-    extra = PARALLEL_DIMS if parallel(x) else ()
+    extra = extra_dims(x)
     dims = (*DIMS, *extra)
 
     def var(values: np.ndarray) -> xr.Variable:

@@ -11,9 +11,14 @@ HBM: no tier's reload is priced here), ``roofline_share`` the bound over the exp
 ``below_bound`` the flag of an expectation below it (counted in the manifest, never clamped).
 At ``h = 0`` the expected prefill is expected.parquet's ``expected_ttft_s`` bit for bit.
 
+On parallel layouts (``ep``, ``dp_attention``, ``pp``) the table takes their dims, as
+expected.parquet does: the hit prefill is composed as ``compose`` composes its TTFT (the
+prompts cross the stages at once, a rank's share of them; the dispatch and hand-offs of the
+new tokens; the LM head over ``Config.shards``), beside the prefix table's bound at the same
+layout.
+
 Not composed, null with the reason: an MLA model's prefill after a cached prefix (the MLA
-tables are read without one); a sweep with the parallel axes gets no table (the hit prefill
-is not composed on parallel layouts, though the expected pass reads them).
+tables are read without one).
 """
 
 from __future__ import annotations
@@ -24,39 +29,43 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.engine.prefill import DIMS as PREFILL_DIMS
 from sweeps.measured.kernels import NAMES, NONE
-from sweeps.studies.expected.expected import known_flag
-from sweeps.studies.expected.served import configs
+from sweeps.studies.expected.expected import configs, extra_dims, known_flag
 from sweeps.studies.expected.step import hit_prefill
 
 DIMS = (*PREFILL_DIMS, "engine", "prefix_hit_rate")
-"""The prefill table's dims, the engine and the hit rate (no tier: the prefix in HBM)."""
+"""The prefill table's dims, the engine and the hit rate (no tier: the prefix in HBM), and
+``PARALLEL_DIMS`` where the sweep has them."""
 
 POINT = ("batch", "prompt", "prefix_hit_rate")
 """The dims of one configuration's points (``step.hit_prefill``'s grid)."""
 
-CONFIG_MAJOR = (0, 1, 2, 7, 8, 3, 4, 5, 6, 9)
-"""The axes of a configuration-major array (configuration dims, then ``POINT``) in ``DIMS``'
-order."""
+
+def _config_major(n: int) -> tuple[int, ...]:
+    """The axes of a configuration-major array (``n`` configuration dims, the parallel axes
+    last among them, then ``POINT``) in the order of ``DIMS`` and the parallel axes."""
+    return (0, 1, 2, n, n + 1, 3, 4, 5, 6, n + 2, *range(7, n))
+
+
+CONFIG_MAJOR = _config_major(7)
+"""``_config_major`` of a grid without the parallel axes."""
 
 NO_RATE = "no prefix hit rate at this point"
 """Why a point whose hit rate is null (none to compose at) has no expectation."""
 
-NOT_COMPOSED = ("parallel",)
-"""Studies whose layouts the hit prefill is not composed on: no table with them."""
-
 
 def wanted(sweep: Any) -> bool:
-    """An engine is set, and no study whose layouts the hit prefill is not composed on."""
-    studies = getattr(sweep, "studies", {})
-    return bool(getattr(sweep, "engine", ())) and not any(s in studies for s in NOT_COMPOSED)
+    """An engine is set."""
+    return bool(getattr(sweep, "engine", ()))
 
 
 def _hit_rates(x: Inputs) -> np.ndarray:
-    """The hit rate ``h`` of every point over ``DIMS`` less the engine (the prefix table's
-    ``hit_rate``: the axis's, or a trace's at the point's own cache) [1]."""
-    dims = tuple(d for d in DIMS if d != "engine")
+    """The hit rate ``h`` of every point over ``DIMS`` less the engine, then the parallel
+    axes where the sweep has them (the prefix table's ``hit_rate``: the axis's, or a trace's
+    at the point's own cache) [1]."""
+    dims = (*(d for d in DIMS if d != "engine"), *extra_dims(x))
     sizes = {
         d: int(x["kv_heads_count"].shape[1]) if d == "kv_heads" else int(x[d].size) for d in dims
     }
@@ -72,16 +81,18 @@ def _compute(x: Inputs) -> dict[str, Any]:
     batch = np.asarray(x["batch"].values, dtype=np.int64)
     prompt = np.asarray(x["prompt"].values, dtype=np.int64)
     rates = _hit_rates(x)
-    made = list(configs(x))
-    sizes = tuple(1 + max(i[n] for i, _ in made) for n in range(7))
-    grid = (*sizes, batch.size, prompt.size, rates.shape[-1])
+    made = configs(x)
+    n = len(made[0][0])
+    sizes = tuple(1 + max(i[d] for i, _ in made) for d in range(n))
+    grid = (*sizes, batch.size, prompt.size, int(x["prefix_hit_rate"].size))
     ttft = np.full(grid, np.nan)
     cached_out = np.full(grid, np.nan)
     codes = np.full(grid, NONE, dtype=np.int8)
     reasons = np.full(grid, "", dtype=object)
     for index, config in made:
-        m, h, t, k, kd, w, _ = index
-        rate = rates[m, h, t, :, :, k, kd, w, :]  # (batch, prompt, hit)
+        m, h, t, k, kd, w, _, *layout = index
+        every: Any = slice(None)
+        rate = rates[(m, h, t, every, every, k, kd, w, every, *layout)]  # (batch, prompt, hit)
         unknown = np.isnan(rate)  # no hit rate: nothing to compose (none is read as 0)
         cached = physics.whole_cached_tokens(prompt[None, :, None], np.where(unknown, 0.0, rate))
         cached_out[index] = np.where(unknown, np.nan, cached)
@@ -92,10 +103,10 @@ def _compute(x: Inputs) -> dict[str, Any]:
         ttft[index] = np.where(unknown, np.nan, done.ttft)
         codes[index] = np.where(unknown, NONE, done.basis)
         reasons[index] = np.where(unknown, NO_RATE, done.reason)
-    order = CONFIG_MAJOR
+    order, dims = _config_major(n), (*DIMS, *extra_dims(x))
 
     def var(values: np.ndarray) -> xr.Variable:
-        return xr.Variable(DIMS, values.transpose(order), fastpath=True)
+        return xr.Variable(dims, values.transpose(order), fastpath=True)
 
     expected = var(ttft)
     bound = x["hit_compute_time_s"]
@@ -174,6 +185,7 @@ PREFIX_EXPECTED = Analysis(
     needs=("model", "prefill", "prefix"),
     study="prefix",
     applies=wanted,
+    extra_dims=PARALLEL_DIMS,
     columns=(
         "hit_rate",
         "expected_cached_tokens",

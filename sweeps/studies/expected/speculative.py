@@ -13,8 +13,17 @@ tokens a verification ``E`` is the bound's (``expected_tokens``, the same accept
 expected time per output token is ``(t_verify + t_draft) / E``, beside the speculative table's
 bound of it; ``k = 0`` is expected.parquet's decode step bit for bit. ``roofline_share`` is the
 bound over the expectation, ``below_bound`` flags an expectation below its bound (not
-clamped). Not written with the parallel axes (the verify step is not composed on parallel
-layouts, though the expected pass reads them).
+clamped).
+
+On parallel layouts (``ep``, ``dp_attention``, ``pp``) the table takes their dims, as
+expected.parquet does: the verify step is ``compose``'s decode step of ``B (k + 1)`` rows (a
+rank's micro-batch of whole sequences, each with its ``k + 1`` rows; the dispatch and
+hand-offs; the LM head over ``Config.shards``). The
+drafts are placed as the bound places them (``sweeps.engine.drafts``): an MTP head on the last
+stage runs its ``k`` passes for each of the ``pp`` micro-batches in turn (a pass: the mean
+layer of the rank's micro-batch's step, its dispatch included, no hand-off); a draft model,
+dense, runs whole on the last stage, a copy on each attention copy split over its
+``Config.shards`` devices, drafting a rank's micro-batch, ``pp`` of them in turn.
 """
 
 from __future__ import annotations
@@ -25,25 +34,35 @@ from typing import Any
 import numpy as np
 
 from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.measured.kernels import NAMES, NONE
 from sweeps.studies.expected.expected import DIMS as EXPECTED_DIMS
-from sweeps.studies.expected.expected import known_flag
-from sweeps.studies.expected.served import configs
-from sweeps.studies.expected.step import Config, Decoded, decode
+from sweeps.studies.expected.expected import configs, extra_dims, known_flag
+from sweeps.studies.expected.step import Config, Decoded, decode, micro_batch, rank_share
 
 DIMS = (*EXPECTED_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
-"""The expected table's dims and the speculative ones."""
+"""The expected table's dims and the speculative ones (and ``PARALLEL_DIMS`` where the sweep
+has them)."""
 
 CONFIG = ("model", "hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype", "engine")
-"""The dims of one configuration (``served.configs`` is over these)."""
+"""The dims of one configuration (``expected.configs`` is over these, then the parallel
+axes where the sweep has them)."""
 
-LAYOUT = (0, 1, 2, 10, 11, 3, 4, 5, 6, 7, 8, 9)
-"""The axes of a filled array (configuration, k, acceptance, draft, batch, context) in
-``DIMS``' order."""
 
-OUTSIDE_THE_LAYER = ("embedding", "lm_head")
+def _layout(n: int) -> tuple[int, ...]:
+    """The axes of a filled array (``n`` configuration dims, the parallel axes last among
+    them, then k, acceptance, draft, batch, context) in the order of ``DIMS`` and the
+    parallel axes."""
+    return (0, 1, 2, n + 3, n + 4, 3, 4, 5, 6, n, n + 1, n + 2, *range(7, n))
+
+
+LAYOUT = _layout(len(CONFIG))
+"""``_layout`` of a grid without the parallel axes."""
+
+OUTSIDE_THE_LAYER = ("embedding", "lm_head", "handoff")
 """The operations of a decode step that are not its layers' (an MTP head runs its own
-LM head once a pass; it looks its input up in the target's embedding)."""
+LM head once a pass; it looks its input up in the target's embedding; it sits on the last
+stage: no hand-off)."""
 
 
 def _mtp_pass(config: Config, plain: Decoded) -> np.ndarray:
@@ -68,21 +87,27 @@ def _draft(
     """The draft's expected time to propose each ``k`` of ``ks`` tokens (k, batch, context)
     [s], its basis codes (int8, the same shape) and why there is none (""): ``ngram`` 0, an
     MTP head ``k`` passes, a draft model ``k`` decode steps at ``S .. S + k - 1``; 0 at
-    ``k = 0``."""
+    ``k = 0``. On a pipeline both run on the last stage for each of the ``pp`` micro-batches
+    in turn; a draft model is dense, split over ``Config.shards`` devices and drafts a rank's
+    micro-batch (``sweeps.engine.drafts``' placement; at ``ep = pp = 1`` the target's own)."""
     shape = (ks.size, batch.size, context.size)
     time, code = np.zeros(shape), np.zeros(shape, dtype=np.int8)
     if record.kind == "ngram":
         return time, code, ""
+    turns = float(config.pp)  # the last stage drafts the pp micro-batches in turn
     if record.kind == "mtp":
         one = _mtp_pass(config, plain)
         for i, k in enumerate(ks):
             if k > 0:
-                time[i], code[i] = k * one, plain.step_basis
+                time[i], code[i] = k * one * turns, plain.step_basis
         return time, code, ""
     model = record.model
-    drafting = dataclasses.replace(config, model=model, kv_heads=model.kv_heads)
+    drafting = dataclasses.replace(
+        config, model=model, kv_heads=model.kv_heads, tp=config.shards, ep=1,
+        dp_attention=True, pp=1,
+    )  # fmt: skip
     lengths = np.unique(context[:, None] + np.arange(max(int(ks.max()), 1))[None, :])
-    steps = decode(drafting, batch, lengths)
+    steps = decode(drafting, rank_share(config, micro_batch(config, batch)), lengths)
     if isinstance(steps, str):
         return np.full(shape, np.nan), np.full(shape, NONE, dtype=np.int8), f"draft: {steps}"
     at = np.searchsorted(lengths, context)  # S's place; S + j is j further (all are there)
@@ -90,6 +115,7 @@ def _draft(
         for j in range(int(k)):
             time[i] = time[i] + steps.step[:, at + j]
             np.maximum(code[i], steps.step_basis[:, at + j], out=code[i])
+    time *= turns
     reason = f"draft {model.id}: {steps.reason}" if steps.reason else ""
     return time, code, reason
 
@@ -100,8 +126,10 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     batch, context = x["batch"].values, x["context"].values
     ks = np.asarray(x["spec_tokens"].values, dtype=np.int64)
     drafts = x["_draft_records"].values
-    every = list(configs(x))
-    sizes = tuple(1 + max(i[n] for i, _ in every) for n in range(len(CONFIG)))
+    every = configs(x)
+    extra = extra_dims(x)
+    n = len(CONFIG) + len(extra)
+    sizes = tuple(1 + max(i[d] for i, _ in every) for d in range(n))
     verify = np.full((*sizes, ks.size, batch.size, context.size), np.nan)
     verify_code = np.full(verify.shape, NONE, dtype=np.int8)
     per_draft = (*sizes, ks.size, len(drafts), batch.size, context.size)
@@ -114,7 +142,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             continue
         why = []
         for i, k in enumerate(ks):  # B (k + 1) rows: k = 0 is the decode step itself
-            done = plain if k == 0 else decode(config, batch * (k + 1), context)
+            done = plain if k == 0 else decode(config, batch, context, int(k) + 1)
             assert not isinstance(done, str)  # the configuration opened for plain
             verify[index][i], verify_code[index][i] = done.step, done.step_basis
             why.append(done.reason)
@@ -123,41 +151,40 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             draft[index][:, d], draft_code[index][:, d] = time, code
             for i in range(ks.size):
                 reasons[index][i, d] = "; ".join(r for r in (why[i], reason) if r)
-    kept = (*CONFIG, "spec_tokens", "batch", "context")
+    dims, config_dims = (*DIMS, *extra), (*CONFIG, *extra)
+    kept = (*config_dims, "spec_tokens", "batch", "context")
     verify_v = xr.Variable(kept, verify)
-    draft_v = xr.Variable((*CONFIG, "spec_tokens", "spec_draft", "batch", "context"), draft)
+    draft_v = xr.Variable((*config_dims, "spec_tokens", "spec_draft", "batch", "context"), draft)
     e = x["expected_tokens"]
     spent = verify_v + draft_v
-    per_token = (spent / e).transpose(*DIMS)
+    per_token = (spent / e).transpose(*dims)
     bound = x["spec_time_per_output_token_s"]
     codes = np.maximum(verify_code[..., :, None, :, :], draft_code)
     codes = np.where(np.isnan(verify[..., :, None, :, :] + draft), NONE, codes)
     full = (*sizes, ks.size, x["spec_acceptance"].size, len(drafts), batch.size, context.size)
 
     def labels(values: np.ndarray) -> xr.Variable:
-        spread = np.broadcast_to(values[..., :, None, :, :, :], full).transpose(LAYOUT)
-        return xr.Variable(DIMS, spread, fastpath=True)
+        spread = np.broadcast_to(values[..., :, None, :, :, :], full).transpose(_layout(n))
+        return xr.Variable(dims, spread, fastpath=True)
 
     with np.errstate(invalid="ignore", divide="ignore"):
         share = bound / per_token
     return {
-        "expected_verify_time_s": verify_v.transpose(*(d for d in DIMS if d in kept)),
-        "expected_draft_time_s": draft_v.transpose(*(d for d in DIMS if d in draft_v.dims)),
+        "expected_verify_time_s": verify_v.transpose(*(d for d in dims if d in kept)),
+        "expected_draft_time_s": draft_v.transpose(*(d for d in dims if d in draft_v.dims)),
         "expected_spec_time_per_output_token_s": per_token,
-        "expected_spec_tokens_per_s": (x["batch"] / per_token).transpose(*DIMS),
-        "expected_spec_speedup": (x["expected_step_time_s"] * e / spent).transpose(*DIMS),
-        "spec_roofline_share": share.transpose(*DIMS),
-        "spec_below_bound": known_flag(per_token < bound, per_token).transpose(*DIMS),
+        "expected_spec_tokens_per_s": (x["batch"] / per_token).transpose(*dims),
+        "expected_spec_speedup": (x["expected_step_time_s"] * e / spent).transpose(*dims),
+        "spec_roofline_share": share.transpose(*dims),
+        "spec_below_bound": known_flag(per_token < bound, per_token).transpose(*dims),
         "expected_spec_basis": labels(NAMES[codes]),
         "expected_spec_reason": labels(np.broadcast_to(reasons[..., None, None], per_draft)),
     }
 
 
 def wanted(sweep: Any) -> bool:
-    """An engine and speculation are set, and no parallel axes (not composed on expected
-    steps)."""
-    studies = getattr(sweep, "studies", {})
-    return "speculative" in studies and "parallel" not in studies
+    """An engine and speculation are set."""
+    return "speculative" in getattr(sweep, "studies", {})
 
 
 _V = Variable
@@ -267,4 +294,5 @@ SPECULATIVE_EXPECTED = Analysis(
     ),
     study="expected",
     applies=wanted,
+    extra_dims=PARALLEL_DIMS,
 )

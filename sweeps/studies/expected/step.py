@@ -925,15 +925,19 @@ class Decoded:
     reason: str
 
 
-def decode(config: Config, batch: np.ndarray, context: np.ndarray) -> Decoded | str:
-    """The decode step of ``config`` at each of ``batch`` sequences (its rows: the GEMMs' and
-    the LM head's ``m``, attention's sequences) by each ``context`` (cached tokens), summed as
-    ``compose`` sums its decode step (``_sum`` in ``OPERATIONS``' order), each distinct
-    shape read once. A string: why there is none."""
+def decode(
+    config: Config, batch: np.ndarray, context: np.ndarray, rows_each: int = 1
+) -> Decoded | str:
+    """The decode step of ``config`` at each of ``batch`` sequences of ``rows_each`` rows (a
+    verify step's ``k + 1``: the GEMMs' and the LM head's ``m``, attention's single-query
+    sequences) by each ``context`` (cached tokens), summed as ``compose`` sums its decode step
+    (``_sum`` in ``OPERATIONS``' order), each distinct shape read once. The pipeline's
+    micro-batches and a rank's share are of whole sequences, each with its rows. A string:
+    why there is none."""
     ops = _opened(config)
     if isinstance(ops, str):
         return ops
-    decoded = rank_share(config, micro_batch(config, batch))  # a rank's micro-batch
+    decoded = rank_share(config, micro_batch(config, batch)) * rows_each  # a rank's, its rows
     tokens, where = np.unique(decoded, return_inverse=True)
     lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
