@@ -22,6 +22,7 @@ from sweeps.studies.expected.speculative import SPECULATIVE_EXPECTED, _draft
 from sweeps.studies.expected.step import Config, decode
 
 from .test_expected_parallel import _config
+from .test_speculative_expected import _bits
 
 pytest.importorskip("aiconfigurator_core")
 
@@ -58,16 +59,6 @@ def ds() -> xr.Dataset:
 @pytest.fixture(scope="module")
 def plain() -> xr.Dataset:
     return build_grid(parse_config(AXES, "<plain>"))
-
-
-def _bits(a: xr.DataArray, b: xr.DataArray, name: str) -> None:
-    """``a`` equals ``b`` bit for bit over their broadcast points, NaN where ``b`` is NaN."""
-    a, b = xr.broadcast(a, b)
-    x, y = a.transpose(*b.dims).values, b.values
-    if y.dtype.kind == "f":
-        assert ((x == y) | (np.isnan(x) & np.isnan(y))).all(), name
-    else:
-        assert (x == y).all(), name
 
 
 def _layered(ds: xr.Dataset, like: xr.DataArray) -> np.ndarray:
