@@ -68,6 +68,7 @@ EXPECTED_TABLES: dict[str, str] = {
     "expected": "expected_step_time_s",
     "prefix_expected": "expected_hit_prefill_s",
     "speculative_expected": "expected_time_per_output_token_s",
+    "serving_expected": "expected_ttft_s",
 }
 """The tables of an expectation beside its bound, each with ``below_bound`` and ``basis``, and
 the column that is null where there is no expectation: their counts go in the manifest under

@@ -31,7 +31,7 @@ from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
 from sweeps.studies.expected.priced import PRICED
-from sweeps.studies.expected.served import wanted
+from sweeps.studies.expected.served import TECHNIQUES, wanted
 from sweeps.studies.serving.pools import (
     LOADS,
     QUANTILES,
@@ -331,5 +331,5 @@ POOLS_EXPECTED = Analysis(
     rows="pools_expected_row",
     count=_rows,
     whole=True,
-    extra_dims=LOADS,
+    extra_dims=(*TECHNIQUES, *LOADS),
 )

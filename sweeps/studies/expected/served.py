@@ -24,9 +24,13 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.steps import cache_bytes, prefix_hit
+from sweeps.studies.expected.composed import GREEDY_NULL, UNPRICED, Composed, Hits, composed
+from sweeps.studies.expected.expected import known_flag
 from sweeps.studies.expected.priced import NOT_PRICED, priced, prompt_counts
-from sweeps.studies.expected.step import Config
-from sweeps.studies.expected.steps import ExpectedSteps, expected_steps
+from sweeps.studies.expected.step import Config, hit_prefill
+from sweeps.studies.expected.steps import ExpectedSteps, expected_steps, expected_verify, heads
+from sweeps.studies.serving.pools import mode_value
 
 DIMS = (
     "model",
@@ -43,7 +47,13 @@ DIMS = (
 )
 CONFIG = ("model", "hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype", "engine")
 """The dims of one composition of the step (``steps.expected_steps`` is per these and batch)."""
-NOT_COMPOSED = ("speculative", "prefix", "parallel")
+CONFIG_DIMS = DIMS[:8]
+"""The configuration's dims and the batch, in the table's order."""
+TECHNIQUES = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
+"""The technique dims the table takes on where the sweep has them (``Analysis.extra_dims``;
+the bound serving table's ``served.EXTRA_DIMS`` less the parallel ones): each point off its
+plain value composed on expected steps (``composed``)."""
+NOT_COMPOSED = ("parallel",)
 """Studies whose techniques are not composed on expected steps: no table with them."""
 FIGURES = ("ttft", "tpot", "latency", "steady", "per_device", "alone", "prefills", "decode")
 """The figures filled per mode. The pools' steps, the same at every mode: ``alone``, one
@@ -89,6 +99,82 @@ def _figures(
     return out
 
 
+def _techniques(x: Inputs) -> tuple[str, ...]:
+    """The technique dims of the grid (``TECHNIQUES`` it has), in their order."""
+    return tuple(d for d in TECHNIQUES if d in x.values)
+
+
+def _full(value: Any, dims: tuple[str, ...], sizes: dict[str, int]) -> np.ndarray:
+    """``value`` (a Variable) over ``dims`` of ``sizes``, broadcast, as an array."""
+    return np.asarray(value.set_dims({d: sizes[d] for d in dims}).transpose(*dims).values)
+
+
+def _prefix_terms(x: Inputs, sizes: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Every point's hit rate and one prompt's prefix reload from its tier, over the
+    configuration dims, ``prefix_hit_rate``, ``kv_tier`` and ``prompt_tokens`` [1, s]."""
+    hit = prefix_hit(x)
+    cached = physics.whole_cached_tokens(x["prompt_tokens"], hit)
+    reload = physics.reload_time(cache_bytes(x, cached), x["_tier_bandwidth"])
+    dims = (*CONFIG_DIMS, "prefix_hit_rate", "kv_tier", "prompt_tokens")
+    return _full(hit, dims, sizes), _full(reload + 0.0 * hit, dims, sizes)
+
+
+def _spec_counts(batch: int, output: np.ndarray, ks: Any, alphas: Any) -> set[int]:
+    """The prompt counts ``batched-prefill`` with random verify steps reads: the floor and
+    ceiling of ``1 + (B - 1) / n`` (``composed._prefill_between``) [prompt]."""
+    k, alpha, o = np.meshgrid(ks, alphas, output, indexing="ij")
+    steps = np.maximum(physics.verify_steps(np.maximum(o - 1, 0), k, alpha), 1)
+    low = np.floor(1 + (batch - 1) / steps)
+    return {int(c) for c in np.unique(np.concatenate([low, low + 1]).reshape(-1)) if c <= batch}
+
+
+def _hits(
+    config: Config, steps: ExpectedSteps, counts: np.ndarray, prompt: np.ndarray, h: float,
+    reload: np.ndarray,
+) -> Hits:  # fmt: skip
+    """The expected hit prefills of ``counts`` prompts of each ``prompt`` at hit rate ``h``,
+    the LM head at the plain expected prefill's rows (``min(m (1 - h) I, B)``)."""
+    cached = physics.whole_cached_tokens(prompt, h).astype(np.int64)
+    done = hit_prefill(config, counts, prompt, cached[None, :, None])
+    if isinstance(done, str):
+        nan = np.full((counts.size, prompt.size), np.nan)
+        return Hits(counts, nan, cached, reload, np.full(prompt.size, done, dtype=object))
+    new = counts[:, None] * (prompt - cached)[None, :]
+    head = heads(config, np.minimum(new, steps.batch)) - heads(config, counts)[:, None]
+    reason = np.array(["; ".join(sorted(set(r))) for r in done.reason[..., 0].T], dtype=object)
+    return Hits(counts, done.ttft[..., 0] + head, cached, reload, reason)
+
+
+def _technique_figures(  # long: one point's figures, reasons and basis
+    t: Composed, modes: list[str], output: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Each figure over (prompt, output, mode) of one technique point, and the reason of each
+    null (object, the same shape)."""
+    out = {name: np.full((*t.prompt.shape, len(modes)), np.nan) for name in FIGURES}
+    reason = np.full(out["ttft"].shape, "", dtype=object)
+    own = t.verify.reason if t.verify is not None else ""
+    for j, mode in enumerate(modes):
+        got = composed(mode, t)
+        for name in FIGURES[:4]:
+            out[name][..., j] = got[name]
+        out["per_device"][..., j] = got["rate"] * output
+        reason[..., j] = NOT_PRICED.get(mode, "")
+        if mode in NOT_PRICED:
+            continue
+        empty = np.isnan(np.asarray(got["ttft"]))
+        why = UNPRICED if mode == "chunked-paced" else GREEDY_NULL
+        reason[..., j] = np.where(empty, why, "")
+    out["alone"][...] = t.alone[..., None]
+    out["prefills"][...] = t.prefills(t.batch)[..., None]
+    out["decode"][...] = t.steady[..., None]
+    if t.hits is not None:
+        said = t.hits.reason[t.row][..., None]
+        reason = np.where(said != "", said, reason)
+    if own:
+        reason[...] = own
+    return out, reason
+
+
 def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output array
     import xarray as xr
 
@@ -98,34 +184,84 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     modes = [str(m) for m in np.asarray(x["mode"].values).reshape(-1)]
     every = list(configs(x))
     sizes = [1 + max(i[n] for i, _ in every) for n in range(len(CONFIG))]
-    shape = (*sizes[:3], batch.size, *sizes[3:], prompt.size, output.size, len(modes))
+    tech = _techniques(x)
+    tech_sizes = [int(x[d].size) for d in tech]
+    dims = (*DIMS[:8], *tech, *DIMS[8:])
+    shape = (*sizes[:3], batch.size, *sizes[3:], *tech_sizes, prompt.size, output.size, len(modes))
+    named = dict(zip(dims, shape, strict=True))
     out = {name: np.full(shape, np.nan) for name in FIGURES}
     basis, reason = np.full(shape, "", dtype=object), np.full(shape, "", dtype=object)
     longest = int(np.max(prompt) + np.max(output))
+    spec = "spec_tokens" in tech
+    ks = np.asarray(x["spec_tokens"].values, dtype=np.int64) if spec else np.zeros(1, np.int64)
+    alphas = np.asarray(x["spec_acceptance"].values, dtype=np.float64) if spec else np.zeros(1)
+    drafts = list(x["_draft_records"].values) if spec else [None]
+    prefix = "prefix_hit_rate" in tech
+    rates, reloads = _prefix_terms(x, named) if prefix else (np.zeros((1,) * 11),) * 2
+    grid_i, grid_o = np.meshgrid(prompt.astype(float), output.astype(float), indexing="ij")
     for (m, h, t, k, kd, w, e), config in every:
         for b, slots in enumerate(batch):  # the largest step: B whole prompts, or B + B I
-            counts = prompt_counts(int(slots), output)
+            counts = set(prompt_counts(int(slots), output))
+            if spec:
+                counts |= _spec_counts(int(slots), output, ks[ks > 0], alphas)
             tokens = int(slots * (np.max(prompt) + 1))
-            steps = expected_steps(config, int(slots), longest, tokens, counts)
+            steps = expected_steps(config, int(slots), longest, tokens, tuple(sorted(counts)))
             at = (m, h, t, b, k, kd, w, e)
             if steps.reason:
                 reason[at] = steps.reason
                 continue
-            for name, values in _figures(steps, modes, prompt, output, budget).items():
-                out[name][at] = values
-            basis[at] = steps.basis
-            for j, mode in enumerate(modes):
-                reason[(*at, Ellipsis, j)] = NOT_PRICED.get(mode, "")
-                if mode in NOT_PRICED:
-                    basis[(*at, Ellipsis, j)] = ""
+            plain = _figures(steps, modes, prompt, output, budget)
+            priced_here = np.array([mode not in NOT_PRICED for mode in modes])
+            here = rates[at] if prefix else np.zeros((1, 1, 1))  # (hit rate, tier, prompt)
+            verify = {
+                (i, d): expected_verify(
+                    config,
+                    int(slots),
+                    int(kv),
+                    drafts[d],
+                    longest + int(kv),
+                    tokens + int(slots) * (int(kv) + 1),
+                )
+                for i, kv in enumerate(ks)
+                if kv > 0
+                for d in range(len(drafts))
+            }
+            hits: dict[tuple[int, int], Hits] = {}
+            order = np.array(sorted(counts), dtype=np.int64)
+            for point in itertools.product(*(range(n) for n in tech_sizes)):
+                chosen = dict(zip(tech, point, strict=True))
+                i, a, d = (chosen.get(n, 0) for n in TECHNIQUES[:3])
+                r, tier = chosen.get("prefix_hit_rate", 0), chosen.get("kv_tier", 0)
+                rate = float(here[r, tier, 0])
+                cell = (*at, *point)
+                if ks[i] == 0 and rate == 0:  # the plain point: the plain figures
+                    for name, values in plain.items():
+                        out[name][cell] = values
+                    basis[cell] = np.where(priced_here, steps.basis, "")
+                    reason[cell] = [NOT_PRICED.get(mode, "") for mode in modes]
+                    continue
+                hit = None
+                if rate > 0:
+                    if (r, tier) not in hits:
+                        hits[(r, tier)] = _hits(
+                            config, steps, order, prompt, rate, reloads[(*at, r, tier)]
+                        )
+                    hit = hits[(r, tier)]
+                kv = (int(ks[i]), float(alphas[a]), verify[(i, d)]) if ks[i] > 0 else None
+                composed_here = Composed(steps, grid_i, grid_o, budget, kv, hit)
+                figures, why = _technique_figures(composed_here, modes, grid_o)
+                for name, values in figures.items():
+                    out[name][cell] = values
+                reason[cell] = why
+                worst = steps.basis if kv is None else _worst_of(steps.basis, kv[2].basis)
+                basis[cell] = np.where(priced_here & (why == ""), worst, "")
 
     def var(values: np.ndarray) -> xr.Variable:
-        return xr.Variable(DIMS, values)
+        return xr.Variable(dims, values)
 
-    per_device = (var(out["per_device"]) / x["_devices"]).transpose(*DIMS)
+    per_device = (var(out["per_device"]) / x["_devices"]).transpose(*dims)
 
-    feasible = x["serving_feasible"].set_dims(dict(zip(DIMS, shape, strict=True)))
-    feasible = feasible.transpose(*DIMS)
+    feasible = x["serving_feasible"].set_dims(named).transpose(*dims)
     tpot = var(out["tpot"])
     ttft = var(out["ttft"])
     met = (
@@ -133,7 +269,10 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
         & (ttft <= serving.ttft_slo_s)
         & ((x["output_tokens"] == 1) | (tpot <= serving.tpot_slo_s))
     )
-    meets = xr.where(np.isnan(ttft), np.nan, met.astype(np.float64)).transpose(*DIMS)
+    meets = xr.where(np.isnan(ttft), np.nan, met.astype(np.float64)).transpose(*dims)
+    faster = (ttft < mode_value(x, "serving_ttft_s", "bound")) | (
+        (x["output_tokens"] > 1) & (tpot < mode_value(x, "tpot_s", "bound"))
+    )
     return {
         "expected_serving_ttft_s": ttft,
         "expected_tpot_s": tpot,
@@ -142,6 +281,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
         "expected_output_tokens_per_s_per_device": per_device,
         "expected_tokens_per_s_per_user": physics.tokens_per_s_per_user(tpot),
         "expected_meets_slo": meets,
+        "serving_below_bound": known_flag(faster, ttft).transpose(*dims),
         "expected_serving_basis": var(basis),
         "expected_serving_reason": var(reason),
         "serving_expected_row": x["mode"] != "bound",
@@ -149,6 +289,12 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
         "_expected_prefills": var(out["prefills"]),
         "_expected_decode_steady": var(out["decode"]),
     }
+
+
+def _worst_of(*names: str) -> str:
+    """The least certain of the bases named."""
+    rank = {"measured": 0, "interpolated": 1, "extrapolated": 2, "": 3}
+    return max(names, key=rank.__getitem__)
 
 
 def wanted(sweep: Any) -> bool:
@@ -225,6 +371,15 @@ SERVING_EXPECTED = Analysis(
             rank="full",
         ),
         _V(
+            "serving_below_bound",
+            "-",
+            "The expected TTFT or TPOT is below the bound's (the serving table's bound mode at "
+            "the same point; not clamped); null where there is no expectation",
+            "nullbool",
+            "below_bound",
+            "full",
+        ),
+        _V(
             "expected_serving_basis",
             "-",
             "Least certain basis of the steps' kernels: measured, interpolated, extrapolated; "
@@ -254,6 +409,7 @@ SERVING_EXPECTED = Analysis(
         "expected_output_tokens_per_s_per_device",
         "expected_tokens_per_s_per_user",
         "expected_meets_slo",
+        "serving_below_bound",
         "expected_serving_basis",
         "expected_serving_reason",
     ),
@@ -262,4 +418,5 @@ SERVING_EXPECTED = Analysis(
     rows="serving_expected_row",
     count=_rows,
     whole=True,
+    extra_dims=TECHNIQUES,
 )

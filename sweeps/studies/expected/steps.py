@@ -241,3 +241,125 @@ def expected_steps(
 def _empty(batch: int, reason: str) -> ExpectedSteps:
     one, nan = np.ones(1), np.full(1, np.nan)
     return ExpectedSteps(int(batch), one, nan, one, nan, one, {1: nan}, "", reason)
+
+
+@dataclass(frozen=True)
+class Verify:
+    """A slot's verify step and its draft at one configuration, batch ``B`` and ``k`` drafts:
+    speculation on expected steps (docs/expected.md, "Serving").
+
+    A verify step of ``n`` slots is a decode step of ``n (k + 1)`` rows, as
+    ``speculative_expected`` prices it (``step.decode`` with ``rows_each``): every operation
+    but attention at ``T = n (k + 1)`` tokens (``body``, the LM head at ``min(T, B (k + 1))``
+    rows: every row's logits), and attention over the rows as single-query sequences at the
+    context, each row's share of the measured attention of ``B (k + 1)`` of them
+    (``attention``, as ``ExpectedSteps.per_decode`` is ``B``'s). The draft that proposes the
+    ``k`` tokens is ``speculative.draft_time`` (ngram nothing, an MTP head ``k`` passes, a
+    draft model ``k`` of its decode steps) on a grid of batches (0 included: no slot drafts
+    nothing) and contexts, read linearly in both.
+
+    rows : A slot's rows a step, ``k + 1`` [token]
+    tokens, body : ``body(T)`` on its grid of step tokens [token], [s]
+    contexts, attention : One row's attention on the grid of contexts [token], [s]
+    batches, drafts : The draft of ``n`` slots at each context, (batches, contexts) [s]
+    basis : The least certain basis of the verify step at ``B`` and its draft
+    reason : Why there is no expectation ("" where there is one)
+    """
+
+    rows: int
+    tokens: np.ndarray
+    body: np.ndarray
+    contexts: np.ndarray
+    attention: np.ndarray
+    batches: np.ndarray
+    drafts: np.ndarray
+    basis: str = ""
+    reason: str = ""
+
+    def step(self, slots: Any, context: Any) -> Any:
+        """A verify step of ``slots`` slots at (mean) ``context``, the draft left out [s]."""
+        rows = np.asarray(slots, dtype=np.float64) * self.rows
+        body = np.where(rows > 0, _read(np.maximum(rows, 1.0), self.tokens, self.body), 0.0)
+        return body + rows * _read(context, self.contexts, self.attention)
+
+    def linear(self, rows: Any) -> Any:
+        """``body(T)`` of a step of ``T`` rows (0: none) [s]."""
+        count = np.asarray(rows, dtype=np.float64)
+        return np.where(count > 0, _read(np.maximum(count, 1.0), self.tokens, self.body), 0.0)
+
+    def per_row(self, context: Any) -> Any:
+        """One row's attention at context ``S`` [s]."""
+        return _read(context, self.contexts, self.attention)
+
+    def draft(self, slots: Any, context: Any) -> Any:
+        """The draft of ``slots`` slots at (mean) ``context`` [s], read linearly in both."""
+        slots, context = np.broadcast_arrays(
+            np.asarray(slots, dtype=np.float64), np.asarray(context, dtype=np.float64)
+        )
+        along = np.stack([_read(context, self.contexts, row) for row in self.drafts])
+        points = self.batches
+        hi = np.clip(np.searchsorted(points, slots), 1, points.size - 1)
+        lo = hi - 1
+        weight = (slots - points[lo]) / (points[hi] - points[lo])
+        low = np.take_along_axis(along, lo[None, ...], axis=0)[0]
+        high = np.take_along_axis(along, hi[None, ...], axis=0)[0]
+        out = low * (1.0 - weight) + high * weight
+        beyond = (slots > points[-1] * (1 + 1e-12)) | (slots < 0)
+        return np.where(beyond, np.nan, out)
+
+
+def expected_verify(
+    config: Config, batch: int, k: int, record: Any, max_context: int, max_tokens: int
+) -> Verify:
+    """``Verify`` of ``config`` at batch ``batch`` with ``k`` drafts from ``record`` (a
+    ``spec_draft`` record), its tables covering contexts to ``max_context`` and steps to
+    ``max_tokens`` tokens."""
+    from sweeps.measured.kernels import NAMES
+    from sweeps.studies.expected.speculative import draft_time
+    from sweeps.studies.expected.step import decode
+
+    rows = int(batch) * (int(k) + 1)
+    tokens = grid(max(max_tokens, rows), batch, rows)
+    contexts = grid(max_context)
+    body, head, reason = _body(config, tokens)
+    if reason:
+        return _no_verify(k, reason)
+    at = np.searchsorted(tokens, np.minimum(tokens, rows))
+    key, shape = _key(config), tuple(contexts.tolist())
+    verify = _memo((key, "decode", rows, shape), lambda: step(config, np.array([rows]), contexts))
+    batches = grid(batch)
+    plain = _memo(
+        (key, "decoded", tuple(batches.tolist()), shape), lambda: decode(config, batches, contexts)
+    )
+    if isinstance(plain, str) or verify.reason:
+        return _no_verify(k, plain if isinstance(plain, str) else verify.reason)
+    drafted, codes, why = _memo(
+        (key, "draft", repr(record), int(k), tuple(batches.tolist()), shape),
+        lambda: draft_time(config, record, plain, np.array([int(k)]), batches, contexts),
+    )
+    if why:
+        return _no_verify(k, why)
+    at_batch = int(np.searchsorted(batches, batch))
+    return Verify(
+        rows=int(k) + 1,
+        tokens=tokens.astype(np.float64),
+        body=body + head[at],
+        contexts=contexts.astype(np.float64),
+        attention=verify.expected["attention"][0] / rows,
+        batches=np.concatenate([[0.0], batches.astype(np.float64)]),
+        drafts=np.concatenate([np.zeros((1, contexts.size)), drafted[0]]),
+        basis=_worst(verify.step_basis(), NAMES[codes[0, at_batch]]),
+    )
+
+
+def _no_verify(k: int, reason: str) -> Verify:
+    one, nan, drafts = np.ones(1), np.full(1, np.nan), np.full((2, 1), np.nan)
+    return Verify(int(k) + 1, one, nan, one, nan, np.array([0.0, 1.0]), drafts, "", reason)
+
+
+def heads(config: Config, rows: Any) -> np.ndarray:
+    """The LM head of ``config`` at each count of ``rows`` (whole, at least 1) [s]."""
+    rows = np.maximum(np.asarray(rows, dtype=np.int64), 1)
+    found, where = np.unique(rows, return_inverse=True)
+    _, head, _ = _body(config, found)
+    return head[where.reshape(rows.shape)]
