@@ -36,6 +36,7 @@ CONFIG = ["model", "hardware", "tp", "batch", "kv_heads", "kv_dtype", "weight_dt
 WORKLOAD = [*CONFIG, "prompt_tokens", "output_tokens", "mode"]
 SPEC = ["spec_tokens", "spec_acceptance", "spec_draft"]
 PREFIX = ["prefix_hit_rate", "kv_tier"]
+POINT = [*CONFIG[:-1], *SPEC, *PREFIX, "prompt_tokens", "output_tokens"]
 
 
 @cache
@@ -69,8 +70,8 @@ def _plain(frame: pl.DataFrame) -> pl.DataFrame:
 @pytest.mark.parametrize("table", ["serving_expected", "pools_expected"])
 def test_k0_and_h0_are_the_run_without_the_axes_bit_for_bit(table: str) -> None:
     base, spread = _tables(False)[table], _tables(True)[table]
-    keys = [c for c in base.columns if c in CONFIG + ["prompt_tokens", "output_tokens", "mode",
-                                                       "pool_mode", "arrival_rate"]]  # fmt: skip
+    named = {*CONFIG, "prompt_tokens", "output_tokens", "mode", "pool_mode", "arrival_rate"}
+    keys = [c for c in base.columns if c in named]
     plain = spread.filter(pl.col("spec_tokens") == 0, pl.col("prefix_hit_rate") == 0.0)
     # every acceptance, draft and tier at k 0, h 0 is the plain row itself
     assert plain.height == base.height * 2 * 2
@@ -119,8 +120,11 @@ def test_serial_prefill_ttft_is_the_expected_hit_prefill_or_recomputing() -> Non
     hit = (
         tables["prefix_expected"]
         .filter(pl.col("batch") == 1)
-        .select(pl.col("context").alias("prompt_tokens"), "prefix_hit_rate",
-                pl.col("expected_hit_prefill_s").alias("hit"))  # fmt: skip
+        .select(
+            pl.col("context").alias("prompt_tokens"),
+            "prefix_hit_rate",
+            pl.col("expected_hit_prefill_s").alias("hit"),
+        )
     )
     both = serving.join(recompute, on=["prompt_tokens", "output_tokens", "spec_acceptance"]).join(
         hit, on=["prompt_tokens", "prefix_hit_rate"]
@@ -145,11 +149,9 @@ def test_an_expectation_below_the_bound_is_flagged() -> None:
     bound = (
         tables["serving"]
         .filter(pl.col("mode").cast(pl.String) == "bound")
-        .select(*CONFIG[:-1], *SPEC, *PREFIX, "prompt_tokens", "output_tokens", "ttft_s",
-                "tpot_s")  # fmt: skip
+        .select(*POINT, "ttft_s", "tpot_s")
     )
-    both = expected.join(bound, on=[*CONFIG[:-1], *SPEC, *PREFIX, "prompt_tokens",
-                                    "output_tokens"])  # fmt: skip
+    both = expected.join(bound, on=POINT)
     assert both.height == expected.height
     below = (pl.col("expected_ttft_s") < pl.col("ttft_s")) | (
         (pl.col("output_tokens") > 1) & (pl.col("expected_tpot_s") < pl.col("tpot_s"))
@@ -204,9 +206,11 @@ def test_each_technique_point_off_its_plain_value_is_priced_or_says_why() -> Non
     missing = off.filter(pl.col("expected_ttft_s").is_null())
     assert (missing["reason"] != "").all()
     found = off.filter(pl.col("expected_ttft_s").is_not_null())
-    assert (found["reason"] == "").all() and (found["basis"] != "").all()
+    assert (found["reason"] == "").all()
+    assert (found["basis"] != "").all()
     # what stays null: chunked-paced and chunked-greedy where slots free at random
     assert set(missing["mode"].cast(pl.String)) <= {"chunked-paced", "chunked-greedy"}
-    assert (missing["spec_acceptance"] == 0.5).all() and (missing["spec_tokens"] == 4).all()
+    assert (missing["spec_acceptance"] == 0.5).all()
+    assert (missing["spec_tokens"] == 4).all()
     pools = _tables(True)["pools_expected"]
     assert pools.filter(pl.col("spec_tokens") == 4)["expected_devices"].drop_nulls().len() > 0

@@ -7,7 +7,9 @@ study simulates its cheapest plans (``sweeps.studies.serving.simulate``: its rep
 and scheduler, Poisson arrivals at the rate, a closed loop of the clients or a ``[workload]``
 trace, ``[serving] lengths``, seed 0), each step priced by the expected step costs of its
 configuration (``steps.ExpectedSteps.step_costs``) instead of the roofline. One row per plan: the
-``simulated.parquet`` columns and the engine.
+``simulated.parquet`` columns and the engine. Not with speculation or prefix caching
+(``REPLAYED_WITHOUT``): the serving and pools tables on expected steps compose them, the replay
+does not yet.
 """
 
 from __future__ import annotations
@@ -118,10 +120,17 @@ def _run(expected: Any, sweep: Any, lengths: Any, inputs_at: Any) -> list[Any]:
     return [_replayed(sweep, _plan(found), lengths, inputs_at) for found in rows]
 
 
+REPLAYED_WITHOUT = ("speculative", "prefix")
+"""Studies whose techniques the replay does not price on expected steps (the simulator's
+expected step costs have no verify step, draft or hit prefill): no table with them."""
+
+
 def _wanted(sweep: Any) -> bool:
     from sweeps.studies.expected.served import wanted
 
-    return wants_simulation(sweep) and wanted(sweep)
+    studies = getattr(sweep, "studies", {})
+    techniques = any(s in studies for s in REPLAYED_WITHOUT)
+    return wants_simulation(sweep) and wanted(sweep) and not techniques
 
 
 def _lengths(sweep: Any) -> Any:
