@@ -23,8 +23,8 @@ expected steps (docs/expected.md, "Serving"):
   overlapped with the step, as ``Terms.mixed_step``.
 
 ``chunked-greedy`` is the bound's closed form itself on these steps (``Composed`` is its
-``Terms``). Not priced (null, ``UNPRICED``): ``chunked-paced`` where slots free at random
-(``0 < alpha < 1``) below its budget, the bound's held slots (``serving.paced.held``).
+``Terms``); ``chunked-paced`` where slots free at random (``0 < alpha < 1``) below its budget
+holds them as the bound does (``serving.paced.held``, on a trailing axis here).
 """
 
 from __future__ import annotations
@@ -40,11 +40,8 @@ from sweeps.studies.expected.priced import _result, _Terms
 from sweeps.studies.expected.steps import ExpectedSteps, Verify
 from sweeps.studies.serving import closed_forms, served
 
-UNPRICED = (
-    "chunked-paced with slots freed at random (0 < spec_acceptance < 1) below its budget "
-    "holds its slots (serving.paced.held): not priced on expected steps"
-)
-"""Why a chunked-paced point with random verify steps has no expected figure."""
+UNPRICED = "chunked-paced has no expected figure here (a step without an expectation)"
+"""Why a chunked-paced point with a technique has no expected figure."""
 GREEDY_NULL = (
     "chunked-greedy's schedule does not hold here (serving.greedy: slots freed at random whose "
     "prompts queue for the budget), as in the serving table"
@@ -98,8 +95,10 @@ class Composed(_Terms):
         hits: Hits | None = None,
     ) -> None:
         super().__init__(e, prompt, output, budget)
-        self.verify, self.hits = (spec[2] if spec else None), hits
-        self.row = np.broadcast_to(np.arange(np.shape(prompt)[0])[:, None], np.shape(prompt))
+        self.spec, self.verify, self.hits = spec, (spec[2] if spec else None), hits
+        shape = np.shape(prompt)
+        index = np.arange(shape[0]).reshape(-1, *([1] * (len(shape) - 1)))
+        self.row = np.broadcast_to(index, shape)
         self.x = cast(Any, _Point({}))
         if spec is not None:
             k, alpha, _ = spec
@@ -258,17 +257,50 @@ def static(t: Composed) -> dict[str, Any]:
 
 def chunked_paced(t: Composed) -> dict[str, Any]:
     """``closed_forms.chunked_paced`` on expected steps: the balanced state of ``B (k + 1)``
-    rows and the ``(1 - h) I`` tokens computed, the mean step ``Composed.spread_step``; null
-    where slots free at random below the budget (``UNPRICED``)."""
+    rows and the ``(1 - h) I`` tokens computed, the mean step ``Composed.spread_step``; where
+    slots free at random below the budget, each prompt holds its slot from its first chunk
+    (``_held``)."""
     slots, rows = t.batch * t.rows, t.steps * t.rows + 1
     decoders = physics.balanced_decoders(slots, t.computed, rows, t.budget)
     chunk = physics.paced_chunk(decoders, t.computed, rows, t.budget)
     step = t.spread_step(decoders / t.rows, chunk)
     rate = physics.chunked_request_rate(t.computed, chunk, step)
     ttft = physics.chunked_ttft(t.computed, chunk, step)
-    limited = physics.budget_limited(slots, t.computed, rows, t.budget)
-    off = np.where(np.asarray(t.random & ~limited), np.nan, 0.0)
-    return _result(ttft + off, step * t.per_token + off, rate + off, step + off, t.output)
+    out = _result(ttft, step * t.per_token, rate, step, t.output)
+    hold = np.asarray(t.random & ~physics.budget_limited(slots, t.computed, rows, t.budget))
+    if not hold.any():
+        return out
+    slotted = _held(t, chunk, hold)
+    return {key: np.where(hold, slotted[key], value) for key, value in out.items()}
+
+
+def _held(t: Composed, pace: Any, hold: Any) -> dict[str, Any]:
+    """``serving.paced.held`` on expected steps: a held prompt's ``p = ceil((1 - h) I /
+    pace)`` chunks ride ``p`` steps beside every decode, ``m ~ Bin(B, p / (p + n))`` slots
+    prefilling a step; each figure the mean over ``m`` of the expected step of what it
+    carries (``Composed.mixed_step``: ``B - m`` verifies and the draft, ``m`` chunks each
+    re-reading its prefix), summed over a trailing axis of ``m`` (the bound's over a named
+    dim)."""
+    batch, computed, steps = t.batch, t.computed, t.steps
+    parts = physics.held_prefill_steps(computed, pace)
+    share = physics.held_share(parts, steps)
+    chunk = computed / parts
+    prefix = t.cached + (parts - 1) / 2 * chunk  # a chunk's mean prefix re-read
+    reach = physics.binomial_reach(batch, np.where(hold, share, 0.0))
+    m = np.arange(reach + 2, dtype=np.float64)
+    wide = Composed(t.e, t.prompt[..., None], t.output[..., None], t.budget, t.spec, t.hits)
+    times = wide.mixed_step(np.maximum(batch - m, 0), m * chunk[..., None], prefix[..., None], m)
+    weights = share[..., None]
+
+    def mean(weight: Any) -> Any:
+        return np.sum(weight * times, axis=-1) / np.sum(weight, axis=-1)
+
+    step = mean(physics.binomial_pmf(batch, weights, m))
+    seen = mean(physics.binomial_pmf(batch - 1, weights, m))  # while the slot decodes
+    own = mean(physics.binomial_pmf(batch - 1, weights, m - 1))  # while it prefills
+    rate = physics.held_request_rate(batch, parts, steps, step)
+    tpot = seen * steps / np.maximum(t.output - 1, 1)
+    return _result(parts * own, tpot, rate, step, t.output)
 
 
 def chunked_greedy(t: Composed) -> dict[str, Any]:
