@@ -18,6 +18,11 @@ expected steps): one prompt's expected prefill alone (the M/D/1 server), ``t_p(m
 the batched prefill pool, the expected decode step ``t_d(B, I + O/2)``, the KV hand-off as
 the bound's (a link, no kernel), feasibility in memory the serving table's. Null where a step
 has no expectation or no batch meets the objectives, ``reason`` saying which (every row).
+
+With the speculative or prefix axes the table takes them as dims, as ``serving_expected``
+does: every plan sized on that point's expected figures (the decode pool's step a slot's token,
+``(t_verify + t_draft) n / (O - 1)``; the prefill the better of the hit prefill and
+recomputing).
 """
 
 from __future__ import annotations

@@ -9,8 +9,11 @@ Its own table, ``serving_expected.parquet``: every value in it is an expectation
 memory is the serving table's own (it does not depend on step times).
 
 It runs in the serving study (its settings: the token budget and the objectives) when the sweep
-sets an engine; speculation, prefix caching and the parallel layouts are not composed on
-expected steps, so a sweep with their studies gets no such table (docs/expected.md).
+sets an engine. With the speculative or prefix axes it takes them as dims (``TECHNIQUES``): the
+points at ``k = 0`` and ``h = 0`` are the plain ones bit for bit, the others priced with the
+techniques composed on expected steps (``composed``); ``below_bound`` flags an expected TTFT or
+TPOT below the serving table's bound mode. The parallel layouts are not composed on expected
+steps, so a sweep with them gets no such table (docs/expected.md).
 """
 
 from __future__ import annotations
@@ -344,7 +347,8 @@ SERVING_EXPECTED = Analysis(
         _V(
             "expected_step_time_steady_s",
             "s",
-            f"The mode's steady step (t_d(B, I + O/2); chunked: the mean mixed step), {_NOTE}",
+            f"The mode's steady step (t_d(B, I + O/2); chunked: the mean mixed step; with "
+            f"speculation a slot's token, (t_verify + t_draft) n/(O - 1)), {_NOTE}",
             "nullable",
             rank="full",
         ),
