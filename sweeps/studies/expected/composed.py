@@ -37,11 +37,13 @@ import numpy as np
 from sweeps import physics
 from sweeps.physics._array import where
 from sweeps.studies.expected.priced import _result, _Terms
-from sweeps.studies.expected.steps import ExpectedSteps, Verify
+from sweeps.studies.expected.steps import ExpectedSteps, Verify, _read
 from sweeps.studies.serving import closed_forms, served
 
-UNPRICED = "chunked-paced has no expected figure here (a step without an expectation)"
-"""Why a chunked-paced point with a technique has no expected figure."""
+UNPRICED = "no expected figure here (a step without an expectation)"
+"""Why a point with a technique has no expected figure, where no other reason is known."""
+ONE_TOKEN = "at O = 1 this mode's expected closed form has no value (nor at k = 0, h = 0)"
+"""Why a point of one output token has no expected figure (the plain one has none either)."""
 GREEDY_NULL = (
     "chunked-greedy's schedule does not hold here (serving.greedy: slots freed at random whose "
     "prompts queue for the budget), as in the serving table"
@@ -113,6 +115,18 @@ class Composed(_Terms):
             self.computed = prompt - self.cached
         self.steady = self.token_time()
         self.alone = self.prefills(1)
+        whole, cached = self._prompt(prompt), self._prompt(self.cached)
+        self.per_token_attention = (whole - cached) / self.computed
+        self.prompt_attention = whole - cached
+        self.per_row = self.verify.per_row(self.context) if self.verify else None
+        self.per_decode = e.per_decode(self.context)
+        at = np.maximum(np.asarray(self.cached, dtype=np.float64), 1.0)
+        self.read = np.where(np.asarray(self.cached) > 0, e.per_decode(at), 0.0)
+
+    def _prompt(self, length: Any) -> Any:
+        """``P_1(n)``, a prompt's attention alone (``ExpectedSteps.prompt`` at one prompt, read
+        from its own table) [s]."""
+        return _read(length, self.e.prompts, self.e.prefill[1])
 
     def token_time(self) -> Any:
         """A decode token of each slot at the mean context: the decode step, or the verify
@@ -141,10 +155,9 @@ class Composed(_Terms):
         """The body of a step of ``decoders`` decoding slots and ``tokens`` prompt tokens,
         the slots' attention at the mean context, and their draft [s]."""
         if self.verify is None:
-            e = self.e
-            return e.linear(decoders + tokens) + decoders * e.per_decode(self.context), 0.0
+            return self.e.linear(decoders + tokens) + decoders * self.per_decode, 0.0
         v, rows = self.verify, decoders * self.rows
-        step = v.linear(rows + tokens) + rows * v.per_row(self.context)
+        step = v.linear(rows + tokens) + rows * self.per_row
         return step, v.draft(decoders, self.context)
 
     def _finish(self, step: Any, tokens: Any, starts: Any, draft: Any) -> Any:
@@ -152,10 +165,8 @@ class Composed(_Terms):
         overlapped (``tokens / (1 - h) I`` prompts' worth) and the draft [s]."""
         if self.hits is None:
             return step + draft
-        cached = np.asarray(self.cached, dtype=np.float64)
-        read = where(cached > 0, self.e.per_decode(np.maximum(cached, 1.0)), 0.0)
         reload = tokens / self.computed * self.hits.reload[self.row]
-        return np.maximum(step + starts * read, reload) + draft
+        return np.maximum(step + starts * self.read, reload) + draft
 
     def mixed_step(
         self, decoders: Any, tokens: Any, prefix: Any, chunks: Any, starts: Any = 0.0
@@ -163,19 +174,15 @@ class Composed(_Terms):
         """A step of ``decoders`` decoding slots and ``tokens`` prompt tokens in ``chunks``
         pieces after a mean ``prefix``, ``starts`` of them beginning a prompt (reading its
         cached ``h I`` once), on expected steps [s]: each piece its increment of the prompt's
-        attention (a piece spanning prompts their mean share), the verify rows and draft with
-        speculation, the reload overlapped with a prefix hit."""
-        e, piece = self.e, tokens / np.maximum(chunks, 1)
+        attention (a piece spanning prompts their mean share, ``(P(I) - P(h I)) / (1 - h) I``
+        a token), the verify rows and draft with speculation, the reload overlapped with a
+        prefix hit."""
+        piece = tokens / np.maximum(chunks, 1)
         within = prefix + piece <= self.prompt
-        increments = chunks * (e.prompt(prefix + piece) - e.prompt(prefix))
-        attention = np.where(within, increments, tokens * self._per_token_attention())
+        increments = chunks * (self._prompt(prefix + piece) - self._prompt(prefix))
+        attention = np.where(within, increments, tokens * self.per_token_attention)
         step, draft = self._decodes(decoders, tokens)
         return self._finish(step + attention, tokens, starts, draft)
-
-    def _per_token_attention(self) -> Any:
-        """A computed prompt token's mean attention, ``(P(I) - P(h I)) / (1 - h) I`` [s]."""
-        e = self.e
-        return (e.prompt(self.prompt) - e.prompt(self.cached)) / self.computed
 
     def spread_step(self, decoders: Any, tokens: Any) -> Any:
         """A chunked step with the prompts' attention spread over their chunks (``tokens``
@@ -183,9 +190,27 @@ class Composed(_Terms):
         ``tokens / (1 - h) I`` prompts reading its cached prefix once [s]."""
         step, draft = self._decodes(decoders, tokens)
         share = tokens / self.computed
-        e = self.e
-        attention = share * (e.prompt(self.prompt) - e.prompt(self.cached))
-        return self._finish(step + attention, tokens, share, draft)
+        return self._finish(step + share * self.prompt_attention, tokens, share, draft)
+
+
+_SLOWEST: dict[tuple[Any, ...], Any] = {}
+"""``E[max_B N] / n`` of a static batch by (outputs, k, alpha, B): the same at every hit rate,
+tier and configuration (a memo; cleared past ``_MEMO`` entries)."""
+_MEMO = 10_000
+
+
+def _slowest(output: np.ndarray, k: int, alpha: float, batch: int) -> np.ndarray:
+    """The slowest of ``B`` requests' verify steps over the mean request's, 1 where nothing
+    decodes (``physics.max_verify_steps`` over ``physics.verify_steps``) [1]."""
+    key = (output.shape, output.tobytes(), int(k), float(alpha), int(batch))
+    if key not in _SLOWEST:
+        if len(_SLOWEST) > _MEMO:
+            _SLOWEST.clear()
+        tokens = np.maximum(output - 1, 0)
+        most = physics.max_verify_steps(tokens, k, alpha, batch)
+        mean = physics.verify_steps(tokens, k, alpha)
+        _SLOWEST[key] = np.where(tokens > 0, most / np.where(tokens > 0, mean, 1), 1.0)
+    return _SLOWEST[key]
 
 
 def serial_prefill(t: Composed) -> dict[str, Any]:
@@ -245,10 +270,7 @@ def static(t: Composed) -> dict[str, Any]:
         draft = t.verify.draft(batch, t.context)
         decode = (decode + (output - 1) * draft) * t.per_token
         k, alpha = t.x["spec_tokens"], t.x["spec_acceptance"]
-        tokens = np.maximum(output - 1, 0)
-        most = physics.max_verify_steps(tokens, k, alpha, batch)
-        mean = physics.verify_steps(tokens, k, alpha)
-        slowest = decode * np.where(tokens > 0, most / np.where(tokens > 0, mean, 1), 1.0)
+        slowest = decode * _slowest(np.ascontiguousarray(output), k, alpha, batch)
     latency = ttft + decode
     tpot = decode / np.maximum(output - 1, 1)
     result = _result(ttft, tpot, batch / (ttft + slowest), tpot, output)
@@ -304,8 +326,10 @@ def _held(t: Composed, pace: Any, hold: Any) -> dict[str, Any]:
 
 
 def chunked_greedy(t: Composed) -> dict[str, Any]:
-    """The serving table's closed form (``closed_forms.chunked_greedy``) on ``t``'s steps."""
-    return closed_forms.chunked_greedy(cast(Any, t))
+    """The serving table's closed form (``closed_forms.chunked_greedy``) on ``t``'s steps
+    (its nulls, where the schedule does not hold, are divisions it leaves NaN)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return closed_forms.chunked_greedy(cast(Any, t))
 
 
 COMPOSED = {

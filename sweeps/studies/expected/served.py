@@ -28,7 +28,14 @@ import numpy as np
 from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.steps import cache_bytes, prefix_hit
-from sweeps.studies.expected.composed import GREEDY_NULL, UNPRICED, Composed, Hits, composed
+from sweeps.studies.expected.composed import (
+    GREEDY_NULL,
+    ONE_TOKEN,
+    UNPRICED,
+    Composed,
+    Hits,
+    composed,
+)
 from sweeps.studies.expected.expected import known_flag
 from sweeps.studies.expected.priced import NOT_PRICED, priced, prompt_counts
 from sweeps.studies.expected.step import Config, hit_prefill
@@ -165,8 +172,8 @@ def _technique_figures(  # long: one point's figures, reasons and basis
         if mode in NOT_PRICED:
             continue
         empty = np.isnan(np.asarray(got["ttft"]))
-        why = UNPRICED if mode == "chunked-paced" else GREEDY_NULL
-        reason[..., j] = np.where(empty, why, "")
+        why = np.where(output == 1, ONE_TOKEN, GREEDY_NULL if mode == "chunked-greedy" else "")
+        reason[..., j] = np.where(empty, np.where(why == "", UNPRICED, why), "")
     out["alone"][...] = t.alone[..., None]
     out["prefills"][...] = t.prefills(t.batch)[..., None]
     out["decode"][...] = t.steady[..., None]

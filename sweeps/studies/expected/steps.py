@@ -296,16 +296,28 @@ class Verify:
         slots, context = np.broadcast_arrays(
             np.asarray(slots, dtype=np.float64), np.asarray(context, dtype=np.float64)
         )
-        along = np.stack([_read(context, self.contexts, row) for row in self.drafts])
-        points = self.batches
-        hi = np.clip(np.searchsorted(points, slots), 1, points.size - 1)
-        lo = hi - 1
-        weight = (slots - points[lo]) / (points[hi] - points[lo])
-        low = np.take_along_axis(along, lo[None, ...], axis=0)[0]
-        high = np.take_along_axis(along, hi[None, ...], axis=0)[0]
-        out = low * (1.0 - weight) + high * weight
-        beyond = (slots > points[-1] * (1 + 1e-12)) | (slots < 0)
+        (b_lo, b_hi, b_w), (c_lo, c_hi, c_w) = (
+            _between(slots, self.batches),
+            _between(context, self.contexts),
+        )
+        d = self.drafts
+        low = d[b_lo, c_lo] * (1.0 - c_w) + d[b_lo, c_hi] * c_w
+        high = d[b_hi, c_lo] * (1.0 - c_w) + d[b_hi, c_hi] * c_w
+        out = low * (1.0 - b_w) + high * b_w
+        beyond = (slots > self.batches[-1] * (1 + 1e-12)) | (slots < 0)
+        beyond = beyond | (context > self.contexts[-1] * (1 + 1e-12)) | (context < 1 - 1e-12)
         return np.where(beyond, np.nan, out)
+
+
+def _between(at: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The grid points below and above each of ``at`` and its weight on the upper one (1 on
+    a point of the grid: its value exactly)."""
+    if points.size == 1:
+        zero = np.zeros(at.shape, dtype=np.int64)
+        return zero, zero, np.zeros(at.shape)
+    hi = np.clip(np.searchsorted(points, at), 1, points.size - 1)
+    lo = hi - 1
+    return lo, hi, (at - points[lo]) / (points[hi] - points[lo])
 
 
 def expected_verify(
