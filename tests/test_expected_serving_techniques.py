@@ -219,3 +219,29 @@ def test_each_technique_point_off_its_plain_value_is_priced_or_says_why() -> Non
     assert (greedy["expected_ttft_s"].is_null() == greedy["ttft_s"].is_null()).all()
     pools = _tables(True)["pools_expected"]
     assert pools.filter(pl.col("spec_tokens") == 4)["expected_devices"].drop_nulls().len() > 0
+
+
+def test_an_mla_hit_prefill_is_null_with_its_reason_and_chunks_are_priced() -> None:
+    """DeepSeek-V3: its hit prefill is not composed (``step.MLA_PREFIX``), so the modes that
+    prefill whole prompts have no figure at all at h > 0; a chunked step prices the cached
+    prefix as it prices a chunk's own (the MLA tables' increments)."""
+    from sweeps.export import frames
+    from sweeps.studies.expected.step import MLA_PREFIX
+
+    ds = sweeps.run({
+        "sweep": {"name": "mla"},
+        "axes": {"model": ["deepseek-v3"], "hardware": ["h200"], "tp": [8], "batch": [8],
+                 "context": [1024], "engine": ["vllm"], "prefix_hit_rate": [0.0, 0.5]},
+        "serving": {"prompt_tokens": [1024], "output_tokens": [128], "arrival_rate": [5.0]},
+    })  # fmt: skip
+    frame = frames(ds)["serving_expected"].filter(pl.col("prefix_hit_rate") == 0.5)
+    mode = pl.col("mode").cast(pl.String)
+    whole = frame.filter(~mode.str.starts_with("chunked"))
+    assert whole.height == 3
+    assert (whole["reason"] == MLA_PREFIX).all()
+    for column in ("expected_ttft_s", "expected_tpot_s", "expected_meets_slo", "below_bound"):
+        assert whole[column].null_count() == whole.height, column
+    assert (whole["basis"] == "").all()
+    chunked = frame.filter(mode.str.starts_with("chunked"))
+    assert chunked["expected_ttft_s"].null_count() == 0
+    assert (chunked["reason"] == "").all()

@@ -177,9 +177,12 @@ def _technique_figures(  # long: one point's figures, reasons and basis
     out["alone"][...] = t.alone[..., None]
     out["prefills"][...] = t.prefills(t.batch)[..., None]
     out["decode"][...] = t.steady[..., None]
-    if t.hits is not None:
-        said = t.hits.reason[t.row][..., None]
-        reason = np.where(said != "", said, reason)
+    empty = np.isnan(out["ttft"])  # no TTFT, no figure of the row
+    for name in (*FIGURES[:4], "per_device"):
+        out[name][empty] = np.nan
+    if t.hits is not None:  # a hit prefill not composed (MLA): the prefill modes' null
+        said = np.broadcast_to(t.hits.reason[t.row][..., None], empty.shape)
+        reason = np.where(empty & (said != ""), said, reason)
     if own:
         reason[...] = own
     return out, reason
