@@ -76,7 +76,7 @@ def _mtp_pass(config: Config, plain: Decoded) -> np.ndarray:
     return layer / layers + plain.expected["lm_head"]
 
 
-def draft_time(
+def _draft(
     config: Config,
     record: Any,
     plain: Decoded,
@@ -147,7 +147,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             verify[index][i], verify_code[index][i] = done.step, done.step_basis
             why.append(done.reason)
         for d, record in enumerate(drafts):
-            time, code, reason = draft_time(config, record, plain, ks, batch, context)
+            time, code, reason = _draft(config, record, plain, ks, batch, context)
             draft[index][:, d], draft_code[index][:, d] = time, code
             for i in range(ks.size):
                 reasons[index][i, d] = "; ".join(r for r in (why[i], reason) if r)

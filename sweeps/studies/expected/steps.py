@@ -254,7 +254,7 @@ class Verify:
     rows: every row's logits), and attention over the rows as single-query sequences at the
     context, each row's share of the measured attention of ``B (k + 1)`` of them
     (``attention``, as ``ExpectedSteps.per_decode`` is ``B``'s). The draft that proposes the
-    ``k`` tokens is ``speculative.draft_time`` (ngram nothing, an MTP head ``k`` passes, a
+    ``k`` tokens is ``speculative._draft`` (ngram nothing, an MTP head ``k`` passes, a
     draft model ``k`` of its decode steps) on a grid of batches (0 included: no slot drafts
     nothing) and contexts, read linearly in both.
 
@@ -327,7 +327,7 @@ def expected_verify(
     ``spec_draft`` record), its tables covering contexts to ``max_context`` and steps to
     ``max_tokens`` tokens."""
     from sweeps.measured.kernels import NAMES
-    from sweeps.studies.expected.speculative import draft_time
+    from sweeps.studies.expected.speculative import _draft
     from sweeps.studies.expected.step import decode
 
     rows = int(batch) * (int(k) + 1)
@@ -347,7 +347,7 @@ def expected_verify(
         return _no_verify(k, plain if isinstance(plain, str) else verify.reason)
     drafted, codes, why = _memo(
         (key, "draft", repr(record), int(k), tuple(batches.tolist()), shape),
-        lambda: draft_time(config, record, plain, np.array([int(k)]), batches, contexts),
+        lambda: _draft(config, record, plain, np.array([int(k)]), batches, contexts),
     )
     if why:
         return _no_verify(k, why)
