@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -245,3 +246,37 @@ def test_an_mla_hit_prefill_is_null_with_its_reason_and_chunks_are_priced() -> N
     chunked = frame.filter(mode.str.starts_with("chunked"))
     assert chunked["expected_ttft_s"].null_count() == 0
     assert (chunked["reason"] == "").all()
+
+
+def test_a_figure_below_the_bound_is_flagged_and_counted_in_the_manifest(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The adversary of ``below_bound``: no expectation of the real grid is below its bound
+    (0 of 1,430 above), so one is made so (serial-prefill's TPOT at k > 0 a thousandth of
+    itself): exactly those rows are flagged, and the manifest counts them."""
+    from sweeps.export import frames
+    from sweeps.pipeline.manifest import table_counts
+    from sweeps.studies.expected import composed
+
+    real = composed.COMPOSED["serial-prefill"]
+
+    def fast(t: composed.Composed) -> dict[str, Any]:
+        got = real(t)
+        return {**got, "tpot": got["tpot"] * 1e-3}
+
+    monkeypatch.setitem(composed.COMPOSED, "serial-prefill", fast)
+    ds = sweeps.run({
+        "sweep": {"name": "flagged"},
+        "axes": {"model": ["llama-3.1-8b"], "hardware": ["h100-sxm"], "tp": [1], "batch": [8],
+                 "context": [1024], "engine": ["vllm"], "spec_tokens": [0, 4],
+                 "spec_acceptance": [1.0], "spec_draft": ["mtp"]},
+        "serving": {"prompt_tokens": [512], "output_tokens": [128], "arrival_rate": [5.0]},
+    })  # fmt: skip
+    frame = frames(ds)["serving_expected"]
+    made = (pl.col("spec_tokens") == 4) & (pl.col("mode").cast(pl.String) == "serial-prefill")
+    assert frame.filter(made)["below_bound"].to_list() == [True]
+    assert not frame.filter(~made)["below_bound"].any()
+    frame.write_parquet(tmp_path / "serving_expected.parquet")
+    counts = table_counts(tmp_path, ["serving_expected.parquet"], "serving_expected")
+    assert counts is not None
+    assert (counts["rows"], counts["below_bound"], counts["without_data"]) == (10, 1, 0)
