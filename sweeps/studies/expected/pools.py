@@ -28,6 +28,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
 from sweeps.studies.expected.priced import PRICED
@@ -331,5 +332,5 @@ POOLS_EXPECTED = Analysis(
     rows="pools_expected_row",
     count=_rows,
     whole=True,
-    extra_dims=LOADS,
+    extra_dims=(*PARALLEL_DIMS, *LOADS),
 )

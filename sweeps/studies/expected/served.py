@@ -15,17 +15,16 @@ expected steps, so a sweep with their studies gets no such table (docs/expected.
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS
+from sweeps.studies.expected.expected import configs, extra_dims
 from sweeps.studies.expected.priced import NOT_PRICED, priced, prompt_counts
-from sweeps.studies.expected.step import Config
 from sweeps.studies.expected.steps import ExpectedSteps, expected_steps
 
 DIMS = (
@@ -42,8 +41,9 @@ DIMS = (
     "mode",
 )
 CONFIG = ("model", "hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype", "engine")
-"""The dims of one composition of the step (``steps.expected_steps`` is per these and batch)."""
-NOT_COMPOSED = ("speculative", "prefix", "parallel")
+"""The dims of one composition of the step (``steps.expected_steps`` is per these and batch),
+then the parallel axes where the sweep has them (``expected.configs``)."""
+NOT_COMPOSED = ("speculative", "prefix")
 """Studies whose techniques are not composed on expected steps: no table with them."""
 FIGURES = ("ttft", "tpot", "latency", "steady", "per_device", "alone", "prefills", "decode")
 """The figures filled per mode. The pools' steps, the same at every mode: ``alone``, one
@@ -51,25 +51,6 @@ prompt's prefill alone, the prefill server's service time (``_expected_prefill_a
 ``prefills``, a step of ``B`` whole prompts, ``t_p(B, I)`` (``_expected_prefills``, the
 batched prefill pool's); ``decode``, the decode step ``t_d(B, I + O/2)``
 (``_expected_decode_steady``, the decode pool's)."""
-
-
-def configs(x: Inputs) -> Iterator[tuple[tuple[int, ...], Config]]:
-    """Every configuration of the grid, with its index over ``CONFIG``."""
-    models, devices = x["_model_records"].values, x["_device_records"].values
-    choices, tps = x["_engine_choices"].values, x["tp"].values
-    kv_names, w_names = x["kv_dtype"].values, x["weight_dtype"].values
-    kv_counts, kv_bytes = x["kv_heads_count"].values, x["kv_bytes"].values
-    w_bytes, peaks = x["weight_bytes_per_param"].values, x["peak_flops"].values
-    ratio = x["_attention_ratio"].values
-    sizes = (len(models), len(devices), len(tps), kv_counts.shape[1], len(kv_names))
-    for index in itertools.product(*(range(n) for n in (*sizes, len(w_names), len(choices)))):
-        m, h, t, k, kd, w, e = index
-        peak = float(peaks[h, w])
-        yield index, Config(
-            models[m], devices[h], int(tps[t]), int(kv_counts[m, k]), str(kv_names[kd]),
-            str(w_names[w]), float(kv_bytes[kd]), float(w_bytes[w]), peak,
-            peak / float(ratio[h, kd, w]), choices[e],
-        )  # fmt: skip
 
 
 def _figures(
@@ -96,18 +77,20 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     budget = float(serving.chunk_tokens) if serving.chunk_tokens > 0 else math.inf
     batch, prompt, output = (np.asarray(x[d].values) for d in DIMS[3:4] + DIMS[8:10])
     modes = [str(m) for m in np.asarray(x["mode"].values).reshape(-1)]
-    every = list(configs(x))
-    sizes = [1 + max(i[n] for i, _ in every) for n in range(len(CONFIG))]
+    every = configs(x)
+    extra = extra_dims(x)  # the parallel axes, after the engine's
+    dims = (*DIMS[:8], *extra, *DIMS[8:])
+    sizes = [1 + max(i[n] for i, _ in every) for n in range(len(CONFIG) + len(extra))]
     shape = (*sizes[:3], batch.size, *sizes[3:], prompt.size, output.size, len(modes))
     out = {name: np.full(shape, np.nan) for name in FIGURES}
     basis, reason = np.full(shape, "", dtype=object), np.full(shape, "", dtype=object)
     longest = int(np.max(prompt) + np.max(output))
-    for (m, h, t, k, kd, w, e), config in every:
+    for (m, h, t, k, kd, w, e, *layout), config in every:
         for b, slots in enumerate(batch):  # the largest step: B whole prompts, or B + B I
             counts = prompt_counts(int(slots), output)
             tokens = int(slots * (np.max(prompt) + 1))
             steps = expected_steps(config, int(slots), longest, tokens, counts)
-            at = (m, h, t, b, k, kd, w, e)
+            at: tuple[Any, ...] = (m, h, t, b, k, kd, w, e, *layout)
             if steps.reason:
                 reason[at] = steps.reason
                 continue
@@ -120,12 +103,13 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
                     basis[(*at, Ellipsis, j)] = ""
 
     def var(values: np.ndarray) -> xr.Variable:
-        return xr.Variable(DIMS, values)
+        return xr.Variable(dims, values)
 
-    per_device = (var(out["per_device"]) / x["_devices"]).transpose(*DIMS)
+    # per device of the replica's tp x ep x pp devices (the serving table's ``_devices``)
+    per_device = (var(out["per_device"]) / x["_devices"]).transpose(*dims)
 
-    feasible = x["serving_feasible"].set_dims(dict(zip(DIMS, shape, strict=True)))
-    feasible = feasible.transpose(*DIMS)
+    feasible = x["serving_feasible"].set_dims(dict(zip(dims, shape, strict=True)))
+    feasible = feasible.transpose(*dims)
     tpot = var(out["tpot"])
     ttft = var(out["ttft"])
     met = (
@@ -133,7 +117,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
         & (ttft <= serving.ttft_slo_s)
         & ((x["output_tokens"] == 1) | (tpot <= serving.tpot_slo_s))
     )
-    meets = xr.where(np.isnan(ttft), np.nan, met.astype(np.float64)).transpose(*DIMS)
+    meets = xr.where(np.isnan(ttft), np.nan, met.astype(np.float64)).transpose(*dims)
     return {
         "expected_serving_ttft_s": ttft,
         "expected_tpot_s": tpot,
@@ -262,4 +246,5 @@ SERVING_EXPECTED = Analysis(
     rows="serving_expected_row",
     count=_rows,
     whole=True,
+    extra_dims=PARALLEL_DIMS,
 )

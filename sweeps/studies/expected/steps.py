@@ -68,7 +68,7 @@ def _key(config: Config) -> tuple[Any, ...]:
 
 
 _FIELDS = ("tp", "kv_heads", "kv_dtype", "weight_dtype", "kv_bytes", "weight_bytes", "peak",
-           "attention_peak")  # fmt: skip
+           "attention_peak", "ep", "dp_attention", "pp")  # fmt: skip
 
 
 def _memo(key: tuple[Any, ...], make: Any) -> Any:
@@ -223,6 +223,9 @@ def expected_steps(
     if reason:
         return _empty(batch, reason)
     basis = _worst(decode.step_basis(), prefill[1].step_basis())  # the steps it mostly prices
+    own = {m: got.expected["attention"][0] / m for m, got in prefill.items()}
+    if laid_out(config):  # a prompt's tokens cross the stages at once, on one rank
+        own = {m: own[m] + _whole(config, batch, m, lengths, got) / m for m, got in prefill.items()}
     return ExpectedSteps(
         batch=int(batch),
         tokens=tokens.astype(np.float64),
@@ -230,12 +233,32 @@ def expected_steps(
         contexts=contexts.astype(np.float64),
         attention=decode.expected["attention"][0] / batch,
         prompts=np.concatenate([[0.0], lengths]),
-        prefill={
-            m: np.concatenate([[0.0], got.expected["attention"][0] / m])
-            for m, got in prefill.items()
-        },
+        prefill={m: np.concatenate([[0.0], values]) for m, values in own.items()},
         basis=basis,
     )
+
+
+def laid_out(config: Config) -> bool:
+    """Whether ``config`` has a parallel layout (``ep`` or ``pp`` above 1): its prompts are
+    not spread over its step's tokens as its decodes are (``_whole``)."""
+    return config.ep > 1 or config.pp > 1
+
+
+def _whole(config: Config, batch: int, count: int, lengths: np.ndarray, prefill: Any) -> np.ndarray:
+    """What a prefill of ``count`` whole prompts of each of ``lengths`` tokens costs beyond
+    ``body(count n)`` on a parallel layout at batch ``batch`` [s], ``body`` as read at grid
+    points (its LM head at ``min(T, B)`` rows): the prefill crosses the stages at once, the
+    busiest rank's ``ceil(m / r)`` prompts with all their tokens (``step``'s prefill at
+    ``count``: every operation but attention, the LM head at its decode step's rows, as
+    ``compose`` sums its TTFT), where ``body`` spreads a step's tokens as a decode step's
+    sequences (a micro-batch of ``ceil(T / pp)``, its rank's share)."""
+    others = [op for op in OPERATIONS if op not in ("attention", "lm_head")]
+    spent = np.sum([prefill.expected[op][0] for op in others], axis=0)
+    _, head, _ = _body(config, np.array([count]))
+    tokens = count * lengths
+    spread, _, _ = _body(config, tokens)
+    _, rows, _ = _body(config, np.minimum(tokens, batch))
+    return spent + head[0] - (spread + rows)
 
 
 def _empty(batch: int, reason: str) -> ExpectedSteps:
