@@ -116,7 +116,8 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
     steps = expected_steps(config_at(p), batch, context, tokens, (count,))
     chunked = BY_NAME[plan["scheduler"]].chunked
     timeline = simulate(
-        steps.step_costs(context, tokens, int(p["_devices"]), count), plan["scheduler"], batch,
+        steps.step_costs(context, tokens, int(p["_devices"]), count, not chunked),
+        plan["scheduler"], batch,
         arrivals=arrivals, requests=serving.simulate, prompt=plan["prompt_tokens"],
         output=plan["output_tokens"], lengths=lengths,
         budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,

@@ -29,7 +29,7 @@ attentions (the measured batched attention is within a few per cent of it).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -107,6 +107,9 @@ class ExpectedSteps:
     basis : The least certain basis of its decode steps at batch ``B`` and its single-prompt
         prefills (``measured``, ``interpolated``, ``extrapolated``); "" where there is none
     reason : Why there is no expectation ("" where there is one)
+    whole : On a parallel layout, what each of ``m`` whole prompts of ``n`` tokens adds to
+        their prefill step beyond ``body(m n)`` (``crossing``) on the grid of ``prefill``, by
+        ``m`` [s]; empty without one
     """
 
     batch: int
@@ -118,6 +121,7 @@ class ExpectedSteps:
     prefill: dict[int, np.ndarray]
     basis: str = ""
     reason: str = ""
+    whole: dict[int, np.ndarray] = field(default_factory=dict)
 
     def linear(self, tokens: Any) -> Any:
         """``body(T)``: 0 for a step of no token, a fraction of one read as one [s]."""
@@ -141,9 +145,22 @@ class ExpectedSteps:
         """A step of ``decoders`` decodes at context ``context`` [s]."""
         return self.linear(decoders) + decoders * self.per_decode(context)
 
+    def crossing(self, length: Any, count: Any = 1) -> Any:
+        """What each of ``m`` whole prompts of ``n`` tokens adds to their prefill step beyond
+        ``body(m n)``: on a parallel layout they cross the stages at once, ``ceil(m / r)`` of
+        them on the busiest rank, where ``body`` spreads a step's tokens as a decode step's
+        (``_whole``); 0 without a layout [s]."""
+        counts = np.asarray(count)
+        out = np.zeros(np.broadcast_shapes(np.shape(length), counts.shape))
+        for m, table in self.whole.items():
+            out = np.where(counts == m, _read(length, self.prompts, table), out)
+        return out
+
     def prefills(self, count: Any, length: Any) -> Any:
         """A step of ``count`` whole prompts of ``length`` tokens, nothing else (0: none) [s]."""
-        time = self.linear(count * length) + count * self.prompt(length, np.maximum(count, 1))
+        m = np.maximum(count, 1)
+        each = self.prompt(length, m) + self.crossing(length, m)
+        time = self.linear(count * length) + count * each
         return np.where(np.asarray(count) > 0, time, 0.0)
 
     def mixed(self, decoders: Any, context: Any, tokens: Any, length: Any) -> Any:
@@ -158,22 +175,26 @@ class ExpectedSteps:
         )
 
     def step_costs(
-        self, max_context: int, max_tokens: int, devices: int, prompts: int = 1
+        self, max_context: int, max_tokens: int, devices: int, prompts: int = 1, whole: bool = False
     ) -> StepCosts:
         """The tables the simulator's loop reads, as ``StepCosts``: the FLOP terms carry
         seconds at a peak of 1 (``decode_flops`` the per-decode attention, ``pairs`` the prompt
         attention ``P_m`` of ``m = prompts`` with ``pair_flops`` 1), no bytes (bandwidth
         infinite) and ``fixed`` the body of a step of ``T`` tokens, so that its time is this
-        class's step (each prompt's attention at ``prompts`` a step)."""
+        class's step (each prompt's attention at ``prompts`` a step; with ``whole``, a
+        scheduler's whose prefill steps carry whole prompts, its ``crossing`` too)."""
         contexts = np.arange(max_context + 1, dtype=np.float64)
         tokens = np.arange(max_tokens + 1, dtype=np.float64)
         body = np.where(tokens > 0, self.linear(np.maximum(tokens, 1)), 0.0)
+        each = self.prompt(contexts, prompts)
+        if whole:
+            each = each + self.crossing(contexts, prompts)
         return StepCosts(
             peak=1.0,
             bandwidth=math.inf,
             decode_flops=np.ascontiguousarray(self.per_decode(np.maximum(contexts, 1))),
             cache=np.zeros(max_context + 1),
-            pairs=np.ascontiguousarray(np.where(contexts > 0, self.prompt(contexts, prompts), 0.0)),
+            pairs=np.ascontiguousarray(np.where(contexts > 0, each, 0.0)),
             weights=np.zeros(max_tokens + 1),
             token_flops=0.0,
             pair_flops=1.0,
@@ -223,9 +244,11 @@ def expected_steps(
     if reason:
         return _empty(batch, reason)
     basis = _worst(decode.step_basis(), prefill[1].step_basis())  # the steps it mostly prices
-    own = {m: got.expected["attention"][0] / m for m, got in prefill.items()}
-    if laid_out(config):  # a prompt's tokens cross the stages at once, on one rank
-        own = {m: own[m] + _whole(config, batch, m, lengths, got) / m for m, got in prefill.items()}
+    whole = {  # a prefill's prompts cross the stages at once, each on one rank
+        m: np.concatenate([[0.0], _whole(config, batch, m, lengths, got) / m])
+        for m, got in prefill.items()
+        if laid_out(config)
+    }
     return ExpectedSteps(
         batch=int(batch),
         tokens=tokens.astype(np.float64),
@@ -233,8 +256,12 @@ def expected_steps(
         contexts=contexts.astype(np.float64),
         attention=decode.expected["attention"][0] / batch,
         prompts=np.concatenate([[0.0], lengths]),
-        prefill={m: np.concatenate([[0.0], values]) for m, values in own.items()},
+        prefill={
+            m: np.concatenate([[0.0], got.expected["attention"][0] / m])
+            for m, got in prefill.items()
+        },
         basis=basis,
+        whole=whole,
     )
 
 
