@@ -18,6 +18,8 @@ expected steps): one prompt's expected prefill alone (the M/D/1 server), ``t_p(m
 the batched prefill pool, the expected decode step ``t_d(B, I + O/2)``, the KV hand-off as
 the bound's (a link, no kernel), feasibility in memory the serving table's. Null where a step
 has no expectation or no batch meets the objectives, ``reason`` saying which (every row).
+With the parallel axes the plans are per layout (``ep``, ``dp_attention``, ``pp`` dims, as the
+pools table's), in whole replicas of ``tp x ep x pp`` devices.
 """
 
 from __future__ import annotations

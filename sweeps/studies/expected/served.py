@@ -9,8 +9,11 @@ Its own table, ``serving_expected.parquet``: every value in it is an expectation
 memory is the serving table's own (it does not depend on step times).
 
 It runs in the serving study (its settings: the token budget and the objectives) when the sweep
-sets an engine; speculation, prefix caching and the parallel layouts are not composed on
-expected steps, so a sweep with their studies gets no such table (docs/expected.md).
+sets an engine; speculation and prefix caching are not composed on expected steps, so a sweep
+with their studies gets no such table (docs/expected.md). With the parallel axes it takes the
+``ep``, ``dp_attention`` and ``pp`` dims, each configuration composed at each layout
+(``expected.configs``), its per-device figures over the replica's ``tp x ep x pp`` devices
+(``_devices``), as the serving table's.
 """
 
 from __future__ import annotations

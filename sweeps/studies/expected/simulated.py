@@ -6,8 +6,10 @@ cost; one-pool plans only, as the simulator replays one pool) is simulated as th
 study simulates its cheapest plans (``sweeps.studies.serving.simulate``: its replicas, batch
 and scheduler, Poisson arrivals at the rate, a closed loop of the clients or a ``[workload]``
 trace, ``[serving] lengths``, seed 0), each step priced by the expected step costs of its
-configuration (``steps.ExpectedSteps.step_costs``) instead of the roofline. One row per plan: the
-``simulated.parquet`` columns and the engine.
+configuration (``steps.ExpectedSteps.step_costs``) instead of the roofline, at the plan's
+parallel layout where the sweep has the axes (a whole-prompt scheduler's prefill steps with
+their ``crossing``). One row per plan: the ``simulated.parquet`` columns, the engine and the
+layout.
 """
 
 from __future__ import annotations

@@ -24,6 +24,17 @@ linearly between them, as the database interpolates its own tables; beyond the g
 read (the grid covers what the caller asks for). A step of ``B`` decodes at one context on the
 grid is ``step``'s own decode step exactly; a prefill of ``m`` prompts is ``m`` single-prompt
 attentions (the measured batched attention is within a few per cent of it).
+
+On a parallel layout (``Config.ep``, ``dp_attention``, ``pp``) each table is read from ``step``
+at the layout, as ``step.compose`` composes its decode step and TTFT: ``body(T)`` is a step of
+``T`` tokens spread as a decode step's sequences (the busiest rank's share of one micro-batch,
+through every stage, with the hand-offs), ``a_B(S)`` the rank's micro-batch's attention over
+``B`` and ``P_m(n)`` the busiest rank's prompts' over ``m``; so a decode step of ``B`` at a
+context on the grid is still ``step``'s exactly. In place of the affine prefill's share of
+``body``, a step of ``m`` whole prompts crosses the stages at once, its prompts whole on their
+ranks: ``ExpectedSteps.crossing`` adds what that costs beyond ``body(m n)`` (``_whole``), so
+one prompt's prefill is ``compose``'s TTFT. A chunked step's prompt pieces are spread with its
+decodes, as the bound's simulator spreads them: they pay no crossing.
 """
 
 from __future__ import annotations
