@@ -279,3 +279,27 @@ def test_a_run_replays_the_expected_plan_at_its_layout(
     devices = row["replicas"] * row["tp"] * row["ep"] * row["pp"]
     assert devices == fewest  # the replicas of the plan's layout, tp x ep x pp each
     assert row["tpot_mean_s"] > 0
+
+
+def test_the_plans_view_says_the_expected_plans_layout() -> None:
+    from sweeps.views.plans_expected import expected_plans
+
+    tables = _parallel()
+    plans = expected_plans(tables["pools"], tables["pools_expected"])
+    found = plans.filter(pl.col("expected_devices").is_not_null())
+    assert found.height > 0
+    pools = _text(tables["pools_expected"])
+    for row in found.iter_rows(named=True):  # the plan with the fewest devices, at its layout
+        same = pools.filter(
+            pl.col("prompt_tokens") == row["prompt_tokens"],
+            pl.col("output_tokens") == row["output_tokens"],
+            pl.col("pool_mode") == str(row["expected_scheduler"]),
+            pl.col("ep") == row["expected_ep"],
+            pl.col("pp") == row["expected_pp"],
+            pl.col("dp_attention") == str(row["expected_dp_attention"]),
+        )
+        assert row["expected_devices"] in set(same["expected_devices"])
+    assert (
+        "expected_ep"
+        not in expected_plans(*(_tables(False)[n] for n in ("pools", "pools_expected"))).columns
+    )
