@@ -66,8 +66,8 @@ measured, so they map to none: their expectations are null, with the reason)."""
 SEPARATOR = "-"
 """Between an engine and a pinned version in an ``engine`` label: ``vllm-0.24.0``."""
 
-A2A_SEPARATOR = "+"
-"""Before the MoE all-to-all backend in an ``engine`` label: ``sglang+deepep``."""
+A2A_SEPARATOR = "_"
+"""Before the MoE all-to-all backend in an ``engine`` label: ``sglang_deepep``."""
 
 A2A_BACKENDS: dict[str, tuple[str, ...]] = {"sglang": ("deepep",)}
 """The MoE all-to-all backends an engine label may name, by engine: SGLang's DeepEP (its
@@ -86,13 +86,13 @@ class EngineChoice:
 
     @property
     def id(self) -> str:
-        """The label as written: ``vllm``, ``vllm-0.24.0`` or ``sglang+deepep``."""
+        """The label as written: ``vllm``, ``vllm-0.24.0`` or ``sglang_deepep``."""
         label = self.engine if self.version is None else f"{self.engine}{SEPARATOR}{self.version}"
         return f"{label}{A2A_SEPARATOR}{self.a2a}" if self.a2a else label
 
 
 def parse(label: str) -> EngineChoice:
-    """``vllm``, ``vllm-0.24.0`` or ``sglang-0.5.14+deepep`` as an ``EngineChoice``
+    """``vllm``, ``vllm-0.24.0`` or ``sglang-0.5.14_deepep`` as an ``EngineChoice``
     (unchecked)."""
     head, _, a2a = label.partition(A2A_SEPARATOR)
     engine, _, version = head.partition(SEPARATOR)
@@ -244,7 +244,7 @@ def choices(
                 (
                     key,
                     f"unknown MoE all-to-all backend {choice.a2a!r} for {choice.engine}; "
-                    f"allowed: {[f'{e}+{b}' for e, bs in A2A_BACKENDS.items() for b in bs]}",
+                    f"allowed: {[e + A2A_SEPARATOR + b for e, bs in A2A_BACKENDS.items() for b in bs]}",
                 )
             )
             continue

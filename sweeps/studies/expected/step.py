@@ -775,7 +775,7 @@ def wide_nodes(config: Config, db: Kernels) -> int:
 
 
 def _wide_reason(config: Config, db: Kernels) -> str:
-    """Why ``config`` has no wide-EP step (``sglang+deepep``; "" where it has one): the
+    """Why ``config`` has no wide-EP step (``sglang_deepep``; "" where it has one): the
     layout (an MLA MoE model, DeepSeek-V3's block, ``ep > 1`` ranks of one device each with
     data-parallel attention: DeepEP's), or the tables (both phases' wide-EP MLA rows at its
     formats, wide-EP MoE rows at its ``ep``, DeepEP rows over its nodes). aiconfigurator
