@@ -240,11 +240,12 @@ def choices(
             )
             continue
         if choice.a2a and choice.a2a not in A2A_BACKENDS.get(choice.engine, ()):
+            allowed = [e + A2A_SEPARATOR + b for e, bs in A2A_BACKENDS.items() for b in bs]
             problems.append(
                 (
                     key,
                     f"unknown MoE all-to-all backend {choice.a2a!r} for {choice.engine}; "
-                    f"allowed: {[e + A2A_SEPARATOR + b for e, bs in A2A_BACKENDS.items() for b in bs]}",
+                    f"allowed: {allowed}",
                 )
             )
             continue
