@@ -359,12 +359,14 @@ def _lease_bytes(ident: str, taken: float) -> bytes:
 
 
 def _read_lease(remote: Remote, name: str) -> dict[str, Any] | None:
-    """The lease of ``<url>/<name>`` as written (``None``: no lease); ``WriteError`` where
-    the file is not one of this package's."""
+    """The lease of ``<url>/<name>`` as written (``None``: no lease, or one created but not
+    yet written: empty); ``WriteError`` where the file is not one of this package's."""
     path = _lease_path(remote, name)
     try:
         raw = remote.fs.cat_file(path)
     except FileNotFoundError:
+        return None
+    if not raw:  # created, its bytes not written yet: judged as absent (its create refuses)
         return None
     try:
         document = json.loads(raw)
@@ -420,23 +422,23 @@ def _held_line(remote: Remote, name: str, found: dict[str, Any] | None) -> str:
     )
 
 
-def _take(remote: Remote, name: str, ident: str) -> str | None:
-    """Take the lease of ``<url>/<name>`` for ``ident`` (``LeaseHeldError`` where another
-    run holds it); the line that says a stale one was taken over, if one was."""
+def _take(remote: Remote, name: str, ident: str, taken: float) -> str | None:
+    """Take the lease of ``<url>/<name>`` for ``ident`` at the time ``taken`` [s since the
+    epoch] (``LeaseHeldError`` where another run holds it); the line that says a stale one
+    was taken over, if one was."""
     fs, path = remote.fs, _lease_path(remote, name)
     fs.makedirs(remote.root, exist_ok=True)
-    taken = time.time()
-    notice = None
-    for _ in range(2):
+    notice, exclusive = None, False
+    for _ in range(5):
         found = _read_lease(remote, name)
         if found is None:
             try:
                 with fs.open(path, "xb") as file:
                     file.write(_lease_bytes(ident, taken))
-            except FileExistsError:
-                continue  # another run created it first: judged on the next round
-            if remote.scheme in EXCLUSIVE:
-                return None
+            except FileExistsError:  # another run created it first: judged once written
+                time.sleep(0.02)
+                continue
+            exclusive = remote.scheme in EXCLUSIVE  # no other run wrote it: read back at once
             break
         why = _stale(found)
         if why is None:
@@ -446,7 +448,7 @@ def _take(remote: Remote, name: str, ident: str) -> str | None:
         break
     else:
         raise LeaseHeldError(_held_line(remote, name, None))
-    time.sleep(LEASE_SETTLE_S)  # a run that wrote it at the same time wrote it by now
+    time.sleep(0.0 if exclusive else LEASE_SETTLE_S)  # a run that wrote it too has by now
     now = _read_lease(remote, name)
     if now is None or now["id"] != ident:
         raise LeaseHeldError(_held_line(remote, name, now))
@@ -497,16 +499,15 @@ def lease(remote: Remote, name: str, ident: str, said: list[str]) -> Iterator[No
     ``LeaseHeldError`` where another run holds it; renewed while held, released after. The
     line that says a stale lease was taken over is appended to ``said``."""
     _HELD.add(ident)  # before it is written: this process's other threads see it held
+    taken = time.time()
     try:
-        notice = _take(remote, name, ident)
+        notice = _take(remote, name, ident, taken)
     except BaseException:
         _HELD.discard(ident)
         raise
     said += [notice] if notice else []
     stop = threading.Event()
-    renewing = threading.Thread(
-        target=_renew, args=(remote, name, ident, time.time(), stop), daemon=True
-    )
+    renewing = threading.Thread(target=_renew, args=(remote, name, ident, taken, stop), daemon=True)
     renewing.start()
     try:
         yield
