@@ -15,11 +15,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import fsspec
 import pytest
 from click.testing import CliRunner, Result
+from fsspec.implementations.memory import MemoryFileSystem
 
 from sweeps.cli.main import cli
 from sweeps.errors import LeaseHeldError, WriteError
@@ -27,6 +28,30 @@ from sweeps.pipeline import remote
 from sweeps.traces.data import shipped
 from tests.test_calibrate_cli import FAST, HEADER, OK
 from tests.test_remote import Flaky
+
+
+class Plain(MemoryFileSystem):
+    """``plain://``: the memory filesystem without ``"xb"`` (as a store with no conditional
+    write): a lease is written, then read back after the settle time."""
+
+    protocol = ("plain",)
+    meet: ClassVar[threading.Barrier | None] = None
+    """Where set, the racing takers wait here for each other once each found no lease."""
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> Any:
+        return super()._strip_protocol(str(path).removeprefix("plain://"))
+
+    def _open(self, path: Any, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+        if "x" in mode:
+            if Plain.meet is not None:
+                Plain.meet.wait()  # both found no lease: both write one
+            msg = f"unsupported file mode for Plain: {mode!r}"
+            raise ValueError(msg)
+        return super()._open(path, mode, *args, **kwargs)
+
+
+fsspec.register_implementation("plain", Plain, clobber=True)
 
 NAME = "calibration"
 FILES = ("calibration.parquet", "calibration.html")
@@ -239,14 +264,19 @@ def test_a_live_lease_stops_the_second_run_with_one_line(
         remote.recover(where, NAME)  # a recovery waits for the lease too: the commit runs
 
 
-@pytest.mark.parametrize("scheme", ["memory", "file"])
+@pytest.mark.parametrize("scheme", ["memory", "file", "plain"])
 def test_two_commits_racing_one_wins_the_other_stops(
     scheme: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two threads commit different results to one URL at once (each upload held 0.2 s, so
     they overlap): one commits, the other stops with LeaseHeldError before writing; the
-    result is the winner's, whole, and nothing else is left."""
-    target = url if scheme == "memory" else (tmp_path / "remote").as_uri()
+    result is the winner's, whole, and nothing else is left. ``plain://`` has no create
+    exclusive: both write the lease, and the last writer holds it once read back."""
+    target = {
+        "memory": url,
+        "file": (tmp_path / "remote").as_uri(),
+        "plain": url.replace("memory://", "plain://"),
+    }[scheme]
     where = remote.open_url(target)
     folders = []
     for key in ("a", "b"):
@@ -261,6 +291,7 @@ def test_two_commits_racing_one_wins_the_other_stops(
         real(folder, into, prefix)
 
     monkeypatch.setattr(remote, "upload", slow)
+    monkeypatch.setattr(Plain, "meet", threading.Barrier(2, timeout=10))
     start = threading.Barrier(2)
     outcome: dict[str, BaseException | None] = {}
 

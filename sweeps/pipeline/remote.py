@@ -100,8 +100,9 @@ not refuse a second create (and on every take-over): the last of the runs that w
 that time holds it."""
 
 EXCLUSIVE = frozenset({"file", "local", "memory"})
-"""Protocols whose ``open(path, "xb")`` refuses a file already there (fsspec 2026.9; others
-may, s3fs where the store takes conditional writes: a refusal is honoured on any protocol)."""
+"""Protocols whose ``open(path, "xb")`` refuses a file already there (checked on fsspec
+2026.9). Others may pass it on to the store as a conditional write: a refusal is honoured on
+any protocol, and a protocol that does not take the mode writes the lease plainly."""
 
 T = TypeVar("T")
 
@@ -438,6 +439,8 @@ def _take(remote: Remote, name: str, ident: str, taken: float) -> str | None:
             except FileExistsError:  # another run created it first: judged once written
                 time.sleep(0.02)
                 continue
+            except (ValueError, NotImplementedError):  # no "xb" here: written, then read back
+                fs.pipe_file(path, _lease_bytes(ident, taken))
             exclusive = remote.scheme in EXCLUSIVE  # no other run wrote it: read back at once
             break
         why = _stale(found)
