@@ -48,3 +48,8 @@ def install_hint(extra: str) -> str:
 class TraceError(ConfigError):
     """A request trace is malformed or unreadable: names the file, the line and the column
     (a ``ConfigError``: a trace is input a config or a command names)."""
+
+
+class LeaseHeldError(WriteError):
+    """Another commit holds the lease of a result on a URL (``sweeps.pipeline.remote``):
+    names the result, the holder's run id and the lease's age; nothing was written."""

@@ -166,3 +166,38 @@ def test_the_calibration_prices_ep_dp_and_mxfp4_rows_per_gpu() -> None:
         assert row["expected_reason"] == ""
         assert row["expected"] < row["bound"]  # no expected throughput beats its bound
         assert row["expected_basis"] == "extrapolated"
+
+
+PP_ROWS = HEADER + (
+    # hand-made rows (no published pp row ships): Llama-3.1-70B in 2 stages of tp 4 on H100
+    "llama-3.1-70b,h100-sxm,4,fp8,fp8,auto,64,1000,1000,output_tokens_per_s,400,device,8,pp,vLLM\n"
+    "llama-3.1-70b,h100-sxm,4,fp8,fp8,auto,1,1000,1000,itl_s,0.02,device,8,pp,vLLM\n"
+    "llama-3.1-70b,h100-sxm,4,fp8,fp8,auto,64,1000,1000,output_tokens_per_s,900,device,4,tp,vLLM\n"
+)
+
+
+def test_the_calibration_prices_pp_rows_as_stages_of_whole_micro_batches() -> None:
+    found = bounds(parse_measurements(PP_ROWS))
+    frame = expected_rows(found)
+    rate, itl, tp_rate = (frame.row(i, named=True) for i in range(3))
+    b = found[0]
+    assert b.batch == 64
+    config = _row_config(b, "vllm")
+    assert isinstance(config, Config)
+    assert (config.tp, config.pp, config.ep) == (4, 2, 1)  # 8 GPUs: 2 stages of tp 4
+    one = step(config, np.array([64]), np.array([b.context])).total()[0, 0]
+    ttft = step(config, np.array([64]), np.array([1000]), prefill=True).total()[0, 0]
+    # the replica's 8 GPUs serve 64 sequences in 2 micro-batches of 32, each crossing both
+    # stages and the hand-off between them
+    assert rate["expected"] == pytest.approx(64 * 1000 / (ttft + 1000 * one) / 8, rel=1e-12)
+    half = step(replace(config, pp=1), np.array([32]), np.array([b.context]))
+    assert one > half.total()[0, 0]  # the micro-batch's 80 layers and the hand-off
+    assert one == pytest.approx(half.total()[0, 0], rel=0.01)
+    for row in (rate, itl):
+        assert row["expected"] is not None
+        assert row["expected_reason"] == ""
+    assert rate["expected"] < rate["bound"]  # no expected throughput beats its bound
+    assert itl["expected"] > itl["bound"]  # nor an inter-token latency
+    # two stages serve the batch at about half the rate a device of one stage of 4 does
+    assert tp_rate["expected"] is not None
+    assert 0.4 < rate["expected"] / tp_rate["expected"] < 0.6

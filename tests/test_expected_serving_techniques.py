@@ -280,3 +280,29 @@ def test_a_figure_below_the_bound_is_flagged_and_counted_in_the_manifest(
     counts = table_counts(tmp_path, ["serving_expected.parquet"], "serving_expected")
     assert counts is not None
     assert (counts["rows"], counts["below_bound"], counts["without_data"]) == (10, 1, 0)
+
+
+@pytest.mark.parametrize(
+    ("axes", "written"),
+    [
+        ("", True),
+        ("ep = [1, 4]", True),
+        ('spec_tokens = [0, 2]\nspec_acceptance = [0.8]\nspec_draft = ["ngram"]', True),
+        ("prefix_hit_rate = [0.0, 0.5]", True),
+        ('ep = [1, 4]\nspec_tokens = [0, 2]\nspec_acceptance = [0.8]\nspec_draft = ["ngram"]',
+         False),
+        ("pp = [1, 2]\nprefix_hit_rate = [0.0, 0.5]", False),
+    ],
+)  # fmt: skip
+def test_the_techniques_and_the_parallel_layouts_are_composed_each_without_the_other(
+    axes: str, written: bool
+) -> None:
+    from sweeps.config import parse_config
+    from sweeps.studies.expected.served import wanted
+
+    sweep = parse_config(
+        '[sweep]\nname = "apart"\n[axes]\nmodel = ["qwen3-235b-a22b"]\nhardware = ["h100-sxm"]\n'
+        f'tp = [8]\nengine = ["vllm"]\n{axes}\n[serving]\nprompt_tokens = [512]\n'
+        "output_tokens = [64]\narrival_rate = [1.0]\n"
+    )
+    assert wanted(sweep) is written

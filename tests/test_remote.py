@@ -78,6 +78,12 @@ class Flaky(MemoryFileSystem):
 fsspec.register_implementation("flaky", Flaky, clobber=True)
 
 
+@pytest.fixture(autouse=True)
+def settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A lease read back after 10 ms, not 1 s: one process's writes land at once."""
+    monkeypatch.setattr(remote, "LEASE_SETTLE_S", 0.01)
+
+
 @pytest.fixture
 def url() -> Iterator[str]:
     """A fresh ``memory://`` prefix, removed after the test."""

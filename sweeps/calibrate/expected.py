@@ -11,9 +11,12 @@ the decode step of an inter-token latency, the prefill of a TTFT, both otherwise
 
 The engine of a row is its ``engine`` column where it has one, else the one its source names
 (TensorRT-LLM, vLLM, SGLang: ``DEFAULT``). An ``ep+dp`` row is one replica of its ``gpus``
-ranks, each at tp 1 with its share of the batch (``sweeps.studies.expected.step``, ``Config.ep``).
-A row of neither engine, a pp layout, a device or format the database does not hold, gets a
-null ``expected`` and the reason.
+ranks, each at tp 1 with its share of the batch (``sweeps.studies.expected.step``, ``Config.ep``);
+a ``pp`` row one replica of ``gpus / tp`` stages of ``tp`` devices (``Config.pp``: a decode step
+is a micro-batch of whole sequences through every stage and the hand-offs between them, as the
+bound's grid prices it). A row of neither engine, a layout the expected steps do not compose (a
+``pp`` that does not divide the layers, an ``ep`` that does not divide the experts), a device or
+format the database does not hold, gets a null ``expected`` and the reason.
 """
 
 from __future__ import annotations
@@ -63,9 +66,9 @@ def regime(b: Bound) -> str:
 def _config(b: Bound, engine: str) -> Config | str:
     """The step's configuration of ``b``'s row, or why there is none."""
     m, catalog = b.measurement, load_catalog()
-    if m.parallel not in ("tp", "ep+dp"):
-        return f"{m.parallel} layouts are not composed"
-    ep = m.gpus // m.tp if m.parallel == "ep+dp" else 1
+    ranks = m.gpus // m.tp
+    ep = ranks if m.parallel == "ep+dp" else 1
+    pp = ranks if m.parallel == "pp" else 1
     model, device = catalog.lookup_model(m.model), catalog.lookup_hardware(m.hardware)
     weight, kv = catalog.lookup_dtype(m.weight_dtype), catalog.lookup_dtype(m.kv_dtype)
     compute = m.compute_dtype if m.compute_dtype != "auto" else weight.compute
@@ -73,7 +76,7 @@ def _config(b: Bound, engine: str) -> Config | str:
     attention = device.peak_flops.get(kv.compute) or device.peak_flops["bf16"]
     return Config(
         model, device, m.tp, model.kv_heads, kv.name, weight.name, kv.bytes_per_element,
-        weight.bytes_per_element, peak, attention, parse(engine), ep,
+        weight.bytes_per_element, peak, attention, parse(engine), ep, pp=pp,
     )  # fmt: skip
 
 
@@ -105,7 +108,7 @@ def _expected(b: Bound, config: Config) -> Expected:
     both = least_certain(on_decode, on_prefill)
     if m.metric == "request_latency_s":
         return request, both, ""
-    devices = m.tp * config.ep  # a replica's: every GPU of an ep+dp row
+    devices = m.tp * config.ep * config.pp  # a replica's: every GPU of an ep+dp or pp row
     per_device = int(batch[0]) * m.output_tokens / request / devices
     scale = {"device": 1, "replica": devices, "system": m.gpus}[m.basis]
     return per_device * scale, both, ""

@@ -64,7 +64,7 @@ def summary_rows(summary: Any) -> list[dict[str, Any]]:
 
 
 def document(
-    path: Path, folder: Path, files: list[str], rows: list[dict[str, Any]], summary: Any
+    path: Path, folder: Path | str, files: list[str], rows: list[dict[str, Any]], summary: Any
 ) -> dict[str, Any]:
     """The ``--json`` document: the same fields as the tables and the status line, SI."""
     return {
@@ -215,28 +215,33 @@ def summary_table(summary: list[dict[str, Any]]) -> Any:
 
 def calibrate_to_folder(
     path: Path,
-    out: Path,
+    out: Path | str,
     force: bool,
     output: Output,
     attention_dtype: str = "auto",
     engine: str | None = None,
 ) -> list[int]:
-    """Bound every row of ``path``, write ``out/calibration/`` atomically, print the tables;
-    the lines of the rows that beat their bound. With ``engine``, also each row's expected
-    value and error, and their median and p90 per engine, device and regime."""
+    """Bound every row of ``path``, write ``out/calibration/`` atomically (``out`` a local
+    folder, or a URL: committed there as ``sweeps run`` commits, ``sweeps.pipeline.remote``),
+    print the tables; the lines of the rows that beat their bound. With ``engine``, also each
+    row's expected value and error, and their median and p90 per engine, device and regime."""
     from sweeps.calibrate import calibrate, summarize_efficiency, write_calibration
-    from sweeps.export import atomic_folder, check_target
+    from sweeps.pipeline.remote import check_place, place, place_name
 
-    target = out / FOLDER
-    check_target(target, force)  # before any work, as a run
+    target = place_name(out, FOLDER)
+    for line in check_place(out, FOLDER, force):  # before any work, as a run
+        output.status(line)
     if engine is not None:
         from sweeps.measured import require
 
         require("sweeps calibrate --engine")
     frame = calibrate(path, attention_dtype, engine)
     summary = summary_rows(summarize_efficiency(frame))
-    with atomic_folder(target, force) as staging:
+    said: list[str] = []
+    with place(out, FOLDER, force, said) as staging:
         files = write_calibration(frame, staging)
+    for line in said:
+        output.status(line)
     rows = measurement_rows(frame)
     output.result(rows_table(rows, str(path), output.out, output.width))
     reasons = reasons_table(rows)

@@ -269,7 +269,8 @@ def calibrate(
     from sweeps.cli.calibration import calibrate_to_folder
 
     out, force, output = given["out"], given["force"], given["output"]
-    check_out(out)
+    if isinstance(out, Path):
+        check_out(out)
     path = measurements or shipped_measurements()
     beating = calibrate_to_folder(path, out, force, output, attention_dtype, engine)
     if beating:

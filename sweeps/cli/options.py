@@ -294,14 +294,10 @@ def cluster_options(function: F) -> F:
     return _stacked(function, options)
 
 
-def out_options(receives: str, urls: bool = False) -> Callable[[F], F]:
-    """``--out DIR`` and ``--force``: where a result goes (``DIR/<receives>``) and whether it
-    may replace one; ``urls``: a URL of any installed fsspec protocol too."""
-    where = (
-        "a local folder, a file:// URL or a URL of an installed fsspec protocol"
-        if urls
-        else "a local folder or a file:// URL"
-    )
+def out_options(receives: str) -> Callable[[F], F]:
+    """``--out DIR`` and ``--force``: where a result goes (``DIR/<receives>``: a local
+    folder, a ``file://`` URL or a URL of an installed fsspec protocol) and whether it may
+    replace one."""
 
     def decorate(function: F) -> F:
         function = click.option("--force", is_flag=True, help="Replace an existing result.")(
@@ -312,29 +308,27 @@ def out_options(receives: str, urls: bool = False) -> Callable[[F], F]:
             type=str,
             default="outputs",
             show_default=True,
-            callback=_out_callback if not urls else _url_callback,
-            help=f"Folder that receives {receives} ({where}).",
+            callback=url_callback,
+            help=f"Folder that receives {receives} (a local folder, a file:// URL or a URL of "
+            "an installed fsspec protocol).",
         )(function)
 
     return decorate
 
 
-out_option = out_options("<sweep name>/", urls=True)
+out_option = out_options("<sweep name>/")
 """``--out`` and ``--force`` of ``sweeps run``: a folder or a URL."""
 
 
-def _out_callback(_ctx: click.Context, _param: click.Parameter, value: str) -> Path:
-    """``out_folder``, its refusal as click's (exit 2, before the command starts)."""
-    try:
-        return out_folder(value)
-    except BadArguments as error:
-        raise click.BadParameter(str(error)) from None
-
-
-def _url_callback(_ctx: click.Context, _param: click.Parameter, value: str) -> Path | str:
-    """``out_place``, its refusal as click's (exit 2, before the command starts)."""
+def url_callback(
+    _ctx: click.Context, _param: click.Parameter, value: str | None
+) -> Path | str | None:
+    """``out_place`` (``None`` where the option is not given), its refusal as click's (exit
+    2, before the command starts)."""
     from sweeps.errors import SweepsError
 
+    if value is None:
+        return None
     try:
         return out_place(value)
     except SweepsError as error:
@@ -342,49 +336,28 @@ def _url_callback(_ctx: click.Context, _param: click.Parameter, value: str) -> P
 
 
 def out_place(text: str) -> Path | str:
-    """``--out`` of ``sweeps run``: a local folder (``out_folder``: a path or a ``file://``
-    URL's path), or the URL of another installed fsspec protocol, checked
-    (``sweeps.pipeline.remote.open_url``) and returned as given."""
-    if "://" not in text or text.startswith("file:"):
-        return out_folder(text)
-    from sweeps.pipeline.remote import open_url
-
-    open_url(text, "--out")
-    return text
-
-
-def out_folder(text: str) -> Path:
-    """``--out`` as a local folder: a path, or a ``file://`` URL's path. Another URL
-    (``memory://``, ``s3://``, any ``scheme://``) is refused in one line naming what is
-    missing: fsspec, the filesystem's own package, or, with both installed, a writer for it
-    (``sweeps calibrate`` writes on local folders only; a path like ``memory://x`` was taken
-    before as the local folder ``memory:/x``)."""
+    """``--out`` of a command that writes a result folder: a local folder (a path, or a
+    ``file://`` URL's path), or the URL of another installed fsspec protocol, checked
+    (``sweeps.pipeline.remote.open_url``: fsspec missing, a protocol that does not open, a
+    path that climbs) and returned as given. A path like ``memory://x`` is never taken as
+    the local folder ``memory:/x``."""
     from urllib.parse import unquote, urlsplit
 
     if "://" not in text:
         return Path(text)
     parts = urlsplit(text)
-    allowed = "allowed: a local folder or a file:// URL (file:///abs/path)"
     if parts.scheme == "file" and parts.netloc in ("", "localhost"):
         return Path(unquote(parts.path))
     if parts.scheme == "file":
-        msg = f"{text}: a file:// URL of another host ({parts.netloc}); {allowed}"
+        msg = (
+            f"{text}: a file:// URL of another host ({parts.netloc}); allowed: a local "
+            "folder, a file:// URL (file:///abs/path) or a URL of an installed fsspec protocol"
+        )
         raise BadArguments(msg)
-    try:
-        import fsspec
-    except ImportError:
-        msg = f"{text}: a {parts.scheme}:// URL needs fsspec (pip install fsspec); {allowed}"
-        raise BadArguments(msg) from None
-    try:
-        fsspec.get_filesystem_class(parts.scheme)
-    except (ImportError, ValueError) as error:
-        msg = f"{text}: {parts.scheme}:// cannot be opened ({error}); {allowed}"
-        raise BadArguments(msg) from None
-    msg = (
-        f"{text}: fsspec opens {parts.scheme}://, but this command writes its result on a "
-        f"local folder only (staged beside it and renamed into place); {allowed}"
-    )
-    raise BadArguments(msg)
+    from sweeps.pipeline.remote import open_url
+
+    open_url(text, "--out")
+    return text
 
 
 def writable(folder: Path) -> bool:

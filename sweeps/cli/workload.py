@@ -14,7 +14,7 @@ import click
 
 from sweeps.cli.console import Output
 from sweeps.cli.errors import handled
-from sweeps.cli.options import Bounded, check_out, output_options
+from sweeps.cli.options import Bounded, check_out, output_options, url_callback
 from sweeps.traces.formats import NAMES as TRACE_FORMATS
 
 FOLDER = "workload"
@@ -94,26 +94,32 @@ def curve_table(doc: dict[str, Any]) -> Any:
 
 
 def describe_to(
-    path: Path, trace_format: str | None, bin_s: float, out: Path | None, force: bool,
+    path: Path, trace_format: str | None, bin_s: float, out: Path | str | None, force: bool,
     output: Output,
 ) -> None:  # fmt: skip
-    """Read and describe ``path``, print its tables, and write the figures when ``out``."""
+    """Read and describe ``path``, print its tables, and write the figures when ``out`` (a
+    local folder, or a URL: committed there as ``sweeps run`` commits)."""
     from sweeps.traces import describe, read_trace
 
-    target = None if out is None else out / FOLDER
-    if target is not None:
-        from sweeps.export import check_target
+    target = None
+    if out is not None:
+        from sweeps.pipeline.remote import check_place, place_name
 
-        check_target(target, force)  # before any work
+        target = place_name(out, FOLDER)
+        for line in check_place(out, FOLDER, force):  # before any work
+            output.status(line)
     trace = read_trace(path, trace_format)
     doc = describe(trace, bin_s)
     files: list[str] = []
-    if target is not None:
+    if out is not None:
         from sweeps.charts.traces import write_trace_figures
-        from sweeps.export import atomic_folder
+        from sweeps.pipeline.remote import place
 
-        with atomic_folder(target, force) as staging:
+        said: list[str] = []
+        with place(out, FOLDER, force, said) as staging:
             files = write_trace_figures(trace, doc, staging)
+        for line in said:
+            output.status(line)
         output.status(f"wrote {target}/ ({', '.join(files)})")
     if output.json:
         output.document({**doc, "folder": None if target is None else str(target), "files": files})
@@ -142,9 +148,11 @@ def describe_to(
 )
 @click.option(
     "--out",
-    type=click.Path(path_type=Path),
+    type=str,
     default=None,
-    help="Folder that receives workload/ (the figures, HTML and SVG); default: none written.",
+    callback=url_callback,
+    help="Folder that receives workload/ (the figures, HTML and SVG; a local folder, a file:// "
+    "URL or a URL of an installed fsspec protocol); default: none written.",
 )
 @click.option("--force", is_flag=True, help="Replace an existing result.")
 @output_options
@@ -153,7 +161,7 @@ def workload(
     trace: Path,
     trace_format: str | None,
     bin_s: float,
-    out: Path | None,
+    out: Path | str | None,
     force: bool,
     output: Output,
 ) -> None:
@@ -167,6 +175,6 @@ def workload(
       sweeps workload AzureLLMInferenceTrace_conv.csv
       sweeps workload conversation_trace.jsonl --out outputs --json
     """
-    if out is not None:
+    if isinstance(out, Path):
         check_out(out)
     describe_to(trace, trace_format, bin_s, out, force, output)

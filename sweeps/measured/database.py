@@ -66,6 +66,14 @@ measured, so they map to none: their expectations are null, with the reason)."""
 SEPARATOR = "-"
 """Between an engine and a pinned version in an ``engine`` label: ``vllm-0.24.0``."""
 
+A2A_SEPARATOR = "_"
+"""Before the MoE all-to-all backend in an ``engine`` label: ``sglang_deepep``."""
+
+A2A_BACKENDS: dict[str, tuple[str, ...]] = {"sglang": ("deepep",)}
+"""The MoE all-to-all backends an engine label may name, by engine: SGLang's DeepEP (its
+``--moe-a2a-backend deepep``, off by default: the wide-EP layout, read from the database's
+wide-EP tables; docs/expected.md)."""
+
 
 @dataclass(frozen=True, slots=True)
 class EngineChoice:
@@ -74,17 +82,21 @@ class EngineChoice:
 
     engine: str
     version: str | None = None
+    a2a: str = ""
 
     @property
     def id(self) -> str:
-        """The label as written: ``vllm`` or ``vllm-0.24.0``."""
-        return self.engine if self.version is None else f"{self.engine}{SEPARATOR}{self.version}"
+        """The label as written: ``vllm``, ``vllm-0.24.0`` or ``sglang_deepep``."""
+        label = self.engine if self.version is None else f"{self.engine}{SEPARATOR}{self.version}"
+        return f"{label}{A2A_SEPARATOR}{self.a2a}" if self.a2a else label
 
 
 def parse(label: str) -> EngineChoice:
-    """``vllm`` or ``vllm-0.24.0`` as an ``EngineChoice`` (unchecked)."""
-    engine, _, version = label.partition(SEPARATOR)
-    return EngineChoice(engine.strip().lower(), version.strip() or None)
+    """``vllm``, ``vllm-0.24.0`` or ``sglang-0.5.14_deepep`` as an ``EngineChoice``
+    (unchecked)."""
+    head, _, a2a = label.partition(A2A_SEPARATOR)
+    engine, _, version = head.partition(SEPARATOR)
+    return EngineChoice(engine.strip().lower(), version.strip() or None, a2a.strip().lower())
 
 
 def installed() -> bool:
@@ -224,6 +236,16 @@ def choices(
                 (
                     key,
                     f"unknown engine {label!r}; allowed: {list(ENGINES)}, each optionally -version",
+                )
+            )
+            continue
+        if choice.a2a and choice.a2a not in A2A_BACKENDS.get(choice.engine, ()):
+            allowed = [e + A2A_SEPARATOR + b for e, bs in A2A_BACKENDS.items() for b in bs]
+            problems.append(
+                (
+                    key,
+                    f"unknown MoE all-to-all backend {choice.a2a!r} for {choice.engine}; "
+                    f"allowed: {allowed}",
                 )
             )
             continue

@@ -104,6 +104,24 @@ UNWINDOWED = ("window_size",)
 """Columns a table may lack, read as 0 where it does: a table without ``window_size`` measured
 full attention only (no sliding window)."""
 
+FILLED = "wideep_"
+"""The prefix of the tables read with the database's backward fill (``Kernels._filled``):
+the wide-EP tables, each measured at an older version than the engine's current one
+(SGLang 0.5.14 reads its wide-EP MLA and MoE tables from 0.5.10 and its DeepEP tables from
+0.5.12, the multi-node DeepEP rows from 0.5.6.post2)."""
+
+WIDE_EP_KERNEL = "flashinfer"
+"""The kernel source of the wide-EP MLA rows aiconfigurator reads by default (its
+``attn_backend``); a table holding one source only (B200: ``trtllm_mla``) is read at it."""
+
+WIDE_EP_FMHA = "fp8_block"
+"""The attention format of the wide-EP MLA rows (``mla_dtype``: the only one measured, FP8
+block-scaled projections and attention, DeepSeek-V3's checkpoint)."""
+
+WIDE_EP_SMS = 20
+"""The streaming multiprocessors DeepEP's normal (prefill) kernels are given: aiconfigurator's
+default (``ModelConfig.sms``), a coordinate of the normal-mode table's rows."""
+
 DISTRIBUTION = "power_law_1.2"
 """How tokens are routed to experts when the MoE table is read: the database's own default
 for a MoE model (a power law of exponent 1.2; measured serving traffic is not balanced)."""
@@ -312,10 +330,17 @@ class Kernels:
         import polars as pl
 
         path = self._folder(family) / f"{name}.parquet"
-        if not all(value for _, value in where) or not path.is_file():
+        if not all(value for _, value in where):
             return None
-        frame = pl.scan_parquet(path)
         names = tuple(dict.fromkeys((*axes, *(column for column, _ in counted))))
+        if name.startswith(FILLED):
+            frame = self._filled(family, name, (*names, *(c for c, _ in where)))
+            if frame is None:
+                return None
+        elif not path.is_file():
+            return None
+        else:
+            frame = pl.scan_parquet(path)
         columns = frame.collect_schema().names()
         # an older table measured no sliding window (vLLM 0.14.0's attention): every row is 0
         frame = frame.with_columns(
@@ -335,6 +360,29 @@ class Kernels:
         held = np.zeros(tuple(v.size for v in values.values()), dtype=bool)
         held[tuple(np.searchsorted(values[a], rows[a].to_numpy()) for a in axes)] = True
         return _Table(ranges, values, held)
+
+    def _filled(self, family: str, name: str, columns: tuple[str, ...]) -> Any:
+        """The rows of table ``name`` as the database serves them at this version: its own
+        version's and every older version's that holds the table (the database's backward
+        fill: a row the newer version lacks is read from the older), ``columns`` of each
+        (a version's table lacking one is left out); None: no version holds it."""
+        import polars as pl
+
+        from sweeps.measured.database import _version_key
+
+        root = systems_root() / "data" / self.system / family / self.engine
+        here = _version_key(self.version)
+        frames = []
+        for folder in sorted(root.glob("*"), key=lambda p: _version_key(p.name)):
+            path = folder / f"{name}.parquet"
+            if _version_key(folder.name) > here or not path.is_file():
+                continue
+            frame = pl.scan_parquet(path)
+            held = frame.collect_schema().names()
+            wanted = [c for c in dict.fromkeys(columns) if c not in UNWINDOWED or c in held]
+            if all(c in held for c in wanted):
+                frames.append(frame.select(wanted))
+        return pl.concat(frames, how="vertical_relaxed") if frames else None
 
     @property
     def asked(self) -> int:
@@ -604,6 +652,125 @@ class Kernels:
         op = ops.MLABmm("mla_bmm", 1, got, mode, if_pre=pre)
         latency = self._evaluate(op, context=False, batch=np.round(at["num_tokens"]), s=1)
         return _read(latency, basis, at, moved)
+
+    def _wide_source(self, family: str, name: str) -> str:
+        """The kernel source a wide-EP MLA table is read at: ``WIDE_EP_KERNEL`` where it holds
+        it, else its only one ("" where it holds several others or none)."""
+        rows = self._filled(family, name, ("kernel_source",))
+        if rows is None:
+            return ""
+        held = set(rows.collect()["kernel_source"].unique().to_list())
+        if WIDE_EP_KERNEL in held or len(held) != 1:
+            return WIDE_EP_KERNEL if WIDE_EP_KERNEL in held else ""
+        return str(held.pop())
+
+    def wide_mla_table(self, prefill: bool, fmt: str, kv_fmt: str) -> _Table | None:
+        """The wide-EP MLA table of one phase (SGLang's DeepEP layout: the block's q and kv up
+        projections, attention and output projection, without the down projection) at weight
+        format ``fmt`` and KV format ``kv_fmt`` (None: no such rows)."""
+        name = f"wideep_{'context' if prefill else 'generation'}_mla_perf"
+        mode = WIDE_EP_FMHA if MLA_GEMM_FORMATS.get(fmt) == WIDE_EP_FMHA else ""
+        where = (("kernel_source", self._wide_source("mla", name)), ("mla_dtype", mode),
+                 ("kv_cache_dtype", KV_FORMATS.get(kv_fmt, "")))  # fmt: skip
+        return self._table("mla", name, where, ("batch_size", "isl", "num_heads"))
+
+    def wide_mla_many(
+        self, *, prefill: bool, batch: Any, length: Any, tp: int, fmt: str, kv_fmt: str
+    ) -> Readings:
+        """One layer's MLA block on the wide-EP layout (the database's ``WideEPContextMLA``,
+        ``WideEPGenerationMLA``) for ``batch`` sequences (an array): a prefill of ``length``
+        prompt tokens, or a decode step against a context of ``length`` tokens (the table's
+        ``isl`` either way); the heads DeepSeek-V3's 128 over ``tp``."""
+        from aiconfigurator_core.sdk import common
+        from aiconfigurator_core.sdk import operations as ops
+
+        table = self.wide_mla_table(prefill, fmt, kv_fmt)
+        if table is None:
+            reason = (f"no wide-EP MLA table for {self.engine} {self.version} at weights "
+                      f"{fmt!r}, KV {kv_fmt!r}")  # fmt: skip
+            return _none_phase(batch, length, reason)
+        shape = {"batch_size": batch, "isl": np.asarray(length), "num_heads": 128 // tp}
+        basis, at, moved = table.place(shape)
+        kind = ops.WideEPContextMLA if prefill else ops.WideEPGenerationMLA
+        op = kind(
+            "mla", 1, tp, common.KVCacheQuantMode[KV_FORMATS[kv_fmt]],
+            common.FMHAQuantMode[WIDE_EP_FMHA], WIDE_EP_KERNEL,
+        )  # fmt: skip
+        latency = self._evaluate(
+            op, context=prefill, batch=np.round(at["batch_size"]), s=np.round(at["isl"])
+        )
+        return _read(latency, basis, at, moved)
+
+    def wide_moe_many(
+        self, *, prefill: bool, tokens: Any, hidden: int, inter: int, topk: int, experts: int,
+        ep: int, replicas: int, fmt: str, distribution: str,
+    ) -> Readings:  # fmt: skip
+        """The routed experts of a MoE layer on the wide-EP layout (the database's
+        ``MoEExpertCompute`` over SGLang's DeepEP MoE tables, one a phase): ``tokens`` a
+        rank's own (an array); the table's tokens are the ``replicas`` ranks' together."""
+        from aiconfigurator_core.sdk import common
+        from aiconfigurator_core.sdk import operations as ops
+
+        mode = MOE_FORMATS.get(fmt, "")
+        phase = "context" if prefill else "generation"
+        axes = ("num_tokens", "hidden_size", "inter_size", "topk", "num_experts")
+        table = self._table(
+            "moe", f"wideep_{phase}_moe_perf", (("moe_dtype", mode),),
+            (*axes, "moe_tp_size", "moe_ep_size"), (("distribution", distribution),),
+        )  # fmt: skip
+        every = np.asarray(tokens) * replicas
+        if table is None:
+            reason = f"no wide-EP MoE table for {self.engine} {self.version} at {fmt!r}"
+            return _none_many(every, reason)
+        shape = {"num_tokens": every, "hidden_size": hidden, "inter_size": inter,
+                 "topk": topk, "num_experts": experts}  # fmt: skip
+        basis, at, moved = table.place(shape, {"moe_tp_size": 1, "moe_ep_size": ep})
+        h, i, k, e = (round(float(at[name].flat[0])) for name in axes[1:])
+        op = ops.MoEExpertCompute(
+            "moe", 1, hidden_size=h, inter_size=i, topk=k, num_experts=e, moe_ep_size=ep,
+            quant_mode=common.MoEQuantMode[mode], workload_distribution=distribution,
+            attention_dp_size=replicas, inference_phase=phase, num_slots=None, is_gated=True,
+            enable_eplb=False,
+        )  # fmt: skip
+        asked = np.maximum(np.round(at["num_tokens"] / replicas), 1)  # a rank's, at ``at``
+        return _read(self._evaluate(op, context=False, batch=asked, s=1), basis, at, moved)
+
+    def deepep_many(
+        self, *, prefill: bool, tokens: Any, hidden: int, topk: int, experts: int, ep: int,
+        nodes: int,
+    ) -> Readings:  # fmt: skip
+        """A MoE layer's DeepEP dispatch and combine (the database's ``MoEAllToAll``, the two
+        summed) of ``tokens`` a rank's own (an array) over ``ep`` ranks on ``nodes`` nodes:
+        the normal kernels (``deepep_ht``, ``WIDE_EP_SMS`` SMs) in a prefill, the low-latency
+        ones (``deepep_ll``) in a decode step, as aiconfigurator's SGLang wide-EP path picks
+        them."""
+        from aiconfigurator_core.sdk import operations as ops
+
+        kind = "normal" if prefill else "ll"
+        axes = ("num_token", "hidden_size", "num_topk", "num_experts")
+        where = (("dispatch_sms", WIDE_EP_SMS), ("combine_sms", WIDE_EP_SMS)) if prefill else ()
+        table = self._table(
+            "comm", f"wideep_deepep_{kind}_perf", (("kernel_source", "deepep"),),
+            (*axes, "node_num", *(c for c, _ in where)),
+        )  # fmt: skip
+        rows = np.asarray(tokens)
+        if table is None:
+            return _none_many(rows, f"no DeepEP {kind} table for {self.engine} {self.version}")
+        shape = {"num_token": rows, "hidden_size": hidden, "num_topk": topk, "num_experts": experts}
+        basis, at, moved = table.place(shape, {"node_num": nodes, **dict(where)})
+        backend = "deepep_ht" if prefill else "deepep_ll"
+        h, k, e = (round(float(at[name].flat[0])) for name in axes[1:])
+        both = [
+            ops.MoEAllToAll(
+                f"moe_{phase}", 1, phase=phase, comm_dtype="default", comm_backend=backend,
+                hidden_size=h, topk=k, num_experts=e, moe_ep_size=ep, node_num=nodes,
+                sms=WIDE_EP_SMS if prefill else 0, attention_tp_size=1,
+            )
+            for phase in ("dispatch", "combine")
+        ]  # fmt: skip
+        asked = np.round(at["num_token"])
+        latency = sum(self._evaluate(op, context=False, batch=asked, s=1) for op in both)
+        return _read(np.asarray(latency), basis, at, moved)
 
     def allreduce_many(self, tokens: Any, hidden: int, tp: int) -> Readings:
         """All-reduces of ``tokens`` rows (an array) of ``hidden`` bf16 values over ``tp``

@@ -179,9 +179,7 @@ def _check_url_targets(sweeps: Iterable[Sweep], url: str, force: bool) -> list[s
             )
             raise ConfigError(msg)
         seen[sweep.name] = sweep
-        line = remote.recover(where, sweep.name)
-        lines += [line] if line else []
-        remote.check_target(where, sweep.name, force)
+        lines += remote.check(where, sweep.name, force)
     return lines
 
 

@@ -19,9 +19,17 @@ URL (or ``recover``) reads it and rolls the commit back where it stopped in step
 earlier result moved back, byte for byte; the staging removed) and forward where it stopped
 in 3 or 4 (the rest of the staging moved in; the previous result removed), and says so in
 one line. Each recovery step can itself be interrupted and recovered again. What the journal
-does not give: atomicity for readers during the moves, and safety against two runs committing
-to the same result at once (the second one would take the first one's journal for an
-interrupted commit).
+does not give: atomicity for readers during the moves.
+
+The lease: whatever reads or writes the journal (a recovery, a commit, a cluster's run whose
+workers write the staging) first takes ``<out>/<name>.tmp-lease.json``, holding its run id,
+host, process and times, and removes it when done. It is created exclusively where the
+storage refuses a second create (``EXCLUSIVE``); elsewhere written, then read back after
+``LEASE_SETTLE_S``: the last writer holds it. Its holder renews it every ``LEASE_RENEW_S``
+and checks it is still its own before each journal step. Another run that finds it live
+stops (``LeaseHeldError``: the result, the holder's id and the lease's age) before writing
+anything; one that finds it stale (not renewed for ``LEASE_STALE_S``, or its holder a process
+of this host that has ended) takes it over, said in one line.
 
 Names: the staging, previous and journal names carry the package's reserved markers
 (``sweeps.limits.RESERVED_MARKERS``), which no sweep name may hold, so none can be taken for a
@@ -36,16 +44,21 @@ import os
 import re
 import secrets
 import shutil
+import socket
 import tempfile
+import threading
+import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from sweeps.errors import (
     ConfigError,
+    LeaseHeldError,
     MissingExtraError,
     OutputExistsError,
     WriteError,
@@ -71,6 +84,30 @@ last two forward."""
 
 EXTRA = "remote"
 """The extra that brings fsspec."""
+
+LEASE = f"{TMP}lease.json"
+"""The lease's name after the result's: ``<name>.tmp-lease.json``."""
+
+LEASE_STALE_S = 120.0
+"""A lease not renewed for this long [s] is stale: the next run takes it over."""
+
+LEASE_RENEW_S = 20.0
+"""How often [s] a holder renews its lease."""
+
+LEASE_SETTLE_S = 1.0
+"""How long [s] a run that wrote a lease waits before reading it back, where the storage does
+not refuse a second create (and on every take-over): the last of the runs that wrote one in
+that time holds it."""
+
+EXCLUSIVE = frozenset({"file", "local", "memory"})
+"""Protocols whose ``open(path, "xb")`` refuses a file already there (checked on fsspec
+2026.9). Others may pass it on to the store as a conditional write: a refusal is honoured on
+any protocol, and a protocol that does not take the mode writes the lease plainly."""
+
+T = TypeVar("T")
+
+_HELD: set[str] = set()
+"""The ids of the leases this process holds now."""
 
 
 def is_url(out: object) -> bool:
@@ -122,6 +159,11 @@ class Remote:
     def where(self, name: str) -> str:
         """``<url>/<name>``: the result as a user names it."""
         return f"{self.url}/{name}"
+
+    @property
+    def scheme(self) -> str:
+        """The URL's protocol (``s3``, ``file``, ``memory``)."""
+        return self.url.split("://", 1)[0]
 
 
 def open_url(text: str, key: str = "out") -> Remote:
@@ -246,28 +288,42 @@ def commit(
     name: str,
     force: bool,
     ident: str | None = None,
-) -> None:
-    """Upload the local result ``folder`` (or nothing more where ``None``: the workers wrote
-    the staging prefix of ``ident`` already) and put it in place of ``<url>/<name>``, in the
-    journal's steps (module docstring). A failure rolls the commit back or forward at once
-    where the storage still answers, else at the next run (``recover``)."""
+) -> list[str]:
+    """Upload the local result ``folder`` and put it in place of ``<url>/<name>``, in the
+    journal's steps (module docstring), under the result's lease (``LeaseHeldError`` where
+    another run holds it): a commit left stopped there is recovered first. A failure rolls
+    the commit back or forward at once where the storage still answers, else at the next run
+    (``recover``). Returns the lines that say what was recovered or taken over."""
     ident = ident or new_id()
+    lines: list[str] = []
+    with lease(remote, name, ident, lines):
+        found = _recover(remote, name)[0]
+        lines += [found] if found else []
+        _commit(folder, remote, name, force, ident)
+    return lines
+
+
+def _commit(folder: Path | None, remote: Remote, name: str, force: bool, ident: str) -> None:
+    """``commit``, the lease held: ``folder`` ``None`` where the workers wrote the staging
+    prefix of ``ident`` already."""
     target, staging, previous = _paths(remote, name, ident)
     fs = remote.fs
     try:
         fs.makedirs(remote.root, exist_ok=True)  # a local folder, say, made where missing
-        _write_journal(remote, name, "staging", ident)
+        _step(remote, name, "staging", ident)
         if folder is not None:
             upload(folder, remote, staging)
         if fs.exists(target):
             check_target(remote, name, force)  # a result that came while this one ran
-            _write_journal(remote, name, "aside", ident)
+            _step(remote, name, "aside", ident)
             _move_tree(fs, target, previous)
-        _write_journal(remote, name, "placing", ident)
+        _step(remote, name, "placing", ident)
         _move_tree(fs, staging, target)
-        _write_journal(remote, name, "removing", ident)
+        _step(remote, name, "removing", ident)
         _remove(fs, previous)
         fs.rm_file(_journal(remote, name))
+    except LeaseHeldError:
+        raise  # the lease lost: the journal is its new holder's to recover, not this run's
     except BaseException as error:
         try:
             forward = _recover(remote, name)[1]
@@ -282,18 +338,212 @@ def commit(
         raise
 
 
+def _step(remote: Remote, name: str, step: str, ident: str) -> None:
+    """The journal at ``step``, once the lease is checked to be still this commit's."""
+    _confirm(remote, name, ident, step)
+    _write_journal(remote, name, step, ident)
+
+
+def _lease_path(remote: Remote, name: str) -> str:
+    return remote.path(f"{name}{LEASE}")
+
+
+def _lease_bytes(ident: str, taken: float) -> bytes:
+    document = {
+        "id": ident,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "taken": taken,
+        "renewed": time.time(),
+    }
+    return json.dumps(document).encode()
+
+
+def _read_lease(remote: Remote, name: str) -> dict[str, Any] | None:
+    """The lease of ``<url>/<name>`` as written (``None``: no lease, or one created but not
+    yet written: empty); ``WriteError`` where the file is not one of this package's."""
+    path = _lease_path(remote, name)
+    try:
+        raw = remote.fs.cat_file(path)
+    except FileNotFoundError:
+        return None
+    if not raw:  # created, its bytes not written yet: judged as absent (its create refuses)
+        return None
+    try:
+        document = json.loads(raw)
+        fields = {"id": str, "host": str, "pid": int, "taken": float, "renewed": float}
+        if not all(isinstance(document[key], kind) for key, kind in fields.items()):
+            raise TypeError(path)
+    except (ValueError, KeyError, TypeError):
+        msg = f"{path}: not a lease of this package; look at it, then remove it"
+        raise WriteError(msg) from None
+    return dict(document)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host runs (where that cannot be asked: yes)."""
+    if os.name != "posix":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: it runs
+        return True
+    return True
+
+
+def _stale(found: dict[str, Any]) -> str | None:
+    """Why the lease ``found`` is stale (said when it is taken over); ``None``: it is live."""
+    quiet = time.time() - found["renewed"]
+    if quiet > LEASE_STALE_S:
+        return f"not renewed for {quiet:.0f} s (stale after {LEASE_STALE_S:.0f} s)"
+    if found["host"] != socket.gethostname():
+        return None
+    if found["pid"] == os.getpid():
+        return None if found["id"] in _HELD else "its holder, this process, no longer holds it"
+    return None if _alive(found["pid"]) else f"its holder, process {found['pid']}, has ended"
+
+
+def _held_line(remote: Remote, name: str, found: dict[str, Any] | None) -> str:
+    """``LeaseHeldError``'s message: the result, the holder's run id and the lease's age."""
+    where = remote.where(name)
+    if found is None:
+        holder = "another run took it at the same time"
+    else:
+        now = time.time()
+        holder = (
+            f"run {found['id']} holds its lease (taken {now - found['taken']:.0f} s ago, "
+            f"renewed {now - found['renewed']:.0f} s ago)"
+        )
+    return (
+        f"{where}: another commit is running: {holder}; nothing was written; allowed: "
+        f"running again once it is done (a lease not renewed for {LEASE_STALE_S:.0f} s is "
+        "taken over)"
+    )
+
+
+def _take(remote: Remote, name: str, ident: str, taken: float) -> str | None:
+    """Take the lease of ``<url>/<name>`` for ``ident`` at the time ``taken`` [s since the
+    epoch] (``LeaseHeldError`` where another run holds it); the line that says a stale one
+    was taken over, if one was."""
+    fs, path = remote.fs, _lease_path(remote, name)
+    fs.makedirs(remote.root, exist_ok=True)
+    notice, exclusive = None, False
+    for _ in range(5):
+        found = _read_lease(remote, name)
+        if found is None:
+            try:
+                with fs.open(path, "xb") as file:
+                    file.write(_lease_bytes(ident, taken))
+            except FileExistsError:  # another run created it first: judged once written
+                time.sleep(0.02)
+                continue
+            except (ValueError, NotImplementedError):  # no "xb" here: written, then read back
+                fs.pipe_file(path, _lease_bytes(ident, taken))
+            exclusive = remote.scheme in EXCLUSIVE  # no other run wrote it: read back at once
+            break
+        why = _stale(found)
+        if why is None:
+            raise LeaseHeldError(_held_line(remote, name, found))
+        fs.pipe_file(path, _lease_bytes(ident, taken))  # over the stale one
+        notice = f"took over the lease of {remote.where(name)} from run {found['id']}: {why}"
+        break
+    else:
+        raise LeaseHeldError(_held_line(remote, name, None))
+    time.sleep(0.0 if exclusive else LEASE_SETTLE_S)  # a run that wrote it too has by now
+    now = _read_lease(remote, name)
+    if now is None or now["id"] != ident:
+        raise LeaseHeldError(_held_line(remote, name, now))
+    return notice
+
+
+def _confirm(remote: Remote, name: str, ident: str, step: str) -> None:
+    """``LeaseHeldError`` where the lease is no longer ``ident``'s (taken over while this
+    run did not renew it for ``LEASE_STALE_S``): the commit stops before ``step``."""
+    found = _read_lease(remote, name)
+    if found is None or found["id"] != ident:
+        holder = "nobody" if found is None else f"run {found['id']}"
+        msg = (
+            f"{remote.where(name)}: this commit ({ident}) lost its lease to {holder}, not "
+            f"having renewed it for {LEASE_STALE_S:.0f} s; stopped before step {step!r}, "
+            "the journal left to the lease's holder"
+        )
+        raise LeaseHeldError(msg)
+
+
+def _renew(remote: Remote, name: str, ident: str, taken: float, stop: threading.Event) -> None:
+    """Renew the lease every ``LEASE_RENEW_S`` until ``stop``, or until it is not
+    ``ident``'s any more (``_confirm`` then stops the commit)."""
+    while not stop.wait(LEASE_RENEW_S):
+        try:
+            found = _read_lease(remote, name)
+            if found is None or found["id"] != ident:
+                return
+            remote.fs.pipe_file(_lease_path(remote, name), _lease_bytes(ident, taken))
+        except Exception:  # the storage did not answer: tried again next time
+            continue
+
+
+def _release(remote: Remote, name: str, ident: str) -> None:
+    """Remove the lease where it is still ``ident``'s; where the storage does not answer it
+    stays, stale once this run has ended."""
+    try:
+        found = _read_lease(remote, name)
+        if found is not None and found["id"] == ident:
+            remote.fs.rm_file(_lease_path(remote, name))
+    except Exception:  # the next run takes it over
+        return
+
+
+@contextmanager
+def lease(remote: Remote, name: str, ident: str, said: list[str]) -> Iterator[None]:
+    """Hold the lease of ``<url>/<name>`` for the run ``ident`` inside (module docstring):
+    ``LeaseHeldError`` where another run holds it; renewed while held, released after. The
+    line that says a stale lease was taken over is appended to ``said``."""
+    _HELD.add(ident)  # before it is written: this process's other threads see it held
+    taken = time.time()
+    try:
+        notice = _take(remote, name, ident, taken)
+    except BaseException:
+        _HELD.discard(ident)
+        raise
+    said += [notice] if notice else []
+    stop = threading.Event()
+    renewing = threading.Thread(target=_renew, args=(remote, name, ident, taken, stop), daemon=True)
+    renewing.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        renewing.join()
+        _release(remote, name, ident)
+        _HELD.discard(ident)
+
+
 def new_id() -> str:
     """A commit's id: this process and a random part."""
     return f"{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def recover(remote: Remote, name: str) -> str | None:
-    """Finish or undo the commit of ``<url>/<name>`` that the journal says stopped; the
+def recover(remote: Remote, name: str, said: list[str] | None = None) -> str | None:
+    """Finish or undo the commit of ``<url>/<name>`` that the journal says stopped, under
+    the result's lease (``LeaseHeldError`` where another run holds it: its commit runs); the
     line that says which, or ``None`` where there is nothing to do. With no journal, a
     staging prefix left behind (a part put by a task that dask cancelled after its run was
-    rolled back) is removed, and said: no commit of the result is running then, as one runs
-    at a time."""
-    return _recover(remote, name)[0]
+    rolled back) is removed, and said. ``said``: where given, receives the line that says a
+    stale lease was taken over."""
+    with lease(remote, name, new_id(), said if said is not None else []):
+        return _recover(remote, name)[0]
+
+
+def check(remote: Remote, name: str, force: bool) -> list[str]:
+    """Before any work towards ``<url>/<name>``: a stopped commit recovered (``recover``),
+    then ``check_target``; the lines that say what was recovered or taken over."""
+    said: list[str] = []
+    line = recover(remote, name, said)
+    check_target(remote, name, force)
+    return [*said, *([line] if line else [])]
 
 
 def _recover(remote: Remote, name: str) -> tuple[str | None, bool]:
@@ -354,6 +604,52 @@ def staging_url(remote: Remote, name: str, ident: str) -> str:
     return f"{remote.url}/{name}{TMP}{ident}"
 
 
+def write_to_url(
+    remote: Remote,
+    name: str,
+    force: bool,
+    write: Callable[[Path], T],
+    folder: Callable[[T], Path],
+    client: Any = None,
+) -> tuple[T, Path, list[str]]:
+    """``write(local)`` into a fresh local temporary folder, then the folder ``folder`` names
+    of its value committed to ``<url>/<name>`` (a command's output folder on a URL): checked
+    first (``check``); with a ``client`` on shared storage the workers write the staging
+    prefix, under the lease from before the first part. Returns ``write``'s value, the local
+    temporary folder (the caller removes it) and the lines that say what was recovered or
+    taken over."""
+    from sweeps.pipeline.distributed import PARTS_AT
+
+    lines = check(remote, name, force)
+    check_workers(remote, client)
+    ident = new_id()
+    local = Path(tempfile.mkdtemp(prefix="sweeps-remote-"))
+    try:
+        if client is None or not remote.shared:
+            value = write(local)
+            lines += commit(folder(value), remote, name, force, ident)
+            return value, local, lines
+        with lease(remote, name, ident, lines):  # the workers write the staging prefix
+            found = _recover(remote, name)[0]  # a commit stopped since the check
+            lines += [found] if found else []
+            check_target(remote, name, force)
+            remote.fs.makedirs(remote.root, exist_ok=True)
+            _step(remote, name, "staging", ident)  # rolled back if the run stops
+            token = PARTS_AT.set(staging_url(remote, name, ident))
+            try:
+                value = write(local)
+            except BaseException:
+                _undo(remote, name)
+                raise
+            finally:
+                PARTS_AT.reset(token)
+            _commit(folder(value), remote, name, force, ident)
+    except BaseException:
+        shutil.rmtree(local, ignore_errors=True)
+        raise
+    return value, local, lines
+
+
 def run_to_url(
     name: str,
     url: str,
@@ -362,45 +658,62 @@ def run_to_url(
     run_local: Callable[[Path], RunResult],
 ) -> RunResult:
     """``run_local(folder)`` (``run_to_folder`` into a local temporary folder) committed to
-    ``<url>/<name>``: recovered first where a commit stopped, checked, run, uploaded and
-    committed. The ``RunResult`` names the URL (``url``); its ``folder`` is the local copy,
-    removed once the result is no longer referenced."""
-    from sweeps.pipeline.distributed import PARTS_AT
-
+    ``<url>/<name>`` (``write_to_url``). The ``RunResult`` names the URL (``url``); its
+    ``folder`` is the local copy, removed once the result is no longer referenced."""
     remote = open_url(url)
-    line = recover(remote, name)
-    check_target(remote, name, force)
-    check_workers(remote, client)
-    ident = new_id()
-    local = Path(tempfile.mkdtemp(prefix="sweeps-remote-"))
-    token = None
-    try:
-        if client is not None and remote.shared:  # the workers write the staging prefix
-            remote.fs.makedirs(remote.root, exist_ok=True)
-            _write_journal(remote, name, "staging", ident)  # rolled back if the run stops
-            token = PARTS_AT.set(staging_url(remote, name, ident))
-        try:
-            result = run_local(local)
-        except BaseException:
-            if token is not None:
-                _undo(remote, name)
-            raise
-        finally:
-            if token is not None:
-                PARTS_AT.reset(token)
-        commit(result.folder, remote, name, force, ident)
-    except BaseException:
-        shutil.rmtree(local, ignore_errors=True)
-        raise
+    result, local, lines = write_to_url(
+        remote, name, force, run_local, lambda done: done.folder, client
+    )
     result.url = remote.where(name)
-    result.notes[:0] = [line] if line else []
+    result.notes[:0] = lines
     weakref.finalize(result, shutil.rmtree, local, True)
     return result
 
 
 def _undo(remote: Remote, name: str) -> None:
-    """Roll back a run's staging where the storage answers; else the next run does."""
+    """Roll back a run's staging (the lease held) where the storage answers; else the next
+    run does."""
     try:
-        recover(remote, name)
+        _recover(remote, name)
     except Exception:  # the storage is gone: the journal stays for the next run
         return
+
+
+def place_name(out: Path | str, name: str) -> str:
+    """``<out>/<name>`` as a user names it: a local path, or a URL (``out`` one)."""
+    return f"{str(out).rstrip('/')}/{name}" if is_url(out) else str(Path(out) / name)
+
+
+def check_place(out: Path | str, name: str, force: bool) -> list[str]:
+    """Before any work towards ``<out>/<name>``, a command's output folder: a result already
+    there refused (``OutputExistsError``) unless ``force``; on a URL, a stopped commit
+    recovered first (``check``). The lines that say what was recovered or taken over."""
+    if not is_url(out):
+        from sweeps.export import check_target as check_folder
+
+        check_folder(Path(out) / name, force)
+        return []
+    return check(open_url(str(out)), name, force)
+
+
+@contextmanager
+def place(out: Path | str, name: str, force: bool, said: list[str]) -> Iterator[Path]:
+    """A fresh local folder to write ``<out>/<name>`` into; once the block ends without an
+    error it becomes that result: renamed into place (``sweeps.export.atomic_folder``) or, on
+    a URL, uploaded and committed (``commit``; the lines that say what was recovered or taken
+    over appended to ``said``). On an error nothing is placed."""
+    if not is_url(out):
+        from sweeps.export import atomic_folder
+
+        with atomic_folder(Path(out) / name, force) as staging:
+            yield staging
+        return
+    remote = open_url(str(out))
+    local = Path(tempfile.mkdtemp(prefix="sweeps-remote-"))
+    try:
+        folder = local / name
+        folder.mkdir()
+        yield folder
+        said += commit(folder, remote, name, force)
+    finally:
+        shutil.rmtree(local, ignore_errors=True)

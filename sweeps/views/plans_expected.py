@@ -10,8 +10,10 @@ Reads ``pools.parquet`` and ``pools_expected.parquet`` (a sweep with ``[serving]
 - ``expected_*``: the plan with the fewest devices by expectation (then the lowest cost), over
   every device, tp and plan priced on expected steps (each scheduler on one pool, and
   disaggregated on one device and tp: ``expected_scheduler`` says ``disaggregated``), its
-  devices, (decode) replicas, batch, TTFT and TPOT at the load. Null, with
-  ``expected_reason``, where no plan is expected to meet the objectives on devices with data.
+  devices, (decode) replicas, batch, TTFT and TPOT at the load, and its parallel layout
+  (``expected_ep``, ``expected_dp_attention``, ``expected_pp``) where the sweep has the axes.
+  Null, with ``expected_reason``, where no plan is expected to meet the objectives on devices
+  with data.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ EXPECTED = {
     "expected_pools_tpot_s": "expected_tpot_s",
 }
 """The expected plan's columns of ``pools_expected.parquet``, by their names here."""
+LAYOUT = {"ep": "expected_ep", "dp_attention": "expected_dp_attention", "pp": "expected_pp"}
+"""The expected plan's parallel layout, where ``pools_expected.parquet`` has the axes (its
+replica is ``expected_tp x expected_ep x expected_pp`` devices)."""
 
 NO_EXPECTED = "no plan is expected to meet ttft_slo_s and tpot_slo_s on devices with data"
 
@@ -67,11 +72,12 @@ def expected_plans(pools: pl.DataFrame, expected: pl.DataFrame) -> pl.DataFrame:
         nulls_last=True,
         maintain_order=True,
     )
+    chosen = {**EXPECTED, **{k: v for k, v in LAYOUT.items() if k in expected.columns}}
     best = (
         ranked.group_by([*shared, "engine"], maintain_order=True)
         .first()
-        .select(*shared, "engine", *EXPECTED)
-        .rename(EXPECTED)
+        .select(*shared, "engine", *chosen)
+        .rename(chosen)
     )
     engines = expected.select("engine").unique(maintain_order=True)
     out = bound.join(engines, how="cross").join(

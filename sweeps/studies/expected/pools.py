@@ -18,6 +18,8 @@ expected steps): one prompt's expected prefill alone (the M/D/1 server), ``t_p(m
 the batched prefill pool, the expected decode step ``t_d(B, I + O/2)``, the KV hand-off as
 the bound's (a link, no kernel), feasibility in memory the serving table's. Null where a step
 has no expectation or no batch meets the objectives, ``reason`` saying which (every row).
+With the parallel axes the plans are per layout (``ep``, ``dp_attention``, ``pp`` dims, as the
+pools table's), in whole replicas of ``tp x ep x pp`` devices.
 
 With the speculative or prefix axes the table takes them as dims, as ``serving_expected``
 does: every plan sized on that point's expected figures (the decode pool's step a slot's token,
@@ -33,6 +35,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
 from sweeps.studies.expected.priced import PRICED
@@ -336,5 +339,5 @@ POOLS_EXPECTED = Analysis(
     rows="pools_expected_row",
     count=_rows,
     whole=True,
-    extra_dims=(*TECHNIQUES, *LOADS),
+    extra_dims=(*TECHNIQUES, *PARALLEL_DIMS, *LOADS),
 )

@@ -111,8 +111,8 @@ class _Terms:
     ) -> Any:
         """A step of decodes and prompt pieces on expected steps [s]. ``starts``, the pieces
         that begin a prompt and read its cached prefix hit (``Terms.mixed_step``), costs
-        nothing here: prefix hits are not composed on expected steps (``served.NOT_COMPOSED``),
-        so no prompt has a cached prefix to read."""
+        nothing here: these are the plain points, no prompt has a cached prefix to read (with
+        a hit, ``composed.Composed.mixed_step`` prices it)."""
         e, piece = self.e, tokens / np.maximum(chunks, 1)
         within = prefix + piece <= self.computed  # else a piece spans prompts: the mean share
         increments = chunks * (e.prompt(prefix + piece) - e.prompt(prefix))

@@ -12,21 +12,24 @@ It runs in the serving study (its settings: the token budget and the objectives)
 sets an engine. With the speculative or prefix axes it takes them as dims (``TECHNIQUES``): the
 points at ``k = 0`` and ``h = 0`` are the plain ones bit for bit, the others priced with the
 techniques composed on expected steps (``composed``); ``below_bound`` flags an expected TTFT or
-TPOT below the serving table's bound mode. The parallel layouts are not composed on expected
-steps, so a sweep with them gets no such table (docs/expected.md).
+TPOT below the serving table's bound mode. With the parallel axes it takes the ``ep``,
+``dp_attention`` and ``pp`` dims, each configuration composed at each layout
+(``expected.configs``), its per-device figures over the replica's ``tp x ep x pp`` devices
+(``_devices``), as the serving table's. The techniques are not composed on parallel layouts
+(``COMPOSED_APART``): a sweep with both gets no such table (docs/expected.md).
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.engine.steps import cache_bytes, prefix_hit
 from sweeps.studies.expected.composed import (
     GREEDY_NULL,
@@ -36,7 +39,7 @@ from sweeps.studies.expected.composed import (
     Hits,
     composed,
 )
-from sweeps.studies.expected.expected import known_flag
+from sweeps.studies.expected.expected import configs, extra_dims, known_flag
 from sweeps.studies.expected.priced import NOT_PRICED, priced, prompt_counts
 from sweeps.studies.expected.step import Config, hit_prefill
 from sweeps.studies.expected.steps import ExpectedSteps, expected_steps, expected_verify, heads
@@ -56,40 +59,23 @@ DIMS = (
     "mode",
 )
 CONFIG = ("model", "hardware", "tp", "kv_heads", "kv_dtype", "weight_dtype", "engine")
-"""The dims of one composition of the step (``steps.expected_steps`` is per these and batch)."""
+"""The dims of one composition of the step (``steps.expected_steps`` is per these and batch),
+then the parallel axes where the sweep has them (``expected.configs``)."""
 CONFIG_DIMS = DIMS[:8]
 """The configuration's dims and the batch, in the table's order."""
 TECHNIQUES = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate", "kv_tier")
 """The technique dims the table takes on where the sweep has them (``Analysis.extra_dims``;
 the bound serving table's ``served.EXTRA_DIMS`` less the parallel ones): each point off its
 plain value composed on expected steps (``composed``)."""
-NOT_COMPOSED = ("parallel",)
-"""Studies whose techniques are not composed on expected steps: no table with them."""
+COMPOSED_APART = (("speculative", "prefix"), ("parallel",))
+"""Studies composed on expected steps each without the others of the pair: speculation or
+prefix caching, or the parallel layouts; a sweep with studies of both gets no table."""
 FIGURES = ("ttft", "tpot", "latency", "steady", "per_device", "alone", "prefills", "decode")
 """The figures filled per mode. The pools' steps, the same at every mode: ``alone``, one
 prompt's prefill alone, the prefill server's service time (``_expected_prefill_alone``);
 ``prefills``, a step of ``B`` whole prompts, ``t_p(B, I)`` (``_expected_prefills``, the
 batched prefill pool's); ``decode``, the decode step ``t_d(B, I + O/2)``
 (``_expected_decode_steady``, the decode pool's)."""
-
-
-def configs(x: Inputs) -> Iterator[tuple[tuple[int, ...], Config]]:
-    """Every configuration of the grid, with its index over ``CONFIG``."""
-    models, devices = x["_model_records"].values, x["_device_records"].values
-    choices, tps = x["_engine_choices"].values, x["tp"].values
-    kv_names, w_names = x["kv_dtype"].values, x["weight_dtype"].values
-    kv_counts, kv_bytes = x["kv_heads_count"].values, x["kv_bytes"].values
-    w_bytes, peaks = x["weight_bytes_per_param"].values, x["peak_flops"].values
-    ratio = x["_attention_ratio"].values
-    sizes = (len(models), len(devices), len(tps), kv_counts.shape[1], len(kv_names))
-    for index in itertools.product(*(range(n) for n in (*sizes, len(w_names), len(choices)))):
-        m, h, t, k, kd, w, e = index
-        peak = float(peaks[h, w])
-        yield index, Config(
-            models[m], devices[h], int(tps[t]), int(kv_counts[m, k]), str(kv_names[kd]),
-            str(w_names[w]), float(kv_bytes[kd]), float(w_bytes[w]), peak,
-            peak / float(ratio[h, kd, w]), choices[e],
-        )  # fmt: skip
 
 
 def _figures(
@@ -195,11 +181,12 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     budget = float(serving.chunk_tokens) if serving.chunk_tokens > 0 else math.inf
     batch, prompt, output = (np.asarray(x[d].values) for d in DIMS[3:4] + DIMS[8:10])
     modes = [str(m) for m in np.asarray(x["mode"].values).reshape(-1)]
-    every = list(configs(x))
-    sizes = [1 + max(i[n] for i, _ in every) for n in range(len(CONFIG))]
+    every = configs(x)
+    extra = extra_dims(x)  # the parallel axes, after the engine's
     tech = _techniques(x)
     tech_sizes = [int(x[d].size) for d in tech]
-    dims = (*DIMS[:8], *tech, *DIMS[8:])
+    dims = (*DIMS[:8], *tech, *extra, *DIMS[8:])
+    sizes = [1 + max(i[n] for i, _ in every) for n in range(len(CONFIG) + len(extra))]
     shape = (*sizes[:3], batch.size, *sizes[3:], *tech_sizes, prompt.size, output.size, len(modes))
     named = dict(zip(dims, shape, strict=True))
     out = {name: np.full(shape, np.nan) for name in FIGURES}
@@ -212,14 +199,14 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     prefix = "prefix_hit_rate" in tech
     rates, reloads = _prefix_terms(x, named) if prefix else (np.zeros((1,) * 11),) * 2
     grid_i, grid_o = np.meshgrid(prompt.astype(float), output.astype(float), indexing="ij")
-    for (m, h, t, k, kd, w, e), config in every:
+    for (m, h, t, k, kd, w, e, *layout), config in every:
         for b, slots in enumerate(batch):  # the largest step: B whole prompts, or B + B I
             counts = set(prompt_counts(int(slots), output))
             if spec:
                 counts |= _spec_counts(int(slots), output, ks[ks > 0], alphas)
             tokens = int(slots * (np.max(prompt) + 1))
             steps = expected_steps(config, int(slots), longest, tokens, tuple(sorted(counts)))
-            at = (m, h, t, b, k, kd, w, e)
+            at: tuple[Any, ...] = (m, h, t, b, k, kd, w, e, *layout)
             if steps.reason:
                 reason[at] = steps.reason
                 continue
@@ -272,6 +259,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     def var(values: np.ndarray) -> xr.Variable:
         return xr.Variable(dims, values)
 
+    # per device of the replica's tp x ep x pp devices (the serving table's ``_devices``)
     per_device = (var(out["per_device"]) / x["_devices"]).transpose(*dims)
 
     feasible = x["serving_feasible"].set_dims(named).transpose(*dims)
@@ -311,9 +299,10 @@ def _worst_of(*names: str) -> str:
 
 
 def wanted(sweep: Any) -> bool:
-    """An engine is set, and no study whose technique is not composed on expected steps."""
+    """An engine is set, and not studies of both sides of ``COMPOSED_APART``."""
     studies = getattr(sweep, "studies", {})
-    return bool(getattr(sweep, "engine", ())) and not any(s in studies for s in NOT_COMPOSED)
+    both = all(any(s in studies for s in side) for side in COMPOSED_APART)
+    return bool(getattr(sweep, "engine", ())) and not both
 
 
 def _rows(sweep: Any, dims: tuple[str, ...]) -> int:
@@ -432,5 +421,5 @@ SERVING_EXPECTED = Analysis(
     rows="serving_expected_row",
     count=_rows,
     whole=True,
-    extra_dims=TECHNIQUES,
+    extra_dims=(*TECHNIQUES, *PARALLEL_DIMS),
 )

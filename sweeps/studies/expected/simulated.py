@@ -6,10 +6,11 @@ cost; one-pool plans only, as the simulator replays one pool) is simulated as th
 study simulates its cheapest plans (``sweeps.studies.serving.simulate``: its replicas, batch
 and scheduler, Poisson arrivals at the rate, a closed loop of the clients or a ``[workload]``
 trace, ``[serving] lengths``, seed 0), each step priced by the expected step costs of its
-configuration (``steps.ExpectedSteps.step_costs``) instead of the roofline. One row per plan: the
-``simulated.parquet`` columns and the engine. Not with speculation or prefix caching
-(``REPLAYED_WITHOUT``): the serving and pools tables on expected steps compose them, the replay
-does not yet.
+configuration (``steps.ExpectedSteps.step_costs``) instead of the roofline, at the plan's
+parallel layout where the sweep has the axes (a whole-prompt scheduler's prefill steps with
+their ``crossing``). One row per plan: the ``simulated.parquet`` columns, the engine and the
+layout. Not with speculation or prefix caching (``REPLAYED_WITHOUT``): the serving and pools
+tables on expected steps compose them, the replay does not yet.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from sweeps.engine.base import Variable
+from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.studies.base import PostStep
 from sweeps.studies.expected.priced import prompts_a_step
 from sweeps.studies.expected.step import Config
@@ -26,20 +28,34 @@ from sweeps.studies.expected.steps import expected_steps
 from sweeps.studies.serving.simulated import SIMULATED, wants_simulation
 
 ENGINE = Variable("engine", "-", "Serving engine of the measured kernels (engine-version)", "str")
-SIMULATED_EXPECTED: tuple[Variable, ...] = (*SIMULATED[:4], ENGINE, *SIMULATED[4:])
-"""The columns of ``simulated_expected.parquet``: ``simulated.parquet``'s and the engine."""
+LAYOUT = (
+    Variable("ep", "device", "Expert-parallel ranks of the plan (null: no parallel axes)", "int64"),
+    Variable(
+        "dp_attention", "-", "Data-parallel attention of the plan (null: no parallel axes)", "str"
+    ),
+    Variable("pp", "device", "Pipeline stages of the plan (null: no parallel axes)", "int64"),
+)
+"""The plan's parallel layout: a replica is ``tp x ep x pp`` devices."""
+_TP = [v.name for v in SIMULATED].index("tp") + 1
+SIMULATED_EXPECTED: tuple[Variable, ...] = (
+    *SIMULATED[:4], ENGINE, *SIMULATED[4:_TP], *LAYOUT, *SIMULATED[_TP:]
+)  # fmt: skip
+"""The columns of ``simulated_expected.parquet``: ``simulated.parquet``'s, the engine and the
+plan's parallel layout."""
 WORKLOAD = ("model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens")
 LOADS = ("arrival_rate", "concurrency")
 
 
 def config_at(p: Any) -> Config:
-    """The configuration of the grid's inputs ``p`` at one point (``point_inputs``)."""
+    """The configuration of the grid's inputs ``p`` at one point (``point_inputs``), on its
+    parallel layout (``ep``, data-parallel attention, ``pp``; none without the axes)."""
     peak = float(p["peak_flops"])
+    ep = int(p["_ep"])
     return Config(
         p["_model_records"], p["_device_records"], int(p["tp"]), int(p["kv_heads_count"]),
         str(p["kv_dtype"]), str(p["weight_dtype"]), float(p["kv_bytes"]),
         float(p["weight_bytes_per_param"]), peak, peak / float(p["_attention_ratio"]),
-        p["_engine_choices"],
+        p["_engine_choices"], ep, ep == 1 or bool(p["_dp"] == 1.0), int(p["_pp"]),
     )  # fmt: skip
 
 
@@ -61,6 +77,8 @@ def fewest_plans(expected: Any) -> Any:
 
 
 def _plan(found: dict[str, Any]) -> dict[str, Any]:
+    from sweeps.studies.serving.simulate.plans import _plain
+
     return {
         **{k: found.get(k) for k in (*WORKLOAD, *LOADS)},
         **{k: str(found[k]) for k in ("model", "kv_dtype", "weight_dtype", "engine")},
@@ -69,6 +87,7 @@ def _plan(found: dict[str, Any]) -> dict[str, Any]:
         "batch": int(found["expected_decode_batch"]),
         "replicas": int(found["expected_replicas"]),
         "scheduler": str(found["pool_mode"]),
+        **{d: _plain(found[d]) for d in PARALLEL_DIMS if d in found},  # its layout
     }
 
 
@@ -96,10 +115,12 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
     context = int(np.max(drawn.prompt + drawn.output))
     tokens = int(max(batch * (int(np.max(drawn.prompt)) + 1), serving.chunk_tokens))
     count = prompts_a_step(plan["scheduler"], batch, float(np.mean(drawn.output)))
-    steps = expected_steps(config_at(inputs_at(sweep, point)), batch, context, tokens, (count,))
+    p = inputs_at(sweep, point)
+    steps = expected_steps(config_at(p), batch, context, tokens, (count,))
     chunked = BY_NAME[plan["scheduler"]].chunked
     timeline = simulate(
-        steps.step_costs(context, tokens, plan["tp"], count), plan["scheduler"], batch,
+        steps.step_costs(context, tokens, int(p["_devices"]), count, not chunked),
+        plan["scheduler"], batch,
         arrivals=arrivals, requests=serving.simulate, prompt=plan["prompt_tokens"],
         output=plan["output_tokens"], lengths=lengths,
         budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,

@@ -173,8 +173,10 @@ class _Ops:
     """The readings of one configuration over arrays of shapes (each distinct shape read once),
     scaled where extrapolated."""
 
-    def __init__(self, config: Config, db: Kernels, granular: bool = False) -> None:
-        self.c, self.db, self.granular = config, db, granular
+    def __init__(
+        self, config: Config, db: Kernels, granular: bool = False, wide: bool = False
+    ) -> None:
+        self.c, self.db, self.granular, self.wide = config, db, granular, wide
         m = config.model
         self.hidden = m.width
         self.heads = max(1, m.heads // config.shards)
@@ -209,6 +211,8 @@ class _Ops:
         MLA model's is its MLA block (``mla``). ``cached``: a prefill of ``length`` prompt
         tokens whose first ``cached`` are cached (``_attention``; not composed for MLA)."""
         m = self.model
+        if self.wide:
+            return self.wide_mla(batch, length, prefill)
         if m.is_mla:
             return self.mla(batch, length, prefill)
         local = min(m.local_layers, m.layers) if m.sliding_window > 0 else 0
@@ -370,6 +374,74 @@ class _Ops:
         up = self.gemm(tokens, heads * m.head_dim, MLA_Q_LORA_RANK)
         return {"qkv": _plus(down, up), "o_proj": self.gemm(tokens, self.hidden, heads * v)}
 
+    def wide_mla(self, batch: np.ndarray, length: np.ndarray, prefill: bool) -> Timed:
+        """One layer's MLA block on the wide-EP layout, read whole from the wide-EP MLA tables
+        (its q and kv up projections, attention or the absorbed BMMs, its output projection:
+        what aiconfigurator reads there), held against the module's bound less the down
+        projection (``wide_layer`` reads that as GEMMs)."""
+        c = self.c
+        readings = self.db.wide_mla_many(
+            prefill=prefill, batch=batch, length=length, tp=c.tp, fmt=c.weight_dtype,
+            kv_fmt=c.kv_dtype,
+        )  # fmt: skip
+
+        def bound(s: dict[str, Any]) -> Any:
+            heads = self.model.heads * s["num_heads"] / 128  # the table's heads: DeepSeek's
+            return _mla_bound(c, s["batch_size"], s["isl"], heads, prefill, down=False)
+
+        shape = {"batch_size": batch, "isl": length, "num_heads": 128 // c.tp}
+        return _scaled(readings, shape, bound)
+
+    def wide_experts(self, tokens: np.ndarray, prefill: bool) -> Timed:
+        """A rank's routed experts on the wide-EP layout, ``tokens`` its own: the phase's
+        wide-EP MoE table at every rank's tokens together, routed as ``MLA_ROUTING``."""
+        c, m = self.c, self.model
+        readings = self.db.wide_moe_many(
+            prefill=prefill, tokens=tokens, hidden=self.hidden, inter=m.moe_intermediate_size,
+            topk=m.experts_per_token, experts=m.experts, ep=c.ep, replicas=c.replicas,
+            fmt=self.weights, distribution=MLA_ROUTING,
+        )  # fmt: skip
+
+        def bound(s: dict[str, Any]) -> Any:
+            return physics.experts_time(
+                s["num_tokens"], self.hidden, m.moe_intermediate_size, m.experts_per_token,
+                m.experts, c.tp * c.ep, c.weight_bytes, c.peak, c.device.bandwidth,
+            )  # fmt: skip
+
+        return _scaled(readings, {"num_tokens": tokens * c.replicas}, bound)
+
+    def deepep(self, tokens: np.ndarray, prefill: bool) -> Timed:
+        """A MoE layer's DeepEP dispatch and combine on the wide-EP layout, ``tokens`` a
+        rank's own: the normal kernels in a prefill, the low-latency ones in a decode step
+        (``Kernels.deepep_many``) over the nodes the ``ep`` ranks span; its bound the
+        all-to-all's bytes (bf16 hidden states) over the scale-up link."""
+        c, m = self.c, self.model
+        readings = self.db.deepep_many(
+            prefill=prefill, tokens=tokens, hidden=self.hidden, topk=m.experts_per_token,
+            experts=m.experts, ep=c.ep, nodes=wide_nodes(c, self.db),
+        )  # fmt: skip
+        link = c.device.scale_up_bandwidth or math.nan
+
+        def bound(s: dict[str, Any]) -> Any:
+            sent = physics.all_to_all_bytes(
+                s["num_token"] * c.replicas, m.experts_per_token, self.hidden, 2.0, 1, c.tp, c.ep
+            )
+            return sent / link
+
+        return _scaled(readings, {"num_token": tokens}, bound)
+
+    def wide_layer(self, tokens: np.ndarray, prefill: bool) -> dict[str, Timed]:
+        """A layer's operations of ``tokens`` tokens outside attention on the wide-EP layout,
+        as aiconfigurator's SGLang DeepEP path composes them: ``qkv`` its two GEMMs of the
+        fused down projection (``qkv_a_proj`` and ``downscale``, the same ``2112 x h`` weight,
+        which aiconfigurator counts twice), no ``o_proj`` (in the MLA rows) and no router
+        (it wires none); ``experts`` the routed experts and the whole shared expert one after
+        the other (no overlap on this path)."""
+        m = self.model
+        down = self.gemm(tokens, MLA_Q_LORA_RANK + m.kv_lora_rank + m.qk_rope_head_dim, self.hidden)
+        routed = self.wide_experts(tokens, prefill)
+        return {"qkv": _plus(down, down), "experts": _plus(routed, self.shared(tokens))}
+
     def allreduce(self, tokens: np.ndarray) -> Timed:
         c = self.c
         link = c.device.scale_up_bandwidth or math.nan
@@ -468,18 +540,21 @@ MLA_Q_LORA_RANK = 1536
 projection makes ``q_lora + kv_lora + rope`` (2112) a token, as aiconfigurator counts it."""
 
 
-def _mla_bound(config: Config, batch: Any, length: Any, heads: Any, prefill: bool) -> Any:
+def _mla_bound(
+    config: Config, batch: Any, length: Any, heads: Any, prefill: bool, down: bool = True
+) -> Any:
     """The roofline bound of one layer's MLA block on one device [s]: the down projection
-    (replicated), the q up projection, the kv up projection (a prefill) or the two absorbed
-    BMMs (a decode step), the output projection, each ``gemm_time`` at the step's tokens,
-    and ``mla_attention_time``; ``heads`` the query heads on the device."""
+    (replicated; left out where ``down`` is false), the q up projection, the kv up
+    projection (a prefill) or the two absorbed BMMs (a decode step), the output projection,
+    each ``gemm_time`` at the step's tokens, and ``mla_attention_time``; ``heads`` the
+    query heads on the device."""
     c, m = config, config.model
     rank, rope, v = m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim or m.head_dim
     nope = m.head_dim - rope
     tokens = batch * length if prefill else batch
     wb, peak, bw = c.weight_bytes, c.peak, c.device.bandwidth
     projections = [
-        (MLA_Q_LORA_RANK + rank + rope, m.width),  # q and kv down (with the rope key)
+        *([(MLA_Q_LORA_RANK + rank + rope, m.width)] if down else []),  # q, kv down, rope key
         (heads * m.head_dim, MLA_Q_LORA_RANK),  # q up
         *([(heads * (nope + v), rank)] if prefill else [(heads * nope, rank), (heads * v, rank)]),
         (m.width, heads * v),  # output
@@ -515,8 +590,11 @@ def _scaled(readings: Readings, shape: dict[str, Any], bound: Callable[[Any], An
     return np.where(readings.moved, scaled, latency), readings.basis, own
 
 
-def _layer_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
-    """The per-layer projections of ``tokens`` tokens, each once (counts applied by the caller)."""
+def _layer_ops(ops: _Ops, tokens: np.ndarray, prefill: bool = False) -> dict[str, Timed]:
+    """The per-layer projections of ``tokens`` tokens, each once (counts applied by the
+    caller); on the wide-EP layout those of the phase (``prefill``) it reads."""
+    if ops.wide:
+        return ops.wide_layer(tokens, prefill)
     m, tp, hidden = ops.model, ops.c.shards, ops.hidden
     qkv_n = (ops.heads + 2 * ops.kv) * m.head_dim
     out = (
@@ -611,8 +689,8 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
     tokens = batch * length if prefill else batch  # the GEMMs' rows
     lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
-        **_layer_ops(ops, tokens),
-        **_parallel_ops(ops, tokens),
+        **_layer_ops(ops, tokens, prefill),
+        **_parallel_ops(ops, tokens, prefill),
         "embedding": ops.embedding(tokens),
         "lm_head": ops.gemm(batch, lm_n, ops.hidden, "bf16"),  # the last token's logits
         "attention": ops.attention(batch, length, prefill),
@@ -628,13 +706,14 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
     return Step(expected, bound, basis, reason)
 
 
-def _parallel_ops(ops: _Ops, tokens: np.ndarray) -> dict[str, Timed]:
+def _parallel_ops(ops: _Ops, tokens: np.ndarray, prefill: bool = False) -> dict[str, Timed]:
     """The communication of a step of ``tokens`` tokens a rank: the all-reduces, the MoE
-    layers' dispatch and combine under expert parallelism, the pipeline's hand-offs."""
+    layers' dispatch and combine under expert parallelism (DeepEP's, of the phase, on the
+    wide-EP layout), the pipeline's hand-offs."""
     c = ops.c
     out = {"allreduce": ops.allreduce(tokens)}
     if c.ep > 1:
-        out["dispatch"] = ops.dispatch(tokens)
+        out["dispatch"] = ops.deepep(tokens, prefill) if ops.wide else ops.dispatch(tokens)
     if c.pp > 1:
         out["handoff"] = ops.handoff(tokens)
     return out
@@ -647,6 +726,8 @@ def _opened(config: Config) -> _Ops | str:
     if resolved.system is None or resolved.version is None:
         return resolved.reason
     db = kernels(resolved.system, resolved.engine, resolved.version)
+    if config.choice.a2a:
+        return _unsplit(config) or _wide_reason(config, db) or _Ops(config, db, wide=True)
     source = _mla_source(config, db) if config.model.is_mla else MODULE
     if source not in (MODULE, GRANULAR):
         return source
@@ -683,6 +764,52 @@ def _mla_source(config: Config, db: Kernels) -> str:
         f"MLA attention: no {db.engine} {db.version} MLA module tables on {db.system} at GEMM "
         f"{fmt!r}, KV {kv!r}, nor granular MLA tables ({', '.join(lacking)} lacking)"
     )
+
+
+def wide_nodes(config: Config, db: Kernels) -> int:
+    """The nodes the ``ep`` ranks of a wide-EP layout span: ``ceil(tp ep / n)``, ``n`` the
+    database system's GPUs a node (its ``system_spec``: 8 on an HGX H200 or B200, 4 on a
+    GB200) [1]."""
+    per_node = int(db._handle[0].system_spec["node"]["num_gpus_per_node"])
+    return -(-(config.tp * config.ep) // per_node)
+
+
+def _wide_reason(config: Config, db: Kernels) -> str:
+    """Why ``config`` has no wide-EP step (``sglang_deepep``; "" where it has one): the
+    layout (an MLA MoE model, DeepSeek-V3's block, ``ep > 1`` ranks of one device each with
+    data-parallel attention: DeepEP's), or the tables (both phases' wide-EP MLA rows at its
+    formats, wide-EP MoE rows at its ``ep``, DeepEP rows over its nodes). aiconfigurator
+    raises on the same misses (its ``PerfDataNotAvailableError``): no fallback."""
+    m, c = config.model, config
+    shape = (m.width, m.heads, m.head_dim, m.kv_lora_rank, m.qk_rope_head_dim, m.v_head_dim)
+    if not (m.is_mla and m.is_moe) or shape != MLA_SHAPE:
+        return f"wide-EP (DeepEP): its tables measured DeepSeek-V3's MLA MoE block, not {m.id}'s"
+    if c.ep <= 1 or not c.dp_attention or c.tp != 1:
+        return (f"wide-EP (DeepEP): needs ep > 1 ranks of one device (tp 1) with data-parallel "
+                f"attention; got tp {c.tp}, ep {c.ep}, dp_attention {c.dp_attention}")  # fmt: skip
+    lacking = []
+    nodes = wide_nodes(config, db)
+    weights = BLOCK_SCALED.get(c.weight_dtype, c.weight_dtype)
+    for phase, prefill in (("prefill", True), ("decode", False)):
+        if db.wide_mla_table(prefill, c.weight_dtype, c.kv_dtype) is None:
+            lacking.append(f"{phase} MLA at weights {c.weight_dtype!r}, KV {c.kv_dtype!r}")
+        moe = db.wide_moe_many(
+            prefill=prefill, tokens=np.ones(1), hidden=m.width, inter=m.moe_intermediate_size,
+            topk=m.experts_per_token, experts=m.experts, ep=c.ep, replicas=c.replicas,
+            fmt=weights, distribution=MLA_ROUTING,
+        )  # fmt: skip
+        if np.isnan(moe.latency_s).all():
+            lacking.append(f"{phase} MoE at ep {c.ep}")
+        sent = db.deepep_many(
+            prefill=prefill, tokens=np.ones(1), hidden=m.width, topk=m.experts_per_token,
+            experts=m.experts, ep=c.ep, nodes=nodes,
+        )  # fmt: skip
+        if np.isnan(sent.latency_s).all():
+            lacking.append(f"{phase} DeepEP over {nodes} node(s)")
+    if not lacking:
+        return ""
+    return (f"wide-EP (DeepEP): no {db.engine} {db.version} wide-EP tables on {db.system} for "
+            f"{'; '.join(lacking)}")  # fmt: skip
 
 
 def _counts(config: Config) -> dict[str, float]:
@@ -755,15 +882,15 @@ def compose(
     prompted = rank_share(config, batch)  # a prefill's prompts cross the stages at once
     steps = np.concatenate([decoded, np.ones(1, dtype=np.int64), walled])  # a token each
     prompts = (prompted[:, None] * context[None, :]).ravel()
-    tokens, where = np.unique(np.concatenate([steps, prompts]), return_inverse=True)
     heads, at_heads = np.unique(steps, return_inverse=True)  # the LM head: the last tokens
     lm_n = max(1, config.model.vocab_size // config.shards)
-    rows = {
-        **_layer_ops(ops, tokens),
-        **_parallel_ops(ops, tokens),
-        "embedding": ops.embedding(tokens),
-        "lm_head": ops.gemm(heads, lm_n, ops.hidden, "bf16"),
-    }
+    if ops.wide:  # each phase's tokens read from its own tables
+        rows, where = _phased_rows(ops, steps, prompts)
+    else:
+        tokens, where = np.unique(np.concatenate([steps, prompts]), return_inverse=True)
+        rows = {**_layer_ops(ops, tokens), **_parallel_ops(ops, tokens),
+                "embedding": ops.embedding(tokens)}  # fmt: skip
+    rows["lm_head"] = ops.gemm(heads, lm_n, ops.hidden, "bf16")
     grid = ops.attention(decoded[:, None], context[None, :], False)
     sizes = np.concatenate([np.ones(n_c, dtype=np.int64), walled])
     extra = ops.attention(sizes, np.concatenate([context, wall_context]), False)
@@ -774,6 +901,29 @@ def compose(
         "heads": {"decode": at_heads[:n_b], "b1": at_heads[n_b], "wall": at_heads[n_b + 1 :]},
     }  # fmt: skip
     return _assemble(config, rows, (grid, extra, prefill), at, (n_b, n_c))
+
+
+def _phased_rows(
+    ops: _Ops, steps: np.ndarray, prompts: np.ndarray
+) -> tuple[dict[str, Timed], np.ndarray]:
+    """The operations of the step's tokens on the wide-EP layout, whose tables differ by phase:
+    the decode steps' token counts read as a decode step's, the prompts' as a prefill's, one
+    after the other; and each of ``steps`` then ``prompts``' place among them."""
+    decoded, at_decoded = np.unique(steps, return_inverse=True)
+    prompted, at_prompted = np.unique(prompts, return_inverse=True)
+    parts = []
+    for tokens, prefill in ((decoded, False), (prompted, True)):
+        parts.append({**_layer_ops(ops, tokens, prefill), **_parallel_ops(ops, tokens, prefill),
+                      "embedding": ops.embedding(tokens)})  # fmt: skip
+    rows = {
+        op: (
+            np.concatenate([parts[0][op][0], parts[1][op][0]]),
+            np.concatenate([parts[0][op][1], parts[1][op][1]]),
+            np.concatenate([parts[0][op][2], parts[1][op][2]]),
+        )
+        for op in parts[0]
+    }
+    return rows, np.concatenate([at_decoded, at_prompted + decoded.size])
 
 
 def _assemble(  # long: the four steps' sums, each in the order its step adds
@@ -870,8 +1020,8 @@ def hit_prefill(
     heads, at_heads = np.unique(last, return_inverse=True)
     lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
-        **_layer_ops(ops, tokens),
-        **_parallel_ops(ops, tokens),
+        **_layer_ops(ops, tokens, True),
+        **_parallel_ops(ops, tokens, True),
         "embedding": ops.embedding(tokens),
         "lm_head": ops.gemm(heads, lm_n, ops.hidden, "bf16"),
     }

@@ -24,12 +24,23 @@ linearly between them, as the database interpolates its own tables; beyond the g
 read (the grid covers what the caller asks for). A step of ``B`` decodes at one context on the
 grid is ``step``'s own decode step exactly; a prefill of ``m`` prompts is ``m`` single-prompt
 attentions (the measured batched attention is within a few per cent of it).
+
+On a parallel layout (``Config.ep``, ``dp_attention``, ``pp``) each table is read from ``step``
+at the layout, as ``step.compose`` composes its decode step and TTFT: ``body(T)`` is a step of
+``T`` tokens spread as a decode step's sequences (the busiest rank's share of one micro-batch,
+through every stage, with the hand-offs), ``a_B(S)`` the rank's micro-batch's attention over
+``B`` and ``P_m(n)`` the busiest rank's prompts' over ``m``; so a decode step of ``B`` at a
+context on the grid is still ``step``'s exactly. In place of the affine prefill's share of
+``body``, a step of ``m`` whole prompts crosses the stages at once, its prompts whole on their
+ranks: ``ExpectedSteps.crossing`` adds what that costs beyond ``body(m n)`` (``_whole``), so
+one prompt's prefill is ``compose``'s TTFT. A chunked step's prompt pieces are spread with its
+decodes, as the bound's simulator spreads them: they pay no crossing.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -68,7 +79,7 @@ def _key(config: Config) -> tuple[Any, ...]:
 
 
 _FIELDS = ("tp", "kv_heads", "kv_dtype", "weight_dtype", "kv_bytes", "weight_bytes", "peak",
-           "attention_peak")  # fmt: skip
+           "attention_peak", "ep", "dp_attention", "pp")  # fmt: skip
 
 
 def _memo(key: tuple[Any, ...], make: Any) -> Any:
@@ -107,6 +118,9 @@ class ExpectedSteps:
     basis : The least certain basis of its decode steps at batch ``B`` and its single-prompt
         prefills (``measured``, ``interpolated``, ``extrapolated``); "" where there is none
     reason : Why there is no expectation ("" where there is one)
+    whole : On a parallel layout, what each of ``m`` whole prompts of ``n`` tokens adds to
+        their prefill step beyond ``body(m n)`` (``crossing``) on the grid of ``prefill``, by
+        ``m`` [s]; empty without one
     """
 
     batch: int
@@ -118,6 +132,7 @@ class ExpectedSteps:
     prefill: dict[int, np.ndarray]
     basis: str = ""
     reason: str = ""
+    whole: dict[int, np.ndarray] = field(default_factory=dict)
 
     def linear(self, tokens: Any) -> Any:
         """``body(T)``: 0 for a step of no token, a fraction of one read as one [s]."""
@@ -141,9 +156,22 @@ class ExpectedSteps:
         """A step of ``decoders`` decodes at context ``context`` [s]."""
         return self.linear(decoders) + decoders * self.per_decode(context)
 
+    def crossing(self, length: Any, count: Any = 1) -> Any:
+        """What each of ``m`` whole prompts of ``n`` tokens adds to their prefill step beyond
+        ``body(m n)``: on a parallel layout they cross the stages at once, ``ceil(m / r)`` of
+        them on the busiest rank, where ``body`` spreads a step's tokens as a decode step's
+        (``_whole``); 0 without a layout [s]."""
+        counts = np.asarray(count)
+        out = np.zeros(np.broadcast_shapes(np.shape(length), counts.shape))
+        for m, table in self.whole.items():
+            out = np.where(counts == m, _read(length, self.prompts, table), out)
+        return out
+
     def prefills(self, count: Any, length: Any) -> Any:
         """A step of ``count`` whole prompts of ``length`` tokens, nothing else (0: none) [s]."""
-        time = self.linear(count * length) + count * self.prompt(length, np.maximum(count, 1))
+        m = np.maximum(count, 1)
+        each = self.prompt(length, m) + self.crossing(length, m)
+        time = self.linear(count * length) + count * each
         return np.where(np.asarray(count) > 0, time, 0.0)
 
     def mixed(self, decoders: Any, context: Any, tokens: Any, length: Any) -> Any:
@@ -158,22 +186,26 @@ class ExpectedSteps:
         )
 
     def step_costs(
-        self, max_context: int, max_tokens: int, devices: int, prompts: int = 1
+        self, max_context: int, max_tokens: int, devices: int, prompts: int = 1, whole: bool = False
     ) -> StepCosts:
         """The tables the simulator's loop reads, as ``StepCosts``: the FLOP terms carry
         seconds at a peak of 1 (``decode_flops`` the per-decode attention, ``pairs`` the prompt
         attention ``P_m`` of ``m = prompts`` with ``pair_flops`` 1), no bytes (bandwidth
         infinite) and ``fixed`` the body of a step of ``T`` tokens, so that its time is this
-        class's step (each prompt's attention at ``prompts`` a step)."""
+        class's step (each prompt's attention at ``prompts`` a step; with ``whole``, a
+        scheduler's whose prefill steps carry whole prompts, its ``crossing`` too)."""
         contexts = np.arange(max_context + 1, dtype=np.float64)
         tokens = np.arange(max_tokens + 1, dtype=np.float64)
         body = np.where(tokens > 0, self.linear(np.maximum(tokens, 1)), 0.0)
+        each = self.prompt(contexts, prompts)
+        if whole:
+            each = each + self.crossing(contexts, prompts)
         return StepCosts(
             peak=1.0,
             bandwidth=math.inf,
             decode_flops=np.ascontiguousarray(self.per_decode(np.maximum(contexts, 1))),
             cache=np.zeros(max_context + 1),
-            pairs=np.ascontiguousarray(np.where(contexts > 0, self.prompt(contexts, prompts), 0.0)),
+            pairs=np.ascontiguousarray(np.where(contexts > 0, each, 0.0)),
             weights=np.zeros(max_tokens + 1),
             token_flops=0.0,
             pair_flops=1.0,
@@ -223,6 +255,11 @@ def expected_steps(
     if reason:
         return _empty(batch, reason)
     basis = _worst(decode.step_basis(), prefill[1].step_basis())  # the steps it mostly prices
+    whole = {  # a prefill's prompts cross the stages at once, each on one rank
+        m: np.concatenate([[0.0], _whole(config, batch, m, lengths, got) / m])
+        for m, got in prefill.items()
+        if laid_out(config)
+    }
     return ExpectedSteps(
         batch=int(batch),
         tokens=tokens.astype(np.float64),
@@ -235,7 +272,31 @@ def expected_steps(
             for m, got in prefill.items()
         },
         basis=basis,
+        whole=whole,
     )
+
+
+def laid_out(config: Config) -> bool:
+    """Whether ``config`` has a parallel layout (``ep`` or ``pp`` above 1): its prompts are
+    not spread over its step's tokens as its decodes are (``_whole``)."""
+    return config.ep > 1 or config.pp > 1
+
+
+def _whole(config: Config, batch: int, count: int, lengths: np.ndarray, prefill: Any) -> np.ndarray:
+    """What a prefill of ``count`` whole prompts of each of ``lengths`` tokens costs beyond
+    ``body(count n)`` on a parallel layout at batch ``batch`` [s], ``body`` as read at grid
+    points (its LM head at ``min(T, B)`` rows): the prefill crosses the stages at once, the
+    busiest rank's ``ceil(m / r)`` prompts with all their tokens (``step``'s prefill at
+    ``count``: every operation but attention, the LM head at its decode step's rows, as
+    ``compose`` sums its TTFT), where ``body`` spreads a step's tokens as a decode step's
+    sequences (a micro-batch of ``ceil(T / pp)``, its rank's share)."""
+    others = [op for op in OPERATIONS if op not in ("attention", "lm_head")]
+    spent = np.sum([prefill.expected[op][0] for op in others], axis=0)
+    _, head, _ = _body(config, np.array([count]))
+    tokens = count * lengths
+    spread, _, _ = _body(config, tokens)
+    _, rows, _ = _body(config, np.minimum(tokens, batch))
+    return spent + head[0] - (spread + rows)
 
 
 def _empty(batch: int, reason: str) -> ExpectedSteps:

@@ -22,14 +22,15 @@ class ExpectedKeys(Strict):
             "name",
             "-",
             "Serving engine whose measured kernels give the expected times: trtllm, vllm or "
-            "sglang (engine-version pins a version; default: the database's current one)",
+            "sglang (engine-version pins a version; default: the database's current one; "
+            "sglang_deepep: SGLang with DeepEP, the wide-EP layout)",
             "engine",
         ),
     ] = Field(
         default=None,
         description="Engines whose measured kernels give expected times: 'trtllm', 'vllm', "
-        "'sglang', or 'engine-version' (vllm-0.24.0); needs the measured extra; turns on "
-        "expected.parquet",
+        "'sglang', or 'engine-version' (vllm-0.24.0); 'sglang_deepep' reads SGLang's wide-EP "
+        "(DeepEP) tables; needs the measured extra; turns on expected.parquet",
     )
 
 
