@@ -306,3 +306,36 @@ def test_the_techniques_and_the_parallel_layouts_are_composed_each_without_the_o
         "output_tokens = [64]\narrival_rate = [1.0]\n"
     )
     assert wanted(sweep) is written
+
+
+def test_the_expected_plan_names_its_speculation_and_tier() -> None:
+    """``expected_plans`` per workload, acceptance and hit rate: the plan with the fewest
+    devices by expectation says which ``k``, draft and tier it took, and pools_expected has
+    that plan with those devices."""
+    from sweeps.views.plans_expected import expected_plans
+
+    tables = _tables(True)
+    plans = expected_plans(tables["pools"], tables["pools_expected"])
+    assert {"expected_spec_tokens", "expected_spec_draft", "expected_kv_tier"} <= set(plans.columns)
+    found = plans.filter(pl.col("expected_devices").is_not_null())
+    assert found.height == plans.height == 2 * 2 * 2 * 3  # I, O, alpha, h
+    pools = tables["pools_expected"].with_columns(pl.col("pool_mode").cast(pl.String))
+    for row in found.iter_rows(named=True):
+        same = pools.filter(
+            pl.col("prompt_tokens") == row["prompt_tokens"],
+            pl.col("output_tokens") == row["output_tokens"],
+            pl.col("spec_acceptance") == row["spec_acceptance"],
+            pl.col("prefix_hit_rate") == row["prefix_hit_rate"],
+            pl.col("spec_tokens") == row["expected_spec_tokens"],
+            pl.col("spec_draft") == row["expected_spec_draft"],
+            pl.col("kv_tier") == row["expected_kv_tier"],
+            pl.col("pool_mode") == str(row["expected_scheduler"]),
+        )
+        assert same["expected_devices"].to_list() == [row["expected_devices"]]
+        fewest = pools.filter(
+            pl.col("prompt_tokens") == row["prompt_tokens"],
+            pl.col("output_tokens") == row["output_tokens"],
+            pl.col("spec_acceptance") == row["spec_acceptance"],
+            pl.col("prefix_hit_rate") == row["prefix_hit_rate"],
+        )["expected_devices"].min()
+        assert row["expected_devices"] == fewest

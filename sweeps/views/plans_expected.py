@@ -38,6 +38,14 @@ EXPECTED = {
 LAYOUT = {"ep": "expected_ep", "dp_attention": "expected_dp_attention", "pp": "expected_pp"}
 """The expected plan's parallel layout, where ``pools_expected.parquet`` has the axes (its
 replica is ``expected_tp x expected_ep x expected_pp`` devices)."""
+TECHNIQUE = {
+    "spec_tokens": "expected_spec_tokens",
+    "spec_draft": "expected_spec_draft",
+    "kv_tier": "expected_kv_tier",
+}
+"""What the expected plan chose of speculation and its prefixes' tier, where
+``pools_expected.parquet`` has the axes (the acceptance and the hit rate are the workload's:
+keys, as in ``plans.SCENARIOS``)."""
 
 NO_EXPECTED = "no plan is expected to meet ttft_slo_s and tpot_slo_s on devices with data"
 
@@ -72,7 +80,8 @@ def expected_plans(pools: pl.DataFrame, expected: pl.DataFrame) -> pl.DataFrame:
         nulls_last=True,
         maintain_order=True,
     )
-    chosen = {**EXPECTED, **{k: v for k, v in LAYOUT.items() if k in expected.columns}}
+    named = {**LAYOUT, **TECHNIQUE}
+    chosen = {**EXPECTED, **{k: v for k, v in named.items() if k in expected.columns}}
     best = (
         ranked.group_by([*shared, "engine"], maintain_order=True)
         .first()
