@@ -339,3 +339,60 @@ def test_the_expected_plan_names_its_speculation_and_tier() -> None:
             pl.col("prefix_hit_rate") == row["prefix_hit_rate"],
         )["expected_devices"].min()
         assert row["expected_devices"] == fewest
+
+
+REPLAY = """
+[sweep]
+name = "replay"
+[axes]
+model = ["llama-3.1-8b"]
+hardware = ["h100-sxm"]
+tp = [1]
+batch = [16]
+context = [1024]
+engine = ["vllm"]
+spec_tokens = [4]
+spec_acceptance = [1.0]
+spec_draft = ["mtp"]
+prefix_hit_rate = [0.5]
+kv_tier = ["hbm"]
+[serving]
+prompt_tokens = [512]
+output_tokens = [128]
+concurrency = [16]
+simulate = 400
+schedulers = ["serial-prefill"]
+[outputs]
+charts = []
+"""
+REPLAY_TOLERANCE = 0.04
+"""The closed loop's expected rate against the replay of its plan with k = 4 and h = 0.5: 2.7 %
+apart (k = 4 alone 0.8 %, h = 0.5 alone 1.0 %; the bound's replay 0.4 %, 0.8 %, 0.04 %): the
+replay prices a hit prefill as its chunks are, ``P(I) - P(h I)`` from the tables and the body
+read in ``T``, where the closed form reads ``step.hit_prefill``."""
+
+
+def test_the_replay_runs_the_plans_speculation_and_hits_on_expected_steps(
+    write_config: Any, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from sweeps.cli.main import cli
+
+    path = write_config(REPLAY)
+    result = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    folder = tmp_path / "out" / "replay"
+    replayed = pl.read_parquet(folder / "simulated_expected.parquet")
+    assert replayed.height == 1
+    row = replayed.row(0, named=True)
+    plan = (row["spec_tokens"], row["spec_draft"], row["prefix_hit_rate"], row["kv_tier"])
+    assert plan == (4, "mtp", 0.5, "hbm")
+    pools = pl.read_parquet(folder / "pools_expected.parquet").filter(
+        pl.col("pool_mode").cast(pl.String) == "serial-prefill"
+    )
+    rate = pools["expected_pools_request_rate"][0]
+    assert row["requests_per_s"] == pytest.approx(rate, rel=REPLAY_TOLERANCE)
+    # the same plan at the roof: the measured kernels take longer a token
+    bound = pl.read_parquet(folder / "simulated.parquet")
+    assert row["tpot_mean_s"] > bound["tpot_mean_s"][0]

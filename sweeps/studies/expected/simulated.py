@@ -9,8 +9,9 @@ trace, ``[serving] lengths``, seed 0), each step priced by the expected step cos
 configuration (``steps.ExpectedSteps.step_costs``) instead of the roofline, at the plan's
 parallel layout where the sweep has the axes (a whole-prompt scheduler's prefill steps with
 their ``crossing``). One row per plan: the ``simulated.parquet`` columns, the engine and the
-layout. Not with speculation or prefix caching (``REPLAYED_WITHOUT``): the serving and pools
-tables on expected steps compose them, the replay does not yet.
+layout. With speculation or prefix hits each step prices them on expected steps
+(``_techniques``), the plan's ``k``, draft and tier its own, one plan per workload, load,
+acceptance, hit rate and engine.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from sweeps.engine.base import Variable
 from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.studies.base import PostStep
 from sweeps.studies.expected.priced import prompts_a_step
+from sweeps.studies.expected.served import TECHNIQUES
 from sweeps.studies.expected.step import Config
-from sweeps.studies.expected.steps import expected_steps
+from sweeps.studies.expected.steps import expected_steps, expected_verify
 from sweeps.studies.serving.simulated import SIMULATED, wants_simulation
 
 ENGINE = Variable("engine", "-", "Serving engine of the measured kernels (engine-version)", "str")
@@ -72,7 +74,8 @@ def fewest_plans(expected: Any) -> Any:
         nulls_last=True,
         maintain_order=True,
     )
-    keys = [*WORKLOAD, *(c for c in LOADS if c in expected.columns), "engine"]
+    scenario = (c for c in ("spec_acceptance", "prefix_hit_rate") if c in expected.columns)
+    keys = [*WORKLOAD, *(c for c in LOADS if c in expected.columns), *scenario, "engine"]
     return ranked.group_by(keys, maintain_order=True).first().sort(keys, maintain_order=True)
 
 
@@ -88,6 +91,7 @@ def _plan(found: dict[str, Any]) -> dict[str, Any]:
         "replicas": int(found["expected_replicas"]),
         "scheduler": str(found["pool_mode"]),
         **{d: _plain(found[d]) for d in PARALLEL_DIMS if d in found},  # its layout
+        **{d: _plain(found[d]) for d in TECHNIQUES if d in found},  # its techniques
     }
 
 
@@ -118,12 +122,14 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
     p = inputs_at(sweep, point)
     steps = expected_steps(config_at(p), batch, context, tokens, (count,))
     chunked = BY_NAME[plan["scheduler"]].chunked
+    costs = steps.step_costs(context, tokens, int(p["_devices"]), count, not chunked)
+    costs, extra = _techniques(p, costs, batch, context, tokens)
     timeline = simulate(
-        steps.step_costs(context, tokens, int(p["_devices"]), count, not chunked),
-        plan["scheduler"], batch,
+        costs, plan["scheduler"], batch,
         arrivals=arrivals, requests=serving.simulate, prompt=plan["prompt_tokens"],
         output=plan["output_tokens"], lengths=lengths,
         budget=serving.chunk_tokens if chunked else 0, replicas=plan["replicas"], seed=SEED,
+        extra=extra,
     )  # fmt: skip
     stats = summarize(timeline, serving.ttft_slo_s, serving.tpot_slo_s)
     row = {
@@ -135,23 +141,54 @@ def _replayed(sweep: Any, plan: dict[str, Any], lengths: Any, inputs_at: Any) ->
     return Simulated(row, timeline)
 
 
+def _techniques(p: Any, costs: Any, batch: int, context: int, tokens: int) -> tuple[Any, Any]:
+    """The point's speculation and prefix hits on expected steps (``simulate.speculation``'s
+    ``Techniques``, their draws and cached tokens the bound's): a verify step of ``k + 1``
+    rows a slot, each row's attention the expected one at its batch (``steps.Verify``, the
+    body ``fixed[T]`` of the step's rows as a decode step's); the draft ``k`` passes, each a
+    slot's share of the expected draft of ``B`` slots at its context (exact where all ``B``
+    draft); the prefixes' reload from their tier over its bandwidth (the costs' cache bytes
+    the point's). None where the point has neither (plain)."""
+    import dataclasses
+
+    from sweeps.engine.steps import cache_bytes
+    from sweeps.studies.serving.simulate.speculation import techniques
+
+    bound = techniques(p, context, batch)
+    if bound.rows == 1 and bound.hit_rate == 0:
+        return costs, None
+    k = bound.rows - 1
+    at = np.arange(context + k + 1, dtype=np.float64)
+    own = np.maximum(at, 1.0)
+    if k > 0:
+        verify = expected_verify(
+            config_at(p), batch, k, p["_draft_records"], context + k, tokens + batch * (k + 1)
+        )
+        rows = bound.rows * verify.per_row(own[: context + 1])
+        drafted = verify.draft(batch, np.minimum(own, context + k)) / (k * batch)
+    else:
+        rows, drafted = costs.decode_flops, np.zeros(at.size)
+    passes = k if np.any(drafted > 0) else 0
+    extra = dataclasses.replace(
+        bound, verify_flops=np.ascontiguousarray(rows), verify_cache=np.zeros(context + 1),
+        draft_passes=passes, draft_shift=0, draft_flops=np.ascontiguousarray(drafted),
+        draft_cache=np.zeros(at.size), draft_weights=np.zeros(batch + 1),
+    )  # fmt: skip
+    cache = np.arange(context + 1, dtype=np.float64)
+    reload = np.ascontiguousarray(cache_bytes(p, cache), dtype=np.float64)
+    return dataclasses.replace(costs, cache=reload), extra
+
+
 def _run(expected: Any, sweep: Any, lengths: Any, inputs_at: Any) -> list[Any]:
     plans = fewest_plans(expected)
     rows = plans.iter_rows(named=True)
     return [_replayed(sweep, _plan(found), lengths, inputs_at) for found in rows]
 
 
-REPLAYED_WITHOUT = ("speculative", "prefix")
-"""Studies whose techniques the replay does not price on expected steps (the simulator's
-expected step costs have no verify step, draft or hit prefill): no table with them."""
-
-
 def _wanted(sweep: Any) -> bool:
     from sweeps.studies.expected.served import wanted
 
-    studies = getattr(sweep, "studies", {})
-    techniques = any(s in studies for s in REPLAYED_WITHOUT)
-    return wants_simulation(sweep) and wanted(sweep) and not techniques
+    return wants_simulation(sweep) and wanted(sweep)
 
 
 def _lengths(sweep: Any) -> Any:
