@@ -58,6 +58,7 @@ from sweeps import physics
 from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
+from sweeps.studies.serving import served
 from sweeps.studies.serving.closed_forms import QUANTILES, prefill_time
 from sweeps.studies.serving.served import EXTRA_DIMS
 
@@ -142,10 +143,12 @@ def _at_batch(x: Inputs, mode: str, load: Load, tables: dict[str, Any]) -> dict[
     admitted = mode_value(x, "serving_ttft_s", mode)  # from admission
     # the step in flight, on average (none in a closed loop: a client sends at a step end)
     ahead = admitted + (0.0 if load.closed else step / 2)
-    # the prefill server: one prompt's share of the scheduler's prefill capacity
+    # the prefill server: one prompt's share of the scheduler's prefill capacity (a chunked
+    # one's chunks carry the tokens computed, (1 - h) I with a prefix hit, not the prompt's I)
     service = x["_prefill_alone"]
     if mode.startswith("chunked"):
-        service = x["prompt_tokens"] * step / mode_value(x, "chunk_tokens", mode)
+        computed = served.computed_tokens(x, x["prompt_tokens"])
+        service = computed * step / mode_value(x, "chunk_tokens", mode)
     bound = apply(
         physics.md1_max_utilization, tables["slo"], (serving.ttft_slo_s - ahead) / service
     )

@@ -54,11 +54,12 @@ def caches_prefixes(x: Inputs) -> bool:
 
 
 def computed_tokens(x: Inputs, prompt: Any) -> Any:
-    """Prompt tokens a request's prefill computes: ``I``, or ``(1 - h) I`` with a prefix hit
-    [token]."""
+    """Prompt tokens a request's prefill computes: ``I``, or ``(1 - h) I`` with a prefix hit,
+    at least the logits row's one [token]. The chunked schedulers' chunks are in these tokens:
+    a prompt takes ``computed / chunk`` of their steps, not ``I / chunk``."""
     if not caches_prefixes(x):
         return prompt
-    return physics.tokens_recomputed(prompt, prefix_hit(x))
+    return np.maximum(physics.tokens_recomputed(prompt, prefix_hit(x)), 1.0)
 
 
 def hit_prefill(x: Inputs, batch: Any, prompt: Any) -> tuple[Any, Any]:
@@ -218,7 +219,7 @@ def hit_prompt(x: Inputs, prompt: Any) -> dict[str, Any]:
     new = physics.tokens_recomputed(prompt, hit)
     prefix = cache_bytes(x, hit * prompt)
     return {
-        "computed": np.maximum(new, 1.0),
+        "computed": computed_tokens(x, prompt),
         "cached": hit * prompt,
         "flops": timed_flops(x, *prefill_split(x, 1.0, new, flops), flops),
         "writes": cache_bytes(x, prompt) - prefix,
