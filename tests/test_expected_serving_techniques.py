@@ -290,13 +290,15 @@ def test_a_figure_below_the_bound_is_flagged_and_counted_in_the_manifest(
         ('spec_tokens = [0, 2]\nspec_acceptance = [0.8]\nspec_draft = ["ngram"]', True),
         ("prefix_hit_rate = [0.0, 0.5]", True),
         ('ep = [1, 4]\nspec_tokens = [0, 2]\nspec_acceptance = [0.8]\nspec_draft = ["ngram"]',
-         False),
-        ("pp = [1, 2]\nprefix_hit_rate = [0.0, 0.5]", False),
+         True),
+        ("pp = [1, 2]\nprefix_hit_rate = [0.0, 0.5]", True),
     ],
 )  # fmt: skip
-def test_the_techniques_and_the_parallel_layouts_are_composed_each_without_the_other(
+def test_the_techniques_and_the_parallel_layouts_are_composed_alone_and_together(
     axes: str, written: bool
 ) -> None:
+    """Every sweep with an engine has the tables: the techniques on the parallel layouts too
+    (tests/test_expected_serving_both.py)."""
     from sweeps.config import parse_config
     from sweeps.studies.expected.served import wanted
 

@@ -42,8 +42,11 @@ from sweeps.studies.serving import closed_forms, served
 
 UNPRICED = "no expected figure here (a step without an expectation)"
 """Why a point with a technique has no expected figure, where no other reason is known."""
-ONE_TOKEN = "at O = 1 this mode's expected closed form has no value (nor at k = 0, h = 0)"
-"""Why a point of one output token has no expected figure (the plain one has none either)."""
+ONE_TOKEN = (
+    "at O = 1 no expected figure here: a step this mode's closed form reads is not in the "
+    "expected steps' tables"
+)
+"""Why a point of one output token has no expected figure."""
 GREEDY_NULL = (
     "chunked-greedy's schedule does not hold here (serving.greedy: slots freed at random whose "
     "prompts queue for the budget), as in the serving table"

@@ -24,7 +24,8 @@ pools table's), in whole replicas of ``tp x ep x pp`` devices.
 With the speculative or prefix axes the table takes them as dims, as ``serving_expected``
 does: every plan sized on that point's expected figures (the decode pool's step a slot's token,
 ``(t_verify + t_draft) n / (O - 1)``; the prefill the better of the hit prefill and
-recomputing).
+recomputing); with the parallel axes too, at each layout (``served``: the techniques on the
+layout's steps).
 """
 
 from __future__ import annotations

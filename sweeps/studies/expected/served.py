@@ -15,8 +15,11 @@ techniques composed on expected steps (``composed``); ``below_bound`` flags an e
 TPOT below the serving table's bound mode. With the parallel axes it takes the ``ep``,
 ``dp_attention`` and ``pp`` dims, each configuration composed at each layout
 (``expected.configs``), its per-device figures over the replica's ``tp x ep x pp`` devices
-(``_devices``), as the serving table's. The techniques are not composed on parallel layouts
-(``COMPOSED_APART``): a sweep with both gets no such table (docs/expected.md).
+(``_devices``), as the serving table's. With both, the techniques are composed on each layout's
+steps: the verify step ``step.decode``'s at ``rows_each = k + 1`` and the draft placed as
+speculative_expected places it (``steps.expected_verify``), the hit prefill ``step.hit_prefill``
+on the layout (its prompts whole on their ranks, as the layout's prefill with its crossing),
+the reload over the tier from the layout's busiest device (docs/expected.md).
 """
 
 from __future__ import annotations
@@ -42,7 +45,13 @@ from sweeps.studies.expected.composed import (
 from sweeps.studies.expected.expected import configs, extra_dims, known_flag
 from sweeps.studies.expected.priced import NOT_PRICED, priced, prompt_counts
 from sweeps.studies.expected.step import Config, hit_prefill
-from sweeps.studies.expected.steps import ExpectedSteps, expected_steps, expected_verify, heads
+from sweeps.studies.expected.steps import (
+    ExpectedSteps,
+    expected_steps,
+    expected_verify,
+    heads,
+    laid_out,
+)
 from sweeps.studies.serving.pools import mode_value
 
 DIMS = (
@@ -67,9 +76,6 @@ TECHNIQUES = ("spec_tokens", "spec_acceptance", "spec_draft", "prefix_hit_rate",
 """The technique dims the table takes on where the sweep has them (``Analysis.extra_dims``;
 the bound serving table's ``served.EXTRA_DIMS`` less the parallel ones): each point off its
 plain value composed on expected steps (``composed``)."""
-COMPOSED_APART = (("speculative", "prefix"), ("parallel",))
-"""Studies composed on expected steps each without the others of the pair: speculation or
-prefix caching, or the parallel layouts; a sweep with studies of both gets no table."""
 FIGURES = ("ttft", "tpot", "latency", "steady", "per_device", "alone", "prefills", "decode")
 """The figures filled per mode. The pools' steps, the same at every mode: ``alone``, one
 prompt's prefill alone, the prefill server's service time (``_expected_prefill_alone``);
@@ -105,13 +111,16 @@ def _full(value: Any, dims: tuple[str, ...], sizes: dict[str, int]) -> np.ndarra
     return np.asarray(value.set_dims({d: sizes[d] for d in dims}).transpose(*dims).values)
 
 
-def _prefix_terms(x: Inputs, sizes: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+def _prefix_terms(
+    x: Inputs, sizes: dict[str, int], extra: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray]:
     """Every point's hit rate and one prompt's prefix reload from its tier, over the
-    configuration dims, ``prefix_hit_rate``, ``kv_tier`` and ``prompt_tokens`` [1, s]."""
+    configuration dims, the parallel axes ``extra`` (the busiest device's KV), then
+    ``prefix_hit_rate``, ``kv_tier`` and ``prompt_tokens`` [1, s]."""
     hit = prefix_hit(x)
     cached = physics.whole_cached_tokens(x["prompt_tokens"], hit)
     reload = physics.reload_time(cache_bytes(x, cached), x["_tier_bandwidth"])
-    dims = (*CONFIG_DIMS, "prefix_hit_rate", "kv_tier", "prompt_tokens")
+    dims = (*CONFIG_DIMS, *extra, "prefix_hit_rate", "kv_tier", "prompt_tokens")
     return _full(hit, dims, sizes), _full(reload + 0.0 * hit, dims, sizes)
 
 
@@ -129,15 +138,20 @@ def _hits(
     reload: np.ndarray,
 ) -> Hits:  # fmt: skip
     """The expected hit prefills of ``counts`` prompts of each ``prompt`` at hit rate ``h``,
-    the LM head at the plain expected prefill's rows (``min(m (1 - h) I, B)``)."""
+    the LM head at the plain expected prefill's rows (``min(m (1 - h) I, B)``; on a parallel
+    layout ``hit_prefill``'s own, the layout's prefill's: ``ExpectedSteps.crossing``)."""
     cached = physics.whole_cached_tokens(prompt, h).astype(np.int64)
     done = hit_prefill(config, counts, prompt, cached[None, :, None])
     if isinstance(done, str):
         nan = np.full((counts.size, prompt.size), np.nan)
         return Hits(counts, nan, cached, reload, np.full(prompt.size, done, dtype=object))
     new = counts[:, None] * (prompt - cached)[None, :]
-    head = heads(config, np.minimum(new, steps.batch)) - heads(config, counts)[:, None]
-    reason = np.array(["; ".join(sorted(set(r))) for r in done.reason[..., 0].T], dtype=object)
+    head = 0.0
+    if not laid_out(config):
+        head = heads(config, np.minimum(new, steps.batch)) - heads(config, counts)[:, None]
+    reason = np.array(
+        ["; ".join(sorted(set(r) - {""})) for r in done.reason[..., 0].T], dtype=object
+    )
     return Hits(counts, done.ttft[..., 0] + head, cached, reload, reason)
 
 
@@ -187,7 +201,15 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     tech_sizes = [int(x[d].size) for d in tech]
     dims = (*DIMS[:8], *tech, *extra, *DIMS[8:])
     sizes = [1 + max(i[n] for i, _ in every) for n in range(len(CONFIG) + len(extra))]
-    shape = (*sizes[:3], batch.size, *sizes[3:], *tech_sizes, prompt.size, output.size, len(modes))
+    config_sizes = (*sizes[:3], batch.size, *sizes[3 : len(CONFIG)])
+    shape = (
+        *config_sizes,
+        *tech_sizes,
+        *sizes[len(CONFIG) :],
+        prompt.size,
+        output.size,
+        len(modes),
+    )
     named = dict(zip(dims, shape, strict=True))
     out = {name: np.full(shape, np.nan) for name in FIGURES}
     basis, reason = np.full(shape, "", dtype=object), np.full(shape, "", dtype=object)
@@ -197,7 +219,8 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     alphas = np.asarray(x["spec_acceptance"].values, dtype=np.float64) if spec else np.zeros(1)
     drafts = list(x["_draft_records"].values) if spec else [None]
     prefix = "prefix_hit_rate" in tech
-    rates, reloads = _prefix_terms(x, named) if prefix else (np.zeros((1,) * 11),) * 2
+    rates, reloads = _prefix_terms(x, named, extra) if prefix else (np.zeros(1),) * 2
+    every_point = (slice(None),) * len(tech)  # the technique dims, before the layout's
     grid_i, grid_o = np.meshgrid(prompt.astype(float), output.astype(float), indexing="ij")
     for (m, h, t, k, kd, w, e, *layout), config in every:
         for b, slots in enumerate(batch):  # the largest step: B whole prompts, or B + B I
@@ -205,12 +228,17 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             if spec:
                 counts |= _spec_counts(int(slots), output, ks[ks > 0], alphas)
             tokens = int(slots * (np.max(prompt) + 1))
-            steps = expected_steps(config, int(slots), longest, tokens, tuple(sorted(counts)))
-            at: tuple[Any, ...] = (m, h, t, b, k, kd, w, e, *layout)
+            reach = _reach(int(slots), prompt, budget)
+            steps = expected_steps(
+                config, int(slots), longest, tokens, tuple(sorted(counts)), reach
+            )
+            head: tuple[Any, ...] = (m, h, t, b, k, kd, w, e)
+            at: tuple[Any, ...] = (*head, *layout)
             if steps.reason:
-                reason[at] = steps.reason
+                reason[(*head, *every_point, *layout)] = steps.reason
                 continue
             plain = _figures(steps, modes, prompt, output, budget)
+            plain_reason = _plain_reasons(plain["ttft"], modes, output)
             priced_here = np.array([mode not in NOT_PRICED for mode in modes])
             here = rates[at] if prefix else np.zeros((1, 1, 1))  # (hit rate, tier, prompt)
             verify = {
@@ -221,24 +249,25 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
                     drafts[d],
                     longest + int(kv),
                     tokens + int(slots) * (int(kv) + 1),
+                    reach,
                 )
                 for i, kv in enumerate(ks)
                 if kv > 0
                 for d in range(len(drafts))
             }
             hits: dict[tuple[int, int], Hits] = {}
-            order = np.array(sorted(counts), dtype=np.int64)
+            order = np.array(sorted(c for c in counts if c >= 1), dtype=np.int64)  # 0: none
             for point in itertools.product(*(range(n) for n in tech_sizes)):
                 chosen = dict(zip(tech, point, strict=True))
                 i, a, d = (chosen.get(n, 0) for n in TECHNIQUES[:3])
                 r, tier = chosen.get("prefix_hit_rate", 0), chosen.get("kv_tier", 0)
                 rate = float(here[r, tier, 0])
-                cell = (*at, *point)
+                cell = (*head, *point, *layout)
                 if ks[i] == 0 and rate == 0:  # the plain point: the plain figures
                     for name, values in plain.items():
                         out[name][cell] = values
-                    basis[cell] = np.where(priced_here, steps.basis, "")
-                    reason[cell] = [NOT_PRICED.get(mode, "") for mode in modes]
+                    basis[cell] = np.where(priced_here & (plain_reason == ""), steps.basis, "")
+                    reason[cell] = plain_reason
                     continue
                 hit = None
                 if rate > 0:
@@ -292,6 +321,25 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     }
 
 
+def _reach(batch: int, prompt: np.ndarray, budget: float) -> int:
+    """The largest step the modes take beyond ``B (I + 1)`` tokens: batched-prefill's
+    ``B + 1`` whole prompts at ``O = 1`` (one slot group of ``B``, its larger ``B + 1`` read
+    at no weight) and a chunked step's budget [token]."""
+    beyond = (batch + 1) * int(np.max(prompt))
+    return int(max(beyond, budget if math.isfinite(budget) else 0))
+
+
+def _plain_reasons(ttft: np.ndarray, modes: list[str], output: np.ndarray) -> np.ndarray:
+    """Why each (prompt, output, mode) of a plain point has no expected figure: the mode's
+    (``NOT_PRICED``), else where its TTFT is null ``ONE_TOKEN`` at ``O = 1`` or
+    ``UNPRICED``; "" where it has one."""
+    out = np.full(ttft.shape, "", dtype=object)
+    for j, mode in enumerate(modes):
+        why = np.where(output == 1, ONE_TOKEN, UNPRICED)[None, :]
+        out[..., j] = NOT_PRICED.get(mode) or np.where(np.isnan(ttft[..., j]), why, "")
+    return out
+
+
 def _worst_of(*names: str) -> str:
     """The least certain of the bases named."""
     rank = {"measured": 0, "interpolated": 1, "extrapolated": 2, "": 3}
@@ -299,10 +347,8 @@ def _worst_of(*names: str) -> str:
 
 
 def wanted(sweep: Any) -> bool:
-    """An engine is set, and not studies of both sides of ``COMPOSED_APART``."""
-    studies = getattr(sweep, "studies", {})
-    both = all(any(s in studies for s in side) for side in COMPOSED_APART)
-    return bool(getattr(sweep, "engine", ())) and not both
+    """An engine is set."""
+    return bool(getattr(sweep, "engine", ()))
 
 
 def _rows(sweep: Any, dims: tuple[str, ...]) -> int:

@@ -230,12 +230,18 @@ def _worst(*bases: np.ndarray) -> str:
 
 
 def expected_steps(
-    config: Config, batch: int, max_context: int, max_tokens: int, prompts: tuple[int, ...] = (1,)
+    config: Config,
+    batch: int,
+    max_context: int,
+    max_tokens: int,
+    prompts: tuple[int, ...] = (1,),
+    reach: int = 0,
 ) -> ExpectedSteps:
     """``ExpectedSteps`` of ``config`` at batch ``batch``, its tables covering contexts and
     prompts to ``max_context``, steps to ``max_tokens`` tokens and prefill steps of each count
-    of ``prompts``."""
-    tokens = grid(max(max_tokens, batch), batch)
+    of ``prompts``; ``reach`` beyond ``max_tokens``, the steps' grid extends to it with
+    ``max_tokens`` kept a point (``_tokens``: the readings to ``max_tokens`` the same)."""
+    tokens = _tokens(max_tokens, reach, batch)
     contexts = lengths = grid(max_context)
     body, head, reason = _body(config, tokens)
     if reason:
@@ -274,6 +280,16 @@ def expected_steps(
         basis=basis,
         whole=whole,
     )
+
+
+def _tokens(max_tokens: int, reach: int, *also: int) -> np.ndarray:
+    """The grid of a table's step tokens: to ``max_tokens`` (and ``also``), or past it to
+    ``reach`` with ``max_tokens`` kept a point, so that every reading to ``max_tokens`` is
+    the one without ``reach`` (the same points bracket it) [token]."""
+    top = max(max_tokens, *also)
+    if reach <= top:
+        return grid(top, *also)
+    return grid(reach, *also, top)
 
 
 def laid_out(config: Config) -> bool:
@@ -325,6 +341,10 @@ class Verify:
     batches, drafts : The draft of ``n`` slots at each context, (batches, contexts) [s]
     basis : The least certain basis of the verify step at ``B`` and its draft
     reason : Why there is no expectation ("" where there is one)
+    slots, whole : On a parallel layout, the batch ``B`` and what its verify step's whole
+        sequences add beyond ``body(B (k + 1))`` (``expected_verify``: the rank's micro-batch
+        of ``B`` sequences, each with its ``k + 1`` rows, where ``body`` spreads the rows as
+        sequences) [s]; a step of ``n`` slots adds ``n / B`` of it; 0 without a layout
     """
 
     rows: int
@@ -336,11 +356,15 @@ class Verify:
     drafts: np.ndarray
     basis: str = ""
     reason: str = ""
+    slots: int = 1
+    whole: float = 0.0
 
     def step(self, slots: Any, context: Any) -> Any:
-        """A verify step of ``slots`` slots at (mean) ``context``, the draft left out [s]."""
+        """A verify step of ``slots`` slots at (mean) ``context``, the draft left out [s]; on a
+        layout at ``B`` slots ``step.decode``'s with ``rows_each`` (``whole``)."""
         rows = np.asarray(slots, dtype=np.float64) * self.rows
         body = np.where(rows > 0, _read(np.maximum(rows, 1.0), self.tokens, self.body), 0.0)
+        body = body + self.whole * np.asarray(slots, dtype=np.float64) / self.slots  # + 0: none
         return body + rows * _read(context, self.contexts, self.attention)
 
     def linear(self, rows: Any) -> Any:
@@ -381,24 +405,36 @@ def _between(at: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return lo, hi, (at - points[lo]) / (points[hi] - points[lo])
 
 
-def expected_verify(
-    config: Config, batch: int, k: int, record: Any, max_context: int, max_tokens: int
+def expected_verify(  # long: the verify step, its draft and on a layout its whole rows
+    config: Config,
+    batch: int,
+    k: int,
+    record: Any,
+    max_context: int,
+    max_tokens: int,
+    reach: int = 0,
 ) -> Verify:
     """``Verify`` of ``config`` at batch ``batch`` with ``k`` drafts from ``record`` (a
     ``spec_draft`` record), its tables covering contexts to ``max_context`` and steps to
-    ``max_tokens`` tokens."""
+    ``max_tokens`` tokens (``reach``: as ``expected_steps``'). On a parallel layout the verify
+    step of ``B`` slots is ``step.decode``'s with ``rows_each = k + 1`` (speculative_expected's:
+    a rank's micro-batch of whole sequences, each with its rows), its attention a row's share
+    of it and ``whole`` the rest beyond ``body``; the draft is placed as
+    ``speculative._draft`` places it (``sweeps.engine.drafts``)."""
     from sweeps.measured.kernels import NAMES
     from sweeps.studies.expected.speculative import _draft
     from sweeps.studies.expected.step import decode
 
     rows = int(batch) * (int(k) + 1)
-    tokens = grid(max(max_tokens, rows), batch, rows)
+    tokens = _tokens(max_tokens, reach, batch, rows)
     contexts = grid(max_context)
     body, head, reason = _body(config, tokens)
     if reason:
         return _no_verify(k, reason)
     at = np.searchsorted(tokens, np.minimum(tokens, rows))
     key, shape = _key(config), tuple(contexts.tolist())
+    if laid_out(config):
+        return _laid_out_verify(config, batch, k, record, contexts, tokens, body + head[at])
     verify = _memo((key, "decode", rows, shape), lambda: step(config, np.array([rows]), contexts))
     batches = grid(batch)
     plain = _memo(
@@ -422,6 +458,60 @@ def expected_verify(
         batches=np.concatenate([[0.0], batches.astype(np.float64)]),
         drafts=np.concatenate([np.zeros((1, contexts.size)), drafted[0]]),
         basis=_worst(verify.step_basis(), NAMES[codes[0, at_batch]]),
+    )
+
+
+def _laid_out_verify(
+    config: Config,
+    batch: int,
+    k: int,
+    record: Any,
+    contexts: np.ndarray,
+    tokens: np.ndarray,
+    body: np.ndarray,
+) -> Verify:
+    """``expected_verify`` on a parallel layout: the verify step of ``B`` slots
+    ``step.decode``'s at ``rows_each = k + 1``, ``body`` (the rows spread as sequences, on its
+    grid of ``tokens``) and ``whole`` its other operations' excess over ``body(B (k + 1))``."""
+    from sweeps.measured.kernels import NAMES
+    from sweeps.studies.expected.speculative import _draft
+    from sweeps.studies.expected.step import decode
+
+    rows = int(batch) * (int(k) + 1)
+    key, shape = _key(config), tuple(contexts.tolist())
+    verify = _memo(
+        (key, "verify", int(batch), int(k) + 1, shape),
+        lambda: decode(config, np.array([batch]), contexts, int(k) + 1),
+    )
+    batches = grid(batch)
+    plain = _memo(
+        (key, "decoded", tuple(batches.tolist()), shape), lambda: decode(config, batches, contexts)
+    )
+    if isinstance(verify, str) or isinstance(plain, str):
+        return _no_verify(k, verify if isinstance(verify, str) else str(plain))
+    if verify.reason or plain.reason:
+        return _no_verify(k, verify.reason or plain.reason)
+    drafted, codes, why = _memo(
+        (key, "draft", repr(record), int(k), tuple(batches.tolist()), shape),
+        lambda: _draft(config, record, plain, np.array([int(k)]), batches, contexts),
+    )
+    if why:
+        return _no_verify(k, why)
+    others = [v[0, 0] for op, v in verify.expected.items() if op != "attention"]
+    spent = float(np.sum(others))
+    at_rows = float(_read(float(rows), tokens.astype(np.float64), body))
+    at_batch = int(np.searchsorted(batches, batch))
+    return Verify(
+        rows=int(k) + 1,
+        tokens=tokens.astype(np.float64),
+        body=body,
+        contexts=contexts.astype(np.float64),
+        attention=verify.expected["attention"][0] / rows,
+        batches=np.concatenate([[0.0], batches.astype(np.float64)]),
+        drafts=np.concatenate([np.zeros((1, contexts.size)), drafted[0]]),
+        basis=_worst(NAMES[verify.step_basis[0]], NAMES[codes[0, at_batch]]),
+        slots=int(batch),
+        whole=spent - at_rows,
     )
 
 
