@@ -526,9 +526,19 @@ class _Ops:
         basis = np.where(np.isnan(time), NONE, EXTRAPOLATED).astype(np.int8)
         return time, basis, time
 
+    @property
+    def vocab(self) -> int:
+        """The vocabulary rows a device holds, split over the attention's ``shards`` [1]."""
+        return max(1, self.model.vocab_size // self.c.shards)
+
+    def lm_head(self, rows: np.ndarray) -> Timed:
+        """The LM head at ``rows`` rows (a step's last tokens: one a sequence, a verify
+        step's ``k + 1``), in bf16."""
+        return self.gemm(rows, self.vocab, self.hidden, "bf16")
+
     def embedding(self, tokens: np.ndarray) -> Timed:
         c = self.c
-        vocab = max(1, self.model.vocab_size // c.shards)
+        vocab = self.vocab
         readings = self.db.embedding_many(tokens, vocab, self.hidden)
         bound = physics.gather_time(tokens, self.hidden, c.weight_bytes, c.device.bandwidth)
         return readings.latency_s, readings.basis, np.asarray(bound, dtype=np.float64)
@@ -687,12 +697,9 @@ def step_at(config: Config, batch: np.ndarray, length: np.ndarray, prefill: bool
         batch = micro_batch(config, batch)
     batch = rank_share(config, batch)  # one rank: its share of the sequences (the busiest's)
     tokens = batch * length if prefill else batch  # the GEMMs' rows
-    lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
-        **_layer_ops(ops, tokens, prefill),
-        **_parallel_ops(ops, tokens, prefill),
-        "embedding": ops.embedding(tokens),
-        "lm_head": ops.gemm(batch, lm_n, ops.hidden, "bf16"),  # the last token's logits
+        **_token_ops(ops, tokens, prefill),
+        "lm_head": ops.lm_head(batch),  # the last token's logits
         "attention": ops.attention(batch, length, prefill),
     }
     expected = {op: np.zeros(shape) for op in OPERATIONS}
@@ -717,6 +724,19 @@ def _parallel_ops(ops: _Ops, tokens: np.ndarray, prefill: bool = False) -> dict[
     if c.pp > 1:
         out["handoff"] = ops.handoff(tokens)
     return out
+
+
+def _token_ops(ops: _Ops, tokens: np.ndarray, prefill: bool = False) -> dict[str, Timed]:
+    """Every operation of a step read at its ``tokens`` (a rank's rows, each distinct count
+    once): the layers' projections and experts, the communication and the embedding gather;
+    on the wide-EP layout those of the phase (``prefill``). The one list every step reads
+    (``step_at``, ``compose``, ``hit_prefill``, ``decode``); the LM head and attention are
+    read at their own shapes (``_Ops.lm_head``, ``_Ops.attention``)."""
+    return {
+        **_layer_ops(ops, tokens, prefill),
+        **_parallel_ops(ops, tokens, prefill),
+        "embedding": ops.embedding(tokens),
+    }
 
 
 def _opened(config: Config) -> _Ops | str:
@@ -883,14 +903,12 @@ def compose(
     steps = np.concatenate([decoded, np.ones(1, dtype=np.int64), walled])  # a token each
     prompts = (prompted[:, None] * context[None, :]).ravel()
     heads, at_heads = np.unique(steps, return_inverse=True)  # the LM head: the last tokens
-    lm_n = max(1, config.model.vocab_size // config.shards)
     if ops.wide:  # each phase's tokens read from its own tables
         rows, where = _phased_rows(ops, steps, prompts)
     else:
         tokens, where = np.unique(np.concatenate([steps, prompts]), return_inverse=True)
-        rows = {**_layer_ops(ops, tokens), **_parallel_ops(ops, tokens),
-                "embedding": ops.embedding(tokens)}  # fmt: skip
-    rows["lm_head"] = ops.gemm(heads, lm_n, ops.hidden, "bf16")
+        rows = _token_ops(ops, tokens)
+    rows["lm_head"] = ops.lm_head(heads)
     grid = ops.attention(decoded[:, None], context[None, :], False)
     sizes = np.concatenate([np.ones(n_c, dtype=np.int64), walled])
     extra = ops.attention(sizes, np.concatenate([context, wall_context]), False)
@@ -913,8 +931,7 @@ def _phased_rows(
     prompted, at_prompted = np.unique(prompts, return_inverse=True)
     parts = []
     for tokens, prefill in ((decoded, False), (prompted, True)):
-        parts.append({**_layer_ops(ops, tokens, prefill), **_parallel_ops(ops, tokens, prefill),
-                      "embedding": ops.embedding(tokens)})  # fmt: skip
+        parts.append(_token_ops(ops, tokens, prefill))
     rows = {
         op: (
             np.concatenate([parts[0][op][0], parts[1][op][0]]),
@@ -1018,13 +1035,7 @@ def hit_prefill(
     tokens, where = np.unique(new, return_inverse=True)
     last = rank_share(config, micro_batch(config, batch))  # the LM head, as compose reads it
     heads, at_heads = np.unique(last, return_inverse=True)
-    lm_n = max(1, config.model.vocab_size // config.shards)
-    rows = {
-        **_layer_ops(ops, tokens, True),
-        **_parallel_ops(ops, tokens, True),
-        "embedding": ops.embedding(tokens),
-        "lm_head": ops.gemm(heads, lm_n, ops.hidden, "bf16"),
-    }
+    rows = {**_token_ops(ops, tokens, True), "lm_head": ops.lm_head(heads)}
     mla = config.model.is_mla
     attention = ops.attention(b3, p3, True, None if mla else np.asarray(cached, np.float64))
     empty = np.broadcast_to(mla & (np.asarray(cached) > 0), shape)  # not composed
@@ -1089,12 +1100,9 @@ def decode(
         return ops
     decoded = rank_share(config, micro_batch(config, batch)) * rows_each  # a rank's, its rows
     tokens, where = np.unique(decoded, return_inverse=True)
-    lm_n = max(1, config.model.vocab_size // config.shards)
     rows = {
-        **_layer_ops(ops, tokens),
-        **_parallel_ops(ops, tokens),
-        "embedding": ops.embedding(tokens),
-        "lm_head": ops.gemm(tokens, lm_n, ops.hidden, "bf16"),
+        **_token_ops(ops, tokens),
+        "lm_head": ops.lm_head(tokens),
         "attention": ops.attention(decoded[:, None], context[None, :], False),
     }
     counts = _counts(config)
