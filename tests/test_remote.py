@@ -222,13 +222,13 @@ def interrupt(
             Flaky.down = moves is None
             where.fs._check()
 
-    monkeypatch.setattr(remote, "_write_journal", failing)
     try:
-        with pytest.raises(ConnectionError, match="connection lost") as raised:
-            run_to_folder(sweep, url, force=True)
+        with pytest.MonkeyPatch.context() as patched:  # undone alone: the test's own stay
+            patched.setattr(remote, "_write_journal", failing)
+            with pytest.raises(ConnectionError, match="connection lost") as raised:
+                run_to_folder(sweep, url, force=True)
     finally:
         Flaky.down, Flaky.moves = False, None
-        monkeypatch.undo()
     assert any("the next run against flaky://" in note for note in raised.value.__notes__)
 
 

@@ -219,12 +219,12 @@ def test_an_interrupted_calibrate_commit_is_recovered_by_the_next(
             Flaky.down = True
             where.fs._check()
 
-    monkeypatch.setattr(remote, "_write_journal", failing)
     try:
-        stopped = calibrate(measurements["two"], url, "--force")
+        with pytest.MonkeyPatch.context() as patched:  # undone alone: the test's own stay
+            patched.setattr(remote, "_write_journal", failing)
+            stopped = calibrate(measurements["two"], url, "--force")
     finally:
         Flaky.down = False
-        monkeypatch.undo()
     assert stopped.exit_code == 1
     assert "connection lost" in stopped.stderr
     assert fs.exists(f"{root}/{NAME}{remote.JOURNAL}")
