@@ -63,3 +63,22 @@ SERVING_VARIABLES = (
     "pools_cost_per_million_output_tokens_usd",
 )
 """The serving and pools variables a technique at its neutral value leaves bit for bit."""
+
+
+def replayed_plan(config: Any, folder: Any, name: str = "replay") -> tuple[dict[str, Any], float]:
+    """Run the sweep file ``config`` into ``folder`` by the CLI (exit 0), and give the one row
+    of its ``simulated_expected.parquet`` (the replayed expected plan) and the request rate
+    its serial-prefill expected plan (``pools_expected``) gives in closed form [1/s]."""
+    import polars as pl
+    from click.testing import CliRunner
+
+    from sweeps.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["run", str(config), "--out", str(folder)])
+    assert result.exit_code == 0, result.output
+    replayed = pl.read_parquet(folder / name / "simulated_expected.parquet")
+    assert replayed.height == 1
+    pools = pl.read_parquet(folder / name / "pools_expected.parquet").filter(
+        pl.col("pool_mode").cast(pl.String) == "serial-prefill"
+    )
+    return replayed.row(0, named=True), float(pools["expected_pools_request_rate"][0])

@@ -23,6 +23,7 @@ import pytest
 
 import sweeps
 from sweeps import physics
+from tests.techniques import replayed_plan
 
 pytest.importorskip("aiconfigurator_core")
 
@@ -222,23 +223,9 @@ rows spread over the layout; the closed form the whole sequences)."""
 def test_the_replay_runs_the_plan_at_its_layout_with_its_techniques(
     write_config: Any, tmp_path: Path
 ) -> None:
-    from click.testing import CliRunner
-
-    from sweeps.cli.main import cli
-
-    path = write_config(REPLAY)
-    result = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
-    assert result.exit_code == 0, result.output
-    folder = tmp_path / "out" / "replay"
-    replayed = pl.read_parquet(folder / "simulated_expected.parquet")
-    assert replayed.height == 1
-    row = replayed.row(0, named=True)
+    row, rate = replayed_plan(write_config(REPLAY), tmp_path / "out")
     plan = (row["ep"], row["pp"], row["spec_tokens"], row["prefix_hit_rate"])
     assert plan == (4, 2, 2, 0.5)
-    pools = pl.read_parquet(folder / "pools_expected.parquet").filter(
-        pl.col("pool_mode").cast(pl.String) == "serial-prefill"
-    )
-    rate = pools["expected_pools_request_rate"][0]
     assert row["requests_per_s"] == pytest.approx(rate, rel=REPLAY_TOLERANCE)
 
 

@@ -19,6 +19,7 @@ import pytest
 
 import sweeps
 from sweeps import physics
+from tests.techniques import replayed_plan
 
 pytest.importorskip("aiconfigurator_core")
 
@@ -377,24 +378,10 @@ read in ``T``, where the closed form reads ``step.hit_prefill``."""
 def test_the_replay_runs_the_plans_speculation_and_hits_on_expected_steps(
     write_config: Any, tmp_path: Path
 ) -> None:
-    from click.testing import CliRunner
-
-    from sweeps.cli.main import cli
-
-    path = write_config(REPLAY)
-    result = CliRunner().invoke(cli, ["run", str(path), "--out", str(tmp_path / "out")])
-    assert result.exit_code == 0, result.output
-    folder = tmp_path / "out" / "replay"
-    replayed = pl.read_parquet(folder / "simulated_expected.parquet")
-    assert replayed.height == 1
-    row = replayed.row(0, named=True)
+    row, rate = replayed_plan(write_config(REPLAY), tmp_path / "out")
     plan = (row["spec_tokens"], row["spec_draft"], row["prefix_hit_rate"], row["kv_tier"])
     assert plan == (4, "mtp", 0.5, "hbm")
-    pools = pl.read_parquet(folder / "pools_expected.parquet").filter(
-        pl.col("pool_mode").cast(pl.String) == "serial-prefill"
-    )
-    rate = pools["expected_pools_request_rate"][0]
     assert row["requests_per_s"] == pytest.approx(rate, rel=REPLAY_TOLERANCE)
     # the same plan at the roof: the measured kernels take longer a token
-    bound = pl.read_parquet(folder / "simulated.parquet")
+    bound = pl.read_parquet(tmp_path / "out" / "replay" / "simulated.parquet")
     assert row["tpot_mean_s"] > bound["tpot_mean_s"][0]
