@@ -4,7 +4,10 @@ bound (``axes.engine`` with ``spec_tokens``, ``spec_acceptance``, ``spec_draft``
 The verify step is read as aiconfigurator prices its nextn (MTP) step: a decode step of
 ``B (k + 1)`` rows (``step.decode``), the GEMMs and the LM head at ``m = B (k + 1)`` and
 attention over ``B (k + 1)`` single-query sequences at the context (the database measured no
-decode kernel taking a sequence's ``k + 1`` queries together, so each reads the cache). The draft
+decode kernel taking a sequence's ``k + 1`` queries together, so each reads the cache); beside
+it, ``expected_verify_time_once_s`` reads each cache once (``_once``: the same operations but
+attention, the measured decode attention of the ``B`` sequences floored at the roofline of the
+``k + 1`` queries, ``physics.verify_attention_time``), with its speedup. The draft
 proposes ``k`` tokens: ``ngram`` for nothing; ``mtp`` in ``k`` passes of one head, the
 target's mean layer (its decode step's layer operations over its layers) and its LM head,
 read at ``B`` and the context; a draft model in ``k`` of its own decode steps at ``B`` over
