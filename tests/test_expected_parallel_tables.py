@@ -255,3 +255,34 @@ grid = "none"
     held = physics.whole_cached_tokens(ds["prompt"], hit).broadcast_like(cached)
     _bits(cached, held.transpose(*cached.dims), "cached")
     assert np.isfinite(ds["expected_hit_prefill_s"].values).all()
+
+
+def test_the_once_verify_step_composes_on_every_layout(ds: xr.Dataset) -> None:
+    """``expected_verify_time_once_s`` at every layout: the decode step at k 0 bit for bit,
+    never above the per-row verify step, null where it is; and its attention is the rank's
+    micro-batch's: one sequence's at pp 2 and 4 sequences' at ep 4 with data-parallel
+    attention (one a rank) save the per-row reading what one sequence saves alone."""
+    from sweeps.studies.expected.speculative import _once
+
+    once, rows = ds["expected_verify_time_once_s"], ds["expected_verify_time_s"]
+    _bits(once.sel(spec_tokens=0), ds["expected_step_time_s"], "once at k 0")
+    assert (np.isnan(once) == np.isnan(rows)).all()
+    known = np.isfinite(rows.sel(spec_tokens=4))
+    assert bool(known.where(_layered(ds, known)).any())  # some layouts compose
+    assert (once.sel(spec_tokens=4) <= rows.sel(spec_tokens=4)).where(known, True).all()
+    context = np.array([512, 8192])
+
+    def saved(config: Config, batch: int) -> np.ndarray:
+        plain, verify = decode(config, np.array([batch]), context), None
+        verify = decode(config, np.array([batch]), context, 5)
+        assert not isinstance(plain, str)
+        assert not isinstance(verify, str)
+        return verify.step - _once(config, plain, verify, 4, np.array([batch]), context)
+
+    alone = saved(_config("qwen3-235b-a22b", "h100-sxm", "trtllm"), 1)
+    assert (alone >= 0).all()
+    assert (alone[:, 1] > 0).all()  # at S 8192 the cache read once saves (can fail)
+    piped = saved(_config("qwen3-235b-a22b", "h100-sxm", "trtllm", pp=2), 1)
+    ranked = saved(_config("qwen3-235b-a22b", "h100-sxm", "trtllm", 1, 4, True), 4)
+    assert np.allclose(piped, alone, rtol=1e-9)
+    assert np.allclose(ranked, alone, rtol=1e-9)

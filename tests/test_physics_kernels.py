@@ -69,3 +69,28 @@ def test_no_count_of_the_work_beats_the_windowed_bound(
     kept = min(length, window or length)
     cache = attention_time(batch, length, heads, 1, 64, 2.0, 1e30, 1.0, prefill, window)
     assert cache == pytest.approx(batch * kept * 2 * 64 * 2.0, rel=1e-12)
+
+
+@pytest.mark.parametrize("window", [0, 100, 4096])
+def test_the_verify_attention_reads_each_cache_once_against_a_loop(window: int) -> None:
+    """``verify_attention_time``: at k 0 the decode attention's bound; at k 4 the ``k + 1``
+    queries' FLOPs counted key by key (query j at the cache S + j) and the union of their
+    windows read once: by hand, and never more bytes than k + 1 single-query reads."""
+    from sweeps.physics.kernels import verify_attention_time
+
+    b, s, h, kv, d = 3, 1000, 8, 2, 128
+    args = (h, kv, d, 2.0, H100["peak"], H100["bandwidth"])
+    plain = attention_time(b, s, *args, prefill=False, window=window)
+    assert verify_attention_time(b, s, 0, *args, window) == pytest.approx(plain, rel=1e-15)
+    k = 4
+    flops = sum(_loop(b, s + j, window, h, d, False) for j in range(k + 1))
+    reach = (window + k) if window else s + k
+    nbytes = b * min(s + k, reach) * 2.0 * kv * d * 2.0
+    expected = max(flops / H100["peak"], nbytes / H100["bandwidth"])
+    got = verify_attention_time(b, s, k, *args, window)
+    assert got == pytest.approx(expected, rel=1e-12)
+    per_row = attention_time(b * (k + 1), s + k, *args, prefill=False, window=window)
+    assert got <= per_row
+    # FLOPs-bound at 512 queries a sequence: 4 h d (k + 1) S over the peak
+    many = verify_attention_time(b, s, 511, *args, window)
+    assert many > verify_attention_time(b, s, 0, *args, window) * 2

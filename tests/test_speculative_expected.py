@@ -262,3 +262,89 @@ def test_the_verify_steps_decode_is_composes_decode_step_bit_for_bit(
     assert np.isfinite(whole.step).all()
     assert (alone.step == whole.step).all()
     assert (alone.step_basis == whole.step_basis).all()
+
+
+# The verify step with each cache read once (``expected_verify_time_once_s``, issue 43)
+
+LLAMA = """
+engine = ["vllm"]
+hardware = ["h100-sxm"]
+batch = [1, 32]
+context = [4096]
+spec_tokens = [0, 4]
+spec_acceptance = [0.7]
+spec_draft = ["ngram"]
+"""
+
+
+def test_the_once_reading_is_the_decode_step_at_k0_and_never_above_the_per_row_one(
+    ds: xr.Dataset,
+) -> None:
+    once, rows = ds["expected_verify_time_once_s"], ds["expected_verify_time_s"]
+    _bits(once.sel(spec_tokens=0), ds["expected_step_time_s"], "once at k 0")
+    assert (np.isnan(once) == np.isnan(rows)).all()  # null where the per-row one is
+    known = np.isfinite(rows)
+    assert int(known.sum()) > 0
+    assert (once.where(known) <= rows.where(known)).where(known, True).all()
+    assert (
+        (once.sel(spec_tokens=4) < rows.sel(spec_tokens=4))
+        .where(known.sel(spec_tokens=4), True)
+        .all()
+    )  # k 4 reads the cache 5 times a sequence per row, once here: strictly cheaper
+    plain = ds["expected_step_time_s"]
+    speedup = ds["expected_spec_speedup_once"]
+    e, draft = ds["expected_tokens"], ds["expected_draft_time_s"]
+    assert np.allclose(speedup, plain * e / (once + draft), rtol=1e-12, equal_nan=True)
+    assert (speedup >= ds["expected_spec_speedup"]).where(np.isfinite(speedup), True).all()
+
+
+def test_the_once_reading_holds_the_gemms_and_its_attention_floor() -> None:
+    """Above the plain step's operations other than attention (its GEMMs, LM head,
+    all-reduces) and the roofline of its k + 1 queries' attention; the floor binds where the
+    measured decode attention is below it (k 128: 129 queries a sequence, FLOPs-bound)."""
+    from sweeps.physics import attention_time
+    from sweeps.studies.expected.speculative import _once
+    from sweeps.studies.expected.step import decode, verify_attention_floor
+
+    config = _config("llama-3.1-8b", "h100-sxm", 1)
+    batch, context = np.array([1, 32, 256]), np.array([1024, 16384])
+    plain = decode(config, batch, context)
+    assert not isinstance(plain, str)
+    others = sum(v for op, v in plain.expected.items() if op != "attention")
+    for k in (1, 4, 128):
+        rows = decode(config, batch, context, k + 1)
+        assert not isinstance(rows, str)
+        once = _once(config, plain, rows, k, batch, context)
+        floor = verify_attention_floor(config, batch, context, k)
+        assert (once >= others + floor * (1 - 1e-12)).all(), k
+        assert (once >= plain.step * (1 - 1e-12)).all(), k
+        assert (once <= rows.step).all(), k
+    # at k 0 the floor is the plain step's own attention bound, layer for layer
+    m = config.model
+    own = attention_time(
+        batch[:, None], context[None, :], m.heads, m.kv_heads, m.head_dim, 2.0,
+        config.attention_peak, config.device.bandwidth, False,
+    )  # fmt: skip
+    assert np.allclose(verify_attention_floor(config, batch, context, 0), own * m.layers)
+    big = verify_attention_floor(config, batch, context, 128)
+    assert (big > plain.expected["attention"]).any()  # the floor can bind
+
+
+def test_the_once_reading_on_llama_8b_h100_vllm_by_hand() -> None:
+    """k 4, S 4096: the verify step over the plain one 2.81 read per row, 1.01 with each
+    cache read once at B 32; 1.21 and 1.07 at B 1 (issue 43's figures)."""
+    ds = _build(LLAMA).squeeze()
+    plain = ds["expected_step_time_s"]
+    rows = ds["expected_verify_time_s"].sel(spec_tokens=4) / plain
+    once = ds["expected_verify_time_once_s"].sel(spec_tokens=4) / plain
+    assert float(rows.sel(batch=32)) == pytest.approx(2.81, rel=0.01)
+    assert float(once.sel(batch=32)) == pytest.approx(1.01, rel=0.01)
+    assert float(rows.sel(batch=1)) == pytest.approx(1.21, rel=0.01)
+    assert float(once.sel(batch=1)) == pytest.approx(1.07, rel=0.01)
+
+
+def test_the_once_reading_is_null_for_an_mla_model() -> None:
+    from sweeps.studies.expected.step import verify_attention_floor
+
+    config = _config("deepseek-v3", "h100-sxm", 8, "trtllm")
+    assert np.isnan(verify_attention_floor(config, np.array([1]), np.array([1024]), 2)).all()

@@ -69,6 +69,7 @@ from sweeps.physics.kernels import (
     hit_attention_time,
     kernel_time,
     mla_attention_time,
+    verify_attention_time,
 )
 from sweeps.physics.model import (
     allreduce_bytes,
@@ -376,6 +377,7 @@ __all__ = [
     "useful_share",
     "utilization",
     "verify_attended_layer_tokens",
+    "verify_attention_time",
     "verify_bytes",
     "verify_cached_layer_tokens",
     "verify_flops_per_sequence",

@@ -16,6 +16,7 @@ import numpy as np
 
 from sweeps.physics._array import Array, where
 from sweeps.physics.model import causal_attention_pairs
+from sweeps.physics.speculative import verify_attended_layer_tokens, verify_cached_layer_tokens
 
 
 def kernel_time(flops: Array, nbytes: Array, peak: Array, bandwidth: Array) -> Array:
@@ -103,6 +104,45 @@ def _attention_bytes(
     windowed = np.greater(window, 0)
     kept = where(windowed, np.minimum(length, window), length)
     return batch * kept * 2.0 * kv_heads * head_dim * kv_bytes
+
+
+def verify_attention_time(
+    batch: Array,
+    context: Array,
+    draft_tokens: Array,
+    heads: Array,
+    kv_heads: Array,
+    head_dim: Array,
+    kv_bytes: Array,
+    peak: Array,
+    bandwidth: Array,
+    window: Array = 0,
+) -> Array:
+    """Bound of one layer's attention of a verify step on one device [s]: each sequence's
+    ``k + 1`` queries at the caches ``S .. S + k`` together (``4 H d`` FLOPs a query-key pair,
+    ``verify_attended_layer_tokens``), its cache read once (``verify_cached_layer_tokens``).
+    ``k = 0`` counts ``attention_time``'s decode FLOPs and bytes.
+
+    Parameters
+    ----------
+    batch : Sequences [sequence]
+    context : Cached tokens at the first query, ``S`` [token]
+    draft_tokens : Draft tokens ``k`` [token]
+    heads, kv_heads : Query and key/value heads on the device [head]
+    head_dim : Head dimension [1]
+    kv_bytes : Bytes per cached element [byte]
+    peak : Peak FLOP/s [FLOP/s]
+    bandwidth : HBM bandwidth [byte/s]
+    window : Sliding-window length [token]; 0 for full attention
+    """
+    windowed = np.greater(window, 0)
+    local = where(windowed, 1.0, 0.0)  # one layer: local or full
+    w = where(windowed, window, np.inf)
+    pairs = verify_attended_layer_tokens(context, draft_tokens, 1.0, local, w)
+    kept = verify_cached_layer_tokens(context, draft_tokens, 1.0, local, w)
+    flops = 4.0 * batch * heads * head_dim * pairs
+    nbytes = batch * kept * 2.0 * kv_heads * head_dim * kv_bytes
+    return kernel_time(flops, nbytes, peak, bandwidth)
 
 
 def hit_attention_time(

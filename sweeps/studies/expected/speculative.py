@@ -4,7 +4,10 @@ bound (``axes.engine`` with ``spec_tokens``, ``spec_acceptance``, ``spec_draft``
 The verify step is read as aiconfigurator prices its nextn (MTP) step: a decode step of
 ``B (k + 1)`` rows (``step.decode``), the GEMMs and the LM head at ``m = B (k + 1)`` and
 attention over ``B (k + 1)`` single-query sequences at the context (the database measured no
-decode kernel taking a sequence's ``k + 1`` queries together, so each reads the cache). The draft
+decode kernel taking a sequence's ``k + 1`` queries together, so each reads the cache); beside
+it, ``expected_verify_time_once_s`` reads each cache once (``_once``: the same operations but
+attention, the measured decode attention of the ``B`` sequences floored at the roofline of the
+``k + 1`` queries, ``physics.verify_attention_time``), with its speedup. The draft
 proposes ``k`` tokens: ``ngram`` for nothing; ``mtp`` in ``k`` passes of one head, the
 target's mean layer (its decode step's layer operations over its layers) and its LM head,
 read at ``B`` and the context; a draft model in ``k`` of its own decode steps at ``B`` over
@@ -38,7 +41,15 @@ from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.measured.kernels import NAMES, NONE
 from sweeps.studies.expected.expected import DIMS as EXPECTED_DIMS
 from sweeps.studies.expected.expected import configs, extra_dims, known_flag
-from sweeps.studies.expected.step import Config, Decoded, decode, micro_batch, rank_share
+from sweeps.studies.expected.step import (
+    Config,
+    Decoded,
+    _sum,
+    decode,
+    micro_batch,
+    rank_share,
+    verify_attention_floor,
+)
 
 DIMS = (*EXPECTED_DIMS, "spec_tokens", "spec_acceptance", "spec_draft")
 """The expected table's dims and the speculative ones (and ``PARALLEL_DIMS`` where the sweep
@@ -120,6 +131,32 @@ def _draft(
     return time, code, reason
 
 
+def _once(
+    config: Config,
+    plain: Decoded,
+    verify: Decoded,
+    k: int,
+    batch: np.ndarray,
+    context: np.ndarray,
+) -> np.ndarray:
+    """The verify step of ``k`` drafts with each sequence's cache read once (batch, context)
+    [s]: ``verify``'s operations (``B (k + 1)`` rows) but attention, which is ``plain``'s (the
+    rank's ``B`` sequences at ``S``, as a kernel taking a sequence's ``k + 1`` queries
+    together reads its cache) floored at the roofline of the ``k + 1`` queries' FLOPs and the
+    cache's bytes (``step.verify_attention_floor``), and at most ``verify``'s own (a kernel
+    reading each cache once does no more than one reading it ``k + 1`` times; the database's
+    decode attention is not monotone in the batch where it is small: Qwen3-235B, H100,
+    TensorRT-LLM, S 512, 5 sequences measured 12.5 us a layer, 1 sequence 15.5 us); summed in
+    ``decode``'s order. NaN where ``verify`` is, and for an MLA model (its block, projections
+    and attention, is read whole)."""
+    floor = verify_attention_floor(config, batch, context, k)
+    ops = dict(verify.expected)
+    held = np.maximum(plain.expected["attention"], floor)
+    ops["attention"] = np.minimum(held, verify.expected["attention"])
+    total = _sum(list(ops.values()))
+    return np.where(np.isnan(verify.step), np.nan, total)
+
+
 def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output array
     import xarray as xr
 
@@ -132,6 +169,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     sizes = tuple(1 + max(i[d] for i, _ in every) for d in range(n))
     verify = np.full((*sizes, ks.size, batch.size, context.size), np.nan)
     verify_code = np.full(verify.shape, NONE, dtype=np.int8)
+    once = np.full(verify.shape, np.nan)
     per_draft = (*sizes, ks.size, len(drafts), batch.size, context.size)
     draft, draft_code = np.full(per_draft, np.nan), np.full(per_draft, NONE, dtype=np.int8)
     reasons = np.full((*sizes, ks.size, len(drafts)), "", dtype=object)
@@ -145,6 +183,9 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
             done = plain if k == 0 else decode(config, batch, context, int(k) + 1)
             assert not isinstance(done, str)  # the configuration opened for plain
             verify[index][i], verify_code[index][i] = done.step, done.step_basis
+            once[index][i] = (
+                done.step if k == 0 else _once(config, plain, done, int(k), batch, context)
+            )
             why.append(done.reason)
         for d, record in enumerate(drafts):
             time, code, reason = _draft(config, record, plain, ks, batch, context)
@@ -154,6 +195,7 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
     dims, config_dims = (*DIMS, *extra), (*CONFIG, *extra)
     kept = (*config_dims, "spec_tokens", "batch", "context")
     verify_v = xr.Variable(kept, verify)
+    once_v = xr.Variable(kept, once)
     draft_v = xr.Variable((*config_dims, "spec_tokens", "spec_draft", "batch", "context"), draft)
     e = x["expected_tokens"]
     spent = verify_v + draft_v
@@ -171,6 +213,10 @@ def _compute(x: Inputs) -> dict[str, Any]:  # long: one loop fills every output 
         share = bound / per_token
     return {
         "expected_verify_time_s": verify_v.transpose(*(d for d in dims if d in kept)),
+        "expected_verify_time_once_s": once_v.transpose(*(d for d in dims if d in kept)),
+        "expected_spec_speedup_once": (
+            x["expected_step_time_s"] * e / (once_v + draft_v)
+        ).transpose(*dims),
         "expected_draft_time_s": draft_v.transpose(*(d for d in dims if d in draft_v.dims)),
         "expected_spec_time_per_output_token_s": per_token,
         "expected_spec_tokens_per_s": (x["batch"] / per_token).transpose(*dims),
@@ -199,6 +245,17 @@ SPECULATIVE_EXPECTED = Analysis(
             "s",
             f"Expected verify step, a decode step of B(k+1) rows (aiconfigurator's nextn "
             f"step), {_NOTE}",
+            "nullable",
+            rank="full",
+        ),
+        _V(
+            "expected_verify_time_once_s",
+            "s",
+            "Expected verify step with each sequence's KV cache read once (a kernel taking its "
+            "k+1 queries together: FlashAttention varlen, FlashInfer, TRT-LLM XQA spec-dec): "
+            "the GEMMs and LM head at B(k+1) rows, attention the measured decode attention of "
+            "the B sequences at S floored at the roofline of the k+1 queries' FLOPs and the "
+            f"cache's bytes, {_NOTE}; no verify kernel measured; null for an MLA model",
             "nullable",
             rank="full",
         ),
@@ -234,6 +291,14 @@ SPECULATIVE_EXPECTED = Analysis(
             "nullable",
             "expected_speedup",
             "full",
+        ),
+        _V(
+            "expected_spec_speedup_once",
+            "1",
+            "Expected speedup over the expected plain decode step with the verify step's caches "
+            "read once, t_d E/(t_verify_once + t_draft), an expectation, not a bound",
+            "nullable",
+            rank="full",
         ),
         _V(
             "spec_roofline_share",
@@ -278,6 +343,7 @@ SPECULATIVE_EXPECTED = Analysis(
         "expected_tokens",
         "verify_time_s",
         "expected_verify_time_s",
+        "expected_verify_time_once_s",
         "draft_time_s",
         "expected_draft_time_s",
         "spec_time_per_output_token_s",
@@ -286,6 +352,7 @@ SPECULATIVE_EXPECTED = Analysis(
         "expected_spec_tokens_per_s",
         "speedup",
         "expected_spec_speedup",
+        "expected_spec_speedup_once",
         "spec_roofline_share",
         "spec_below_bound",
         "spec_feasible",

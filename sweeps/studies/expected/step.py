@@ -1120,6 +1120,36 @@ def decode(
     return Decoded(expected, total, _basis_code(expected, basis, total), reason)
 
 
+def verify_attention_floor(
+    config: Config, batch: np.ndarray, context: np.ndarray, draft_tokens: int
+) -> np.ndarray:
+    """The roofline floor of a verify step's attention with each cache read once
+    (``physics.verify_attention_time``), over the step's layers at the rank's micro-batch of
+    ``batch`` sequences by each ``context`` (batch, context) [s]: the mean layer's as
+    ``_Ops.attention`` means them (windowed layers at the window, the others full). NaN for an
+    MLA model, whose block is read whole, its projections with its attention."""
+    m = config.model
+    shape = (batch.size, context.size)
+    if m.is_mla:
+        return np.full(shape, np.nan)
+    sequences = rank_share(config, micro_batch(config, batch))[:, None]
+    heads, kv = max(1, m.heads // config.shards), max(1, config.kv_heads // config.shards)
+
+    def layer(window: int) -> np.ndarray:
+        return physics.verify_attention_time(
+            sequences, context[None, :], draft_tokens, heads, kv, m.head_dim, config.kv_bytes,
+            config.attention_peak, config.device.bandwidth, window,
+        )  # fmt: skip
+
+    local = min(m.local_layers, m.layers) if m.sliding_window > 0 else 0
+    if local in (0, m.layers):
+        mean = layer(m.sliding_window if local else 0)
+    else:
+        share = local / m.layers
+        mean = share * layer(m.sliding_window) + (1.0 - share) * layer(0)
+    return np.broadcast_to(mean * _counts(config)["attention"], shape)
+
+
 def _basis_code(
     expected: dict[str, np.ndarray], basis: dict[str, np.ndarray], total: np.ndarray
 ) -> np.ndarray:
