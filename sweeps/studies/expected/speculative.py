@@ -298,7 +298,8 @@ SPECULATIVE_EXPECTED = Analysis(
             "Expected speedup over the expected plain decode step with the verify step's caches "
             "read once, t_d E/(t_verify_once + t_draft), an expectation, not a bound",
             "nullable",
-            rank="full",
+            "expected_speedup_once",
+            "full",
         ),
         _V(
             "spec_roofline_share",
