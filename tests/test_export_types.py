@@ -109,3 +109,20 @@ def test_formats_dates_and_counts(tables):
             entry = next((v for v in REGISTRY.values() if v.column_name == column), None)
             if entry is not None and entry.dtype in ("count", "int64"):
                 assert kind.is_integer(), f"{name}.{column} is {kind}"
+
+
+def test_the_simulated_plans_name_the_layout_of_their_pools_plan(tables):
+    """A simulated plan says which parallel layout its replica is (a replica: tp x ep x pp
+    devices), the layout of the pools plan it replays (before: tp alone, the layout dropped)."""
+    keys = ["model", "hardware", "tp", "ep", "dp_attention", "pp", "batch", "replicas"]
+    keys += ["prefix_hit_rate", "kv_tier", "spec_tokens"]
+    simulated = tables["simulated"].select(keys)
+    assert simulated.height > 0
+    assert simulated.select("ep", "dp_attention", "pp").null_count().sum_horizontal()[0] == 0
+    decode = {name: f"decode_{name}" for name in ("hardware", "tp", "batch", "replicas")}
+    pools = tables["pools"].rename({theirs: ours for ours, theirs in decode.items()})
+    text = [pl.col(c).cast(pl.String) for c in keys]
+    found = simulated.with_columns(text).join(
+        pools.select(keys).with_columns(text).unique(), on=keys, how="anti", nulls_equal=True
+    )
+    assert found.height == 0, found  # each simulated plan is a plan of the pools table

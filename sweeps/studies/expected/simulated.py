@@ -30,20 +30,9 @@ from sweeps.studies.expected.steps import expected_steps, expected_verify
 from sweeps.studies.serving.simulated import SIMULATED, wants_simulation
 
 ENGINE = Variable("engine", "-", "Serving engine of the measured kernels (engine-version)", "str")
-LAYOUT = (
-    Variable("ep", "device", "Expert-parallel ranks of the plan (null: no parallel axes)", "int64"),
-    Variable(
-        "dp_attention", "-", "Data-parallel attention of the plan (null: no parallel axes)", "str"
-    ),
-    Variable("pp", "device", "Pipeline stages of the plan (null: no parallel axes)", "int64"),
-)
-"""The plan's parallel layout: a replica is ``tp x ep x pp`` devices."""
-_TP = [v.name for v in SIMULATED].index("tp") + 1
-SIMULATED_EXPECTED: tuple[Variable, ...] = (
-    *SIMULATED[:4], ENGINE, *SIMULATED[4:_TP], *LAYOUT, *SIMULATED[_TP:]
-)  # fmt: skip
-"""The columns of ``simulated_expected.parquet``: ``simulated.parquet``'s, the engine and the
-plan's parallel layout."""
+SIMULATED_EXPECTED: tuple[Variable, ...] = (*SIMULATED[:4], ENGINE, *SIMULATED[4:])
+"""The columns of ``simulated_expected.parquet``: ``simulated.parquet``'s (the plan's parallel
+layout among them) and the engine."""
 WORKLOAD = ("model", "kv_heads", "kv_dtype", "weight_dtype", "prompt_tokens", "output_tokens")
 LOADS = ("arrival_rate", "concurrency")
 
