@@ -250,15 +250,29 @@ def _paths(remote: Remote, name: str, ident: str) -> tuple[str, str, str]:
 
 
 def _move_tree(fs: Any, source: str, target: str) -> None:
-    """Move every file under ``source`` to the same place under ``target``, one at a time (a
-    move that stopped is taken up where it stopped), then remove ``source``."""
-    for path in fs.find(source):
-        relative = path[len(source) :].lstrip("/")
-        destination = f"{target}/{relative}"
-        fs.makedirs(destination.rsplit("/", 1)[0], exist_ok=True)
-        fs.mv(path, destination)
+    """Move every file under ``source`` to the same place under ``target``, then remove
+    ``source``. A filesystem that renames (local, memory) moves one file at a time; an object
+    store (an async filesystem: s3fs, gcsfs, adlfs), where a move is a copy and a delete,
+    copies them all at once and then deletes them in batches, as its client does. Either way
+    a move that stopped is taken up where it stopped (a file copied twice is the same file)."""
+    paths = fs.find(source)
+    destinations = [f"{target}/{path[len(source) :].lstrip('/')}" for path in paths]
+    if _batched(fs):
+        if paths:
+            fs.copy(paths, destinations)
+            fs.rm(paths)
+    else:
+        for path, destination in zip(paths, destinations, strict=True):
+            fs.makedirs(destination.rsplit("/", 1)[0], exist_ok=True)
+            fs.mv(path, destination)
     if fs.exists(source):
         fs.rm(source, recursive=True)
+
+
+def _batched(fs: Any) -> bool:
+    """Whether ``fs`` is an object store's async filesystem, whose client runs a list of
+    copies, deletes or uploads concurrently (one request each, none waiting on the last)."""
+    return bool(getattr(fs, "async_impl", False))
 
 
 def _remove(fs: Any, path: str) -> None:
@@ -267,9 +281,12 @@ def _remove(fs: Any, path: str) -> None:
 
 
 def upload(folder: Path, remote: Remote, prefix: str) -> None:
-    """Every file under the local ``folder`` to the same place under ``prefix``; a symbolic
-    link is refused, never followed (its target could lie anywhere)."""
+    """Every file under the local ``folder`` to the same place under ``prefix`` (an object
+    store's all at once, ``_batched``); a symbolic link is refused before anything is
+    uploaded, never followed (its target could lie anywhere)."""
     fs = remote.fs
+    sources: list[str] = []
+    targets: list[str] = []
     for here, folders, files in os.walk(folder):
         for entry in (*folders, *files):
             if Path(here, entry).is_symlink():
@@ -278,8 +295,14 @@ def upload(folder: Path, remote: Remote, prefix: str) -> None:
         relative = Path(here).relative_to(folder).as_posix()
         base = prefix if relative == "." else f"{prefix}/{relative}"
         fs.makedirs(base, exist_ok=True)
-        for file in files:
-            fs.put_file(str(Path(here, file)), f"{base}/{file}")
+        sources += [str(Path(here, file)) for file in files]
+        targets += [f"{base}/{file}" for file in files]
+    if _batched(fs):
+        if sources:
+            fs.put(sources, targets)
+    else:
+        for source, target in zip(sources, targets, strict=True):
+            fs.put_file(source, target)
 
 
 def commit(
