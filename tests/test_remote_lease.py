@@ -264,19 +264,11 @@ def test_a_live_lease_stops_the_second_run_with_one_line(
         remote.recover(where, NAME)  # a recovery waits for the lease too: the commit runs
 
 
-@pytest.mark.parametrize("scheme", ["memory", "file", "plain"])
-def test_two_commits_racing_one_wins_the_other_stops(
-    scheme: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two threads commit different results to one URL at once (each upload held 0.2 s, so
-    they overlap): one commits, the other stops with LeaseHeldError before writing; the
-    result is the winner's, whole, and nothing else is left. ``plain://`` has no create
-    exclusive: both write the lease, and the last writer holds it once read back."""
-    target = {
-        "memory": url,
-        "file": (tmp_path / "remote").as_uri(),
-        "plain": url.replace("memory://", "plain://"),
-    }[scheme]
+def race(target: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> remote.Remote:
+    """Two threads commit different results (``calibration.parquet`` of ``a``s and of ``b``s)
+    to ``target`` at once, each upload held 0.2 s so that they overlap: asserts that one
+    commits and the other stops with LeaseHeldError before writing, the result the winner's,
+    whole; gives the URL's ``Remote``."""
     where = remote.open_url(target)
     folders = []
     for key in ("a", "b"):
@@ -291,7 +283,6 @@ def test_two_commits_racing_one_wins_the_other_stops(
         real(folder, into, prefix)
 
     monkeypatch.setattr(remote, "upload", slow)
-    monkeypatch.setattr(Plain, "meet", threading.Barrier(2, timeout=10))
     start = threading.Barrier(2)
     outcome: dict[str, BaseException | None] = {}
 
@@ -316,6 +307,24 @@ def test_two_commits_racing_one_wins_the_other_stops(
     assert f"{target}/{NAME}: another commit is running: run " in str(lost[0])
     got = where.fs.cat_file(f"{where.root}/{NAME}/calibration.parquet")
     assert got == won[0].encode() * 100
+    return where
+
+
+@pytest.mark.parametrize("scheme", ["memory", "file", "plain"])
+def test_two_commits_racing_one_wins_the_other_stops(
+    scheme: str, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two threads commit different results to one URL at once (each upload held 0.2 s, so
+    they overlap): one commits, the other stops with LeaseHeldError before writing; the
+    result is the winner's, whole, and nothing else is left. ``plain://`` has no create
+    exclusive: both write the lease, and the last writer holds it once read back."""
+    target = {
+        "memory": url,
+        "file": (tmp_path / "remote").as_uri(),
+        "plain": url.replace("memory://", "plain://"),
+    }[scheme]
+    monkeypatch.setattr(Plain, "meet", threading.Barrier(2, timeout=10))
+    where = race(target, tmp_path, monkeypatch)
     assert leftovers(where.fs, where.root) == []
 
 

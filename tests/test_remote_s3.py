@@ -6,8 +6,6 @@ journal and the lease of ``sweeps.pipeline.remote`` on the store they were writt
 from __future__ import annotations
 
 import secrets
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,9 +14,9 @@ import fsspec
 import pytest
 
 from sweeps.config import load_config
-from sweeps.errors import LeaseHeldError
 from sweeps.pipeline import remote, run_to_folder
 from tests.test_remote import CONFIG, TABLES
+from tests.test_remote_lease import race
 
 pytest.importorskip("s3fs")
 server = pytest.importorskip("moto.server")
@@ -103,44 +101,7 @@ def test_two_commits_racing_on_s3_one_wins_the_other_stops(
     """Two threads commit different results to one S3 prefix at once (each upload held
     0.2 s, so they overlap): one commits, the other stops with LeaseHeldError before writing;
     the result is the winner's, whole, and nothing else is left."""
-    where = remote.open_url(url)
-    folders = []
-    for key in ("a", "b"):
-        folder = tmp_path / key
-        folder.mkdir()
-        (folder / "calibration.parquet").write_bytes(key.encode() * 100)
-        folders.append(folder)
-    real = remote.upload
-
-    def slow(folder: Path, into: remote.Remote, prefix: str) -> None:
-        time.sleep(0.2)
-        real(folder, into, prefix)
-
-    monkeypatch.setattr(remote, "upload", slow)
-    start = threading.Barrier(2)
-    outcome: dict[str, BaseException | None] = {}
-
-    def commit(folder: Path) -> None:
-        start.wait()
-        try:
-            remote.commit(folder, where, "calibration", force=True)
-            outcome[folder.name] = None
-        except BaseException as error:  # recorded, asserted below
-            outcome[folder.name] = error
-
-    threads = [threading.Thread(target=commit, args=(f,)) for f in folders]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    won = [key for key, error in outcome.items() if error is None]
-    lost = [error for error in outcome.values() if error is not None]
-    assert len(won) == 1, outcome
-    assert len(lost) == 1, outcome
-    assert isinstance(lost[0], LeaseHeldError), outcome
-    assert f"{url}/calibration: another commit is running: run " in str(lost[0])
-    got = where.fs.cat_file(f"{where.root}/calibration/calibration.parquet")
-    assert got == won[0].encode() * 100
+    where = race(url, tmp_path, monkeypatch)
     assert _leftovers(where.fs, where.root) == []
 
 
