@@ -18,7 +18,8 @@ import pytest
 import sweeps
 from sweeps.catalog import load_catalog
 from sweeps.measured.database import OPERATIONS, parse
-from sweeps.studies.expected.priced import PRICED, priced, prompt_counts, prompts_a_step
+from sweeps.studies.expected.composed import COMPOSED, priced
+from sweeps.studies.expected.priced import prompt_counts, prompts_a_step
 from sweeps.studies.expected.step import Config, step
 from sweeps.studies.expected.steps import ExpectedSteps, expected_steps, grid
 from sweeps.studies.serving.simulate import backlog, simulate, step_time, summarize
@@ -94,7 +95,7 @@ def test_a_device_without_data_has_no_steps_and_says_why() -> None:
 
 
 @pytest.mark.parametrize("case", POINTS, ids=lambda c: f"{c[0]}-{c[3]}-{c[4]}-{c[5]}")
-@pytest.mark.parametrize("scheduler", list(PRICED))
+@pytest.mark.parametrize("scheduler", list(COMPOSED))
 def test_each_expected_closed_form_matches_the_simulator_on_expected_steps(
     scheduler: str,
     case: tuple,  # type: ignore[type-arg]

@@ -263,6 +263,8 @@ def test_a_figure_below_the_bound_is_flagged_and_counted_in_the_manifest(
 
     def fast(t: composed.Composed) -> dict[str, Any]:
         got = real(t)
+        if t.verify is None:  # the plain points (k = 0) go through the same table
+            return got
         return {**got, "tpot": got["tpot"] * 1e-3}
 
     monkeypatch.setitem(composed.COMPOSED, "serial-prefill", fast)

@@ -21,7 +21,8 @@ import pytest
 
 import sweeps
 from sweeps.engine.parallel_terms import PARALLEL_DIMS
-from sweeps.studies.expected.priced import PRICED, priced, prompt_counts, prompts_a_step
+from sweeps.studies.expected.composed import COMPOSED, priced
+from sweeps.studies.expected.priced import prompt_counts, prompts_a_step
 from sweeps.studies.expected.steps import expected_steps, grid
 from sweeps.studies.serving.simulate import backlog, simulate, summarize
 
@@ -186,7 +187,7 @@ over five layouts, three workloads and every scheduler (docs/expected.md)."""
 CASE = (16, 512, 128, 2048)  # B, I, O, tau
 
 
-@pytest.mark.parametrize("scheduler", list(PRICED))
+@pytest.mark.parametrize("scheduler", list(COMPOSED))
 def test_each_expected_closed_form_matches_the_simulator_at_a_layout(scheduler: str) -> None:
     b, i, o, tau = CASE
     config = _config("qwen3-235b-a22b", "h100-sxm", "vllm", 1, 4, True, 2)  # 8 devices

@@ -29,6 +29,7 @@ holds them as the bound does (``serving.paced.held``, on a trailing axis here).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -36,7 +37,7 @@ import numpy as np
 
 from sweeps import physics
 from sweeps.physics._array import where
-from sweeps.studies.expected.priced import _result, _Terms
+from sweeps.studies.expected.priced import _result
 from sweeps.studies.expected.steps import ExpectedSteps, Verify, _read
 from sweeps.studies.serving import closed_forms, served
 
@@ -85,10 +86,13 @@ class _Point:
         return self.values[name]
 
 
-class Composed(_Terms):
-    """What the closed forms read of a point with speculation or a prefix hit, on expected
-    steps: the bound's ``Terms`` (``closed_forms.Terms``) with each step composed from the
-    measured kernels."""
+class Composed:
+    """What the closed forms read of a point, on expected steps: the bound's ``Terms``
+    (``closed_forms.Terms``) with each step composed from the measured kernels, plain or with
+    speculation (``spec``) and a prefix hit (``hits``). A plain point's steps are
+    ``ExpectedSteps``' own: the steady step ``t_d(B, I + O/2)``, ``t_p(m, I)``, the mixed
+    step of decodes at the mean context and pieces of prompts (a piece longer than what is
+    left of a prompt spans prompts, each paying its share, ``P(I) c / I``)."""
 
     def __init__(  # long: every term the closed forms read
         self,
@@ -99,10 +103,13 @@ class Composed(_Terms):
         spec: tuple[int, float, Verify] | None = None,
         hits: Hits | None = None,
     ) -> None:
-        super().__init__(e, prompt, output, budget)
+        self.e, self.batch, self.budget = e, e.batch, budget
+        self.prompt, self.output = prompt, output
+        self.decodes = np.asarray(output) > 1
+        self.context = physics.mean_context(prompt, output)
         self.spec, self.verify, self.hits = spec, (spec[2] if spec else None), hits
-        shape = np.shape(prompt)
-        index = np.arange(shape[0]).reshape(-1, *([1] * (len(shape) - 1)))
+        shape = np.shape(prompt)  # each prompt's row of the hit tables (one prompt: row 0)
+        index = np.arange(shape[0]).reshape(-1, *([1] * (len(shape) - 1))) if shape else 0
         self.row = np.broadcast_to(index, shape)
         self.x = cast(Any, _Point({}))
         if spec is not None:
@@ -119,7 +126,6 @@ class Composed(_Terms):
         self.steady = self.token_time()
         self.alone = self.prefills(1)
         whole, cached = self._prompt(prompt), self._prompt(self.cached)
-        self.per_token_attention = (whole - cached) / self.computed
         self.prompt_attention = whole - cached
         self.per_row = self.verify.per_row(self.context) if self.verify else None
         self.per_decode = e.per_decode(self.context)
@@ -183,9 +189,13 @@ class Composed(_Terms):
         piece = tokens / np.maximum(chunks, 1)
         within = prefix + piece <= self.prompt
         increments = chunks * (self._prompt(prefix + piece) - self._prompt(prefix))
-        attention = np.where(within, increments, tokens * self.per_token_attention)
+        attention = np.where(within, increments, tokens / self.computed * self.prompt_attention)
         step, draft = self._decodes(decoders, tokens)
         return self._finish(step + attention, tokens, starts, draft)
+
+    def result(self, ttft: Any, tpot: Any, rate: Any, steady: Any, share: Any) -> dict[str, Any]:
+        """A mode's figures, as ``Terms.result`` gives them (per device left to the caller)."""
+        return {**_result(ttft, tpot, rate, steady, self.output), "share": share}
 
     def spread_step(self, decoders: Any, tokens: Any) -> Any:
         """A chunked step with the prompts' attention spread over their chunks (``tokens``
@@ -342,7 +352,15 @@ COMPOSED = {
     "chunked-paced": chunked_paced,
     "chunked-greedy": chunked_greedy,
 }
-"""The modes priced on expected steps with the techniques, by name (``priced.PRICED``'s)."""
+"""The modes priced on expected steps, plain or with the techniques, by name."""
+
+
+def priced(
+    mode: str, e: ExpectedSteps, prompt: Any, output: Any, budget: float = math.inf
+) -> dict[str, Any]:
+    """``mode``'s expected figures at plain points (no speculation, no prefix hit) of ``e``'s
+    configuration and batch (all NaN where it is not priced or ``e`` has no data)."""
+    return composed(mode, Composed(e, prompt, output, budget))
 
 
 def composed(mode: str, t: Composed) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from sweeps.engine.base import Analysis, Inputs, Variable
 from sweeps.engine.parallel_terms import PARALLEL_DIMS
 from sweeps.physics._array import where
 from sweeps.schedulers import SCHEDULERS
-from sweeps.studies.expected.priced import PRICED
+from sweeps.studies.expected.composed import COMPOSED
 from sweeps.studies.expected.served import TECHNIQUES, wanted
 from sweeps.studies.serving.pools import (
     LOADS,
@@ -53,7 +53,7 @@ from sweeps.studies.serving.pools import (
 
 PERCENTILES = tuple(QUANTILES)
 """The TTFT percentiles the plans report (the pools table's)."""
-PLANNED = tuple(name for name in SCHEDULERS if name in PRICED)
+PLANNED = tuple(name for name in SCHEDULERS if name in COMPOSED)
 """The pools' one-pool schedulers that are priced on expected steps: one plan each."""
 DISAGGREGATED = "disaggregated"
 PLANS = [*PLANNED, DISAGGREGATED]

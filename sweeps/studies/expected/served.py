@@ -43,7 +43,7 @@ from sweeps.studies.expected.composed import (
     composed,
 )
 from sweeps.studies.expected.expected import configs, extra_dims, known_flag
-from sweeps.studies.expected.priced import NOT_PRICED, priced, prompt_counts
+from sweeps.studies.expected.priced import NOT_PRICED, prompt_counts
 from sweeps.studies.expected.step import Config, hit_prefill
 from sweeps.studies.expected.steps import (
     ExpectedSteps,
@@ -90,8 +90,9 @@ def _figures(
     """Each figure over (prompt, output, mode) of one configuration at one batch."""
     out = {name: np.full((prompt.size, output.size, len(modes)), np.nan) for name in FIGURES}
     grid_i, grid_o = np.meshgrid(prompt.astype(float), output.astype(float), indexing="ij")
+    plain = Composed(steps, grid_i, grid_o, budget)
     for j, mode in enumerate(modes):
-        got = priced(mode, steps, grid_i, grid_o, budget)
+        got = composed(mode, plain)
         for name in FIGURES[:4]:
             out[name][..., j] = got[name]
         out["per_device"][..., j] = got["rate"] * grid_o
